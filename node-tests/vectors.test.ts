@@ -1,0 +1,25 @@
+// Known-answer tests in Node, on both WebAssembly builds: ACVP SHA2-384 and Wycheproof HMAC/HKDF.
+import { describe, it, expect, beforeAll } from 'vitest';
+import * as api from '../src/crypto';
+import { allVectorSuites, EXPECTED_TOTALS } from './cases/vectors';
+import type { Summary } from './cases/_util';
+import { FLAVORS, HAVE_VECTORS, loadVector } from './support/vectors';
+
+describe.skipIf(!HAVE_VECTORS).each(FLAVORS)('known-answer vectors (%s)', (flavor) => {
+  let suites: Summary[] = [];
+  beforeAll(async () => {
+    api.setWasmFlavor(flavor);
+    suites = await allVectorSuites(async (p) => loadVector(p), api, process.env.SLOW === '1');
+  });
+
+  it('runs every case of every file', () => {
+    for (const s of suites) {
+      console.log(`[${flavor}] ${s.name}: ${s.passed}/${s.total} passed, ${s.skipped} skipped${s.note ? ` (${s.note})` : ''}`);
+      expect(s.failures, s.name).toEqual([]);
+      if (EXPECTED_TOTALS[s.name] !== undefined) expect(s.total, s.name).toBe(EXPECTED_TOTALS[s.name]);
+    }
+    const aft = suites.find((s) => s.name.endsWith('AFT'))!;
+    expect(aft.total).toBeGreaterThanOrEqual(128);
+    expect(suites.find((s) => s.name.endsWith('LDT'))!.total + suites.find((s) => s.name.endsWith('LDT'))!.skipped).toBe(4);
+  });
+});

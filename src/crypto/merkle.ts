@@ -1,0 +1,331 @@
+// RFC 9162 §2.1 Merkle tree over SHA-384: leaf = H(0x00 ‖ data), node = H(0x01 ‖ left ‖ right),
+// MTH({}) = H(""), split at the largest power of two smaller than n; a last leaf is never
+// duplicated. Proof verification first computes the exact expected proof length (as
+// transparency-dev/merkle does) and returns false for any other.
+//
+// Tree sizes and indexes are JavaScript safe integers (< 2^53); bit operations on them are done in
+// two 32-bit halves (see _bits below).
+
+import { bytes, integer } from '../_args';
+import {
+  HASH_BYTES,
+  leafHashes,
+  nodeHash as kernelNodeHash,
+  levelUp,
+  frontierAppend,
+  frontierRoot,
+  frontierSize,
+} from '../kernels/merkle-hash';
+import { sha384 } from '../kernels/sha2';
+
+export { HASH_BYTES };
+
+const MAX_SIZE = Number.MAX_SAFE_INTEGER;
+const TWO32 = 2 ** 32;
+
+// ---- 53-bit integer helpers ---------------------------------------------------------------------
+
+const hi = (x: number) => Math.floor(x / TWO32);
+const lo = (x: number) => x >>> 0;
+const pop32 = (x: number) => {
+  x -= (x >>> 1) & 0x55555555;
+  x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
+  return (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
+};
+/** Number of bits needed to write x (bits.Len). */
+const bitLen = (x: number) => (hi(x) !== 0 ? 64 - Math.clz32(hi(x)) : 32 - Math.clz32(lo(x)));
+const xor = (a: number, b: number) => (hi(a) ^ hi(b)) * TWO32 + ((lo(a) ^ lo(b)) >>> 0);
+const shr = (x: number, s: number) => Math.floor(x / 2 ** s);
+const popcount = (x: number) => pop32(hi(x)) + pop32(lo(x));
+const isOdd = (x: number) => x % 2 === 1;
+const trailingZeros = (x: number) => {
+  let n = 0;
+  while (x > 0 && x % 2 === 0) {
+    x /= 2;
+    n++;
+  }
+  return n;
+};
+
+// ---- hashing -----------------------------------------------------------------------------------
+
+/**
+ * Leaf hash SHA-384(0x00 ‖ data).
+ * @example leafHash(new TextEncoder().encode('record'))
+ */
+export function leafHash(data: Uint8Array): Uint8Array {
+  return leafHashes([bytes('data', data)]);
+}
+
+/**
+ * Interior node hash SHA-384(0x01 ‖ left ‖ right).
+ * @throws RangeError when either child is not 48 bytes.
+ */
+export function nodeHash(left: Uint8Array, right: Uint8Array): Uint8Array {
+  return kernelNodeHash(bytes('left', left, HASH_BYTES), bytes('right', right, HASH_BYTES));
+}
+
+function checkLeaves(leaves: readonly Uint8Array[]): readonly Uint8Array[] {
+  if (!Array.isArray(leaves)) throw new TypeError('"leaves" expected an array of Uint8Array');
+  for (let i = 0; i < leaves.length; i++) bytes(`leaves[${i}]`, leaves[i]);
+  return leaves;
+}
+
+/**
+ * Root hash MTH(leaves) of the tree whose leaf data are `leaves`, computed in one streaming pass
+ * (batched leaf hashing and an O(log n) compact range in WebAssembly).
+ * @throws TypeError when `leaves` is not an array of Uint8Array.
+ * @example root([a, b, c]) // 48 bytes
+ */
+export function root(leaves: readonly Uint8Array[]): Uint8Array {
+  checkLeaves(leaves);
+  const frontier = new Uint8Array(64 * HASH_BYTES);
+  const count = frontierAppend(frontier, 0, leaves);
+  return frontierRoot(frontier, count);
+}
+
+// ---- proofs --------------------------------------------------------------------------------------
+
+/**
+ * All levels of the tree over `leaves`: levels[0] holds the leaf hashes, each higher level the
+ * pairs of the one below with an odd last node carried up. Node j of level l covers the leaves
+ * [j·2^l, min((j+1)·2^l, n)).
+ */
+function levels(leaves: readonly Uint8Array[]): Uint8Array[] {
+  const out = [leafHashes(leaves)];
+  while (out[out.length - 1].length > HASH_BYTES) out.push(levelUp(out[out.length - 1]));
+  return out;
+}
+
+function nodeAt(lv: Uint8Array[], level: number, index: number): Uint8Array {
+  return lv[level].slice(index * HASH_BYTES, (index + 1) * HASH_BYTES);
+}
+
+/** MTH(D[a:b]) for a range that is a node of the tree (every range the proofs ask for is). */
+function subtree(lv: Uint8Array[], n: number, a: number, b: number): Uint8Array {
+  const level = bitLen(b - a - 1);
+  if (a % 2 ** level !== 0 || Math.min(a + 2 ** level, n) !== b) {
+    throw new Error(`internal: [${a}, ${b}) is not a node of a tree of ${n} leaves`);
+  }
+  return nodeAt(lv, level, a / 2 ** level);
+}
+
+/**
+ * Inclusion proof (RFC 9162 §2.1.3.1 PATH) for leaf `index` of the tree over `leaves`,
+ * deepest sibling first.
+ * @throws RangeError when index ∉ [0, leaves.length).
+ * @example const proof = inclusionProof(leaves, 5)
+ */
+export function inclusionProof(leaves: readonly Uint8Array[], index: number): Uint8Array[] {
+  checkLeaves(leaves);
+  integer('index', index, 0, leaves.length - 1);
+  const lv = levels(leaves);
+  const proof: Uint8Array[] = [];
+  for (let l = 0, i = index; l < lv.length - 1; l++, i = Math.floor(i / 2)) {
+    const sibling = i ^ 1;
+    if (sibling * HASH_BYTES < lv[l].length) proof.push(nodeAt(lv, l, sibling));
+  }
+  return proof;
+}
+
+/**
+ * Consistency proof (RFC 9162 §2.1.4.1 PROOF) that the tree of the first `oldSize` leaves is a
+ * prefix of the tree over all `leaves`. Empty when oldSize is 0 or equals leaves.length.
+ * @throws RangeError when oldSize ∉ [0, leaves.length].
+ */
+export function consistencyProof(leaves: readonly Uint8Array[], oldSize: number): Uint8Array[] {
+  checkLeaves(leaves);
+  const n = leaves.length;
+  integer('oldSize', oldSize, 0, n);
+  if (oldSize === 0 || oldSize === n) return [];
+  const lv = levels(leaves);
+  const proof: Uint8Array[] = [];
+  // SUBPROOF(m, D[a:b], complete), iteratively: the recursion only ever descends one side.
+  const pending: Uint8Array[] = [];
+  let m = oldSize;
+  let a = 0;
+  let b = n;
+  let complete = true;
+  while (m !== b - a) {
+    const k = 2 ** (bitLen(b - a - 1) - 1);
+    if (m <= k) {
+      pending.push(subtree(lv, n, a + k, b));
+      b = a + k;
+    } else {
+      pending.push(subtree(lv, n, a, a + k));
+      m -= k;
+      a += k;
+      complete = false;
+    }
+  }
+  if (!complete) proof.push(subtree(lv, n, a, b));
+  for (let i = pending.length - 1; i >= 0; i--) proof.push(pending[i]);
+  return proof;
+}
+
+function equal(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d |= a[i] ^ b[i];
+  return d === 0;
+}
+
+function checkProof(proof: readonly Uint8Array[]): boolean {
+  if (!Array.isArray(proof)) throw new TypeError('"proof" expected an array of Uint8Array');
+  for (let i = 0; i < proof.length; i++) bytes(`proof[${i}]`, proof[i]);
+  return proof.every((p) => p.length === HASH_BYTES);
+}
+
+/**
+ * Verifies an inclusion proof (RFC 9162 §2.1.3.2) of `leafData` at `index` in a tree of `treeSize`
+ * leaves with root `root`. Returns false for a wrong proof (including any proof whose length is
+ * not exactly the one the index and size imply).
+ * @throws TypeError/RangeError for malformed arguments (index ≥ treeSize, a root not 48 bytes).
+ * @example verifyInclusion(leaf, 5, leaves.length, inclusionProof(leaves, 5), root(leaves)) // true
+ */
+export function verifyInclusion(
+  leafData: Uint8Array,
+  index: number,
+  treeSize: number,
+  proof: readonly Uint8Array[],
+  rootHash: Uint8Array,
+): boolean {
+  bytes('leafData', leafData);
+  integer('treeSize', treeSize, 1, MAX_SIZE);
+  integer('index', index, 0, treeSize - 1);
+  bytes('root', rootHash, HASH_BYTES);
+  if (!checkProof(proof)) return false;
+  const inner = bitLen(xor(index, treeSize - 1));
+  if (proof.length !== inner + popcount(shr(index, inner))) return false;
+  let fn = index;
+  let sn = treeSize - 1;
+  let r = leafHash(leafData);
+  for (const p of proof) {
+    if (sn === 0) return false;
+    if (isOdd(fn) || fn === sn) {
+      r = kernelNodeHash(p, r);
+      if (!isOdd(fn)) {
+        while (!isOdd(fn) && fn !== 0) {
+          fn = shr(fn, 1);
+          sn = shr(sn, 1);
+        }
+      }
+    } else {
+      r = kernelNodeHash(r, p);
+    }
+    fn = shr(fn, 1);
+    sn = shr(sn, 1);
+  }
+  return sn === 0 && equal(r, rootHash);
+}
+
+/**
+ * Verifies a consistency proof (RFC 9162 §2.1.4.2) between a tree of `oldSize` leaves with root
+ * `oldRoot` and one of `newSize` leaves with root `newRoot`. For oldSize = newSize the proof must be
+ * empty and the roots equal; for oldSize = 0 it must be empty and oldRoot must be MTH({}).
+ * @throws TypeError/RangeError for malformed arguments (oldSize > newSize, roots not 48 bytes).
+ */
+export function verifyConsistency(
+  oldSize: number,
+  newSize: number,
+  oldRoot: Uint8Array,
+  newRoot: Uint8Array,
+  proof: readonly Uint8Array[],
+): boolean {
+  integer('newSize', newSize, 0, MAX_SIZE);
+  integer('oldSize', oldSize, 0, newSize);
+  bytes('oldRoot', oldRoot, HASH_BYTES);
+  bytes('newRoot', newRoot, HASH_BYTES);
+  if (!checkProof(proof)) return false;
+  if (oldSize === newSize) return proof.length === 0 && equal(oldRoot, newRoot);
+  if (oldSize === 0) return proof.length === 0 && equal(oldRoot, sha384(new Uint8Array(0)));
+  const inner = bitLen(xor(oldSize - 1, newSize - 1));
+  const border = popcount(shr(oldSize - 1, inner));
+  const shift = trailingZeros(oldSize);
+  const seeded = oldSize === 2 ** shift; // old tree is a perfect subtree: its root seeds the path
+  if (proof.length !== (seeded ? 0 : 1) + inner - shift + border) return false;
+  const path = seeded ? [oldRoot, ...proof] : proof;
+  let fn = oldSize - 1;
+  let sn = newSize - 1;
+  while (isOdd(fn)) {
+    fn = shr(fn, 1);
+    sn = shr(sn, 1);
+  }
+  let fr = path[0];
+  let sr = path[0];
+  for (let i = 1; i < path.length; i++) {
+    const c = path[i];
+    if (sn === 0) return false;
+    if (isOdd(fn) || fn === sn) {
+      fr = kernelNodeHash(c, fr);
+      sr = kernelNodeHash(c, sr);
+      while (!isOdd(fn) && fn !== 0) {
+        fn = shr(fn, 1);
+        sn = shr(sn, 1);
+      }
+    } else {
+      sr = kernelNodeHash(sr, c);
+    }
+    fn = shr(fn, 1);
+    sn = shr(sn, 1);
+  }
+  return sn === 0 && equal(fr, oldRoot) && equal(sr, newRoot);
+}
+
+// ---- incremental appender ---------------------------------------------------------------------
+
+/**
+ * An append-only tree kept as its compact range: the roots of the perfect subtrees that make it up
+ * (popcount(size) hashes of 48 bytes). `append` costs O(log n) node hashes; `root()` folds the range.
+ * @example
+ * const t = new MerkleAppender(); t.append(a); t.appendMany([b, c]); t.root()
+ */
+export class MerkleAppender {
+  #frontier = new Uint8Array(64 * HASH_BYTES);
+  #size = 0;
+
+  /** Number of leaves appended so far. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /** Appends one leaf (its data; the leaf hash is computed here). */
+  append(leaf: Uint8Array): this {
+    return this.appendMany([leaf]);
+  }
+
+  /** Appends many leaves in batched kernel calls. */
+  appendMany(leaves: readonly Uint8Array[]): this {
+    checkLeaves(leaves);
+    if (this.#size + leaves.length > MAX_SIZE) throw new RangeError('tree size would exceed 2^53 - 1');
+    this.#size = frontierAppend(this.#frontier, this.#size, leaves);
+    return this;
+  }
+
+  /** Root hash MTH of the leaves appended so far. */
+  root(): Uint8Array {
+    return frontierRoot(this.#frontier, this.#size);
+  }
+
+  /** The compact range, largest subtree first (copies). */
+  frontier(): Uint8Array[] {
+    const out: Uint8Array[] = [];
+    for (let i = 0; i < frontierSize(this.#size); i++) out.push(this.#frontier.slice(i * HASH_BYTES, (i + 1) * HASH_BYTES));
+    return out;
+  }
+
+  /**
+   * Resumes a tree from a saved size and compact range.
+   * @throws RangeError when the number of hashes is not popcount(size) or a hash is not 48 bytes.
+   */
+  static fromFrontier(size: number, frontier: readonly Uint8Array[]): MerkleAppender {
+    integer('size', size, 0, MAX_SIZE);
+    if (!Array.isArray(frontier) || frontier.length !== frontierSize(size)) {
+      throw new RangeError(`"frontier" expected ${frontierSize(size)} hashes for size ${size}`);
+    }
+    const t = new MerkleAppender();
+    frontier.forEach((h, i) => t.#frontier.set(bytes(`frontier[${i}]`, h, HASH_BYTES), i * HASH_BYTES));
+    t.#size = size;
+    return t;
+  }
+}

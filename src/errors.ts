@@ -1,0 +1,35 @@
+// PqdbError: the one error type pqdb throws for faults and bad data (never for programmer mistakes,
+// which are TypeError/RangeError). Codes are stable strings; the README lists every one.
+
+/** Every error code pqdb uses. Codes never change meaning once released. */
+export const ERROR_CODES = [
+  'AUTH_FAILED', // a tag, MAC or signature did not verify (never says which check)
+  'CORRUPTION', // stored bytes fail their checksum or structure checks
+  'FORMAT_VERSION', // data written by an unknown format version
+  'IO_ERROR', // the storage layer failed
+  'LOCKED', // another writer holds the store
+  'NOT_OPEN', // the store is closed
+  'QUOTA_EXCEEDED', // the storage quota is exhausted
+  'SUITE_QUARANTINED', // the crypto suite refuses new writes
+  'SUITE_RETIRED', // the crypto suite refuses reads
+  'AUTHORITY_DENIED', // current authority does not allow the operation
+  'ABORTED', // the operation was cancelled
+  'WASM_UNAVAILABLE', // the WebAssembly kernels cannot be instantiated
+] as const;
+
+export type PqdbErrorCode = (typeof ERROR_CODES)[number];
+
+/**
+ * A fault or bad data reported by pqdb, with a stable `code`.
+ * @example
+ * try { open(ct) } catch (e) { if (e instanceof PqdbError && e.code === 'AUTH_FAILED') … }
+ */
+export class PqdbError extends Error {
+  readonly code: PqdbErrorCode;
+
+  constructor(code: PqdbErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'PqdbError';
+    this.code = code;
+  }
+}
