@@ -1,0 +1,63 @@
+// The build: generated constants, the two embedded WebAssembly builds, flavour selection, and a
+// smoke test of the bundled dist/ entries as a user imports them.
+import { describe, it, expect } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import * as api from '../src/crypto';
+import { wasmBinary } from '../src/wasm/loader';
+// @ts-expect-error plain ESM script without types
+import { renderConstants } from '../scripts/gen-sha2-constants.mjs';
+
+const repo = new URL('..', import.meta.url);
+
+describe('build', () => {
+  it('the committed SHA-2 constants equal their FIPS 180-4 definitions', () => {
+    expect(readFileSync(new URL('assembly/sha2/_constants.ts', repo), 'utf8')).toBe(renderConstants());
+  });
+
+  it('both embedded builds match their recorded SHA-256, import nothing, and differ only where SIMD is used', () => {
+    const builds = api.wasmBuilds();
+    for (const flavor of ['simd', 'scalar'] as const) {
+      const bin = wasmBinary(flavor);
+      expect(bin.length).toBe(builds[flavor].bytes);
+      expect(createHash('sha256').update(bin).digest('hex')).toBe(builds[flavor].sha256);
+      const mod = new WebAssembly.Module(bin);
+      expect(WebAssembly.Module.imports(mod)).toEqual([]);
+      const inst = new WebAssembly.Instance(mod, {});
+      expect((inst.exports.SIMD as WebAssembly.Global).value).toBe(flavor === 'simd' ? 1 : 0);
+    }
+  });
+
+  it('setWasmFlavor switches builds and wasmFlavor reports it; SIMD is the default here', () => {
+    api.setWasmFlavor('scalar');
+    expect(api.wasmFlavor()).toBe('scalar');
+    const a = api.sha384(new Uint8Array(1000));
+    api.setWasmFlavor('simd');
+    expect(api.wasmFlavor()).toBe('simd');
+    expect(api.sha384(new Uint8Array(1000))).toEqual(a);
+    api.setWasmFlavor(undefined);
+    expect(api.simdSupported()).toBe(true);
+    expect(api.wasmFlavor()).toBe(process.env.PQDB_WASM ?? 'simd');
+  });
+
+  it('dist/ bundles run in a plain Node process, and PQDB_WASM=scalar forces the scalar build', () => {
+    const script = `
+      import { sha384, merkle, wasmFlavor } from 'pqdb/crypto';
+      import { VERSION, PqdbError } from 'pqdb';
+      const d = sha384(new TextEncoder().encode('abc'));
+      console.log(JSON.stringify({ flavor: wasmFlavor(), d: Buffer.from(d).toString('hex'), v: VERSION,
+        root: Buffer.from(merkle.root([new Uint8Array([1])])).toString('hex'), e: typeof PqdbError }));`;
+    for (const env of [{}, { PQDB_WASM: 'scalar' }]) {
+      const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+        cwd: new URL('.', repo),
+        env: { ...process.env, PQDB_WASM: undefined, ...env },
+      }).toString();
+      const r = JSON.parse(out);
+      expect(r.flavor).toBe('PQDB_WASM' in env ? 'scalar' : 'simd');
+      expect(r.d).toBe(createHash('sha384').update('abc').digest('hex'));
+      expect(r.root).toBe(createHash('sha384').update(Buffer.from([0, 1])).digest('hex'));
+      expect(r.e).toBe('function');
+    }
+  });
+});

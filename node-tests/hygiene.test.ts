@@ -1,0 +1,97 @@
+// Hygiene: inputs are never modified, unaligned subarrays work, outputs are fresh arrays (never
+// views into WebAssembly memory, never changed by later calls), and after every operation the
+// kernel memory is exactly as instantiated: nothing but the constant tables is left non-zero.
+import { describe, it, expect, beforeAll } from 'vitest';
+import { createHash, createHmac, hkdfSync } from 'node:crypto';
+import * as api from '../src/crypto';
+import { kernel } from '../src/wasm/loader';
+import { Rng } from './cases/_util';
+import { FLAVORS } from './support/vectors';
+
+const { sha256, sha384, sha512, hmac, hkdf, extract, expand, merkle, MerkleAppender } = api;
+
+type Op = [name: string, run: (a: Uint8Array, b: Uint8Array) => unknown];
+const OPS: Op[] = [
+  ['sha256', (a) => sha256(a)],
+  ['sha384', (a) => sha384(a)],
+  ['sha512', (a) => sha512(a)],
+  ['sha384.create', (a, b) => sha384.create().update(a).update(b).digest()],
+  ['hmac sha384', (a, b) => hmac(sha384, a, b)],
+  ['hmac sha256', (a, b) => hmac(sha256, a, b)],
+  ['hkdf sha384', (a, b) => hkdf(sha384, a, b, a, 100)],
+  ['hkdf sha256', (a, b) => hkdf(sha256, a, b, b, 33)],
+  ['extract+expand', (a, b) => expand(sha512, extract(sha512, a, b), b, 130)],
+  ['merkle.root', (a, b) => merkle.root([a, b, a])],
+  ['merkle.inclusionProof', (a, b) => merkle.inclusionProof([a, b, a, b, a], 4)],
+  ['merkle.verifyInclusion', (a, b) => merkle.verifyInclusion(b, 1, 3, merkle.inclusionProof([a, b, a], 1), merkle.root([a, b, a]))],
+  ['MerkleAppender', (a, b) => new MerkleAppender().appendMany([a, b, a]).root()],
+];
+
+describe.each(FLAVORS)('hygiene (%s)', (flavor) => {
+  let pristine: Uint8Array;
+  beforeAll(() => {
+    api.setWasmFlavor(flavor);
+    // Memory as instantiated holds only the constant tables (static data); capture it once.
+    pristine = kernel().mem.slice();
+    sha384(new Uint8Array(10));
+    expect(kernel().mem).toEqual(pristine);
+  });
+
+  const rng = new Rng(42);
+  const base = rng.bytes(700);
+  const key = rng.bytes(300);
+
+  it.each(OPS)('%s: inputs unchanged, unaligned offsets 0-7 agree, kernel memory wiped', (_name, run) => {
+    const want = JSON.stringify(run(base.slice(0, 200), key.slice(0, 150)), (_k, v) => (v instanceof Uint8Array ? [...v] : v));
+    for (let off = 0; off < 8; off++) {
+      const bufA = new Uint8Array(1024);
+      bufA.set(base.subarray(0, 200), off);
+      const bufB = new Uint8Array(512);
+      bufB.set(key.subarray(0, 150), off);
+      const before = [bufA.slice(), bufB.slice()];
+      const got = run(bufA.subarray(off, off + 200), bufB.subarray(off, off + 150));
+      expect(JSON.stringify(got, (_k, v) => (v instanceof Uint8Array ? [...v] : v))).toBe(want);
+      expect(bufA).toEqual(before[0]);
+      expect(bufB).toEqual(before[1]);
+      const mem = kernel().mem;
+      let dirty = -1;
+      for (let i = 0; i < mem.length; i++) if (mem[i] !== pristine[i]) { dirty = i; break; }
+      expect(dirty, `kernel memory differs at offset ${dirty}`).toBe(-1);
+    }
+  });
+
+  it('outputs are fresh arrays, not views into kernel memory, and later calls leave them alone', () => {
+    const wasmBuffer = kernel().x.memory.buffer;
+    const a = sha384(base);
+    const t = hmac(sha384, key, base);
+    const k = hkdf(sha384, key, base, undefined, 64);
+    const r = merkle.root([base]);
+    const p = merkle.inclusionProof([base, key], 0);
+    for (const out of [a, t, k, r, ...p]) expect(out.buffer).not.toBe(wasmBuffer);
+    const copies = [a, t, k, r].map((x) => x.slice());
+    sha384(key);
+    hmac(sha384, base, key);
+    hkdf(sha384, base, key, undefined, 64);
+    merkle.root([key, key]);
+    expect([a, t, k, r]).toEqual(copies);
+  });
+
+  it('aliasing: a Buffer over a shared ArrayBuffer, input and key being the same array', () => {
+    const shared = Buffer.from(base.buffer, base.byteOffset, base.length);
+    expect(sha384(shared)).toEqual(new Uint8Array(createHash('sha384').update(shared).digest()));
+    expect(hmac(sha384, base, base)).toEqual(new Uint8Array(createHmac('sha384', base).update(base).digest()));
+    expect(hkdf(sha256, base, base, base.subarray(0, 100), 64)).toEqual(
+      new Uint8Array(hkdfSync('sha256', base, base, base.subarray(0, 100), 64)),
+    );
+    // A leaf that is a subarray of another leaf.
+    expect(merkle.root([base, base.subarray(3, 50)])).toEqual(merkle.root([base.slice(), base.slice(3, 50)]));
+  });
+
+  it('streams refuse reuse after digest()', () => {
+    const h = sha384.create();
+    h.update(base);
+    h.digest();
+    expect(() => h.update(base)).toThrow(TypeError);
+    expect(() => h.digest()).toThrow(TypeError);
+  });
+});
