@@ -1,0 +1,96 @@
+// A small benchmark harness: warm-up until the engine's optimising tier has run, then timed
+// samples of batches sized to ~20 ms; reports the median and p90 time per operation. Peers are
+// measured in the same process, one after another, with the same inputs.
+
+import os from 'node:os';
+import { execSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+const now = () => performance.now();
+
+/**
+ * Times `fn` (one operation per call). Returns { median, p90, samples } in nanoseconds/op.
+ * @param {() => unknown} fn
+ * @param {{ warmupMs?: number, samples?: number, sampleMs?: number }} [opts]
+ */
+export function measure(fn, opts = {}) {
+  const warmupMs = opts.warmupMs ?? 400;
+  const samples = opts.samples ?? 21;
+  const sampleMs = opts.sampleMs ?? 20;
+  let sink = 0;
+  // Warm-up: also finds the batch size that takes ~sampleMs.
+  let batch = 1;
+  const warmEnd = now() + warmupMs;
+  let iters = 0;
+  let t0 = now();
+  while (now() < warmEnd || iters < 3) {
+    sink ^= touch(fn());
+    iters++;
+  }
+  const perOp = (now() - t0) / iters;
+  batch = Math.max(1, Math.round(sampleMs / Math.max(perOp, 1e-6)));
+  const times = [];
+  for (let s = 0; s < samples; s++) {
+    t0 = now();
+    for (let i = 0; i < batch; i++) sink ^= touch(fn());
+    times.push(((now() - t0) / batch) * 1e6);
+  }
+  times.sort((a, b) => a - b);
+  globalThis.__benchSink = sink;
+  return {
+    median: times[Math.floor(times.length / 2)],
+    p90: times[Math.min(times.length - 1, Math.floor(times.length * 0.9))],
+    samples: times.length,
+    batch,
+  };
+}
+
+function touch(v) {
+  if (v instanceof Uint8Array) return v[0] ?? 0;
+  if (typeof v === 'number') return v | 0;
+  return 0;
+}
+
+/** Formats nanoseconds for a table. */
+export function fmtTime(ns) {
+  if (ns >= 1e6) return `${(ns / 1e6).toFixed(2)} ms`;
+  if (ns >= 1e3) return `${(ns / 1e3).toFixed(2)} µs`;
+  return `${ns.toFixed(0)} ns`;
+}
+
+/** Host facts for the JSON report. */
+export function hostInfo() {
+  let emulated = false;
+  try {
+    // Under qemu-user the kernel reports the host's architecture, not the process's.
+    emulated = os.machine() !== process.arch && !(os.machine() === 'x86_64' && process.arch === 'x64') && !(os.machine() === 'aarch64' && process.arch === 'arm64');
+  } catch {
+    emulated = false;
+  }
+  let cpu = os.cpus()[0]?.model ?? 'unknown';
+  try {
+    if (cpu === 'unknown' || cpu.trim() === '') cpu = execSync('lscpu').toString().match(/Model name:\s*(.*)/)?.[1] ?? cpu;
+  } catch {
+    /* keep os.cpus() */
+  }
+  let pqdbVersion = 'unknown';
+  try {
+    pqdbVersion = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;
+  } catch {
+    /* not in the repo */
+  }
+  return {
+    host: os.hostname(),
+    cpu,
+    cores: os.cpus().length,
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    arch: process.arch,
+    machine: os.machine?.() ?? process.arch,
+    emulated,
+    platform: process.platform,
+    runtime: `node ${process.version}`,
+    v8: process.versions.v8,
+    pqdb: pqdbVersion,
+    date: new Date().toISOString(),
+  };
+}

@@ -1,0 +1,46 @@
+// The browser side of the known-answer and differential suites: the same platform-neutral cases
+// the Node tests run, against the bundled dist/crypto.js exactly as users load it, with
+// @noble/hashes as the oracle (node:crypto does not exist here).
+
+import * as api from 'pqdb/crypto';
+import { sha256, sha384, sha512 } from '@noble/hashes/sha2.js';
+import { hmac } from '@noble/hashes/hmac.js';
+import { hkdf } from '@noble/hashes/hkdf.js';
+import type { Oracle, HashName, Api } from '../../node-tests/cases/api';
+import type { Summary } from '../../node-tests/cases/_util';
+import { allVectorSuites } from '../../node-tests/cases/vectors';
+import { hashDifferential, hmacDifferential, hkdfDifferential } from '../../node-tests/cases/differential';
+import { merkleCases, appenderCases } from '../../node-tests/cases/merkle';
+
+const noble = { sha256, sha384, sha512 };
+const oracle: Oracle = {
+  name: '@noble/hashes',
+  hash: (n: HashName, m) => noble[n](m),
+  hmac: (n: HashName, k, m) => hmac(noble[n], k, m),
+  hkdf: (n: HashName, ikm, salt, info, len) => hkdf(noble[n], ikm, salt, info, len),
+};
+
+async function load(path: string): Promise<unknown> {
+  const res = await fetch(`/vectors/${path}`);
+  if (!res.ok) throw new Error(`GET /vectors/${path}: ${res.status}`);
+  return res.json();
+}
+
+const suites: Record<string, () => Promise<Summary[]> | Summary[]> = {
+  vectors: () => allVectorSuites(load, api as unknown as Api, false),
+  differential: () => [
+    hashDifferential(api as unknown as Api, oracle, 20261130),
+    hmacDifferential(api as unknown as Api, oracle, 20261131),
+    hkdfDifferential(api as unknown as Api, oracle, 20261132),
+  ],
+  merkle: () => [merkleCases(api as unknown as Api, sha384, 130, 9162), appenderCases(api as unknown as Api, 300, 7)],
+};
+
+/** Runs one suite on one WebAssembly build; returns its summaries and the build actually used. */
+async function run(flavor: api.WasmFlavor, name: string): Promise<{ flavor: string; summaries: Summary[] }> {
+  api.setWasmFlavor(flavor);
+  const summaries = await suites[name]();
+  return { flavor: api.wasmFlavor(), summaries };
+}
+
+(globalThis as unknown as { pqdbSuites: unknown }).pqdbSuites = { run, names: Object.keys(suites) };

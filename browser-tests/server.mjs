@@ -1,0 +1,53 @@
+// Serves the browser test page from 127.0.0.1 (IndexedDB and fetch need a real origin):
+//   /            browser-tests/page/index.html
+//   /page/*.js   the test bundle, built here with esbuild (pqdb/crypto stays external)
+//   /dist/*      the built package, exactly as published
+//   /vectors/*   ../shared/vectors or $PQDB_VECTORS
+// Usage: node browser-tests/server.mjs [port]
+
+import { createServer } from 'node:http';
+import { readFile } from 'node:fs/promises';
+import { dirname, join, normalize, extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repo = join(here, '..');
+const vectors = process.env.PQDB_VECTORS ?? join(repo, '..', 'shared', 'vectors');
+const port = Number(process.argv[2] ?? process.env.PQDB_TEST_PORT ?? 41731);
+
+const bundle = await esbuild.build({
+  entryPoints: [join(here, 'page', 'suite.ts')],
+  bundle: true,
+  format: 'esm',
+  target: ['es2022', 'chrome120'],
+  external: ['pqdb/crypto', 'pqdb'],
+  write: false,
+  logLevel: 'warning',
+});
+const suiteJs = bundle.outputFiles[0].contents;
+
+const TYPES = { '.js': 'text/javascript', '.json': 'application/json', '.html': 'text/html', '.map': 'application/json' };
+
+function under(rootDir, rel) {
+  const p = normalize(join(rootDir, rel));
+  return p.startsWith(rootDir) ? p : undefined;
+}
+
+createServer(async (req, res) => {
+  const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+  let body;
+  let file;
+  if (url.pathname === '/') file = join(here, 'page', 'index.html');
+  else if (url.pathname === '/page/suite.js') body = suiteJs;
+  else if (url.pathname.startsWith('/dist/')) file = under(join(repo, 'dist'), url.pathname.slice(6));
+  else if (url.pathname.startsWith('/vectors/')) file = under(vectors, decodeURIComponent(url.pathname.slice(9)));
+  try {
+    if (body === undefined && file !== undefined) body = await readFile(file);
+    if (body === undefined) throw Object.assign(new Error('not found'), { code: 'ENOENT' });
+    res.writeHead(200, { 'content-type': TYPES[extname(file ?? url.pathname)] ?? 'application/octet-stream' });
+    res.end(body);
+  } catch {
+    res.writeHead(404).end('not found');
+  }
+}).listen(port, '127.0.0.1', () => console.log(`pqdb test page on http://127.0.0.1:${port}/`));

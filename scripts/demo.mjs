@@ -1,0 +1,97 @@
+// npm start: what pqdb can do today, in one readable run —
+//   1. the known-answer suites (NIST ACVP SHA2-384, Wycheproof HMAC/HKDF) on both WebAssembly builds,
+//   2. a Merkle batch: root, an inclusion proof and a consistency proof, verified,
+//   3. a short benchmark against node:crypto.
+// The vectors are read from ../shared/vectors or $PQDB_VECTORS; without them step 1 says so.
+
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { createHash, hash as nodeHash, hkdfSync } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import * as esbuild from 'esbuild';
+import * as pqdb from '../dist/crypto.js';
+import { measure, fmtTime } from '../bench/harness.mjs';
+
+const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
+const vectors = process.env.PQDB_VECTORS ?? join(repo, '..', 'shared', 'vectors');
+const line = (s = '') => console.log(s);
+
+line(`pqdb ${JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')).version} — WebAssembly build in use: ${pqdb.wasmFlavor()}`);
+for (const [f, b] of Object.entries(pqdb.wasmBuilds())) line(`  ${f.padEnd(6)} ${b.bytes} bytes, sha256 ${b.sha256.slice(0, 16)}…`);
+line();
+
+// 1. Known-answer tests, with the same case code the test suites use.
+line('1. Known-answer tests');
+if (!existsSync(join(vectors, 'README.md'))) {
+  line(`   vectors not found at ${vectors}; set PQDB_VECTORS to the folder holding acvp/ and wycheproof/`);
+} else {
+  const out = join(tmpdir(), `pqdb-demo-cases-${process.pid}.mjs`);
+  await esbuild.build({
+    entryPoints: [join(repo, 'node-tests/cases/vectors.ts')],
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    outfile: out,
+    logLevel: 'warning',
+  });
+  const { allVectorSuites } = await import(pathToFileURL(out).href);
+  rmSync(out, { force: true });
+  let allOk = true;
+  for (const flavor of ['simd', 'scalar']) {
+    pqdb.setWasmFlavor(flavor);
+    const suites = await allVectorSuites(async (p) => JSON.parse(readFileSync(join(vectors, p), 'utf8')), pqdb, false);
+    for (const s of suites) {
+      allOk &&= s.failures.length === 0;
+      const status = s.failures.length === 0 ? 'ok  ' : 'FAIL';
+      line(`   ${status} [${flavor.padEnd(6)}] ${s.name.padEnd(36)} ${String(s.passed).padStart(4)}/${s.total}${s.skipped ? ` (${s.skipped} skipped: ${s.note ?? ''})` : ''}`);
+    }
+  }
+  pqdb.setWasmFlavor(undefined);
+  if (!allOk) process.exitCode = 1;
+}
+line();
+
+// 2. A batch of records under one Merkle root.
+line('2. A Merkle batch (RFC 9162, SHA-384)');
+const enc = new TextEncoder();
+const records = Array.from({ length: 10_000 }, (_, i) => enc.encode(`record ${i}: ${'x'.repeat(100 + (i % 31))}`));
+const root = pqdb.merkle.root(records);
+const proof = pqdb.merkle.inclusionProof(records, 4242);
+const ok = pqdb.merkle.verifyInclusion(records[4242], 4242, records.length, proof, root);
+const oldRoot = pqdb.merkle.root(records.slice(0, 6000));
+const cproof = pqdb.merkle.consistencyProof(records, 6000);
+const cok = pqdb.merkle.verifyConsistency(6000, records.length, oldRoot, root, cproof);
+const tampered = records[4242].slice();
+tampered[0] ^= 1;
+line(`   root of ${records.length} records: ${Buffer.from(root).toString('hex').slice(0, 32)}…`);
+line(`   inclusion proof of record 4242: ${proof.length} hashes, verifies: ${ok}; tampered record verifies: ${pqdb.merkle.verifyInclusion(tampered, 4242, records.length, proof, root)}`);
+line(`   consistency proof 6000 → ${records.length}: ${cproof.length} hashes, verifies: ${cok}`);
+line();
+
+// 3. A short benchmark.
+line('3. Speed (median of short samples; `npm run bench` for the full set)');
+const o = { warmupMs: 300, samples: 9, sampleMs: 15 };
+const m131 = new Uint8Array(131).fill(1);
+const ikm = new Uint8Array(32).fill(2);
+const info = new Uint8Array(64).fill(3);
+const rows = [
+  ['SHA-384, 131 B', () => pqdb.sha384(m131), () => nodeHash('sha384', m131, 'buffer'), 'crypto.hash'],
+  ['HKDF-SHA384, 32 B', () => pqdb.hkdf(pqdb.sha384, ikm, ikm, info, 32), () => hkdfSync('sha384', ikm, ikm, info, 32), 'crypto.hkdfSync'],
+  ['Merkle root, 10,000 records', () => pqdb.merkle.root(records), () => naiveRoot(records), 'node:crypto loop'],
+];
+function naiveRoot(leaves) {
+  let level = leaves.map((l) => createHash('sha384').update(Buffer.from([0])).update(l).digest());
+  while (level.length > 1) {
+    const next = [];
+    for (let i = 0; i + 1 < level.length; i += 2) next.push(createHash('sha384').update(Buffer.from([1])).update(level[i]).update(level[i + 1]).digest());
+    if (level.length % 2) next.push(level.at(-1));
+    level = next;
+  }
+  return level[0];
+}
+for (const [name, mine, peer, peerName] of rows) {
+  const a = measure(mine, o).median;
+  const b = measure(peer, o).median;
+  line(`   ${name.padEnd(28)} pqdb ${fmtTime(a).padStart(10)}   ${peerName} ${fmtTime(b).padStart(10)}   ${(b / a).toFixed(1)}× faster`);
+}
