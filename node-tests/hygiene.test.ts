@@ -11,6 +11,12 @@ import { FLAVORS } from './support/vectors';
 const { sha256, sha384, sha512, hmac, hkdf, extract, expand, merkle, MerkleAppender } = api;
 
 type Op = [name: string, run: (a: Uint8Array, b: Uint8Array) => unknown];
+/** `a` repeated to `n` bytes: inputs larger than the kernel's IN region take the streaming paths. */
+const big = (a: Uint8Array, n: number) => {
+  const out = new Uint8Array(n);
+  for (let i = 0; i < n; i += a.length) out.set(a.subarray(0, Math.min(a.length, n - i)), i);
+  return out;
+};
 const OPS: Op[] = [
   ['sha256', (a) => sha256(a)],
   ['sha384', (a) => sha384(a)],
@@ -21,7 +27,11 @@ const OPS: Op[] = [
   ['hkdf sha384', (a, b) => hkdf(sha384, a, b, a, 100)],
   ['hkdf sha256', (a, b) => hkdf(sha256, a, b, b, 33)],
   ['extract+expand', (a, b) => expand(sha512, extract(sha512, a, b), b, 130)],
+  ['sha512 of 300 KB', (a) => sha512(big(a, 300_000))],
+  ['hmac sha384, 200 KB key and 300 KB message', (a, b) => hmac(sha384, big(b, 200_000), big(a, 300_000))],
+  ['hkdf sha512, 140 KB info', (a, b) => hkdf(sha512, a, b, big(b, 140_000), 64)],
   ['merkle.root', (a, b) => merkle.root([a, b, a])],
+  ['merkle.root with a 200 KB leaf', (a, b) => merkle.root([a, big(b, 200_000), a])],
   ['merkle.inclusionProof', (a, b) => merkle.inclusionProof([a, b, a, b, a], 4)],
   ['merkle.verifyInclusion', (a, b) => merkle.verifyInclusion(b, 1, 3, merkle.inclusionProof([a, b, a], 1), merkle.root([a, b, a]))],
   ['MerkleAppender', (a, b) => new MerkleAppender().appendMany([a, b, a]).root()],

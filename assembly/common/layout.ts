@@ -22,7 +22,7 @@ export const FRONTIER_BYTES: usize = 64 * 48;
 export const FRONTIER: usize = memory.data(<i32>FRONTIER_BYTES, 64);
 
 /** Kernel-private scratch, zeroed at the end of every exported operation. */
-export const SCRATCH_BYTES: usize = 4096;
+export const SCRATCH_BYTES: usize = 2368; // the sub-regions below, exactly
 export const SCRATCH: usize = memory.data(<i32>SCRATCH_BYTES, 64);
 
 // Sub-regions of SCRATCH.

@@ -37,10 +37,13 @@ export function sha2_init(alg: u32): void {
   ctxInit(CTX, alg);
 }
 
-/** Absorbs IN[0, len) into CTX. */
+/**
+ * Absorbs IN[0, len) into CTX. IN is left as it is: a stream of many chunks overwrites it chunk
+ * by chunk and the facade zeroes it once after the last one (one memset instead of one per chunk).
+ */
 export function sha2_update(len: usize): void {
   ctxUpdate(CTX, IN, len);
-  wipeScratch(len);
+  wipeScratch(0);
 }
 
 /** OUT = digest of CTX; CTX zeroed. */
@@ -63,10 +66,10 @@ export function hmac_init(alg: u32, keyLen: usize): void {
   wipeScratch(keyLen);
 }
 
-/** Absorbs IN[0, len) into the inner context CTX. */
+/** Absorbs IN[0, len) into the inner context CTX; like sha2_update, IN is zeroed by the facade. */
 export function hmac_update(len: usize): void {
   ctxUpdate(CTX, IN, len);
-  wipeScratch(len);
+  wipeScratch(0);
 }
 
 /** OUT = HMAC tag from CTX/CTX2; both zeroed. */

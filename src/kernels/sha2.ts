@@ -24,7 +24,10 @@ export interface Hash {
   create(): HashStream;
 }
 
-/** Runs `fn(offset, length)` over `data` in chunks that fit the kernel's IN region. */
+/**
+ * Runs `fn(len)` over `data` in chunks copied to the kernel's IN region, then zeroes the part of IN
+ * the chunks used (the kernel's streaming updates leave IN to be wiped once, here).
+ */
 export function chunked(data: Uint8Array, fn: (len: number) => void): void {
   const k = kernel();
   for (let off = 0; off < data.length; off += k.IN_BYTES) {
@@ -32,6 +35,7 @@ export function chunked(data: Uint8Array, fn: (len: number) => void): void {
     k.mem.set(part, k.IN);
     fn(part.length);
   }
+  k.mem.fill(0, k.IN, k.IN + Math.min(data.length, k.IN_BYTES));
 }
 
 /** Copies `len` bytes of OUT into a new array and zeroes them in kernel memory. */
