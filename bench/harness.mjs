@@ -1,6 +1,6 @@
 // A small benchmark harness: warm-up until the engine's optimising tier has run, then timed
 // samples of batches sized to ~20 ms; reports the median and p90 time per operation. Peers are
-// measured in the same process, one after another, with the same inputs.
+// measured in the same process with the same inputs, their samples interleaved with pqdb's.
 
 import os from 'node:os';
 import { execSync } from 'node:child_process';
@@ -9,40 +9,53 @@ import { readFileSync } from 'node:fs';
 const now = () => performance.now();
 
 /**
- * Times `fn` (one operation per call). Returns { median, p90, samples } in nanoseconds/op.
- * @param {() => unknown} fn
+ * Times several implementations of one operation, interleaved: after each one's warm-up (which
+ * also sizes its batch to ~sampleMs), sample rounds time one batch of every implementation in
+ * turn, so a drift in machine speed (shared hosts) hits all of them alike and ratios stay fair.
+ * Returns, per implementation, { median, p90, samples, batch } in nanoseconds per operation.
+ * @param {{ fn: () => unknown, before?: () => void }[]} impls  `before` runs ahead of each batch (untimed)
  * @param {{ warmupMs?: number, samples?: number, sampleMs?: number }} [opts]
  */
-export function measure(fn, opts = {}) {
+export function measureInterleaved(impls, opts = {}) {
   const warmupMs = opts.warmupMs ?? 400;
   const samples = opts.samples ?? 21;
   const sampleMs = opts.sampleMs ?? 20;
   let sink = 0;
-  // Warm-up: also finds the batch size that takes ~sampleMs.
-  let batch = 1;
-  const warmEnd = now() + warmupMs;
-  let iters = 0;
-  let t0 = now();
-  while (now() < warmEnd || iters < 3) {
-    sink ^= touch(fn());
-    iters++;
-  }
-  const perOp = (now() - t0) / iters;
-  batch = Math.max(1, Math.round(sampleMs / Math.max(perOp, 1e-6)));
-  const times = [];
+  const batches = impls.map((impl) => {
+    impl.before?.();
+    const warmEnd = now() + warmupMs;
+    let iters = 0;
+    const t0 = now();
+    while (now() < warmEnd || iters < 3) {
+      sink ^= touch(impl.fn());
+      iters++;
+    }
+    return Math.max(1, Math.round(sampleMs / Math.max((now() - t0) / iters, 1e-6)));
+  });
+  const times = impls.map(() => []);
   for (let s = 0; s < samples; s++) {
-    t0 = now();
-    for (let i = 0; i < batch; i++) sink ^= touch(fn());
-    times.push(((now() - t0) / batch) * 1e6);
+    impls.forEach((impl, k) => {
+      impl.before?.();
+      const t0 = now();
+      for (let i = 0; i < batches[k]; i++) sink ^= touch(impl.fn());
+      times[k].push(((now() - t0) / batches[k]) * 1e6);
+    });
   }
-  times.sort((a, b) => a - b);
   globalThis.__benchSink = sink;
-  return {
-    median: times[Math.floor(times.length / 2)],
-    p90: times[Math.min(times.length - 1, Math.floor(times.length * 0.9))],
-    samples: times.length,
-    batch,
-  };
+  return times.map((t, k) => {
+    t.sort((a, b) => a - b);
+    return {
+      median: t[Math.floor(t.length / 2)],
+      p90: t[Math.min(t.length - 1, Math.floor(t.length * 0.9))],
+      samples: t.length,
+      batch: batches[k],
+    };
+  });
+}
+
+/** Times one implementation (see measureInterleaved). */
+export function measure(fn, opts = {}) {
+  return measureInterleaved([{ fn }], opts)[0];
 }
 
 function touch(v) {

@@ -13,7 +13,7 @@ import { sha384 as nobleSha384 } from '@noble/hashes/sha2.js';
 import { hkdf as nobleHkdf } from '@noble/hashes/hkdf.js';
 import { createSHA384 } from 'hash-wasm';
 import * as pqdb from '../dist/crypto.js';
-import { measure, fmtTime, hostInfo } from './harness.mjs';
+import { measureInterleaved, fmtTime, hostInfo } from './harness.mjs';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
@@ -133,13 +133,12 @@ const host = hostInfo();
 console.log(`pqdb bench — ${host.cpu} (${host.cores} cores), ${host.arch}${host.emulated ? ' (emulated)' : ''}, ${host.runtime}\n`);
 const report = { host, quick, benches: [] };
 for (const b of benches) {
-  const results = [];
-  for (const impl of b.impls) {
-    if (impl.flavor) pqdb.setWasmFlavor(impl.flavor);
-    const o = b.heavy ? { warmupMs: quick ? 0 : 1500, samples: quick ? 3 : 7, sampleMs: 1 } : opts;
-    const r = measure(impl.fn, o);
-    results.push({ name: impl.name, flavor: impl.flavor, ...r });
-  }
+  const o = b.heavy ? { warmupMs: quick ? 0 : 1500, samples: quick ? 3 : 9, sampleMs: 1 } : opts;
+  const timed = measureInterleaved(
+    b.impls.map((impl) => ({ fn: impl.fn, before: impl.flavor ? () => pqdb.setWasmFlavor(impl.flavor) : undefined })),
+    o,
+  );
+  const results = b.impls.map((impl, k) => ({ name: impl.name, flavor: impl.flavor, ...timed[k] }));
   pqdb.setWasmFlavor(undefined);
   const best = Math.min(...results.filter((r) => r.flavor).map((r) => r.median));
   console.log(b.title);

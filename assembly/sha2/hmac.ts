@@ -5,6 +5,9 @@
 import { HMAC_I, HMAC_O, KEY_DIGEST, PAD, DIGEST, TMP_A, TMP_B, CTX_BYTES } from '../common/layout';
 import { blockBytes, digestBytes, ctxInit, ctxUpdate, ctxFinal, digestInto } from './hash';
 
+const IPAD: u64 = 0x3636363636363636;
+const OPAD: u64 = 0x5c5c5c5c5c5c5c5c;
+
 /**
  * Keys the inner context `ictx` and outer context `octx` with `key` (RFC 2104 §2): both have
  * absorbed one block of K0 ⊕ ipad / K0 ⊕ opad.
@@ -16,11 +19,13 @@ export function hmacKey(alg: u32, key: usize, keyLen: usize, ictx: usize, octx: 
     key = KEY_DIGEST;
     keyLen = digestBytes(alg);
   }
-  memory.fill(PAD, 0x36, bs);
-  for (let i: usize = 0; i < keyLen; i++) store<u8>(PAD + i, load<u8>(key + i) ^ 0x36);
+  // K0 = key zero-padded to the block; the pads are XORed a word at a time (16 ops, not 128).
+  memory.fill(PAD, 0, bs);
+  memory.copy(PAD, key, keyLen);
+  for (let i: usize = 0; i < bs; i += 8) store<u64>(PAD + i, load<u64>(PAD + i) ^ IPAD);
   ctxInit(ictx, alg);
   ctxUpdate(ictx, PAD, bs);
-  for (let i: usize = 0; i < bs; i++) store<u8>(PAD + i, load<u8>(PAD + i) ^ (0x36 ^ 0x5c));
+  for (let i: usize = 0; i < bs; i += 8) store<u64>(PAD + i, load<u64>(PAD + i) ^ (IPAD ^ OPAD));
   ctxInit(octx, alg);
   ctxUpdate(octx, PAD, bs);
   memory.fill(PAD, 0, bs);
