@@ -22,7 +22,7 @@ export const FRONTIER_BYTES: usize = 64 * 48;
 export const FRONTIER: usize = memory.data(<i32>FRONTIER_BYTES, 64);
 
 /** Kernel-private scratch, zeroed at the end of every exported operation. */
-export const SCRATCH_BYTES: usize = 2368; // the sub-regions below, exactly
+export const SCRATCH_BYTES: usize = 3008; // the sub-regions below, exactly
 export const SCRATCH: usize = memory.data(<i32>SCRATCH_BYTES, 64);
 
 // Sub-regions of SCRATCH.
@@ -36,6 +36,7 @@ export const KEY_DIGEST: usize = SCRATCH + 1344; // 64: hashed long HMAC key
 export const SCHEDULE512: usize = SCRATCH + 1408; // 640: SHA-512 message schedule
 export const SCHEDULE256: usize = SCRATCH + 2048; // 256: SHA-256 message schedule
 export const STATE: usize = SCRATCH + 2304; //     64: compression state for one-block paths
+export const SCHEDULE512_WK: usize = SCRATCH + 2368; // 640: W_t + K_t (SIMD build)
 
 /** Zeroes the kernel-private scratch and the first `inLen` bytes of IN. */
 export function wipeScratch(inLen: usize): void {
