@@ -23,9 +23,9 @@
 // Merkle leaves at once (no faster than two scalar compressions: wasm has no 64-bit vector rotate).
 
 import { SCHEDULE512, SCHEDULE512_WK } from '../common/layout';
+import { K512 } from './_constants';
 
 const WK = SCHEDULE512_WK;
-import { K512 } from './_constants';
 
 /** Reads a big-endian u64. */
 // @ts-ignore: decorator
