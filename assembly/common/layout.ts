@@ -43,3 +43,19 @@ export function wipeScratch(inLen: usize): void {
   memory.fill(SCRATCH, 0, SCRATCH_BYTES);
   memory.fill(IN, 0, inLen < IN_BYTES ? inLen : IN_BYTES);
 }
+
+// ---- AES / GHASH / POLYVAL regions (each wiped by its own kernel's exported operations) --------
+
+/** Room for one expanded AES-256 key in the kernel's internal (bitsliced) format. */
+export const AES_RK_BYTES: usize = 2048;
+/** The expanded key the facade passes in (keyed AEAD forms keep it on the JavaScript side). */
+export const AES_RK: usize = memory.data(<i32>AES_RK_BYTES, 64);
+/** AES core private scratch: bitsliced state, key-schedule temporaries. */
+export const AES_SCRATCH_BYTES: usize = 4096;
+export const AES_SCRATCH: usize = memory.data(<i32>AES_SCRATCH_BYTES, 64);
+/** GHASH/POLYVAL private scratch: precomputed key powers, accumulator temporaries. */
+export const POLY_SCRATCH_BYTES: usize = 1024;
+export const POLY_SCRATCH: usize = memory.data(<i32>POLY_SCRATCH_BYTES, 64);
+/** AEAD composition scratch: derived keys (incl. a second expanded key), counter blocks, tags. */
+export const AEAD_SCRATCH_BYTES: usize = 3072;
+export const AEAD_SCRATCH: usize = memory.data(<i32>AEAD_SCRATCH_BYTES, 64);

@@ -204,11 +204,9 @@ export function verifyInclusion(
     if (sn === 0) return false;
     if (isOdd(fn) || fn === sn) {
       r = kernelNodeHash(p, r);
-      if (!isOdd(fn)) {
-        while (!isOdd(fn) && fn !== 0) {
-          fn = shr(fn, 1);
-          sn = shr(sn, 1);
-        }
+      while (!isOdd(fn) && fn !== 0) {
+        fn = shr(fn, 1);
+        sn = shr(sn, 1);
       }
     } else {
       r = kernelNodeHash(r, p);
