@@ -1,12 +1,16 @@
 // pqdb benchmarks: SHA-384 (131 B and 1 MiB), HKDF-SHA384 (32 B out) and the Merkle root of
 // 100,000 × 131-B leaves, on both WebAssembly builds, against node:crypto, @noble/hashes and
-// hash-wasm measured in the same process. Prints a table and writes a JSON report.
+// hash-wasm measured in the same process; AES-256-GCM-SIV and AES-256-GCM record sealing/opening and
+// 1 MiB throughput against @noble/ciphers, node:crypto and WebCrypto. Prints a table and writes a
+// JSON report.
 //
 //   npm run bench                 all benches
 //   node bench/run.mjs --quick    shorter samples (a smoke run)
+//   node bench/run.mjs --only aead   one group: sha2 or aead
 //   node bench/run.mjs --out f    JSON report path (default bench/results/<arch>-<date>.json)
 
-import { createHash, hash as nodeHash, hkdfSync } from 'node:crypto';
+import { createHash, createCipheriv, createDecipheriv, hash as nodeHash, hkdfSync, webcrypto } from 'node:crypto';
+import { gcm as nobleGcm, gcmsiv as nobleGcmsiv } from '@noble/ciphers/aes.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { sha384 as nobleSha384 } from '@noble/hashes/sha2.js';
@@ -18,6 +22,8 @@ import { measureInterleaved, fmtTime, hostInfo } from './harness.mjs';
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const outIdx = args.indexOf('--out');
+const onlyIdx = args.indexOf('--only');
+const only = onlyIdx >= 0 ? args[onlyIdx + 1] : undefined;
 const opts = quick ? { warmupMs: 150, samples: 7, sampleMs: 10 } : { warmupMs: 500, samples: 21, sampleMs: 25 };
 
 /** Deterministic bytes. */
@@ -71,15 +77,16 @@ const leaves = Array.from({ length: 100_000 }, (_, i) => bytes(131, i + 100));
 const nodeSha384 = (m) => nodeHash('sha384', m, 'buffer');
 
 const FLAVORS = ['simd', 'scalar'];
-const pq = (label, fn) => FLAVORS.map((f) => ({ name: `pqdb (${f})`, flavor: f, fn }));
+const pq = (fn, what = 'pqdb') => FLAVORS.map((f) => ({ name: `${what} (${f})`, flavor: f, fn }));
 
 const benches = [
   {
     id: 'sha384-131B',
+    group: 'sha2',
     title: 'SHA-384 of 131 B',
     unit: 'op',
     impls: [
-      ...pq('', () => pqdb.sha384(msg131)),
+      ...pq(() => pqdb.sha384(msg131)),
       { name: 'node:crypto hash()', fn: () => nodeSha384(msg131) },
       { name: 'node:crypto createHash', fn: () => createHash('sha384').update(msg131).digest() },
       { name: '@noble/hashes', fn: () => nobleSha384(msg131) },
@@ -88,10 +95,11 @@ const benches = [
   },
   {
     id: 'sha384-1MiB',
+    group: 'sha2',
     title: 'SHA-384 of 1 MiB',
     bytes: mib.length,
     impls: [
-      ...pq('', () => pqdb.sha384(mib)),
+      ...pq(() => pqdb.sha384(mib)),
       { name: 'node:crypto hash()', fn: () => nodeSha384(mib) },
       { name: '@noble/hashes', fn: () => nobleSha384(mib) },
       { name: 'hash-wasm', fn: () => hashWasm384(mib) },
@@ -99,19 +107,21 @@ const benches = [
   },
   {
     id: 'hkdf-sha384-32B',
+    group: 'sha2',
     title: 'HKDF-SHA384, 32 B out',
     impls: [
-      ...pq('', () => pqdb.hkdf(pqdb.sha384, ikm, salt, info, 32)),
+      ...pq(() => pqdb.hkdf(pqdb.sha384, ikm, salt, info, 32)),
       { name: 'node:crypto hkdfSync', fn: () => new Uint8Array(hkdfSync('sha384', ikm, salt, info, 32)) },
       { name: '@noble/hashes', fn: () => nobleHkdf(nobleSha384, ikm, salt, info, 32) },
     ],
   },
   {
     id: 'merkle-100k',
+    group: 'sha2',
     title: 'Merkle root, 100,000 × 131-B leaves',
     heavy: true,
     impls: [
-      ...pq('', () => pqdb.merkle.root(leaves)),
+      ...pq(() => pqdb.merkle.root(leaves)),
       { name: 'node:crypto hash() loop', fn: () => peerMerkleRoot(leaves, nodeSha384) },
       { name: 'hash-wasm loop', fn: () => peerMerkleRoot(leaves, hashWasm384) },
       { name: '@noble/hashes loop', fn: () => peerMerkleRoot(leaves, nobleSha384) },
@@ -119,8 +129,110 @@ const benches = [
   },
 ];
 
+// ---- AEAD -------------------------------------------------------------------------------------
+const aesKey = bytes(32, 21);
+const nonce12 = bytes(12, 22);
+const aad16 = bytes(16, 23);
+const record115 = bytes(115, 24);
+const gcmsivKeyed = pqdb.gcmsiv.withKey(aesKey);
+const gcmKeyed = pqdb.gcm.withKey(aesKey);
+const sivSealed = nobleGcmsiv(aesKey, nonce12, aad16).encrypt(record115);
+const gcmSealed = nobleGcm(aesKey, nonce12, aad16).encrypt(record115);
+const nodeGcmSeal = (pt, aad = aad16) => {
+  const c = createCipheriv('aes-256-gcm', aesKey, nonce12);
+  c.setAAD(aad);
+  return Buffer.concat([c.update(pt), c.final(), c.getAuthTag()]);
+};
+const nodeGcmOpen = (ct, aad = aad16) => {
+  const d = createDecipheriv('aes-256-gcm', aesKey, nonce12);
+  d.setAAD(aad);
+  d.setAuthTag(ct.subarray(ct.length - 16));
+  return Buffer.concat([d.update(ct.subarray(0, ct.length - 16)), d.final()]);
+};
+const batchRecords = Array.from({ length: 1000 }, (_, i) => ({ nonce: bytes(12, 1000 + i), data: bytes(115, 5000 + i), aad: aad16 }));
+const mibSiv = nobleGcmsiv(aesKey, nonce12, aad16).encrypt(mib);
+
+benches.push(
+  {
+    id: 'gcmsiv-seal-115B',
+    group: 'aead',
+    title: 'AES-256-GCM-SIV seal, 115-B record + 16-B AAD (key set up)',
+    impls: [
+      ...pq(() => gcmsivKeyed.encrypt(nonce12, record115, aad16)),
+      { name: '@noble/ciphers gcmsiv', fn: () => nobleGcmsiv(aesKey, nonce12, aad16).encrypt(record115) },
+    ],
+  },
+  {
+    id: 'gcmsiv-open-115B',
+    group: 'aead',
+    title: 'AES-256-GCM-SIV open, 115-B record + 16-B AAD (key set up)',
+    impls: [
+      ...pq(() => gcmsivKeyed.decrypt(nonce12, sivSealed, aad16)),
+      { name: '@noble/ciphers gcmsiv', fn: () => nobleGcmsiv(aesKey, nonce12, aad16).decrypt(sivSealed) },
+    ],
+  },
+  {
+    id: 'gcm-seal-115B',
+    group: 'aead',
+    title: 'AES-256-GCM seal, 115-B record + 16-B AAD (key set up)',
+    impls: [
+      ...pq(() => gcmKeyed.encrypt(nonce12, record115, aad16)),
+      { name: 'node:crypto createCipheriv', fn: () => nodeGcmSeal(record115) },
+      { name: '@noble/ciphers gcm', fn: () => nobleGcm(aesKey, nonce12, aad16).encrypt(record115) },
+    ],
+  },
+  {
+    id: 'gcm-open-115B',
+    group: 'aead',
+    title: 'AES-256-GCM open, 115-B record + 16-B AAD (key set up)',
+    impls: [
+      ...pq(() => gcmKeyed.decrypt(nonce12, gcmSealed, aad16)),
+      { name: 'node:crypto createDecipheriv', fn: () => nodeGcmOpen(gcmSealed) },
+      { name: '@noble/ciphers gcm', fn: () => nobleGcm(aesKey, nonce12, aad16).decrypt(gcmSealed) },
+    ],
+  },
+  {
+    id: 'gcmsiv-seal-batch-1000',
+    group: 'aead',
+    title: 'AES-256-GCM-SIV encryptBatch, 1,000 × 115-B records (per call)',
+    impls: [...pq(() => gcmsivKeyed.encryptBatch(batchRecords)[999])],
+  },
+  {
+    id: 'gcmsiv-1MiB',
+    group: 'aead',
+    title: 'AES-256-GCM-SIV seal, 1 MiB',
+    bytes: mib.length,
+    impls: [
+      ...pq(() => gcmsivKeyed.encrypt(nonce12, mib, aad16)),
+      { name: '@noble/ciphers gcmsiv', fn: () => nobleGcmsiv(aesKey, nonce12, aad16).encrypt(mib) },
+    ],
+  },
+  {
+    id: 'gcmsiv-open-1MiB',
+    group: 'aead',
+    title: 'AES-256-GCM-SIV open, 1 MiB',
+    bytes: mib.length,
+    impls: [
+      ...pq(() => gcmsivKeyed.decrypt(nonce12, mibSiv, aad16)),
+      { name: '@noble/ciphers gcmsiv', fn: () => nobleGcmsiv(aesKey, nonce12, aad16).decrypt(mibSiv) },
+    ],
+  },
+  {
+    id: 'gcm-1MiB',
+    group: 'aead',
+    title: 'AES-256-GCM seal, 1 MiB',
+    bytes: mib.length,
+    impls: [
+      ...pq(() => gcmKeyed.encrypt(nonce12, mib, aad16)),
+      { name: 'node:crypto createCipheriv', fn: () => nodeGcmSeal(mib) },
+      { name: '@noble/ciphers gcm', fn: () => nobleGcm(aesKey, nonce12, aad16).encrypt(mib) },
+    ],
+  },
+);
+const selected = benches.filter((b) => only === undefined || b.group === only);
+
 // All implementations must agree before anything is timed.
-for (const b of benches) {
+for (const b of selected) {
   const ref = Buffer.from(b.impls.at(-1).fn()).toString('hex');
   for (const impl of b.impls) {
     if (impl.flavor) pqdb.setWasmFlavor(impl.flavor);
@@ -132,7 +244,7 @@ for (const b of benches) {
 const host = hostInfo();
 console.log(`pqdb bench — ${host.cpu} (${host.cores} cores), ${host.arch}${host.emulated ? ' (emulated)' : ''}, ${host.runtime}\n`);
 const report = { host, quick, benches: [] };
-for (const b of benches) {
+for (const b of selected) {
   const o = b.heavy ? { warmupMs: quick ? 0 : 1500, samples: quick ? 3 : 9, sampleMs: 1 } : opts;
   const timed = measureInterleaved(
     b.impls.map((impl) => ({ fn: impl.fn, before: impl.flavor ? () => pqdb.setWasmFlavor(impl.flavor) : undefined })),
@@ -151,6 +263,36 @@ for (const b of benches) {
   }
   console.log('');
   report.benches.push({ id: b.id, title: b.title, bytes: b.bytes, results });
+}
+
+if (only === undefined || only === 'aead') {
+  // WebCrypto is asynchronous: measured on its own (not interleaved), awaited per record and with
+  // 64 records in flight, on the same 115-B record.
+  const wkey = await webcrypto.subtle.importKey('raw', aesKey, 'AES-GCM', false, ['encrypt']);
+  const seal = () => webcrypto.subtle.encrypt({ name: 'AES-GCM', iv: nonce12, additionalData: aad16 }, wkey, record115);
+  const timeIt = async (fn, n) => {
+    for (let i = 0; i < 200; i++) await fn();
+    const t = [];
+    for (let s = 0; s < (quick ? 5 : 15); s++) {
+      const t0 = performance.now();
+      for (let i = 0; i < n; i++) await fn();
+      t.push(((performance.now() - t0) / n) * 1e6);
+    }
+    t.sort((a, b) => a - b);
+    return { median: t[t.length >> 1], p90: t[Math.floor(t.length * 0.9)], samples: t.length };
+  };
+  const awaited = await timeIt(seal, 200);
+  const inFlight = await timeIt(async () => { await Promise.all(Array.from({ length: 64 }, seal)); }, 20);
+  inFlight.median /= 64;
+  inFlight.p90 /= 64;
+  const gcmRow = report.benches.find((b) => b.id === 'gcm-seal-115B');
+  const best = gcmRow ? Math.min(...gcmRow.results.filter((r) => r.flavor).map((r) => r.median)) : NaN;
+  console.log('AES-256-GCM seal, 115-B record + 16-B AAD: WebCrypto (asynchronous)');
+  for (const [name, r] of [['WebCrypto, awaited per record', awaited], ['WebCrypto, 64 in flight (per record)', inFlight]]) {
+    console.log(`  ${name.padEnd(38)} median ${fmtTime(r.median).padStart(10)}  p90 ${fmtTime(r.p90).padStart(10)}  pqdb is ${(r.median / best).toFixed(2)}× faster`);
+    gcmRow?.results.push({ name, ...r, ratioVsPqdb: r.median / best, async: true });
+  }
+  console.log('');
 }
 
 const out = outIdx >= 0 ? args[outIdx + 1] : `bench/results/${host.arch}-${host.date.slice(0, 19).replace(/[:T]/g, '-')}.json`;

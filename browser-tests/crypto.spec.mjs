@@ -8,10 +8,12 @@ const EXPECTED_TOTALS = {
   'Wycheproof hkdf_sha384_test.json': 83,
   'ACVP SHA2-384-1.0 AFT': 132,
   'ACVP SHA2-384-1.0 MCT': 1,
+  'Wycheproof aes_gcm_test.json': 105,
+  'Wycheproof aes_gcm_siv_test.json': 103,
 };
 
 for (const flavor of ['simd', 'scalar']) {
-  for (const suite of ['vectors', 'differential', 'merkle']) {
+  for (const suite of ['vectors', 'differential', 'merkle', 'aead']) {
     test(`${suite} (${flavor})`, async ({ page }) => {
       const errors = [];
       page.on('pageerror', (e) => errors.push(String(e)));

@@ -8,7 +8,7 @@ import { kernel } from '../src/wasm/loader';
 import { Rng } from './cases/_util';
 import { FLAVORS } from './support/vectors';
 
-const { sha256, sha384, sha512, hmac, hkdf, extract, expand, merkle, MerkleAppender } = api;
+const { sha256, sha384, sha512, hmac, hkdf, extract, expand, merkle, MerkleAppender, gcm, gcmsiv } = api;
 
 type Op = [name: string, run: (a: Uint8Array, b: Uint8Array) => unknown];
 /** `a` repeated to `n` bytes: inputs larger than the kernel's IN region take the streaming paths. */
@@ -35,6 +35,14 @@ const OPS: Op[] = [
   ['merkle.inclusionProof', (a, b) => merkle.inclusionProof([a, b, a, b, a], 4)],
   ['merkle.verifyInclusion', (a, b) => merkle.verifyInclusion(b, 1, 3, merkle.inclusionProof([a, b, a], 1), merkle.root([a, b, a]))],
   ['MerkleAppender', (a, b) => new MerkleAppender().appendMany([a, b, a]).root()],
+  // AEAD: key = b[0, 32), nonce = b[32, 44), aad = b[44, 100), plaintext = a.
+  ['gcm seal + open', (a, b) => { const c = gcm(b.subarray(0, 32), b.subarray(32, 44), b.subarray(44, 100)); return c.decrypt(c.encrypt(a)); }],
+  ['gcmsiv seal + open', (a, b) => { const c = gcmsiv(b.subarray(0, 32), b.subarray(32, 44), b.subarray(44, 100)); return [c.encrypt(a), c.decrypt(c.encrypt(a))]; }],
+  ['gcm with a 60-byte nonce', (a, b) => gcm(b.subarray(0, 32), b.subarray(40, 100)).encrypt(a)],
+  ['gcmsiv keyed batch', (a, b) => { const k = gcmsiv.withKey(b.subarray(0, 32)); const r = k.encryptBatch([{ nonce: b.subarray(32, 44), data: a }, { nonce: b.subarray(50, 62), data: b, aad: a }]); const o = k.decryptBatch([{ nonce: b.subarray(32, 44), data: r[0] }]); k.destroy(); return [...r, ...o]; }],
+  ['gcm of 300 KB (streamed)', (a, b) => gcm(b.subarray(0, 32), b.subarray(32, 44), big(b, 140_000)).encrypt(big(a, 300_000))],
+  ['gcmsiv open of 300 KB (streamed)', (a, b) => { const c = gcmsiv(b.subarray(0, 32), b.subarray(32, 44)); return c.decrypt(c.encrypt(big(a, 300_000))); }],
+  ['gcmsiv failed open', (a, b) => { const c = gcmsiv(b.subarray(0, 32), b.subarray(32, 44)); const ct = c.encrypt(a); ct[3] ^= 1; try { c.decrypt(ct); return 'opened'; } catch (e) { return (e as { code: string }).code; } }],
 ];
 
 describe.each(FLAVORS)('hygiene (%s)', (flavor) => {

@@ -3,6 +3,7 @@
 
 export { sha256, sha384, sha512, type Hash, type HashStream, type HashName } from './kernels/sha2';
 export { hmac, hkdf, extract, expand } from './kernels/hmac';
+export { gcm, gcmsiv, type AeadFactory, type Cipher, type KeyedAead, type AeadRecord } from './kernels/aead';
 export * as merkle from './crypto/merkle';
 export { MerkleAppender } from './crypto/merkle';
 export { PqdbError, ERROR_CODES, type PqdbErrorCode } from './errors';

@@ -38,10 +38,15 @@ export const SCHEDULE256: usize = SCRATCH + 2048; // 256: SHA-256 message schedu
 export const STATE: usize = SCRATCH + 2304; //     64: compression state for one-block paths
 export const SCHEDULE512_WK: usize = SCRATCH + 2368; // 640: W_t + K_t (SIMD build)
 
-/** Zeroes the kernel-private scratch and the first `inLen` bytes of IN. */
+/** Zeroes the first `inLen` bytes of IN. */
+export function wipeIn(inLen: usize): void {
+  memory.fill(IN, 0, inLen < IN_BYTES ? inLen : IN_BYTES);
+}
+
+/** Zeroes the SHA-2 kernels' private scratch and the first `inLen` bytes of IN. */
 export function wipeScratch(inLen: usize): void {
   memory.fill(SCRATCH, 0, SCRATCH_BYTES);
-  memory.fill(IN, 0, inLen < IN_BYTES ? inLen : IN_BYTES);
+  wipeIn(inLen);
 }
 
 // ---- AES / GHASH / POLYVAL regions (each wiped by its own kernel's exported operations) --------

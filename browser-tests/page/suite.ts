@@ -11,6 +11,8 @@ import type { Summary } from '../../node-tests/cases/_util';
 import { allVectorSuites } from '../../node-tests/cases/vectors';
 import { hashDifferential, hmacDifferential, hkdfDifferential } from '../../node-tests/cases/differential';
 import { merkleCases, appenderCases } from '../../node-tests/cases/merkle';
+import { gcm as nobleGcm, gcmsiv as nobleGcmsiv } from '@noble/ciphers/aes.js';
+import { aeadWycheproof, aeadDifferential, aeadTampering, type AeadOracle, type AeadApi } from '../../node-tests/cases/aead';
 
 const noble = { sha256, sha384, sha512 };
 const oracle: Oracle = {
@@ -19,6 +21,12 @@ const oracle: Oracle = {
   hmac: (n: HashName, k, m) => hmac(noble[n], k, m),
   hkdf: (n: HashName, ikm, salt, info, len) => hkdf(noble[n], ikm, salt, info, len),
 };
+
+const aeadOracle: AeadOracle = {
+  name: '@noble/ciphers',
+  seal: (mode, key, nonce, aad, pt) => (mode === 'gcm' ? nobleGcm(key, nonce, aad) : nobleGcmsiv(key, nonce, aad)).encrypt(pt),
+};
+const aeadApi = api as unknown as AeadApi;
 
 async function load(path: string): Promise<unknown> {
   const res = await fetch(`/vectors/${path}`);
@@ -34,6 +42,14 @@ const suites: Record<string, () => Promise<Summary[]> | Summary[]> = {
     hkdfDifferential(api as unknown as Api, oracle, 20261132),
   ],
   merkle: () => [merkleCases(api as unknown as Api, sha384, 130, 9162), appenderCases(api as unknown as Api, 300, 7)],
+  aead: async () => [
+    aeadWycheproof(await load('wycheproof/aes_gcm_test.json'), aeadApi, 'gcm', 'aes_gcm_test.json'),
+    aeadWycheproof(await load('wycheproof/aes_gcm_siv_test.json'), aeadApi, 'gcmsiv', 'aes_gcm_siv_test.json'),
+    aeadDifferential(aeadApi, aeadOracle, 'gcm', 3001),
+    aeadDifferential(aeadApi, aeadOracle, 'gcmsiv', 3002),
+    aeadTampering(aeadApi, 'gcm', 77),
+    aeadTampering(aeadApi, 'gcmsiv', 77),
+  ],
 };
 
 /** Runs one suite on one WebAssembly build; returns its summaries and the build actually used. */

@@ -30,6 +30,21 @@ export interface KernelExports {
   merkle_root(count: number): void;
   merkle_node(): void;
   merkle_level(n: number): void;
+  aes_expand_key(): void;
+  aead_seal(mode: number, nonceLen: number, aadLen: number, ptLen: number): void;
+  aead_open(mode: number, nonceLen: number, aadLen: number, ctLen: number): number;
+  aead_seal_batch(mode: number, n: number): void;
+  aead_open_batch(mode: number, n: number): number;
+  aead_begin(mode: number, nonceLen: number): void;
+  aead_absorb(len: number, fromOut: number): void;
+  aead_tag(aadLen: number, msgLen: number): void;
+  aead_set_tag(): void;
+  aead_ctr(len: number, blockOffset: number): void;
+  aead_check(): number;
+  aead_wipe(): void;
+  aes_ecb(n: number): void;
+  polyval_digest(n: number): void;
+  ghash_digest(n: number): void;
 }
 
 /** A loaded instance with its memory views and region offsets. */
@@ -49,6 +64,8 @@ export interface Kernel {
   readonly FRONTIER_BYTES: number;
   readonly SCRATCH: number;
   readonly SCRATCH_BYTES: number;
+  readonly AES_RK: number;
+  readonly AES_RK_BYTES: number;
 }
 
 // The smallest module holding a v128 instruction (i32x4.splat): validates only where SIMD exists.
@@ -110,6 +127,8 @@ function instantiate(flavor: WasmFlavor): Kernel {
     FRONTIER_BYTES: g('MEM_FRONTIER_BYTES'),
     SCRATCH: g('MEM_SCRATCH'),
     SCRATCH_BYTES: g('MEM_SCRATCH_BYTES'),
+    AES_RK: g('MEM_AES_RK'),
+    AES_RK_BYTES: g('MEM_AES_RK_BYTES'),
   };
 }
 

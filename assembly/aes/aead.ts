@@ -1,0 +1,218 @@
+// AES-256-GCM (NIST SP 800-38D) and AES-256-GCM-SIV (RFC 8452) built from the constant-time AES
+// core (./aes) and GHASH/POLYVAL (../polyval-ghash/polyval), 12-byte nonces and 16-byte tags only.
+//
+// Two forms share this code:
+//   - one-shot seal/open of a record held wholly in kernel memory (the per-record path, also batched);
+//   - a stream of calls for messages larger than IN: begin → absorb… → tag / set-tag → ctr… → check,
+//     all inside one synchronous facade call (the state lives in AEAD_SCRATCH between the calls and
+//     is wiped by aeadWipe at the end).
+// Opening never releases plaintext that failed authentication: GCM verifies before decrypting;
+// GCM-SIV (which authenticates the plaintext) decrypts, verifies, and zeroes the output on failure.
+// Tags are compared without data-dependent branches; only the public verdict is branched on.
+
+import { AES_RK, AEAD_SCRATCH, AEAD_SCRATCH_BYTES } from '../common/layout';
+import { aes256ExpandKey, aes256EncryptBlocks, aes256Ctr, wipeAes } from './aes';
+import {
+  polyvalInit, polyvalUpdate, polyvalFinal, ghashInit, ghashUpdate, ghashFinal, wipePoly,
+} from '../polyval-ghash/polyval';
+
+export const MODE_GCM: u32 = 0;
+export const MODE_GCMSIV: u32 = 1;
+
+// AEAD_SCRATCH layout.
+const RK2: usize = AEAD_SCRATCH; //          2048: GCM-SIV per-nonce encryption key, expanded
+const DERIVE: usize = AEAD_SCRATCH + 2048; //   96: six derivation blocks (GCM-SIV) / H ‖ J0 (GCM)
+const KEYS: usize = AEAD_SCRATCH + 2144; //     48: GCM-SIV auth key (16) ‖ enc key (32)
+const EJ0: usize = AEAD_SCRATCH + 2192; //      16: GCM E_K(J0)
+const ACC: usize = AEAD_SCRATCH + 2208; //      16: GHASH/POLYVAL result S
+const TAG: usize = AEAD_SCRATCH + 2224; //      16: computed tag
+const CTR0: usize = AEAD_SCRATCH + 2240; //     16: first counter block of the message
+const CTR: usize = AEAD_SCRATCH + 2256; //      16: counter block of the current chunk
+const BLOCK: usize = AEAD_SCRATCH + 2272; //    16: zero-padded partial block, lengths block
+const NONCE: usize = AEAD_SCRATCH + 2288; //    16: the nonce (12 bytes used)
+const STATE: usize = AEAD_SCRATCH + 2304; //     8: u32 mode
+const RECV: usize = AEAD_SCRATCH + 2312; //     16: received tag (GCM-SIV opening)
+const USED: usize = 2328;
+
+/** Zeroes everything the AEAD layer and the cores below it may hold. */
+export function aeadWipe(): void {
+  memory.fill(AEAD_SCRATCH, 0, USED < AEAD_SCRATCH_BYTES ? USED : AEAD_SCRATCH_BYTES);
+  wipeAes();
+  wipePoly();
+}
+
+// @ts-ignore: decorator
+@inline function mode(): u32 {
+  return load<u32>(STATE);
+}
+
+/** Absorbs `len` bytes at `p` into the MAC, zero-padding a final partial block. */
+function macBytes(p: usize, len: usize): void {
+  const full = len >> 4;
+  const rest = len & 15;
+  const gcm = mode() == MODE_GCM;
+  if (full > 0) {
+    if (gcm) ghashUpdate(p, full);
+    else polyvalUpdate(p, full);
+  }
+  if (rest != 0) {
+    memory.fill(BLOCK, 0, 16);
+    memory.copy(BLOCK, p + (full << 4), rest);
+    if (gcm) ghashUpdate(BLOCK, 1);
+    else polyvalUpdate(BLOCK, 1);
+  }
+}
+
+/**
+ * Starts a message under the key expanded at AES_RK with the nonce of `nonceLen` bytes at `nonce`.
+ * GCM: H = E_K(0^128); J0 = nonce ‖ 0^31 ‖ 1 for a 12-byte nonce, else GHASH_H(nonce ‖ 0^s ‖
+ * [0]64 ‖ [len(nonce)]64) (SP 800-38D §7.1 step 2); the first counter block is inc32(J0).
+ * GCM-SIV (12-byte nonce only): the RFC 8452 §4 key derivation (six blocks le32(i) ‖ nonce, first
+ * halves kept), the per-nonce encryption key expanded into RK2.
+ */
+export function aeadBegin(m: u32, nonce: usize, nonceLen: usize): void {
+  store<u32>(STATE, m);
+  memory.fill(NONCE, 0, 16);
+  memory.copy(NONCE, nonce, nonceLen < 12 ? nonceLen : 12);
+  if (m == MODE_GCM) {
+    memory.fill(DERIVE, 0, 32);
+    memory.fill(CTR0, 0, 16);
+    if (nonceLen == 12) {
+      memory.copy(DERIVE + 16, nonce, 12);
+      store<u32>(DERIVE + 28, bswap<u32>(1));
+      memory.copy(CTR0, DERIVE + 16, 16); // J0
+      aes256EncryptBlocks(AES_RK, DERIVE, DERIVE, 2); // H and E_K(J0) in one pass
+      ghashInit(DERIVE);
+    } else {
+      aes256EncryptBlocks(AES_RK, DERIVE, DERIVE, 1); // H
+      ghashInit(DERIVE);
+      macBytes(nonce, nonceLen);
+      store<u64>(BLOCK, 0);
+      store<u64>(BLOCK + 8, bswap<u64>(<u64>nonceLen << 3));
+      ghashUpdate(BLOCK, 1);
+      ghashFinal(CTR0); // J0
+      ghashInit(DERIVE); // a fresh accumulator for the message
+      aes256EncryptBlocks(AES_RK, CTR0, DERIVE + 16, 1); // E_K(J0)
+    }
+    memory.copy(EJ0, DERIVE + 16, 16);
+    // The message's first counter block is inc32(J0) (SP 800-38D §7.1 step 5).
+    store<u32>(CTR0 + 12, bswap<u32>(bswap<u32>(load<u32>(CTR0 + 12)) + 1));
+  } else {
+    for (let i: u32 = 0; i < 6; i++) {
+      const b = DERIVE + (<usize>i << 4);
+      store<u32>(b, i);
+      memory.copy(b + 4, nonce, 12);
+    }
+    aes256EncryptBlocks(AES_RK, DERIVE, DERIVE, 6);
+    for (let i: usize = 0; i < 6; i++) store<u64>(KEYS + (i << 3), load<u64>(DERIVE + (i << 4)));
+    aes256ExpandKey(KEYS + 16, RK2);
+    polyvalInit(KEYS);
+  }
+  memory.fill(DERIVE, 0, 96);
+}
+
+/** Absorbs AAD or message bytes into the MAC (all AAD first; chunks are whole blocks but the last). */
+export function aeadAbsorb(p: usize, len: usize): void {
+  macBytes(p, len);
+}
+
+/**
+ * Finishes the MAC with the lengths block and writes the tag to TAG and `out`.
+ * GCM: T = E_K(J0) ⊕ GHASH(… ‖ [len(A)]64 ‖ [len(C)]64), big-endian bit lengths.
+ * GCM-SIV: S = POLYVAL(… ‖ le64(len(A)) ‖ le64(len(P))), S[0..12) ⊕= nonce, S[15] &= 0x7f,
+ * T = AES(encKey, S); the counter base becomes T with its top bit set.
+ */
+export function aeadTag(aadLen: u64, msgLen: u64, out: usize): void {
+  if (mode() == MODE_GCM) {
+    store<u64>(BLOCK, bswap<u64>(aadLen << 3));
+    store<u64>(BLOCK + 8, bswap<u64>(msgLen << 3));
+    ghashUpdate(BLOCK, 1);
+    ghashFinal(ACC);
+    store<u64>(TAG, load<u64>(ACC) ^ load<u64>(EJ0));
+    store<u64>(TAG + 8, load<u64>(ACC + 8) ^ load<u64>(EJ0 + 8));
+  } else {
+    store<u64>(BLOCK, aadLen << 3);
+    store<u64>(BLOCK + 8, msgLen << 3);
+    polyvalUpdate(BLOCK, 1);
+    polyvalFinal(ACC);
+    store<u64>(ACC, load<u64>(ACC) ^ load<u64>(NONCE));
+    store<u32>(ACC + 8, load<u32>(ACC + 8) ^ load<u32>(NONCE + 8));
+    store<u8>(ACC + 15, load<u8>(ACC + 15) & 0x7f);
+    aes256EncryptBlocks(RK2, ACC, TAG, 1);
+    setSivCounter(TAG);
+  }
+  memory.copy(out, TAG, 16);
+}
+
+function setSivCounter(tag: usize): void {
+  memory.copy(CTR0, tag, 16);
+  store<u8>(CTR0 + 15, load<u8>(CTR0 + 15) | 0x80);
+}
+
+/** GCM-SIV opening: the counter starts from the received tag (RFC 8452 §5). */
+export function aeadSetTag(tag: usize): void {
+  setSivCounter(tag);
+}
+
+/**
+ * XORs keystream into `len` bytes src → dst, starting `blockOffset` blocks into the message
+ * (GCM: inc32 big-endian on bytes 12..15; GCM-SIV: little-endian on bytes 0..3; both mod 2^32).
+ */
+export function aeadCtr(src: usize, dst: usize, len: usize, blockOffset: u32): void {
+  memory.copy(CTR, CTR0, 16);
+  if (mode() == MODE_GCM) {
+    store<u32>(CTR + 12, bswap<u32>(bswap<u32>(load<u32>(CTR + 12)) + blockOffset));
+    aes256Ctr(AES_RK, CTR, src, dst, len, false);
+  } else {
+    store<u32>(CTR, load<u32>(CTR) + blockOffset);
+    aes256Ctr(RK2, CTR, src, dst, len, true);
+  }
+}
+
+/** Constant-time comparison of TAG with the 16 bytes at `tag`: 1 when equal, else 0. */
+export function aeadTagEquals(tag: usize): i32 {
+  const d = (load<u64>(TAG) ^ load<u64>(tag)) | (load<u64>(TAG + 8) ^ load<u64>(tag + 8));
+  // (d | −d) has its top bit set exactly when d ≠ 0.
+  return <i32>(((d | (0 - d)) >> 63) ^ 1);
+}
+
+/** Seals one record: out = ciphertext (ptLen bytes) ‖ tag. `out` may equal `pt`. */
+export function aeadSeal(m: u32, nonce: usize, nonceLen: usize, aad: usize, aadLen: usize, pt: usize, ptLen: usize, out: usize): void {
+  aeadBegin(m, nonce, nonceLen);
+  macBytes(aad, aadLen);
+  if (m == MODE_GCM) {
+    aeadCtr(pt, out, ptLen, 0);
+    macBytes(out, ptLen);
+    aeadTag(aadLen, ptLen, out + ptLen);
+  } else {
+    macBytes(pt, ptLen);
+    aeadTag(aadLen, ptLen, out + ptLen);
+    aeadCtr(pt, out, ptLen, 0);
+  }
+}
+
+/**
+ * Opens one record: `ct` holds ctLen ciphertext bytes followed by the 16-byte tag. Writes ctLen
+ * plaintext bytes to `out` and returns 1, or returns 0 with `out` zeroed. `out` may equal `ct`.
+ */
+export function aeadOpen(m: u32, nonce: usize, nonceLen: usize, aad: usize, aadLen: usize, ct: usize, ctLen: usize, out: usize): i32 {
+  aeadBegin(m, nonce, nonceLen);
+  macBytes(aad, aadLen);
+  const tag = ct + ctLen;
+  let ok: i32;
+  if (m == MODE_GCM) {
+    macBytes(ct, ctLen);
+    aeadTag(aadLen, ctLen, BLOCK);
+    ok = aeadTagEquals(tag);
+    if (ok) aeadCtr(ct, out, ctLen, 0); // only authenticated ciphertext is ever decrypted
+  } else {
+    memory.copy(RECV, tag, 16); // kept aside: `out` may overlap the input
+    aeadSetTag(RECV);
+    aeadCtr(ct, out, ctLen, 0);
+    macBytes(out, ctLen);
+    aeadTag(aadLen, ctLen, BLOCK);
+    ok = aeadTagEquals(RECV);
+  }
+  if (!ok) memory.fill(out, 0, ctLen);
+  return ok;
+}

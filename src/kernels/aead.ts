@@ -1,0 +1,396 @@
+// AES-256-GCM (NIST SP 800-38D) and AES-256-GCM-SIV (RFC 8452) facade over the WebAssembly kernel.
+// A record that fits the kernel buffers is sealed or opened in one call; larger messages stream
+// through the kernel in chunks inside one synchronous call. Expanded keys live in JavaScript memory
+// (the keyed form keeps one) and are copied into the kernel only for the call that uses them.
+
+import { bytes } from '../_args';
+import { PqdbError } from '../errors';
+import { kernel, type Kernel } from '../wasm/loader';
+
+export const KEY_BYTES = 32;
+export const NONCE_BYTES = 12;
+export const TAG_BYTES = 16;
+
+export type AeadMode = 'gcm' | 'gcmsiv';
+const MODE_ID: Record<AeadMode, number> = { gcm: 0, gcmsiv: 1 };
+
+/** Largest plaintext: SP 800-38D §5.2.1.1 (2^39 − 256 bits) and RFC 8452 §6 (2^36 bytes). */
+const MAX_PLAINTEXT: Record<AeadMode, number> = { gcm: 2 ** 36 - 32, gcmsiv: 2 ** 36 };
+/** Largest AAD: 2^61 − 1 bytes for GCM, 2^36 for GCM-SIV. */
+const MAX_AAD: Record<AeadMode, number> = { gcm: 2 ** 61 - 1, gcmsiv: 2 ** 36 };
+
+const EMPTY = new Uint8Array(0);
+
+/** One record for the batch forms. */
+export interface AeadRecord {
+  nonce: Uint8Array;
+  /** Plaintext when sealing, ciphertext ‖ tag when opening. */
+  data: Uint8Array;
+  aad?: Uint8Array;
+}
+
+function authFailed(): PqdbError {
+  return new PqdbError('AUTH_FAILED', 'authentication failed');
+}
+
+/** GCM nonces other than 12 bytes (allowed by SP 800-38D, hashed into J0) are capped here. */
+const GCM_MAX_NONCE = 4096;
+
+function checkNonce(mode: AeadMode, nonce: unknown, name = 'nonce'): Uint8Array {
+  if (mode === 'gcmsiv') return bytes(name, nonce, NONCE_BYTES);
+  const n = bytes(name, nonce);
+  if (n.length < 1 || n.length > GCM_MAX_NONCE) {
+    throw new RangeError(`"${name}" expected Uint8Array of length 1..${GCM_MAX_NONCE} (12 recommended), got length=${n.length}`);
+  }
+  return n;
+}
+
+function checkAad(mode: AeadMode, aad: unknown): Uint8Array {
+  if (aad === undefined) return EMPTY;
+  const a = bytes('aad', aad);
+  if (a.length > MAX_AAD[mode]) throw new RangeError(`"aad" longer than ${MAX_AAD[mode]} bytes`);
+  return a;
+}
+
+/** Expands a 32-byte key into the kernel's internal format (a fresh array the caller must wipe). */
+export function expandKey(key: Uint8Array): Uint8Array {
+  bytes('key', key, KEY_BYTES);
+  const k = kernel();
+  k.mem.set(key, k.IN);
+  k.x.aes_expand_key();
+  const rk = k.mem.slice(k.OUT, k.OUT + k.AES_RK_BYTES);
+  k.mem.fill(0, k.OUT, k.OUT + k.AES_RK_BYTES);
+  return rk;
+}
+
+function withRk<T>(k: Kernel, rk: Uint8Array, fn: () => T): T {
+  k.mem.set(rk, k.AES_RK);
+  try {
+    return fn();
+  } finally {
+    k.mem.fill(0, k.AES_RK, k.AES_RK + k.AES_RK_BYTES);
+  }
+}
+
+/** Copies `len` bytes of OUT into `dst` at `at` and zeroes them in kernel memory. */
+function drain(k: Kernel, dst: Uint8Array, at: number, len: number): void {
+  dst.set(k.mem.subarray(k.OUT, k.OUT + len), at);
+  k.mem.fill(0, k.OUT, k.OUT + len);
+}
+
+/** Chunk size for streaming: a multiple of 16 that fits both IN and OUT. */
+function chunkBytes(k: Kernel): number {
+  return Math.min(k.IN_BYTES, k.OUT_BYTES) & ~15;
+}
+
+function absorbAll(k: Kernel, data: Uint8Array): void {
+  const step = chunkBytes(k);
+  for (let off = 0; off < data.length; off += step) {
+    const part = data.subarray(off, off + step);
+    k.mem.set(part, k.IN);
+    k.x.aead_absorb(part.length, 0);
+  }
+}
+
+function sealStream(k: Kernel, mode: AeadMode, nonce: Uint8Array, pt: Uint8Array, aad: Uint8Array): Uint8Array {
+  const out = new Uint8Array(pt.length + TAG_BYTES);
+  const step = chunkBytes(k);
+  try {
+    k.mem.set(nonce, k.IN);
+    k.x.aead_begin(MODE_ID[mode], nonce.length);
+    absorbAll(k, aad);
+    if (mode === 'gcmsiv') absorbAll(k, pt); // SIV: the tag (and so the counter) comes first
+    else {
+      for (let off = 0; off < pt.length; off += step) {
+        const part = pt.subarray(off, off + step);
+        k.mem.set(part, k.IN);
+        k.x.aead_ctr(part.length, off / 16);
+        k.x.aead_absorb(part.length, 1);
+        drain(k, out, off, part.length);
+      }
+    }
+    k.x.aead_tag(aad.length, pt.length);
+    drain(k, out, pt.length, TAG_BYTES);
+    if (mode === 'gcmsiv') {
+      for (let off = 0; off < pt.length; off += step) {
+        const part = pt.subarray(off, off + step);
+        k.mem.set(part, k.IN);
+        k.x.aead_ctr(part.length, off / 16);
+        drain(k, out, off, part.length);
+      }
+    }
+    return out;
+  } finally {
+    k.x.aead_wipe();
+    k.mem.fill(0, k.IN, k.IN + Math.min(k.IN_BYTES, Math.max(pt.length, aad.length, nonce.length)));
+  }
+}
+
+function openStream(k: Kernel, mode: AeadMode, nonce: Uint8Array, ct: Uint8Array, aad: Uint8Array): Uint8Array {
+  const len = ct.length - TAG_BYTES;
+  const body = ct.subarray(0, len);
+  const tag = ct.subarray(len);
+  const out = new Uint8Array(len);
+  const step = chunkBytes(k);
+  let ok = false;
+  try {
+    k.mem.set(nonce, k.IN);
+    k.x.aead_begin(MODE_ID[mode], nonce.length);
+    absorbAll(k, aad);
+    if (mode === 'gcm') {
+      absorbAll(k, body);
+      k.x.aead_tag(aad.length, len);
+      k.mem.fill(0, k.OUT, k.OUT + TAG_BYTES); // the computed tag stays in the kernel
+      k.mem.set(tag, k.IN);
+      ok = k.x.aead_check() === 1;
+      if (!ok) return out; // thrown below, after the wipe; nothing was decrypted
+      for (let off = 0; off < len; off += step) {
+        const part = body.subarray(off, off + step);
+        k.mem.set(part, k.IN);
+        k.x.aead_ctr(part.length, off / 16);
+        drain(k, out, off, part.length);
+      }
+    } else {
+      k.mem.set(tag, k.IN);
+      k.x.aead_set_tag();
+      for (let off = 0; off < len; off += step) {
+        const part = body.subarray(off, off + step);
+        k.mem.set(part, k.IN);
+        k.x.aead_ctr(part.length, off / 16);
+        k.x.aead_absorb(part.length, 1);
+        drain(k, out, off, part.length);
+      }
+      k.x.aead_tag(aad.length, len);
+      k.mem.fill(0, k.OUT, k.OUT + TAG_BYTES);
+      k.mem.set(tag, k.IN);
+      ok = k.x.aead_check() === 1;
+    }
+    return out;
+  } finally {
+    k.x.aead_wipe();
+    k.mem.fill(0, k.IN, k.IN + Math.min(k.IN_BYTES, Math.max(len, aad.length, nonce.length)));
+    if (!ok) {
+      out.fill(0);
+      // eslint-disable-next-line no-unsafe-finally
+      throw authFailed();
+    }
+  }
+}
+
+/** Seals one record under the expanded key `rk`: ciphertext ‖ 16-byte tag. */
+export function sealWith(mode: AeadMode, rk: Uint8Array, nonce: Uint8Array, pt: Uint8Array, aad: Uint8Array): Uint8Array {
+  if (pt.length > MAX_PLAINTEXT[mode]) throw new RangeError(`"plaintext" longer than ${MAX_PLAINTEXT[mode]} bytes`);
+  const k = kernel();
+  return withRk(k, rk, () => {
+    const inLen = nonce.length + aad.length + pt.length;
+    if (inLen > k.IN_BYTES || pt.length + TAG_BYTES > k.OUT_BYTES) return sealStream(k, mode, nonce, pt, aad);
+    k.mem.set(nonce, k.IN);
+    k.mem.set(aad, k.IN + nonce.length);
+    k.mem.set(pt, k.IN + nonce.length + aad.length);
+    k.x.aead_seal(MODE_ID[mode], nonce.length, aad.length, pt.length);
+    const out = k.mem.slice(k.OUT, k.OUT + pt.length + TAG_BYTES);
+    k.mem.fill(0, k.OUT, k.OUT + pt.length + TAG_BYTES);
+    return out;
+  });
+}
+
+/**
+ * Opens one record (ciphertext ‖ tag) under the expanded key `rk`.
+ * @throws PqdbError AUTH_FAILED when the tag does not verify (or the input is shorter than a tag).
+ */
+export function openWith(mode: AeadMode, rk: Uint8Array, nonce: Uint8Array, ct: Uint8Array, aad: Uint8Array): Uint8Array {
+  if (ct.length < TAG_BYTES) throw authFailed();
+  if (ct.length - TAG_BYTES > MAX_PLAINTEXT[mode]) throw authFailed();
+  const k = kernel();
+  return withRk(k, rk, () => {
+    const len = ct.length - TAG_BYTES;
+    const inLen = nonce.length + aad.length + ct.length;
+    if (inLen > k.IN_BYTES || len > k.OUT_BYTES) return openStream(k, mode, nonce, ct, aad);
+    k.mem.set(nonce, k.IN);
+    k.mem.set(aad, k.IN + nonce.length);
+    k.mem.set(ct, k.IN + nonce.length + aad.length);
+    const ok = k.x.aead_open(MODE_ID[mode], nonce.length, aad.length, len);
+    if (ok !== 1) throw authFailed(); // the kernel zeroed OUT and wiped the rest
+    const out = k.mem.slice(k.OUT, k.OUT + len);
+    k.mem.fill(0, k.OUT, k.OUT + len);
+    return out;
+  });
+}
+
+/**
+ * Seals or opens many records in as few kernel calls as fit: IN = u32 (aadLen, dataLen) per record,
+ * then nonce ‖ aad ‖ data of each. Records too large for a batch go through the one-record path.
+ */
+function batch(mode: AeadMode, rk: Uint8Array, records: readonly AeadRecord[], open: boolean): Uint8Array[] {
+  if (!Array.isArray(records)) throw new TypeError('"records" expected an array of { nonce, data, aad? }');
+  const checked = records.map((r, i) => {
+    if (typeof r !== 'object' || r === null) throw new TypeError(`"records[${i}]" expected { nonce, data, aad? }`);
+    const nonce = checkNonce(mode, r.nonce, `records[${i}].nonce`);
+    const data = bytes(`records[${i}].data`, r.data);
+    const aad = checkAad(mode, r.aad);
+    if (open && data.length < TAG_BYTES) throw authFailed();
+    return { nonce, data, aad };
+  });
+  const k = kernel();
+  const results: Uint8Array[] = new Array(checked.length);
+  return withRk(k, rk, () => {
+    for (let i = 0; i < checked.length; ) {
+      // Pack records [i, j) while both the input and the output fit.
+      let j = i;
+      let inUsed = 0;
+      let outUsed = 0;
+      while (j < checked.length) {
+        const r = checked[j];
+        const outLen = open ? r.data.length - TAG_BYTES : r.data.length + TAG_BYTES;
+        const inLen = 8 + NONCE_BYTES + r.aad.length + r.data.length;
+        if (r.nonce.length !== NONCE_BYTES) break; // batches carry 12-byte nonces; others go one by one
+        if (8 * (j - i + 1) + inUsed + inLen > k.IN_BYTES || outUsed + outLen > k.OUT_BYTES) break;
+        inUsed += inLen - 8;
+        outUsed += outLen;
+        j++;
+      }
+      if (j === i) {
+        const r = checked[i];
+        results[i] = open ? openWith(mode, rk, r.nonce, r.data, r.aad) : sealWith(mode, rk, r.nonce, r.data, r.aad);
+        k.mem.set(rk, k.AES_RK); // the one-record path cleared it
+        i++;
+        continue;
+      }
+      const n = j - i;
+      let p = k.IN + 8 * n;
+      for (let t = 0; t < n; t++) {
+        const r = checked[i + t];
+        k.dv.setUint32(k.IN + 8 * t, r.aad.length, true);
+        k.dv.setUint32(k.IN + 8 * t + 4, r.data.length, true);
+        k.mem.set(r.nonce, p);
+        k.mem.set(r.aad, p + NONCE_BYTES);
+        k.mem.set(r.data, p + NONCE_BYTES + r.aad.length);
+        p += NONCE_BYTES + r.aad.length + r.data.length;
+      }
+      if (open) {
+        const bad = k.x.aead_open_batch(MODE_ID[mode], n);
+        if (bad !== 0) throw new PqdbError('AUTH_FAILED', `authentication failed for records[${i + bad - 1}]`);
+      } else {
+        k.x.aead_seal_batch(MODE_ID[mode], n);
+      }
+      let q = k.OUT;
+      for (let t = 0; t < n; t++) {
+        const r = checked[i + t];
+        const outLen = open ? r.data.length - TAG_BYTES : r.data.length + TAG_BYTES;
+        results[i + t] = k.mem.slice(q, q + outLen);
+        q += outLen;
+      }
+      k.mem.fill(0, k.OUT, q);
+      i = j;
+    }
+    return results;
+  });
+}
+
+/** The interface of `gcm(key, nonce, aad)` and `gcmsiv(key, nonce, aad)`. */
+export interface Cipher {
+  /** Plaintext → ciphertext ‖ 16-byte tag. */
+  encrypt(plaintext: Uint8Array): Uint8Array;
+  /**
+   * Ciphertext ‖ tag → plaintext.
+   * @throws PqdbError AUTH_FAILED when the tag does not verify.
+   */
+  decrypt(ciphertext: Uint8Array): Uint8Array;
+}
+
+/** A key expanded once for many records. Call destroy() to wipe it. */
+export interface KeyedAead {
+  readonly mode: AeadMode;
+  encrypt(nonce: Uint8Array, plaintext: Uint8Array, aad?: Uint8Array): Uint8Array;
+  /** @throws PqdbError AUTH_FAILED when the tag does not verify. */
+  decrypt(nonce: Uint8Array, ciphertext: Uint8Array, aad?: Uint8Array): Uint8Array;
+  /** Seals many records in batched kernel calls (data = plaintext). */
+  encryptBatch(records: readonly AeadRecord[]): Uint8Array[];
+  /**
+   * Opens many records (data = ciphertext ‖ tag) in batched kernel calls.
+   * @throws PqdbError AUTH_FAILED naming the first record that fails; no plaintext is returned then.
+   */
+  decryptBatch(records: readonly AeadRecord[]): Uint8Array[];
+  /** Zeroes the expanded key; the object is unusable afterwards. */
+  destroy(): void;
+}
+
+export function keyed(mode: AeadMode, key: Uint8Array): KeyedAead {
+  let rk: Uint8Array | undefined = expandKey(key);
+  const live = (): Uint8Array => {
+    if (rk === undefined) throw new TypeError(`${mode} key was destroyed`);
+    return rk;
+  };
+  return {
+    mode,
+    encrypt: (nonce, plaintext, aad) => sealWith(mode, live(), checkNonce(mode, nonce), bytes('plaintext', plaintext), checkAad(mode, aad)),
+    decrypt: (nonce, ciphertext, aad) => openWith(mode, live(), checkNonce(mode, nonce), bytes('ciphertext', ciphertext), checkAad(mode, aad)),
+    encryptBatch: (records) => batch(mode, live(), records, false),
+    decryptBatch: (records) => batch(mode, live(), records, true),
+    destroy: () => {
+      rk?.fill(0);
+      rk = undefined;
+    },
+  };
+}
+
+export function oneShot(mode: AeadMode, key: Uint8Array, nonce: Uint8Array, aad?: Uint8Array): Cipher {
+  bytes('key', key, KEY_BYTES);
+  const n = checkNonce(mode, nonce).slice();
+  const a = checkAad(mode, aad).slice();
+  const k = key.slice();
+  const run = <T>(fn: (rk: Uint8Array) => T): T => {
+    const rk = expandKey(k);
+    try {
+      return fn(rk);
+    } finally {
+      rk.fill(0);
+    }
+  };
+  return {
+    encrypt: (plaintext) => {
+      bytes('plaintext', plaintext);
+      return run((rk) => sealWith(mode, rk, n, plaintext, a));
+    },
+    decrypt: (ciphertext) => {
+      bytes('ciphertext', ciphertext);
+      return run((rk) => openWith(mode, rk, n, ciphertext, a));
+    },
+  };
+}
+
+/** An AEAD constructor in the shape of @noble/ciphers, plus the keyed form. */
+export interface AeadFactory {
+  (key: Uint8Array, nonce: Uint8Array, aad?: Uint8Array): Cipher;
+  /** Expands `key` once for many records. */
+  withKey(key: Uint8Array): KeyedAead;
+  readonly keyBytes: number;
+  readonly nonceBytes: number;
+  readonly tagBytes: number;
+}
+
+function factory(mode: AeadMode): AeadFactory {
+  return Object.freeze(
+    Object.assign((key: Uint8Array, nonce: Uint8Array, aad?: Uint8Array) => oneShot(mode, key, nonce, aad), {
+      withKey: (key: Uint8Array) => keyed(mode, key),
+      keyBytes: KEY_BYTES,
+      nonceBytes: NONCE_BYTES,
+      tagBytes: TAG_BYTES,
+    }),
+  );
+}
+
+/**
+ * AES-256-GCM (NIST SP 800-38D): 32-byte key, 12-byte nonce, 16-byte tag. Never reuse a nonce
+ * under one key.
+ * @throws RangeError for a key, nonce or length outside the limits; PqdbError AUTH_FAILED on decrypt.
+ * @example gcm(key, nonce, aad).encrypt(plaintext) // ciphertext ‖ tag
+ */
+export const gcm: AeadFactory = factory('gcm');
+
+/**
+ * AES-256-GCM-SIV (RFC 8452): nonce-misuse-resistant; 32-byte key, 12-byte nonce, 16-byte tag.
+ * @throws RangeError for a key, nonce or length outside the limits; PqdbError AUTH_FAILED on decrypt.
+ * @example const k = gcmsiv.withKey(key); const ct = k.encrypt(nonce, record, aad)
+ */
+export const gcmsiv: AeadFactory = factory('gcmsiv');
