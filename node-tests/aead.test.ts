@@ -77,6 +77,46 @@ describe.each(FLAVORS)('AEAD (%s)', (flavor) => {
     });
   }
 
+  it('caller-provided outputs: exact length, in place, never plaintext on failure', () => {
+    for (const mode of ['gcm', 'gcmsiv'] as const) {
+      for (const len of [0, 115, 300_000]) {
+        const key = randomBytes(32);
+        const nonce = randomBytes(12);
+        const pt = randomBytes(len);
+        const k = api[mode].withKey(key);
+        const want = nodeOracle.seal(mode, key, nonce, new Uint8Array(0), pt);
+        const out = new Uint8Array(len + 16);
+        expect(k.encrypt(nonce, pt, undefined, out)).toBe(out);
+        expect(out).toEqual(want);
+        // In place: plaintext written over the ciphertext's own bytes.
+        const buf = out.slice();
+        expect(k.decrypt(nonce, buf, undefined, buf.subarray(0, len))).toEqual(new Uint8Array(pt));
+        expect(() => k.encrypt(nonce, pt, undefined, new Uint8Array(len + 15))).toThrow(RangeError);
+        const bad = want.slice();
+        bad[bad.length - 1] ^= 1;
+        const dst = new Uint8Array(len);
+        expect(() => k.decrypt(nonce, bad, undefined, dst)).toThrow(expect.objectContaining({ code: 'AUTH_FAILED' }));
+        expect(dst.every((b) => b === 0)).toBe(true);
+      }
+    }
+  });
+
+  it('a keyed form keeps working when the WebAssembly build changes under it', () => {
+    const key = randomBytes(32);
+    const nonce = randomBytes(12);
+    const pt = randomBytes(115);
+    const k = api.gcmsiv.withKey(key);
+    const a = k.encrypt(nonce, pt);
+    api.setWasmFlavor(flavor === 'simd' ? 'scalar' : 'simd');
+    try {
+      expect(k.encrypt(nonce, pt)).toEqual(a);
+      expect(k.decrypt(nonce, a)).toEqual(new Uint8Array(pt));
+    } finally {
+      api.setWasmFlavor(flavor);
+    }
+    expect(k.decrypt(nonce, a)).toEqual(new Uint8Array(pt));
+  });
+
   it('gcm accepts SP 800-38D nonces of other lengths (hashed into J0), as node:crypto does', () => {
     for (const n of [1, 8, 16, 60]) {
       const key = randomBytes(32);

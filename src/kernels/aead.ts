@@ -52,6 +52,16 @@ function checkAad(mode: AeadMode, aad: unknown): Uint8Array {
   return a;
 }
 
+/**
+ * The array a result is written to: the caller's `output` (exactly `len` bytes; may be the input
+ * itself for in-place work) or a new one. Writing into a caller's buffer avoids an allocation per
+ * record, which in V8 costs more than sealing a short record once it exceeds 64 bytes.
+ */
+function target(output: Uint8Array | undefined, len: number): Uint8Array {
+  if (output === undefined) return new Uint8Array(len);
+  return bytes('output', output, len);
+}
+
 /** Expands a 32-byte key into the kernel's internal format (a fresh array the caller must wipe). */
 export function expandKey(key: Uint8Array): Uint8Array {
   bytes('key', key, KEY_BYTES);
@@ -92,8 +102,10 @@ function absorbAll(k: Kernel, data: Uint8Array): void {
   }
 }
 
-function sealStream(k: Kernel, mode: AeadMode, nonce: Uint8Array, pt: Uint8Array, aad: Uint8Array): Uint8Array {
-  const out = new Uint8Array(pt.length + TAG_BYTES);
+function sealStream(k: Kernel, mode: AeadMode, nonce: Uint8Array, pt: Uint8Array, aad: Uint8Array, output?: Uint8Array): Uint8Array {
+  // In-place sealing reads the plaintext again after writing ciphertext (SIV), so stream from a copy.
+  if (output !== undefined && output.buffer === pt.buffer) pt = pt.slice();
+  const out = target(output, pt.length + TAG_BYTES);
   const step = chunkBytes(k);
   try {
     k.mem.set(nonce, k.IN);
@@ -126,11 +138,12 @@ function sealStream(k: Kernel, mode: AeadMode, nonce: Uint8Array, pt: Uint8Array
   }
 }
 
-function openStream(k: Kernel, mode: AeadMode, nonce: Uint8Array, ct: Uint8Array, aad: Uint8Array): Uint8Array {
+function openStream(k: Kernel, mode: AeadMode, nonce: Uint8Array, ct: Uint8Array, aad: Uint8Array, output?: Uint8Array): Uint8Array {
+  if (output !== undefined && output.buffer === ct.buffer) ct = ct.slice();
   const len = ct.length - TAG_BYTES;
   const body = ct.subarray(0, len);
   const tag = ct.subarray(len);
-  const out = new Uint8Array(len);
+  const out = target(output, len);
   const step = chunkBytes(k);
   let ok = false;
   try {
@@ -178,18 +191,19 @@ function openStream(k: Kernel, mode: AeadMode, nonce: Uint8Array, ct: Uint8Array
 }
 
 /** Seals one record under the expanded key `rk`: ciphertext ‖ 16-byte tag. */
-export function sealWith(mode: AeadMode, rk: Uint8Array, nonce: Uint8Array, pt: Uint8Array, aad: Uint8Array): Uint8Array {
+export function sealWith(mode: AeadMode, rk: Uint8Array, nonce: Uint8Array, pt: Uint8Array, aad: Uint8Array, output?: Uint8Array): Uint8Array {
   if (pt.length > MAX_PLAINTEXT[mode]) throw new RangeError(`"plaintext" longer than ${MAX_PLAINTEXT[mode]} bytes`);
+  if (output !== undefined) bytes('output', output, pt.length + TAG_BYTES);
   const k = kernel();
   return withRk(k, rk, () => {
     const inLen = nonce.length + aad.length + pt.length;
-    if (inLen > k.IN_BYTES || pt.length + TAG_BYTES > k.OUT_BYTES) return sealStream(k, mode, nonce, pt, aad);
+    if (inLen > k.IN_BYTES || pt.length + TAG_BYTES > k.OUT_BYTES) return sealStream(k, mode, nonce, pt, aad, output);
     k.mem.set(nonce, k.IN);
     k.mem.set(aad, k.IN + nonce.length);
     k.mem.set(pt, k.IN + nonce.length + aad.length);
     k.x.aead_seal(MODE_ID[mode], nonce.length, aad.length, pt.length);
-    const out = k.mem.slice(k.OUT, k.OUT + pt.length + TAG_BYTES);
-    k.mem.fill(0, k.OUT, k.OUT + pt.length + TAG_BYTES);
+    const out = target(output, pt.length + TAG_BYTES);
+    drain(k, out, 0, out.length);
     return out;
   });
 }
@@ -198,21 +212,22 @@ export function sealWith(mode: AeadMode, rk: Uint8Array, nonce: Uint8Array, pt: 
  * Opens one record (ciphertext ‖ tag) under the expanded key `rk`.
  * @throws PqdbError AUTH_FAILED when the tag does not verify (or the input is shorter than a tag).
  */
-export function openWith(mode: AeadMode, rk: Uint8Array, nonce: Uint8Array, ct: Uint8Array, aad: Uint8Array): Uint8Array {
+export function openWith(mode: AeadMode, rk: Uint8Array, nonce: Uint8Array, ct: Uint8Array, aad: Uint8Array, output?: Uint8Array): Uint8Array {
   if (ct.length < TAG_BYTES) throw authFailed();
   if (ct.length - TAG_BYTES > MAX_PLAINTEXT[mode]) throw authFailed();
+  if (output !== undefined) bytes('output', output, ct.length - TAG_BYTES);
   const k = kernel();
   return withRk(k, rk, () => {
     const len = ct.length - TAG_BYTES;
     const inLen = nonce.length + aad.length + ct.length;
-    if (inLen > k.IN_BYTES || len > k.OUT_BYTES) return openStream(k, mode, nonce, ct, aad);
+    if (inLen > k.IN_BYTES || len > k.OUT_BYTES) return openStream(k, mode, nonce, ct, aad, output);
     k.mem.set(nonce, k.IN);
     k.mem.set(aad, k.IN + nonce.length);
     k.mem.set(ct, k.IN + nonce.length + aad.length);
     const ok = k.x.aead_open(MODE_ID[mode], nonce.length, aad.length, len);
     if (ok !== 1) throw authFailed(); // the kernel zeroed OUT and wiped the rest
-    const out = k.mem.slice(k.OUT, k.OUT + len);
-    k.mem.fill(0, k.OUT, k.OUT + len);
+    const out = target(output, len);
+    drain(k, out, 0, len);
     return out;
   });
 }
@@ -233,7 +248,22 @@ function batch(mode: AeadMode, rk: Uint8Array, records: readonly AeadRecord[], o
   });
   const k = kernel();
   const results: Uint8Array[] = new Array(checked.length);
+  // All outputs of the call share one allocation (one per record would cost more than the sealing).
+  const outLens = checked.map((r) => (open ? r.data.length - TAG_BYTES : r.data.length + TAG_BYTES));
+  const all = new Uint8Array(outLens.reduce((a, b) => a + b, 0));
+  const offsets: number[] = [];
+  outLens.reduce((at, len) => (offsets.push(at), at + len), 0);
   return withRk(k, rk, () => {
+    try {
+      batchGroups();
+    } catch (e) {
+      all.fill(0); // no plaintext of a failed batch outlives the call
+      throw e;
+    }
+    return results;
+  });
+
+  function batchGroups(): void {
     for (let i = 0; i < checked.length; ) {
       // Pack records [i, j) while both the input and the output fit.
       let j = i;
@@ -251,7 +281,8 @@ function batch(mode: AeadMode, rk: Uint8Array, records: readonly AeadRecord[], o
       }
       if (j === i) {
         const r = checked[i];
-        results[i] = open ? openWith(mode, rk, r.nonce, r.data, r.aad) : sealWith(mode, rk, r.nonce, r.data, r.aad);
+        const dst = all.subarray(offsets[i], offsets[i] + outLens[i]);
+        results[i] = open ? openWith(mode, rk, r.nonce, r.data, r.aad, dst) : sealWith(mode, rk, r.nonce, r.data, r.aad, dst);
         k.mem.set(rk, k.AES_RK); // the one-record path cleared it
         i++;
         continue;
@@ -273,38 +304,34 @@ function batch(mode: AeadMode, rk: Uint8Array, records: readonly AeadRecord[], o
       } else {
         k.x.aead_seal_batch(MODE_ID[mode], n);
       }
-      let q = k.OUT;
-      for (let t = 0; t < n; t++) {
-        const r = checked[i + t];
-        const outLen = open ? r.data.length - TAG_BYTES : r.data.length + TAG_BYTES;
-        results[i + t] = k.mem.slice(q, q + outLen);
-        q += outLen;
-      }
-      k.mem.fill(0, k.OUT, q);
+      const groupBytes = offsets[j - 1] + outLens[j - 1] - offsets[i];
+      all.set(k.mem.subarray(k.OUT, k.OUT + groupBytes), offsets[i]);
+      k.mem.fill(0, k.OUT, k.OUT + groupBytes);
+      for (let t = i; t < j; t++) results[t] = all.subarray(offsets[t], offsets[t] + outLens[t]);
       i = j;
     }
-    return results;
-  });
+  }
 }
 
 /** The interface of `gcm(key, nonce, aad)` and `gcmsiv(key, nonce, aad)`. */
 export interface Cipher {
-  /** Plaintext → ciphertext ‖ 16-byte tag. */
-  encrypt(plaintext: Uint8Array): Uint8Array;
+  /** Plaintext → ciphertext ‖ 16-byte tag (into `output` when given: exactly that length). */
+  encrypt(plaintext: Uint8Array, output?: Uint8Array): Uint8Array;
   /**
-   * Ciphertext ‖ tag → plaintext.
-   * @throws PqdbError AUTH_FAILED when the tag does not verify.
+   * Ciphertext ‖ tag → plaintext (into `output` when given: exactly that length).
+   * @throws PqdbError AUTH_FAILED when the tag does not verify; `output` then holds no plaintext.
    */
-  decrypt(ciphertext: Uint8Array): Uint8Array;
+  decrypt(ciphertext: Uint8Array, output?: Uint8Array): Uint8Array;
 }
 
 /** A key expanded once for many records. Call destroy() to wipe it. */
 export interface KeyedAead {
   readonly mode: AeadMode;
-  encrypt(nonce: Uint8Array, plaintext: Uint8Array, aad?: Uint8Array): Uint8Array;
-  /** @throws PqdbError AUTH_FAILED when the tag does not verify. */
-  decrypt(nonce: Uint8Array, ciphertext: Uint8Array, aad?: Uint8Array): Uint8Array;
-  /** Seals many records in batched kernel calls (data = plaintext). */
+  /** Seals one record: ciphertext ‖ tag, into `output` (exactly that length) when given. */
+  encrypt(nonce: Uint8Array, plaintext: Uint8Array, aad?: Uint8Array, output?: Uint8Array): Uint8Array;
+  /** @throws PqdbError AUTH_FAILED when the tag does not verify (`output` then holds no plaintext). */
+  decrypt(nonce: Uint8Array, ciphertext: Uint8Array, aad?: Uint8Array, output?: Uint8Array): Uint8Array;
+  /** Seals many records in batched kernel calls (data = plaintext); the results share one buffer. */
   encryptBatch(records: readonly AeadRecord[]): Uint8Array[];
   /**
    * Opens many records (data = ciphertext ‖ tag) in batched kernel calls.
@@ -316,20 +343,32 @@ export interface KeyedAead {
 }
 
 export function keyed(mode: AeadMode, key: Uint8Array): KeyedAead {
-  let rk: Uint8Array | undefined = expandKey(key);
+  // The expanded key's format belongs to the WebAssembly build that made it (the SIMD and scalar
+  // bitslicings differ), so it is re-expanded from the kept key if the build changes.
+  let raw: Uint8Array | undefined = bytes('key', key, KEY_BYTES).slice();
+  let rk = expandKey(raw);
+  let rkFlavor = kernel().flavor;
   const live = (): Uint8Array => {
-    if (rk === undefined) throw new TypeError(`${mode} key was destroyed`);
+    if (raw === undefined) throw new TypeError(`${mode} key was destroyed`);
+    if (kernel().flavor !== rkFlavor) {
+      rk.fill(0);
+      rk = expandKey(raw);
+      rkFlavor = kernel().flavor;
+    }
     return rk;
   };
   return {
     mode,
-    encrypt: (nonce, plaintext, aad) => sealWith(mode, live(), checkNonce(mode, nonce), bytes('plaintext', plaintext), checkAad(mode, aad)),
-    decrypt: (nonce, ciphertext, aad) => openWith(mode, live(), checkNonce(mode, nonce), bytes('ciphertext', ciphertext), checkAad(mode, aad)),
+    encrypt: (nonce, plaintext, aad, output) =>
+      sealWith(mode, live(), checkNonce(mode, nonce), bytes('plaintext', plaintext), checkAad(mode, aad), output),
+    decrypt: (nonce, ciphertext, aad, output) =>
+      openWith(mode, live(), checkNonce(mode, nonce), bytes('ciphertext', ciphertext), checkAad(mode, aad), output),
     encryptBatch: (records) => batch(mode, live(), records, false),
     decryptBatch: (records) => batch(mode, live(), records, true),
     destroy: () => {
-      rk?.fill(0);
-      rk = undefined;
+      raw?.fill(0);
+      rk.fill(0);
+      raw = undefined;
     },
   };
 }
@@ -348,13 +387,13 @@ export function oneShot(mode: AeadMode, key: Uint8Array, nonce: Uint8Array, aad?
     }
   };
   return {
-    encrypt: (plaintext) => {
+    encrypt: (plaintext, output) => {
       bytes('plaintext', plaintext);
-      return run((rk) => sealWith(mode, rk, n, plaintext, a));
+      return run((rk) => sealWith(mode, rk, n, plaintext, a, output));
     },
-    decrypt: (ciphertext) => {
+    decrypt: (ciphertext, output) => {
       bytes('ciphertext', ciphertext);
-      return run((rk) => openWith(mode, rk, n, ciphertext, a));
+      return run((rk) => openWith(mode, rk, n, ciphertext, a, output));
     },
   };
 }
