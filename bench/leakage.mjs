@@ -42,33 +42,50 @@ function welch(a, b, crop = 0.05) {
 
 /**
  * Runs `op` SAMPLES times; before each timing, `prepare(secret)` writes either the fixed secret or
- * a fresh random one (untimed).
+ * a random one (untimed).
  */
 function run(prepare, op, secretBytes) {
-  const fixed = new Uint8Array(secretBytes); // all-zero: the classic fixed class
-  const random = new Uint8Array(secretBytes);
+  // All inputs are drawn before timing starts (as dudect does), so both classes do the same
+  // untimed work per sample: only the secret's value differs. Class 0 = all-zero secret.
   const classes = new Uint8Array(SAMPLES);
   randomFillSync(classes);
+  const inputs = new Uint8Array(SAMPLES * secretBytes);
+  randomFillSync(inputs);
+  for (let i = 0; i < SAMPLES; i++) if ((classes[i] & 1) === 0) inputs.fill(0, i * secretBytes, (i + 1) * secretBytes);
   const t0s = [];
   const t1s = [];
   for (let w = 0; w < 2000; w++) {
-    prepare(fixed);
+    prepare(inputs.subarray(0, secretBytes));
     op();
   }
   for (let i = 0; i < SAMPLES; i++) {
-    const c = classes[i] & 1;
-    if (c) randomFillSync(random);
-    prepare(c ? random : fixed);
+    prepare(inputs.subarray(i * secretBytes, (i + 1) * secretBytes));
     const t0 = process.hrtime.bigint();
     for (let r = 0; r < REPS; r++) op();
     const dt = Number(process.hrtime.bigint() - t0);
-    (c ? t1s : t0s).push(dt);
+    ((classes[i] & 1) === 1 ? t1s : t0s).push(dt);
   }
   return welch(t0s, t1s);
 }
 
 const report = { host: hostInfo(), samples: SAMPLES, reps: REPS, results: [] };
+
 console.log(`leakage check (dudect-style Welch t), ${SAMPLES} timings of ${REPS} calls each; |t| < 4.5: no leak detected\n`);
+
+// Positive control: an early-exit comparison leaks by construction; the method must flag it.
+{
+  const ref = new Uint8Array(256);
+  let cur = ref;
+  let sink = 0;
+  const r = run(
+    (secret) => { cur = secret; },
+    () => { let i = 0; while (i < 256 && cur[i % cur.length] === ref[i]) i++; sink += i; },
+    256,
+  );
+  globalThis.__sink = sink;
+  console.log(`  [control] early-exit comparison (leaks by design)            |t| = ${Math.abs(r.t).toFixed(2).padStart(6)}  ${Math.abs(r.t) >= 4.5 ? 'leak detected, as it must be' : 'NOT DETECTED: the method is too weak here'}`);
+  report.control = { check: 'early-exit comparison', t: r.t };
+}
 for (const flavor of flavors) {
   const k = load(flavor);
   const checks = [
