@@ -4,6 +4,10 @@
 export { sha256, sha384, sha512, type Hash, type HashStream, type HashName } from './kernels/sha2';
 export { hmac, hkdf, extract, expand } from './kernels/hmac';
 export { gcm, gcmsiv, type AeadFactory, type Cipher, type KeyedAead, type AeadRecord } from './kernels/aead';
+export { sha3_256, sha3_512, shake128, shake256, type Sha3Hash, type Shake, type KeccakStream } from './kernels/sha3';
+export { ml_kem1024, type Kem } from './kernels/mlkem';
+export { ml_kem1024_x25519, kemProvider, type KemProvider, type KemProviderName } from './crypto/kem';
+export { HYBRID_LABEL } from './crypto/hybrid-kem';
 export * as merkle from './crypto/merkle';
 export { MerkleAppender } from './crypto/merkle';
 export { PqdbError, ERROR_CODES, type PqdbErrorCode } from './errors';

@@ -15,6 +15,7 @@ export const ERROR_CODES = [
   'AUTHORITY_DENIED', // current authority does not allow the operation
   'ABORTED', // the operation was cancelled
   'WASM_UNAVAILABLE', // the WebAssembly kernels cannot be instantiated
+  'INVALID_KEY', // a key fails its validity check (FIPS 203 §7 key checks, low-order X25519 points)
 ] as const;
 
 export type PqdbErrorCode = (typeof ERROR_CODES)[number];

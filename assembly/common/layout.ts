@@ -64,3 +64,10 @@ export const POLY_SCRATCH: usize = memory.data(<i32>POLY_SCRATCH_BYTES, 64);
 /** AEAD composition scratch: derived keys (incl. a second expanded key), counter blocks, tags. */
 export const AEAD_SCRATCH_BYTES: usize = 3072;
 export const AEAD_SCRATCH: usize = memory.data(<i32>AEAD_SCRATCH_BYTES, 64);
+
+// ---- Keccak regions ----------------------------------------------------------------------------
+
+/** A sponge context the facade keeps between calls (streaming SHA-3/SHAKE). */
+export const KCTX: usize = memory.data(256, 64);
+/** A sponge context for one-shot hashing inside a single call (zeroed before it returns). */
+export const KECCAK_TMP: usize = memory.data(256, 64);

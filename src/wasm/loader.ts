@@ -45,6 +45,15 @@ export interface KernelExports {
   aes_ecb(n: number): void;
   polyval_digest(n: number): void;
   ghash_digest(n: number): void;
+  keccak_hash(rate: number, ds: number, len: number, outLen: number): void;
+  keccak_init(rate: number, ds: number): void;
+  keccak_absorb(len: number): void;
+  keccak_squeeze(len: number): void;
+  mlkem_keygen(): void;
+  mlkem_encaps(): number;
+  mlkem_decaps(): number;
+  mlkem_check_ek(): number;
+  mlkem_check_dk(): number;
 }
 
 /** A loaded instance with its memory views and region offsets. */
@@ -66,6 +75,8 @@ export interface Kernel {
   readonly SCRATCH_BYTES: number;
   readonly AES_RK: number;
   readonly AES_RK_BYTES: number;
+  readonly KCTX: number;
+  readonly KCTX_BYTES: number;
 }
 
 // The smallest module holding a v128 instruction (i32x4.splat): validates only where SIMD exists.
@@ -129,6 +140,8 @@ function instantiate(flavor: WasmFlavor): Kernel {
     SCRATCH_BYTES: g('MEM_SCRATCH_BYTES'),
     AES_RK: g('MEM_AES_RK'),
     AES_RK_BYTES: g('MEM_AES_RK_BYTES'),
+    KCTX: g('MEM_KCTX'),
+    KCTX_BYTES: g('MEM_KCTX_BYTES'),
   };
 }
 
