@@ -4,7 +4,7 @@
 // read) before it returns; the facade zeroes OUT, CTX and FRONTIER after copying them out.
 
 import {
-  TMP_A, AES_RK, IN, IN_BYTES, OUT, OUT_BYTES, CTX, CTX2, CTX_BYTES, FRONTIER, FRONTIER_BYTES, SCRATCH, SCRATCH_BYTES, wipeScratch, wipeIn,
+  TMP_A, AES_RK, KCTX, IN, IN_BYTES, OUT, OUT_BYTES, CTX, CTX2, CTX_BYTES, FRONTIER, FRONTIER_BYTES, SCRATCH, SCRATCH_BYTES, wipeScratch, wipeIn,
 } from '../common/layout';
 import { ctxInit, ctxUpdate, ctxFinal, digestInto, digestBytes } from '../sha2/hash';
 import { hmacKey, hmacFinal, hmacInto, hkdfExpandInto } from '../sha2/hmac';
@@ -289,3 +289,8 @@ export function ghash_digest(n: usize): void {
   wipePoly();
   wipeIn(16 + (n << 4));
 }
+
+// ---- Keccak context region (the Keccak kernel's operations follow) -----------------------------
+
+export const MEM_KCTX: usize = KCTX;
+export const MEM_KCTX_BYTES: usize = 256;
