@@ -8,12 +8,27 @@ import * as api from '../src/crypto';
 import { wasmBinary } from '../src/wasm/loader';
 // @ts-expect-error plain ESM script without types
 import { renderConstants } from '../scripts/gen-sha2-constants.mjs';
+// @ts-expect-error plain ESM script without types
+import { renderConstants as renderMlkemConstants } from '../scripts/gen-mlkem-constants.mjs';
+// @ts-expect-error plain ESM script without types
+import { renderVpermTables } from '../scripts/gen-aes-vperm.mjs';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const repo = new URL('..', import.meta.url);
 
 describe('build', () => {
   it('the committed SHA-2 constants equal their FIPS 180-4 definitions', () => {
     expect(readFileSync(new URL('assembly/sha2/_constants.ts', repo), 'utf8')).toBe(renderConstants());
+  });
+
+  it('the other generated kernel sources are current: ML-KEM NTT constants, AES vperm tables, AES rounds', () => {
+    expect(readFileSync(new URL('assembly/mlkem/_constants.ts', repo), 'utf8')).toBe(renderMlkemConstants());
+    expect(readFileSync(new URL('assembly/aes/_vperm-tables.ts', repo), 'utf8')).toBe(renderVpermTables());
+    const out = join(mkdtempSync(join(tmpdir(), 'pqdb-gen-')), 'rounds.ts');
+    execFileSync(process.execPath, ['scripts/gen-aes-rounds.mjs', '--out', out], { cwd: new URL('.', repo) });
+    expect(readFileSync(out, 'utf8')).toBe(readFileSync(new URL('assembly/aes/_rounds.ts', repo), 'utf8'));
   });
 
   it('both embedded builds match their recorded SHA-256, import nothing, and differ only where SIMD is used', () => {

@@ -12,6 +12,7 @@
 
 import { AES_RK, AEAD_SCRATCH, AEAD_SCRATCH_BYTES } from '../common/layout';
 import { aes256ExpandKey, aes256EncryptBlocks, aes256Ctr, wipeAes } from './aes';
+import { AES256_VP_RK_BYTES, aes256VpExpandKey, aes256VpEncryptBlocks, wipeVperm } from './aes-vperm';
 import {
   polyvalInit, polyvalUpdate, polyvalFinal, ghashInit, ghashUpdate, ghashFinal, wipePoly,
 } from '../polyval-ghash/polyval';
@@ -33,11 +34,18 @@ const NONCE: usize = AEAD_SCRATCH + 2288; //    16: the nonce (12 bytes used)
 const STATE: usize = AEAD_SCRATCH + 2304; //     8: u32 mode
 const RECV: usize = AEAD_SCRATCH + 2312; //     16: received tag (GCM-SIV opening)
 const USED: usize = 2328;
+// SIMD build: the GCM-SIV per-nonce encryption key also in the vector-permutation format (./aes-vperm),
+// for the one tag block: one vperm block (~120 ns) plus its key expansion (~110 ns) against a whole
+// bitsliced pass (~375 ns); the raw 115-byte seal measured ~130 ns faster (2.84 → 2.72 µs, interleaved).
+const VP_RK: usize = AEAD_SCRATCH + 2400; //  ≤ 512: AES256_VP_RK_BYTES (240) used
+/** Bytes of AEAD_SCRATCH written, from its start: through VP_RK's key in the SIMD build. */
+const WIPE_BYTES: usize = ASC_FEATURE_SIMD ? 2400 + AES256_VP_RK_BYTES : USED;
 
 /** Zeroes everything the AEAD layer and the cores below it may hold. */
 export function aeadWipe(): void {
-  memory.fill(AEAD_SCRATCH, 0, USED < AEAD_SCRATCH_BYTES ? USED : AEAD_SCRATCH_BYTES);
+  memory.fill(AEAD_SCRATCH, 0, WIPE_BYTES < AEAD_SCRATCH_BYTES ? WIPE_BYTES : AEAD_SCRATCH_BYTES);
   wipeAes();
+  wipeVperm();
   wipePoly();
 }
 
@@ -68,7 +76,8 @@ function macBytes(p: usize, len: usize): void {
  * GCM: H = E_K(0^128); J0 = nonce ‖ 0^31 ‖ 1 for a 12-byte nonce, else GHASH_H(nonce ‖ 0^s ‖
  * [0]64 ‖ [len(nonce)]64) (SP 800-38D §7.1 step 2); the first counter block is inc32(J0).
  * GCM-SIV (12-byte nonce only): the RFC 8452 §4 key derivation (six blocks le32(i) ‖ nonce, first
- * halves kept), the per-nonce encryption key expanded into RK2.
+ * halves kept), the per-nonce encryption key expanded into RK2 (for CTR) and, in the SIMD build, also
+ * into VP_RK (for the tag block).
  */
 export function aeadBegin(m: u32, nonce: usize, nonceLen: usize): void {
   store<u32>(STATE, m);
@@ -106,6 +115,7 @@ export function aeadBegin(m: u32, nonce: usize, nonceLen: usize): void {
     aes256EncryptBlocks(AES_RK, DERIVE, DERIVE, 6);
     for (let i: usize = 0; i < 6; i++) store<u64>(KEYS + (i << 3), load<u64>(DERIVE + (i << 4)));
     aes256ExpandKey(KEYS + 16, RK2);
+    if (ASC_FEATURE_SIMD) aes256VpExpandKey(KEYS + 16, VP_RK);
     polyvalInit(KEYS);
   }
   memory.fill(DERIVE, 0, 96);
@@ -138,7 +148,9 @@ export function aeadTag(aadLen: u64, msgLen: u64, out: usize): void {
     store<u64>(ACC, load<u64>(ACC) ^ load<u64>(NONCE));
     store<u32>(ACC + 8, load<u32>(ACC + 8) ^ load<u32>(NONCE + 8));
     store<u8>(ACC + 15, load<u8>(ACC + 15) & 0x7f);
-    aes256EncryptBlocks(RK2, ACC, TAG, 1);
+    // One block: the vperm cipher in the SIMD build (a bitsliced call would cost a full pass).
+    if (ASC_FEATURE_SIMD) aes256VpEncryptBlocks(VP_RK, ACC, TAG, 1);
+    else aes256EncryptBlocks(RK2, ACC, TAG, 1);
     setSivCounter(TAG);
   }
   memory.copy(out, TAG, 16);
