@@ -1,6 +1,7 @@
 // Serves the browser test page from 127.0.0.1 (IndexedDB and fetch need a real origin):
-//   /            browser-tests/page/index.html
-//   /page/*.js   the test bundle, built here with esbuild (pqdb/crypto stays external)
+//   /            browser-tests/page/index.html (the suites Playwright drives)
+//   /kat         browser-tests/page/kat.html (the known-answer test page, readable by a person)
+//   /page/*.js   the page bundles, built here with esbuild (pqdb/crypto stays external)
 //   /dist/*      the built package, exactly as published
 //   /vectors/*   ../shared/vectors or $PQDB_VECTORS
 // Usage: node browser-tests/server.mjs [port]
@@ -17,15 +18,16 @@ const vectors = process.env.PQDB_VECTORS ?? join(repo, '..', 'shared', 'vectors'
 const port = Number(process.argv[2] ?? process.env.PQDB_TEST_PORT ?? 41731);
 
 const bundle = await esbuild.build({
-  entryPoints: [join(here, 'page', 'suite.ts')],
+  entryPoints: { suite: join(here, 'page', 'suite.ts'), kat: join(here, 'page', 'kat.ts') },
   bundle: true,
   format: 'esm',
   target: ['es2022', 'chrome120'],
   external: ['pqdb/crypto', 'pqdb'],
+  outdir: '/page',
   write: false,
   logLevel: 'warning',
 });
-const suiteJs = bundle.outputFiles[0].contents;
+const pages = Object.fromEntries(bundle.outputFiles.map((f) => [f.path, f.contents]));
 
 const TYPES = { '.js': 'text/javascript', '.json': 'application/json', '.html': 'text/html', '.map': 'application/json' };
 
@@ -39,7 +41,8 @@ createServer(async (req, res) => {
   let body;
   let file;
   if (url.pathname === '/') file = join(here, 'page', 'index.html');
-  else if (url.pathname === '/page/suite.js') body = suiteJs;
+  else if (url.pathname === '/kat') file = join(here, 'page', 'kat.html');
+  else if (pages[url.pathname] !== undefined) body = pages[url.pathname];
   else if (url.pathname.startsWith('/dist/')) file = under(join(repo, 'dist'), url.pathname.slice(6));
   else if (url.pathname.startsWith('/vectors/')) file = under(vectors, decodeURIComponent(url.pathname.slice(9)));
   try {

@@ -29,3 +29,11 @@ function describe(value: unknown): string {
   if (typeof value === 'object') return (value as object).constructor?.name ?? 'object';
   return typeof value;
 }
+
+/**
+ * A copy of `value[start, end)` in a new Uint8Array. Never `value.slice()`: on a Node.js Buffer,
+ * slice() returns a view, so wiping "the copy" would wipe the caller's bytes.
+ */
+export function copyBytes(value: Uint8Array, start = 0, end = value.length): Uint8Array {
+  return new Uint8Array(value.subarray(start, end));
+}

@@ -4,12 +4,14 @@
 // read) before it returns; the facade zeroes OUT, CTX and FRONTIER after copying them out.
 
 import {
-  TMP_A, AES_RK, KCTX, IN, IN_BYTES, OUT, OUT_BYTES, CTX, CTX2, CTX_BYTES, FRONTIER, FRONTIER_BYTES, SCRATCH, SCRATCH_BYTES, wipeScratch, wipeIn,
+  TMP_A, AES_RK, KCTX, KECCAK_TMP, IN, IN_BYTES, OUT, OUT_BYTES, CTX, CTX2, CTX_BYTES, FRONTIER, FRONTIER_BYTES, SCRATCH, SCRATCH_BYTES, wipeScratch, wipeIn,
 } from '../common/layout';
 import { ctxInit, ctxUpdate, ctxFinal, digestInto, digestBytes } from '../sha2/hash';
 import { hmacKey, hmacFinal, hmacInto, hkdfExpandInto } from '../sha2/hmac';
 import { leafHash, nodeHash, frontierPush, frontierRoot, HASH_BYTES } from '../sha2/merkle';
 import { AES256_RK_BYTES, aes256ExpandKey, aes256EncryptBlocks, wipeAes } from '../aes/aes';
+import { keccakInit, keccakAbsorb, keccakSqueeze, wipeKeccak, KECCAK_CTX_BYTES } from '../keccak/keccak';
+import { mlkemKeyGen, mlkemEncaps, mlkemDecaps, mlkemCheckEk, mlkemCheckDk, wipeMlkem, EK_BYTES, DK_BYTES, CT_BYTES } from '../mlkem/mlkem';
 import { polyvalInit, polyvalUpdate, polyvalFinal, ghashInit, ghashUpdate, ghashFinal, wipePoly } from '../polyval-ghash/polyval';
 import { aeadSeal, aeadOpen, aeadBegin, aeadAbsorb, aeadTag, aeadSetTag, aeadCtr, aeadTagEquals, aeadWipe } from '../aes/aead';
 
@@ -290,7 +292,80 @@ export function ghash_digest(n: usize): void {
   wipeIn(16 + (n << 4));
 }
 
-// ---- Keccak context region (the Keccak kernel's operations follow) -----------------------------
+// ---- Keccak: SHA3-256/512, SHAKE128/256 ---------------------------------------------------------
+// A sponge context lives at KCTX while a stream is being absorbed/squeezed; the facade keeps it
+// between calls and zeroes it here after each.
 
 export const MEM_KCTX: usize = KCTX;
-export const MEM_KCTX_BYTES: usize = 256;
+export const MEM_KCTX_BYTES: usize = KECCAK_CTX_BYTES;
+
+/** OUT[0, outLen) = Keccak[rate, ds](IN[0, len)) — SHA3 (ds 0x06) or SHAKE (ds 0x1f). */
+export function keccak_hash(rate: u32, ds: u32, len: usize, outLen: usize): void {
+  keccakInit(KECCAK_TMP, rate, <u8>ds);
+  keccakAbsorb(KECCAK_TMP, IN, len);
+  keccakSqueeze(KECCAK_TMP, OUT, outLen);
+  memory.fill(KECCAK_TMP, 0, KECCAK_CTX_BYTES);
+  wipeKeccak();
+  wipeIn(len);
+}
+
+/** KCTX = a fresh sponge. */
+export function keccak_init(rate: u32, ds: u32): void {
+  keccakInit(KCTX, rate, <u8>ds);
+}
+
+/** Absorbs IN[0, len) into KCTX (IN is zeroed by the facade after the last chunk). */
+export function keccak_absorb(len: usize): void {
+  keccakAbsorb(KCTX, IN, len);
+  wipeKeccak();
+}
+
+/** OUT[0, len) = the next `len` bytes squeezed from KCTX (padding first on the first call). */
+export function keccak_squeeze(len: usize): void {
+  keccakSqueeze(KCTX, OUT, len);
+  wipeKeccak();
+}
+
+// ---- ML-KEM-1024 -------------------------------------------------------------------------------
+
+/** IN = d ‖ z (64 bytes) → OUT = ek (1568) ‖ dk (3168). */
+export function mlkem_keygen(): void {
+  mlkemKeyGen(IN, IN + 32, OUT, OUT + EK_BYTES);
+  wipeMlkemAll(64);
+}
+
+/** IN = ek (1568) ‖ m (32) → OUT = c (1568) ‖ K (32); returns 0 (no output) if ek fails §7.2. */
+export function mlkem_encaps(): i32 {
+  const ok = mlkemCheckEk(IN);
+  if (ok) mlkemEncaps(IN, IN + EK_BYTES, OUT, OUT + CT_BYTES);
+  wipeMlkemAll(EK_BYTES + 32);
+  return ok;
+}
+
+/** IN = c (1568) ‖ dk (3168) → OUT = K (32); returns 0 (no output) if dk fails §7.3. */
+export function mlkem_decaps(): i32 {
+  const ok = mlkemCheckDk(IN + CT_BYTES);
+  if (ok) mlkemDecaps(IN + CT_BYTES, IN, OUT);
+  wipeMlkemAll(CT_BYTES + DK_BYTES);
+  return ok;
+}
+
+/** 1 when the ek at IN passes the §7.2 modulus check. */
+export function mlkem_check_ek(): i32 {
+  const ok = mlkemCheckEk(IN);
+  wipeMlkemAll(EK_BYTES);
+  return ok;
+}
+
+/** 1 when the dk at IN passes the §7.3 hash check. */
+export function mlkem_check_dk(): i32 {
+  const ok = mlkemCheckDk(IN);
+  wipeMlkemAll(DK_BYTES);
+  return ok;
+}
+
+function wipeMlkemAll(inLen: usize): void {
+  wipeMlkem();
+  wipeKeccak();
+  wipeIn(inLen);
+}

@@ -7,7 +7,7 @@
 // X25519 comes from @noble/curves; ML-KEM, SHA3-256 and SHAKE256 run in pqdb's WebAssembly kernels.
 
 import { x25519 } from '@noble/curves/ed25519.js';
-import { bytes } from '../_args';
+import { bytes, copyBytes } from '../_args';
 import { PqdbError } from '../errors';
 import { ML_KEM1024_LENGTHS as M, randomBytes, type Kem } from '../kernels/mlkem';
 
@@ -84,7 +84,7 @@ export function makeHybrid(parts: HybridParts): Kem {
    * @throws RangeError when the seed is not 32 bytes.
    */
   function keygen(seed?: Uint8Array): { publicKey: Uint8Array; secretKey: Uint8Array } {
-    const sk = seed === undefined ? randomBytes(L.seed) : bytes('seed', seed, L.seed).slice();
+    const sk = seed === undefined ? randomBytes(L.seed) : copyBytes(bytes('seed', seed, L.seed));
     const ex = expand(sk);
     ex.mlkem.secretKey.fill(0);
     ex.xSecret.fill(0);
@@ -106,7 +106,7 @@ export function makeHybrid(parts: HybridParts): Kem {
    */
   function encapsulate(publicKey: Uint8Array, msg?: Uint8Array): { cipherText: Uint8Array; sharedSecret: Uint8Array } {
     bytes('publicKey', publicKey, L.publicKey);
-    const rnd = msg === undefined ? randomBytes(L.msg) : bytes('msg', msg, L.msg).slice();
+    const rnd = msg === undefined ? randomBytes(L.msg) : copyBytes(bytes('msg', msg, L.msg));
     try {
       const pkM = publicKey.subarray(0, M.publicKey);
       const pkX = publicKey.subarray(M.publicKey);

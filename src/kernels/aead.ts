@@ -3,7 +3,7 @@
 // through the kernel in chunks inside one synchronous call. Expanded keys live in JavaScript memory
 // (the keyed form keeps one) and are copied into the kernel only for the call that uses them.
 
-import { bytes } from '../_args';
+import { bytes, copyBytes } from '../_args';
 import { PqdbError } from '../errors';
 import { kernel, type Kernel } from '../wasm/loader';
 
@@ -104,7 +104,7 @@ function absorbAll(k: Kernel, data: Uint8Array): void {
 
 function sealStream(k: Kernel, mode: AeadMode, nonce: Uint8Array, pt: Uint8Array, aad: Uint8Array, output?: Uint8Array): Uint8Array {
   // In-place sealing reads the plaintext again after writing ciphertext (SIV), so stream from a copy.
-  if (output !== undefined && output.buffer === pt.buffer) pt = pt.slice();
+  if (output !== undefined && output.buffer === pt.buffer) pt = copyBytes(pt);
   const out = target(output, pt.length + TAG_BYTES);
   const step = chunkBytes(k);
   try {
@@ -139,7 +139,7 @@ function sealStream(k: Kernel, mode: AeadMode, nonce: Uint8Array, pt: Uint8Array
 }
 
 function openStream(k: Kernel, mode: AeadMode, nonce: Uint8Array, ct: Uint8Array, aad: Uint8Array, output?: Uint8Array): Uint8Array {
-  if (output !== undefined && output.buffer === ct.buffer) ct = ct.slice();
+  if (output !== undefined && output.buffer === ct.buffer) ct = copyBytes(ct);
   const len = ct.length - TAG_BYTES;
   const body = ct.subarray(0, len);
   const tag = ct.subarray(len);
@@ -345,7 +345,7 @@ export interface KeyedAead {
 export function keyed(mode: AeadMode, key: Uint8Array): KeyedAead {
   // The expanded key's format belongs to the WebAssembly build that made it (the SIMD and scalar
   // bitslicings differ), so it is re-expanded from the kept key if the build changes.
-  let raw: Uint8Array | undefined = bytes('key', key, KEY_BYTES).slice();
+  let raw: Uint8Array | undefined = copyBytes(bytes('key', key, KEY_BYTES));
   let rk = expandKey(raw);
   let rkFlavor = kernel().flavor;
   const live = (): Uint8Array => {
@@ -375,9 +375,9 @@ export function keyed(mode: AeadMode, key: Uint8Array): KeyedAead {
 
 export function oneShot(mode: AeadMode, key: Uint8Array, nonce: Uint8Array, aad?: Uint8Array): Cipher {
   bytes('key', key, KEY_BYTES);
-  const n = checkNonce(mode, nonce).slice();
-  const a = checkAad(mode, aad).slice();
-  const k = key.slice();
+  const n = copyBytes(checkNonce(mode, nonce));
+  const a = copyBytes(checkAad(mode, aad));
+  const k = copyBytes(key);
   const run = <T>(fn: (rk: Uint8Array) => T): T => {
     const rk = expandKey(k);
     try {

@@ -3,7 +3,7 @@
 // Key generation and encapsulation draw randomness from crypto.getRandomValues unless a seed or
 // message is given (deterministic use: known-answer tests, key derivation from a stored seed).
 
-import { bytes } from '../_args';
+import { bytes, copyBytes } from '../_args';
 import { PqdbError } from '../errors';
 import { kernel, type Kernel } from '../wasm/loader';
 
@@ -61,7 +61,7 @@ function keygen(seed?: Uint8Array): { publicKey: Uint8Array; secretKey: Uint8Arr
 function getPublicKey(secretKey: Uint8Array): Uint8Array {
   bytes('secretKey', secretKey, L.secretKey);
   if (!checkSecretKey(secretKey)) throw invalidKey('ML-KEM-1024 secret key fails its hash check (FIPS 203 §7.3)');
-  return secretKey.slice(384 * 4, 384 * 4 + L.publicKey);
+  return copyBytes(secretKey, 384 * 4, 384 * 4 + L.publicKey);
 }
 
 /**

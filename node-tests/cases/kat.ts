@@ -1,0 +1,51 @@
+// Every known-answer suite pqdb has, in one list: used by `npm run kat`, the browser KAT page and
+// the test suites. `load` reads a file under the vectors folder (fs in Node, fetch in a browser).
+
+import type { Summary } from './_util';
+import type { Api } from './api';
+import { allVectorSuites } from './vectors';
+import { aeadWycheproof, type AeadApi } from './aead';
+import { allPqSuites, type PqApi } from './pq';
+
+type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+export async function allKatSuites(load: (path: string) => Promise<Json>, api: unknown, slow: boolean): Promise<Summary[]> {
+  return [
+    ...(await allVectorSuites(load, api as Api, slow)),
+    aeadWycheproof(await load('wycheproof/aes_gcm_test.json'), api as AeadApi, 'gcm', 'aes_gcm_test.json'),
+    aeadWycheproof(await load('wycheproof/aes_gcm_siv_test.json'), api as AeadApi, 'gcmsiv', 'aes_gcm_siv_test.json'),
+    ...(await allPqSuites(load, api as PqApi, slow)),
+  ];
+}
+
+/** Cases each suite must have run (+ skipped), so a truncated or filtered file fails. */
+export const KAT_TOTALS: Record<string, number> = {
+  'ACVP SHA2-384-1.0 AFT': 132,
+  'ACVP SHA2-384-1.0 MCT': 1,
+  'ACVP SHA2-384-1.0 LDT': 4,
+  'Wycheproof hmac_sha384_test.json': 174,
+  'Wycheproof hkdf_sha256_test.json': 86,
+  'Wycheproof hkdf_sha384_test.json': 83,
+  'Wycheproof aes_gcm_test.json': 316,
+  'Wycheproof aes_gcm_siv_test.json': 202,
+  'ACVP ML-KEM-keyGen-FIPS203': 25,
+  'ACVP ML-KEM-encapDecap-FIPS203': 55,
+  'ACVP ML-KEM-encapDecap-FIPS203-tr1': 65,
+  'Wycheproof mlkem_1024_test.json': 193,
+  'Wycheproof mlkem_1024_encaps_test.json': 269,
+  'Wycheproof mlkem_1024_semi_expanded_decaps_test.json': 9,
+  'ACVP SHAKE-128-FIPS202': 269,
+  'ACVP SHAKE-256-FIPS202': 237,
+  'ACVP SHA3-256-2.0': 1199,
+};
+
+/** Problems with a run: failures, and suites whose run + skipped count differs from the file's. */
+export function katProblems(suites: Summary[]): string[] {
+  const out: string[] = [];
+  for (const s of suites) {
+    for (const f of s.failures) out.push(`${s.name}: ${f}`);
+    const want = KAT_TOTALS[s.name];
+    if (want !== undefined && s.total + s.skipped !== want) out.push(`${s.name}: ${s.total + s.skipped} cases, expected ${want}`);
+  }
+  return out;
+}
