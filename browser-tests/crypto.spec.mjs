@@ -13,7 +13,7 @@ const EXPECTED_TOTALS = {
 };
 
 for (const flavor of ['simd', 'scalar']) {
-  for (const suite of ['vectors', 'differential', 'merkle', 'aead']) {
+  for (const suite of ['vectors', 'differential', 'merkle', 'aead', 'pq']) {
     test(`${suite} (${flavor})`, async ({ page }) => {
       const errors = [];
       page.on('pageerror', (e) => errors.push(String(e)));

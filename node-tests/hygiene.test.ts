@@ -8,7 +8,7 @@ import { kernel } from '../src/wasm/loader';
 import { Rng } from './cases/_util';
 import { FLAVORS } from './support/vectors';
 
-const { sha256, sha384, sha512, hmac, hkdf, extract, expand, merkle, MerkleAppender, gcm, gcmsiv } = api;
+const { sha256, sha384, sha512, hmac, hkdf, extract, expand, merkle, MerkleAppender, gcm, gcmsiv, sha3_256, sha3_512, shake128, shake256, ml_kem1024, ml_kem1024_x25519 } = api;
 
 type Op = [name: string, run: (a: Uint8Array, b: Uint8Array) => unknown];
 /** `a` repeated to `n` bytes: inputs larger than the kernel's IN region take the streaming paths. */
@@ -42,6 +42,12 @@ const OPS: Op[] = [
   ['gcmsiv keyed batch', (a, b) => { const k = gcmsiv.withKey(b.subarray(0, 32)); const r = k.encryptBatch([{ nonce: b.subarray(32, 44), data: a }, { nonce: b.subarray(50, 62), data: b, aad: a }]); const o = k.decryptBatch([{ nonce: b.subarray(32, 44), data: r[0] }]); k.destroy(); return [...r, ...o]; }],
   ['gcm of 300 KB (streamed)', (a, b) => gcm(b.subarray(0, 32), b.subarray(32, 44), big(b, 140_000)).encrypt(big(a, 300_000))],
   ['gcmsiv open of 300 KB (streamed)', (a, b) => { const c = gcmsiv(b.subarray(0, 32), b.subarray(32, 44)); return c.decrypt(c.encrypt(big(a, 300_000))); }],
+  ['sha3_256 / sha3_512', (a, b) => [sha3_256(a), sha3_512(b)]],
+  ['shake128 / shake256 (one-shot and streamed)', (a, b) => { const st = shake256.create().update(a); return [shake128(b, { dkLen: 300 }), st.xof(200), st.xof(5)]; }],
+  ['shake256 of 300 KB', (a) => shake256(big(a, 300_000), { dkLen: 70_000 })],
+  ['ML-KEM-1024 keygen/encapsulate/decapsulate', (a, b) => { const kp = ml_kem1024.keygen(big(a, 64)); const e = ml_kem1024.encapsulate(kp.publicKey, b.subarray(0, 32)); return [kp.publicKey, e.cipherText, ml_kem1024.decapsulate(e.cipherText, kp.secretKey)]; }],
+  ['ML-KEM-1024 key checks', (a) => { const kp = ml_kem1024.keygen(big(a, 64)); const bad = kp.secretKey.slice(); bad[2000] ^= 1; return [ml_kem1024.checkPublicKey(kp.publicKey), ml_kem1024.checkSecretKey(bad)]; }],
+  ['hybrid ML-KEM-1024 + X25519', (a, b) => { const kp = ml_kem1024_x25519.keygen(b.subarray(0, 32)); const e = ml_kem1024_x25519.encapsulate(kp.publicKey, big(a, 64)); return [e.cipherText, ml_kem1024_x25519.decapsulate(e.cipherText, kp.secretKey)]; }],
   ['gcmsiv failed open', (a, b) => { const c = gcmsiv(b.subarray(0, 32), b.subarray(32, 44)); const ct = c.encrypt(a); ct[3] ^= 1; try { c.decrypt(ct); return 'opened'; } catch (e) { return (e as { code: string }).code; } }],
 ];
 

@@ -12,6 +12,8 @@ import { allVectorSuites } from '../../node-tests/cases/vectors';
 import { hashDifferential, hmacDifferential, hkdfDifferential } from '../../node-tests/cases/differential';
 import { merkleCases, appenderCases } from '../../node-tests/cases/merkle';
 import { gcm as nobleGcm, gcmsiv as nobleGcmsiv } from '@noble/ciphers/aes.js';
+import { ml_kem1024 as nobleKem } from '@noble/post-quantum/ml-kem.js';
+import { mlkemDifferential, type PqApi } from '../../node-tests/cases/pq';
 import { aeadWycheproof, aeadDifferential, aeadTampering, type AeadOracle, type AeadApi } from '../../node-tests/cases/aead';
 
 const noble = { sha256, sha384, sha512 };
@@ -42,6 +44,18 @@ const suites: Record<string, () => Promise<Summary[]> | Summary[]> = {
     hkdfDifferential(api as unknown as Api, oracle, 20261132),
   ],
   merkle: () => [merkleCases(api as unknown as Api, sha384, 130, 9162), appenderCases(api as unknown as Api, 300, 7)],
+  pq: () => {
+    const s = mlkemDifferential(api as unknown as PqApi, nobleKem, 100, 7);
+    // The hybrid: a round trip and the noble provider agreeing byte for byte.
+    const h = api.ml_kem1024_x25519;
+    const n = api.kemProvider('noble').ml_kem1024_x25519;
+    const kp = h.keygen(new Uint8Array(32).fill(9));
+    const rnd = new Uint8Array(64).fill(5);
+    const e = h.encapsulate(kp.publicKey, rnd);
+    const ok = [...h.decapsulate(e.cipherText, kp.secretKey)].join() === [...e.sharedSecret].join() &&
+      [...n.encapsulate(kp.publicKey, rnd).sharedSecret].join() === [...e.sharedSecret].join();
+    return [s, { name: 'hybrid round trip and providers', total: 1, passed: ok ? 1 : 0, skipped: 0, failures: ok ? [] : ['hybrid'] }];
+  },
   aead: async () => [
     aeadWycheproof(await load('wycheproof/aes_gcm_test.json'), aeadApi, 'gcm', 'aes_gcm_test.json'),
     aeadWycheproof(await load('wycheproof/aes_gcm_siv_test.json'), aeadApi, 'gcmsiv', 'aes_gcm_siv_test.json'),
