@@ -6,11 +6,15 @@
 //
 //   npm run bench                 all benches
 //   node bench/run.mjs --quick    shorter samples (a smoke run)
-//   node bench/run.mjs --only aead   one group: sha2 or aead
+//   node bench/run.mjs --only aead   one group: sha2, aead or pq
 //   node bench/run.mjs --out f    JSON report path (default bench/results/<arch>-<date>.json)
 
 import { createHash, createCipheriv, createDecipheriv, hash as nodeHash, hkdfSync, webcrypto } from 'node:crypto';
 import { gcm as nobleGcm, gcmsiv as nobleGcmsiv } from '@noble/ciphers/aes.js';
+import { ml_kem1024 as nobleKem } from '@noble/post-quantum/ml-kem.js';
+import { shake256 as nobleShake256, sha3_256 as nobleSha3_256 } from '@noble/hashes/sha3.js';
+import { createMLKEM1024 } from '@oqs/liboqs-js';
+import { createMlKem1024 } from 'mlkem';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { sha384 as nobleSha384 } from '@noble/hashes/sha2.js';
@@ -235,15 +239,117 @@ benches.push(
     ],
   },
 );
+// ---- Keccak, ML-KEM-1024, hybrid -------------------------------------------------------------
+const kemSeed = bytes(64, 31);
+const kemMsg = bytes(32, 32);
+const kp = pqdb.ml_kem1024.keygen(kemSeed);
+const enc = pqdb.ml_kem1024.encapsulate(kp.publicKey, kemMsg);
+const oqs = await createMLKEM1024();
+const oqsKp = oqs.generateKeyPair();
+const oqsEnc = oqs.encapsulate(oqsKp.publicKey);
+const dajiaji = await createMlKem1024();
+const [djPk, djSk] = dajiaji.deriveKeyPair(kemSeed);
+const [djCt] = dajiaji.encap(djPk);
+const hybrid = pqdb.ml_kem1024_x25519;
+const hybridNoble = pqdb.kemProvider('noble').ml_kem1024_x25519;
+const hSeed = bytes(32, 33);
+const hRnd = bytes(64, 34);
+const hKp = hybrid.keygen(hSeed);
+const hEnc = hybrid.encapsulate(hKp.publicKey, hRnd);
+const random = (name, fn) => ({ name, fn, random: true });
+
+benches.push(
+  {
+    id: 'shake256-1MiB',
+    group: 'pq',
+    title: 'SHAKE256 of 1 MiB (32 B out)',
+    bytes: mib.length,
+    impls: [
+      ...pq(() => pqdb.shake256(mib)),
+      { name: 'node:crypto createHash', fn: () => createHash('shake256', { outputLength: 32 }).update(mib).digest() },
+      { name: '@noble/hashes', fn: () => nobleShake256(mib) },
+    ],
+  },
+  {
+    id: 'sha3-256-32B',
+    group: 'pq',
+    title: 'SHA3-256 of 32 B',
+    impls: [
+      ...pq(() => pqdb.sha3_256(kemMsg)),
+      { name: 'node:crypto hash()', fn: () => nodeHash('sha3-256', kemMsg, 'buffer') },
+      { name: '@noble/hashes', fn: () => nobleSha3_256(kemMsg) },
+    ],
+  },
+  {
+    id: 'mlkem1024-keygen',
+    group: 'pq',
+    title: 'ML-KEM-1024 keygen',
+    impls: [
+      ...pq(() => pqdb.ml_kem1024.keygen(kemSeed).publicKey),
+      { name: '@noble/post-quantum', fn: () => nobleKem.keygen(kemSeed).publicKey },
+      { name: 'mlkem (dajiaji)', fn: () => dajiaji.deriveKeyPair(kemSeed)[0] },
+      random('@oqs/liboqs-js (random seed)', () => oqs.generateKeyPair().publicKey),
+    ],
+  },
+  {
+    id: 'mlkem1024-encapsulate',
+    group: 'pq',
+    title: 'ML-KEM-1024 encapsulate',
+    impls: [
+      ...pq(() => pqdb.ml_kem1024.encapsulate(kp.publicKey, kemMsg).cipherText),
+      { name: '@noble/post-quantum', fn: () => nobleKem.encapsulate(kp.publicKey, kemMsg).cipherText },
+      random('mlkem (dajiaji) (random m)', () => dajiaji.encap(kp.publicKey)[0]),
+      random('@oqs/liboqs-js (random m)', () => oqs.encapsulate(kp.publicKey).ciphertext),
+    ],
+  },
+  {
+    id: 'mlkem1024-decapsulate',
+    group: 'pq',
+    title: 'ML-KEM-1024 decapsulate',
+    impls: [
+      ...pq(() => pqdb.ml_kem1024.decapsulate(enc.cipherText, kp.secretKey)),
+      { name: '@noble/post-quantum', fn: () => nobleKem.decapsulate(enc.cipherText, kp.secretKey) },
+      { name: 'mlkem (dajiaji)', fn: () => dajiaji.decap(enc.cipherText, djSk) },
+      { name: '@oqs/liboqs-js', fn: () => oqs.decapsulate(enc.cipherText, kp.secretKey) },
+    ],
+  },
+  {
+    id: 'hybrid-keygen',
+    group: 'pq',
+    title: 'ML-KEM-1024 + X25519 hybrid keygen',
+    impls: [...pq(() => hybrid.keygen(hSeed).publicKey), { name: 'pqdb over @noble/post-quantum', fn: () => hybridNoble.keygen(hSeed).publicKey }],
+  },
+  {
+    id: 'hybrid-encapsulate',
+    group: 'pq',
+    title: 'ML-KEM-1024 + X25519 hybrid encapsulate',
+    impls: [
+      ...pq(() => hybrid.encapsulate(hKp.publicKey, hRnd).sharedSecret),
+      { name: 'pqdb over @noble/post-quantum', fn: () => hybridNoble.encapsulate(hKp.publicKey, hRnd).sharedSecret },
+    ],
+  },
+  {
+    id: 'hybrid-decapsulate',
+    group: 'pq',
+    title: 'ML-KEM-1024 + X25519 hybrid decapsulate',
+    impls: [
+      ...pq(() => hybrid.decapsulate(hEnc.cipherText, hKp.secretKey)),
+      { name: 'pqdb over @noble/post-quantum', fn: () => hybridNoble.decapsulate(hEnc.cipherText, hKp.secretKey) },
+    ],
+  },
+);
+void oqsEnc;
+void djCt;
+
 const selected = benches.filter((b) => only === undefined || b.group === only);
 
 // All implementations must agree before anything is timed.
 for (const b of selected) {
-  const ref = Buffer.from(b.impls.at(-1).fn()).toString('hex');
-  for (const impl of b.impls) {
+  const ref = Buffer.from(b.impls.filter((i) => !i.random).at(-1).fn()).toString('hex');
+  for (const impl of b.impls.filter((i) => !i.random)) {
     if (impl.flavor) pqdb.setWasmFlavor(impl.flavor);
     const got = Buffer.from(impl.fn()).toString('hex');
-    if (got !== ref) throw new Error(`${b.title}: ${impl.name} disagrees with ${b.impls.at(-1).name}`);
+    if (got !== ref) throw new Error(`${b.title}: ${impl.name} disagrees with the last deterministic peer`);
   }
 }
 
