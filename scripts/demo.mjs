@@ -1,7 +1,9 @@
 // npm start: what pqdb can do today, in one readable run —
-//   1. the known-answer suites (NIST ACVP SHA2-384, Wycheproof HMAC/HKDF) on both WebAssembly builds,
-//   2. a Merkle batch: root, an inclusion proof and a consistency proof, verified,
-//   3. a short benchmark against node:crypto.
+//   1. the known-answer suites (NIST ACVP, Wycheproof) on both WebAssembly builds,
+//   2. a root secret established with the ML-KEM-1024 + X25519 hybrid, a data key derived from it,
+//      records sealed with AES-256-GCM-SIV,
+//   3. a Merkle batch over the sealed records: root, an inclusion proof and a consistency proof,
+//   4. a short benchmark against node:crypto.
 // The vectors are read from ../shared/vectors or $PQDB_VECTORS; without them step 1 says so.
 
 import { existsSync, readFileSync, rmSync } from 'node:fs';
@@ -28,23 +30,23 @@ if (!existsSync(join(vectors, 'README.md'))) {
 } else {
   const out = join(tmpdir(), `pqdb-demo-cases-${process.pid}.mjs`);
   await esbuild.build({
-    entryPoints: [join(repo, 'node-tests/cases/vectors.ts')],
+    entryPoints: [join(repo, 'node-tests/cases/kat.ts')],
     bundle: true,
     format: 'esm',
     platform: 'node',
     outfile: out,
     logLevel: 'warning',
   });
-  const { allVectorSuites } = await import(pathToFileURL(out).href);
+  const { allKatSuites } = await import(pathToFileURL(out).href);
   rmSync(out, { force: true });
   let allOk = true;
   for (const flavor of ['simd', 'scalar']) {
     pqdb.setWasmFlavor(flavor);
-    const suites = await allVectorSuites(async (p) => JSON.parse(readFileSync(join(vectors, p), 'utf8')), pqdb, false);
+    const suites = await allKatSuites(async (p) => JSON.parse(readFileSync(join(vectors, p), 'utf8')), pqdb, false);
     for (const s of suites) {
       allOk &&= s.failures.length === 0;
       const status = s.failures.length === 0 ? 'ok  ' : 'FAIL';
-      line(`   ${status} [${flavor.padEnd(6)}] ${s.name.padEnd(36)} ${String(s.passed).padStart(4)}/${s.total}${s.skipped ? ` (${s.skipped} skipped: ${s.note ?? ''})` : ''}`);
+      line(`   ${status} [${flavor.padEnd(6)}] ${s.name.padEnd(54)} ${String(s.passed).padStart(4)}/${s.total}${s.skipped ? ` (${s.skipped} skipped: ${s.note ?? ''})` : ''}`);
     }
   }
   pqdb.setWasmFlavor(undefined);
@@ -52,10 +54,32 @@ if (!existsSync(join(vectors, 'README.md'))) {
 }
 line();
 
-// 2. A batch of records under one Merkle root.
-line('2. A Merkle batch (RFC 9162, SHA-384)');
+// 2. A root secret with the hybrid KEM, a data key, sealed records.
+line('2. Keys and sealed records');
+const recipient = pqdb.ml_kem1024_x25519.keygen();
+const { cipherText, sharedSecret } = pqdb.ml_kem1024_x25519.encapsulate(recipient.publicKey);
+const opened = pqdb.ml_kem1024_x25519.decapsulate(cipherText, recipient.secretKey);
+line(`   ML-KEM-1024 + X25519: public key ${recipient.publicKey.length} B, ciphertext ${cipherText.length} B, both sides agree: ${Buffer.from(opened).equals(Buffer.from(sharedSecret))}`);
 const enc = new TextEncoder();
-const records = Array.from({ length: 10_000 }, (_, i) => enc.encode(`record ${i}: ${'x'.repeat(100 + (i % 31))}`));
+const dataKey = pqdb.hkdf(pqdb.sha384, sharedSecret, new Uint8Array(32), enc.encode('pqdb demo data key'), 32);
+const sealer = pqdb.gcmsiv.withKey(dataKey);
+const plain = Array.from({ length: 10_000 }, (_, i) => enc.encode(`record ${i}: ${'x'.repeat(100 + (i % 31))}`));
+const nonceOf = (i) => { const n = new Uint8Array(12); new DataView(n.buffer).setUint32(8, i); return n; };
+const records = sealer.encryptBatch(plain.map((data, i) => ({ nonce: nonceOf(i), data, aad: enc.encode('demo') })));
+const back = sealer.decrypt(nonceOf(42), records[42], enc.encode('demo'));
+line(`   ${records.length} records sealed with AES-256-GCM-SIV (${records[0].length - plain[0].length} B of tag each); record 42 opens: ${new TextDecoder().decode(back).slice(0, 12)}…`);
+const tamperedRecord = records[42].slice();
+tamperedRecord[0] ^= 1;
+try {
+  sealer.decrypt(nonceOf(42), tamperedRecord, enc.encode('demo'));
+} catch (e) {
+  line(`   a tampered record is refused: PqdbError ${e.code}`);
+}
+sealer.destroy();
+line();
+
+// 3. A batch of sealed records under one Merkle root.
+line('3. A Merkle batch over the sealed records (RFC 9162, SHA-384)');
 const root = pqdb.merkle.root(records);
 const proof = pqdb.merkle.inclusionProof(records, 4242);
 const ok = pqdb.merkle.verifyInclusion(records[4242], 4242, records.length, proof, root);
@@ -69,8 +93,8 @@ line(`   inclusion proof of record 4242: ${proof.length} hashes, verifies: ${ok}
 line(`   consistency proof 6000 → ${records.length}: ${cproof.length} hashes, verifies: ${cok}`);
 line();
 
-// 3. A short benchmark.
-line('3. Speed (median of short samples; `npm run bench` for the full set)');
+// 4. A short benchmark.
+line('4. Speed (median of short samples; `npm run bench` for the full set)');
 const o = { warmupMs: 300, samples: 9, sampleMs: 15 };
 const m131 = new Uint8Array(131).fill(1);
 const ikm = new Uint8Array(32).fill(2);
