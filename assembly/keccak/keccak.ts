@@ -11,6 +11,14 @@
 //               0x1f for SHAKE (FIPS 202 §6.1, §6.2, with pad10*1's first 1 bit included)
 //   [207]       flags: 1 once the message is padded (squeezing), 0 while absorbing
 // A context is plain bytes: a facade may copy it out and back in to hash a stream across calls.
+// KECCAK_CTX_BYTES fits the shared CTX / CTX2 regions of assembly/common/layout.ts (256 bytes).
+//
+// Example (ML-KEM's XOF, FIPS 203 §4.1: SHAKE128 over ρ ‖ j ‖ i, squeezed block by block):
+//   keccakInit(ctx, SHAKE128_RATE, DS_SHAKE);
+//   keccakAbsorb(ctx, seed, 34);
+//   keccakSqueeze(ctx, buf, 3 * 168);   // … and again while SampleNTT needs more bytes
+//   keccakWipeCtx(ctx);
+// SHA3-256 in one call: keccakHash(SHA3_256_RATE, DS_SHA3, msg, msgLen, out, 32).
 //
 //   function       rate  ds     output
 //   SHA3-256        136  0x06   32 bytes (keccakDigest with len 32)
@@ -20,7 +28,7 @@
 //
 // Security caveats: timing depends on the lengths (absorbed, squeezed, and where calls split a
 // stream), never on the bytes. The kernel does not check its arguments (the facade does): rate and
-// ds must be one of the rows above (or another rate that is a multiple of 8 below 200), and
+// ds must be one of the rows above (or another rate that is a multiple of 8 from 8 to 192), and
 // keccakAbsorb must not be called after the first keccakSqueeze on a context. Contexts hold secret
 // state (e.g. ML-KEM seeds): keccakDigest zeroes its context; after squeezing an XOF the caller
 // zeroes the context (keccakWipeCtx). The kernel's only private memory is KECCAK_SCRATCH (one
