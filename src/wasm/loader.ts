@@ -54,6 +54,9 @@ export interface KernelExports {
   mlkem_decaps(): number;
   mlkem_check_ek(): number;
   mlkem_check_dk(): number;
+  mldsa_keygen(): void;
+  mldsa_sign(): number;
+  mldsa_verify(): number;
 }
 
 /** A loaded instance with its memory views and region offsets. */
