@@ -12,6 +12,8 @@ import { renderConstants } from '../scripts/gen-sha2-constants.mjs';
 import { renderConstants as renderMlkemConstants } from '../scripts/gen-mlkem-constants.mjs';
 // @ts-expect-error plain ESM script without types
 import { renderVpermTables } from '../scripts/gen-aes-vperm.mjs';
+// @ts-expect-error plain ESM script without types
+import { renderConstants as renderMldsaConstants } from '../scripts/gen-mldsa-constants.mjs';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,9 +25,10 @@ describe('build', () => {
     expect(readFileSync(new URL('assembly/sha2/_constants.ts', repo), 'utf8')).toBe(renderConstants());
   });
 
-  it('the other generated kernel sources are current: ML-KEM NTT constants, AES vperm tables, AES rounds', () => {
+  it('the other generated kernel sources are current: ML-KEM and ML-DSA constants, AES vperm tables, AES rounds', () => {
     expect(readFileSync(new URL('assembly/mlkem/_constants.ts', repo), 'utf8')).toBe(renderMlkemConstants());
     expect(readFileSync(new URL('assembly/aes/_vperm-tables.ts', repo), 'utf8')).toBe(renderVpermTables());
+    expect(readFileSync(new URL('assembly/mldsa/_constants.ts', repo), 'utf8')).toBe(renderMldsaConstants());
     const out = join(mkdtempSync(join(tmpdir(), 'pqdb-gen-')), 'rounds.ts');
     execFileSync(process.execPath, ['scripts/gen-aes-rounds.mjs', '--out', out], { cwd: new URL('.', repo) });
     expect(readFileSync(out, 'utf8')).toBe(readFileSync(new URL('assembly/aes/_rounds.ts', repo), 'utf8'));

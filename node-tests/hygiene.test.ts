@@ -8,7 +8,7 @@ import { kernel } from '../src/wasm/loader';
 import { Rng } from './cases/_util';
 import { FLAVORS } from './support/vectors';
 
-const { sha256, sha384, sha512, hmac, hkdf, extract, expand, merkle, MerkleAppender, gcm, gcmsiv, sha3_256, sha3_512, shake128, shake256, ml_kem1024, ml_kem1024_x25519 } = api;
+const { sha256, sha384, sha512, hmac, hkdf, extract, expand, merkle, MerkleAppender, gcm, gcmsiv, sha3_256, sha3_512, shake128, shake256, ml_kem1024, ml_kem1024_x25519, ml_dsa87 } = api;
 
 type Op = [name: string, run: (a: Uint8Array, b: Uint8Array) => unknown];
 /** `a` repeated to `n` bytes: inputs larger than the kernel's IN region take the streaming paths. */
@@ -48,6 +48,8 @@ const OPS: Op[] = [
   ['ML-KEM-1024 keygen/encapsulate/decapsulate', (a, b) => { const kp = ml_kem1024.keygen(big(a, 64)); const e = ml_kem1024.encapsulate(kp.publicKey, b.subarray(0, 32)); return [kp.publicKey, e.cipherText, ml_kem1024.decapsulate(e.cipherText, kp.secretKey)]; }],
   ['ML-KEM-1024 key checks', (a) => { const kp = ml_kem1024.keygen(big(a, 64)); const bad = kp.secretKey.slice(); bad[2000] ^= 1; return [ml_kem1024.checkPublicKey(kp.publicKey), ml_kem1024.checkSecretKey(bad)]; }],
   ['hybrid ML-KEM-1024 + X25519', (a, b) => { const kp = ml_kem1024_x25519.keygen(b.subarray(0, 32)); const e = ml_kem1024_x25519.encapsulate(kp.publicKey, big(a, 64)); return [e.cipherText, ml_kem1024_x25519.decapsulate(e.cipherText, kp.secretKey)]; }],
+  ['ML-DSA-87 keygen/sign/verify', (a, b) => { const kp = ml_dsa87.keygen(b.subarray(0, 32)); const sig = ml_dsa87.sign(a, kp.secretKey, { context: b.subarray(32, 40), extraEntropy: false }); return [kp.publicKey, sig, ml_dsa87.verify(sig, a, kp.publicKey, { context: b.subarray(32, 40) }), ml_dsa87.verify(sig, b, kp.publicKey)]; }],
+  ['ML-DSA-87 pre-hash and external mu', (a, b) => { const kp = ml_dsa87.keygen(b.subarray(0, 32)); const s1 = ml_dsa87.prehash.sign(a, kp.secretKey, 'SHA2-384', { extraEntropy: false }); const s2 = ml_dsa87.internal.sign(big(b, 64), kp.secretKey, { externalMu: true, extraEntropy: false }); return [s1, s2, ml_dsa87.prehash.verify(s1, a, kp.publicKey, 'SHA2-384')]; }],
   ['gcmsiv failed open', (a, b) => { const c = gcmsiv(b.subarray(0, 32), b.subarray(32, 44)); const ct = c.encrypt(a); ct[3] ^= 1; try { c.decrypt(ct); return 'opened'; } catch (e) { return (e as { code: string }).code; } }],
 ];
 

@@ -8,6 +8,7 @@ export { sha3_256, sha3_512, shake128, shake256, type Sha3Hash, type Shake, type
 export { ml_kem1024, type Kem } from './kernels/mlkem';
 export { ml_kem1024_x25519, kemProvider, type KemProvider, type KemProviderName } from './crypto/kem';
 export { HYBRID_LABEL } from './crypto/hybrid-kem';
+export { ml_dsa87, PRE_HASHES, type SignOpts } from './kernels/mldsa';
 export * as merkle from './crypto/merkle';
 export { MerkleAppender } from './crypto/merkle';
 export { PqdbError, ERROR_CODES, type PqdbErrorCode } from './errors';

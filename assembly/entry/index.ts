@@ -369,3 +369,6 @@ function wipeMlkemAll(inLen: usize): void {
   wipeKeccak();
   wipeIn(inLen);
 }
+
+// ---- ML-DSA-87 ---------------------------------------------------------------------------------
+export * from './mldsa-exports';

@@ -6,6 +6,7 @@ import type { Api } from './api';
 import { allVectorSuites } from './vectors';
 import { aeadWycheproof, type AeadApi } from './aead';
 import { allPqSuites, type PqApi } from './pq';
+import { allMldsaSuites, MLDSA_TOTALS, type DsaApi } from './mldsa';
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -15,6 +16,7 @@ export async function allKatSuites(load: (path: string) => Promise<Json>, api: u
     aeadWycheproof(await load('wycheproof/aes_gcm_test.json'), api as AeadApi, 'gcm', 'aes_gcm_test.json'),
     aeadWycheproof(await load('wycheproof/aes_gcm_siv_test.json'), api as AeadApi, 'gcmsiv', 'aes_gcm_siv_test.json'),
     ...(await allPqSuites(load, api as PqApi, slow)),
+    ...(await allMldsaSuites(load, api as DsaApi)),
   ];
 }
 
@@ -37,6 +39,7 @@ export const KAT_TOTALS: Record<string, number> = {
   'ACVP SHAKE-128-FIPS202': 269,
   'ACVP SHAKE-256-FIPS202': 237,
   'ACVP SHA3-256-2.0': 1199,
+  ...MLDSA_TOTALS,
 };
 
 /** Problems with a run: failures, and suites whose run + skipped count differs from the file's. */
