@@ -13,7 +13,8 @@ import { createHash, createCipheriv, createDecipheriv, hash as nodeHash, hkdfSyn
 import { gcm as nobleGcm, gcmsiv as nobleGcmsiv } from '@noble/ciphers/aes.js';
 import { ml_kem1024 as nobleKem } from '@noble/post-quantum/ml-kem.js';
 import { shake256 as nobleShake256, sha3_256 as nobleSha3_256 } from '@noble/hashes/sha3.js';
-import { createMLKEM1024 } from '@oqs/liboqs-js';
+import { createMLKEM1024, createMLDSA87 } from '@oqs/liboqs-js';
+import { ml_dsa87 as nobleDsa } from '@noble/post-quantum/ml-dsa.js';
 import { createMlKem1024 } from 'mlkem';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -341,14 +342,62 @@ benches.push(
 void oqsEnc;
 void djCt;
 
+// ---- ML-DSA-87 ---------------------------------------------------------------------------------
+const dsaSeed = bytes(32, 41);
+const dsaKp = pqdb.ml_dsa87.keygen(dsaSeed);
+const dsaMsgs = Array.from({ length: 64 }, (_, i) => bytes(32, 500 + i));
+const dsaSigs = dsaMsgs.map((m) => pqdb.ml_dsa87.sign(m, dsaKp.secretKey, { extraEntropy: false }));
+const oqsDsa = await createMLDSA87();
+const oqsDsaKp = oqsDsa.generateKeyPair();
+const oqsDsaSig = oqsDsa.sign(dsaMsgs[0], oqsDsaKp.secretKey);
+let dsaI = 0;
+let dsaJ = 0;
+benches.push(
+  {
+    id: 'mldsa87-keygen',
+    group: 'pq',
+    title: 'ML-DSA-87 keygen',
+    impls: [
+      ...pq(() => pqdb.ml_dsa87.keygen(dsaSeed).publicKey),
+      { name: '@noble/post-quantum', fn: () => nobleDsa.keygen(dsaSeed).publicKey },
+      random('@oqs/liboqs-js (random seed)', () => oqsDsa.generateKeyPair().publicKey),
+    ],
+  },
+  {
+    id: 'mldsa87-sign-32B',
+    group: 'pq',
+    title: 'ML-DSA-87 sign, 32-B messages (64 different, deterministic; per signature)',
+    impls: [
+      ...pq(() => pqdb.ml_dsa87.sign(dsaMsgs[dsaI++ & 63], dsaKp.secretKey, { extraEntropy: false })),
+      { name: '@noble/post-quantum', fn: () => nobleDsa.sign(dsaMsgs[dsaJ++ & 63], dsaKp.secretKey, { extraEntropy: false }) },
+      random('@oqs/liboqs-js (hedged)', () => oqsDsa.sign(dsaMsgs[dsaJ++ & 63], oqsDsaKp.secretKey)),
+    ],
+    resetBeforeCheck: () => { dsaI = 0; dsaJ = 0; },
+  },
+  {
+    id: 'mldsa87-verify',
+    group: 'pq',
+    title: 'ML-DSA-87 verify',
+    impls: [
+      ...pq(() => (pqdb.ml_dsa87.verify(dsaSigs[0], dsaMsgs[0], dsaKp.publicKey) ? 1 : 0)),
+      { name: '@noble/post-quantum', fn: () => (nobleDsa.verify(dsaSigs[0], dsaMsgs[0], dsaKp.publicKey) ? 1 : 0) },
+      random('@oqs/liboqs-js', () => (oqsDsa.verify(dsaMsgs[0], oqsDsaSig, oqsDsaKp.publicKey) ? 1 : 0)),
+    ],
+  },
+);
+
 const selected = benches.filter((b) => only === undefined || b.group === only);
+
+const toBytes = (v) => (typeof v === 'number' ? new Uint8Array([v]) : v);
 
 // All implementations must agree before anything is timed.
 for (const b of selected) {
-  const ref = Buffer.from(b.impls.filter((i) => !i.random).at(-1).fn()).toString('hex');
+  b.resetBeforeCheck?.();
+  const ref = Buffer.from(toBytes(b.impls.filter((i) => !i.random).at(-1).fn())).toString('hex');
   for (const impl of b.impls.filter((i) => !i.random)) {
+    b.resetBeforeCheck?.();
     if (impl.flavor) pqdb.setWasmFlavor(impl.flavor);
-    const got = Buffer.from(impl.fn()).toString('hex');
+    const got = Buffer.from(toBytes(impl.fn())).toString('hex');
     if (got !== ref) throw new Error(`${b.title}: ${impl.name} disagrees with the last deterministic peer`);
   }
 }
@@ -375,6 +424,38 @@ for (const b of selected) {
   }
   console.log('');
   report.benches.push({ id: b.id, title: b.title, bytes: b.bytes, results });
+}
+
+if (only === undefined || only === 'pq') {
+  // Signing time varies with the number of rejection-loop attempts: time single signatures of 300
+  // different messages to report the mean beside the median.
+  const msgs = Array.from({ length: 300 }, (_, i) => bytes(32, 9000 + i));
+  const dist = (fn, n) => {
+    const t = [];
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now();
+      fn(msgs[i]);
+      t.push((performance.now() - t0) * 1e6);
+    }
+    t.sort((a, b) => a - b);
+    return { median: t[t.length >> 1], mean: t.reduce((a, b) => a + b, 0) / t.length, p90: t[Math.floor(t.length * 0.9)], samples: n };
+  };
+  console.log('ML-DSA-87 sign, 32-B messages: single signatures of 300 different messages (hedged)');
+  const row = { id: 'mldsa87-sign-distribution', title: 'ML-DSA-87 sign distribution', results: [] };
+  for (const [name, fn, n] of [
+    ['pqdb (simd)', (m) => (pqdb.setWasmFlavor('simd'), pqdb.ml_dsa87.sign(m, dsaKp.secretKey)), 300],
+    ['pqdb (scalar)', (m) => (pqdb.setWasmFlavor('scalar'), pqdb.ml_dsa87.sign(m, dsaKp.secretKey)), 300],
+    ['@oqs/liboqs-js', (m) => oqsDsa.sign(m, oqsDsaKp.secretKey), 300],
+    ['@noble/post-quantum', (m) => nobleDsa.sign(m, dsaKp.secretKey), quick ? 20 : 60],
+  ]) {
+    for (let w = 0; w < 20; w++) fn(msgs[w]);
+    const r = dist(fn, n);
+    console.log(`  ${name.padEnd(34)} median ${fmtTime(r.median).padStart(10)}  mean ${fmtTime(r.mean).padStart(10)}  p90 ${fmtTime(r.p90).padStart(10)}  (${n} signatures)`);
+    row.results.push({ name, ...r });
+  }
+  pqdb.setWasmFlavor(undefined);
+  report.benches.push(row);
+  console.log('');
 }
 
 if (only === undefined || only === 'aead') {
