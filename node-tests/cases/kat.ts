@@ -5,7 +5,7 @@ import type { Summary } from './_util';
 import type { Api } from './api';
 import { allVectorSuites } from './vectors';
 import { aeadWycheproof, type AeadApi } from './aead';
-import { allPqSuites, type PqApi } from './pq';
+import { allPqSuites, PQ_TOTALS, type PqApi } from './pq';
 import { allMldsaSuites, MLDSA_TOTALS, type DsaApi } from './mldsa';
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -30,15 +30,7 @@ export const KAT_TOTALS: Record<string, number> = {
   'Wycheproof hkdf_sha384_test.json': 83,
   'Wycheproof aes_gcm_test.json': 316,
   'Wycheproof aes_gcm_siv_test.json': 202,
-  'ACVP ML-KEM-keyGen-FIPS203': 25,
-  'ACVP ML-KEM-encapDecap-FIPS203': 55,
-  'ACVP ML-KEM-encapDecap-FIPS203-tr1': 65,
-  'Wycheproof mlkem_1024_test.json': 193,
-  'Wycheproof mlkem_1024_encaps_test.json': 269,
-  'Wycheproof mlkem_1024_semi_expanded_decaps_test.json': 9,
-  'ACVP SHAKE-128-FIPS202': 269,
-  'ACVP SHAKE-256-FIPS202': 237,
-  'ACVP SHA3-256-2.0': 1199,
+  ...PQ_TOTALS,
   ...MLDSA_TOTALS,
 };
 

@@ -3,7 +3,7 @@
 // FIPS203-tr1, with the key checks), and Wycheproof mlkem_1024_*.json.
 
 import type { Summary } from './_util';
-import { summary, record, hex, unhex, equalBytes } from './_util';
+import { summary, record, hex, unhex, equalBytes, Rng } from './_util';
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -248,17 +248,8 @@ export const PQ_TOTALS: Record<string, number> = {
 /** Differential: ML-KEM-1024 against an oracle KEM on seeded random seeds and messages. */
 export function mlkemDifferential(api: PqApi, oracle: KemLike, count: number, seed: number): Summary {
   const s = summary(`ML-KEM-1024 vs oracle, ${count} seeds (seed ${seed})`);
-  let x = seed >>> 0 || 1;
-  const bytes = (n: number) => {
-    const out = new Uint8Array(n);
-    for (let i = 0; i < n; i++) {
-      x ^= x << 13;
-      x ^= x >>> 17;
-      x ^= x << 5;
-      out[i] = x & 0xff;
-    }
-    return out;
-  };
+  const rng = new Rng(seed);
+  const bytes = (n: number) => rng.bytes(n);
   for (let i = 0; i < count; i++) {
     const kseed = bytes(64);
     const msg = bytes(32);
