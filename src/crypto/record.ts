@@ -1,0 +1,231 @@
+// Sealed records (DESIGN §4, §5; the byte layout is frozen in docs/format.md and its golden vectors).
+//
+//   data key   K  = HKDF_suite(ikm = root R_g, salt = salt_g,
+//                              info = "pqdb data key v1" ‖ suite ‖ be32(g) ‖ SHA-384(canonical governance), 32)
+//   header     H  = version(1) ‖ suite(1) ‖ flags(1) ‖ 0(1) ‖ be32(generation) ‖ be64(sequence)   (16 bytes)
+//   AAD           = H ‖ be16(|collection|) ‖ collection ‖ be16(|id|) ‖ id
+//   nonce         = 0^4 ‖ be64(sequence)                    (the write sequence is unique per store)
+//   GCM-SIV suites: record = H ‖ AEAD_K(nonce, AAD, plaintext)            (ciphertext ‖ 16-byte tag)
+//   GCM suite:      K_r = HKDF-Expand(K, "pqdb record key v1" ‖ be64(sequence), 32),
+//                   C   = HKDF-Expand(K, "pqdb record commit v1" ‖ be64(sequence), 32),
+//                   record = H ‖ C ‖ AES-256-GCM_{K_r}(nonce, AAD, plaintext)
+// Nothing in a record depends on how the root was established (ML-KEM hybrid or classical X25519):
+// the per-record cost of post-quantum key establishment is zero bytes.
+
+import { bytes, integer } from '../_args';
+import { PqdbError } from '../errors';
+import { hkdf, expand } from '../kernels/hmac';
+import { sha384 } from '../kernels/sha2';
+import { gcm, gcmsiv } from '../kernels/aead';
+import { suite as suiteOf, type Suite, type SuiteName } from './suites';
+
+export const RECORD_VERSION = 1;
+export const HEADER_BYTES = 16;
+export const TAG_BYTES = 16;
+export const COMMITMENT_BYTES = 32;
+const MAX_SEQUENCE = Number.MAX_SAFE_INTEGER;
+const enc = new TextEncoder();
+const DATA_KEY_LABEL = enc.encode('pqdb data key v1');
+const RECORD_KEY_LABEL = enc.encode('pqdb record key v1');
+const COMMIT_LABEL = enc.encode('pqdb record commit v1');
+
+/** Governance state captured with a write (DESIGN §9): small, flat, JSON-like values. */
+export type Governance = Readonly<Record<string, string | number | boolean | null>>;
+
+/**
+ * Canonical encoding of a governance state: keys sorted, JSON with no spaces, UTF-8. Only strings,
+ * finite numbers, booleans and null are allowed, so the encoding is unique.
+ * @throws TypeError for nested or non-JSON values.
+ */
+export function canonicalGovernance(g: Governance | undefined): Uint8Array {
+  if (g === undefined) return enc.encode('{}');
+  if (typeof g !== 'object' || g === null || Array.isArray(g)) throw new TypeError('"governance" expected a flat object');
+  const keys = Object.keys(g).sort();
+  for (const k of keys) {
+    const v = g[k];
+    const ok = v === null || typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
+    if (!ok) throw new TypeError(`"governance.${k}" expected a string, finite number, boolean or null`);
+  }
+  return enc.encode(JSON.stringify(Object.fromEntries(keys.map((k) => [k, g[k]]))));
+}
+
+function be32(n: number): Uint8Array {
+  const b = new Uint8Array(4);
+  new DataView(b.buffer).setUint32(0, n);
+  return b;
+}
+
+function be64(n: number): Uint8Array {
+  const b = new Uint8Array(8);
+  const dv = new DataView(b.buffer);
+  dv.setUint32(0, Math.floor(n / 2 ** 32));
+  dv.setUint32(4, n >>> 0);
+  return b;
+}
+
+function concat(...parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+/**
+ * The data key of (root, suite, generation, governance): HKDF with the suite's hash. Never stored.
+ * @throws RangeError for a root or salt of the wrong length, an unknown suite or a bad generation.
+ */
+export function deriveDataKey(root: Uint8Array, salt: Uint8Array, suiteName: SuiteName | number, generation: number, governance?: Governance): Uint8Array {
+  bytes('root', root, 32);
+  bytes('salt', salt, 32);
+  const s = suiteOf(suiteName);
+  integer('generation', generation, 0, 2 ** 32 - 1);
+  const info = concat(DATA_KEY_LABEL, new Uint8Array([s.id]), be32(generation), sha384(canonicalGovernance(governance)));
+  return hkdf(s.kdf, root, salt, info, 32);
+}
+
+/** Where a record lives and when it was written: everything the header and AAD bind. */
+export interface RecordAddress {
+  collection: string;
+  id: string;
+  generation: number;
+  /** The store-wide write sequence: unique per write, never reused (the nonce is derived from it). */
+  sequence: number;
+}
+
+export interface RecordHeader {
+  version: number;
+  suite: Suite;
+  flags: number;
+  generation: number;
+  sequence: number;
+}
+
+function encodeHeader(s: Suite, flags: number, generation: number, sequence: number): Uint8Array {
+  const h = new Uint8Array(HEADER_BYTES);
+  const dv = new DataView(h.buffer);
+  h[0] = RECORD_VERSION;
+  h[1] = s.id;
+  h[2] = flags;
+  dv.setUint32(4, generation);
+  h.set(be64(sequence), 8);
+  return h;
+}
+
+/**
+ * Parses a sealed record's header.
+ * @throws PqdbError CORRUPTION for a short record; FORMAT_VERSION for an unknown version or suite.
+ */
+export function readHeader(record: Uint8Array): RecordHeader {
+  bytes('record', record);
+  if (record.length < HEADER_BYTES + TAG_BYTES) throw new PqdbError('CORRUPTION', `sealed record of ${record.length} bytes is shorter than a header and a tag`);
+  if (record[0] !== RECORD_VERSION) throw new PqdbError('FORMAT_VERSION', `sealed record version ${record[0]} is not supported (expected ${RECORD_VERSION})`);
+  let s: Suite;
+  try {
+    s = suiteOf(record[1]);
+  } catch (cause) {
+    throw new PqdbError('FORMAT_VERSION', `sealed record names unknown suite ${record[1]}`, { cause });
+  }
+  const dv = new DataView(record.buffer, record.byteOffset, HEADER_BYTES);
+  const sequence = dv.getUint32(8) * 2 ** 32 + dv.getUint32(12);
+  return { version: record[0], suite: s, flags: record[2], generation: dv.getUint32(4), sequence };
+}
+
+function aadOf(header: Uint8Array, collection: string, id: string): Uint8Array {
+  const c = enc.encode(collection);
+  const i = enc.encode(id);
+  if (c.length > 0xffff || i.length > 0xffff) throw new RangeError('collection and record ids are limited to 65,535 UTF-8 bytes');
+  const len = (n: number) => new Uint8Array([n >> 8, n & 0xff]);
+  return concat(header, len(c.length), c, len(i.length), i);
+}
+
+function nonceOf(sequence: number): Uint8Array {
+  return concat(new Uint8Array(4), be64(sequence));
+}
+
+function recordKeys(s: Suite, dataKey: Uint8Array, sequence: number): { key: Uint8Array; commitment?: Uint8Array } {
+  if (!s.commitment) return { key: dataKey };
+  const seq = be64(sequence);
+  return {
+    key: expand(s.kdf, dataKey, concat(RECORD_KEY_LABEL, seq), 32),
+    commitment: expand(s.kdf, dataKey, concat(COMMIT_LABEL, seq), COMMITMENT_BYTES),
+  };
+}
+
+function checkAddress(a: RecordAddress): void {
+  if (typeof a !== 'object' || a === null) throw new TypeError('"address" expected { collection, id, generation, sequence }');
+  if (typeof a.collection !== 'string') throw new TypeError('"collection" expected a string');
+  if (typeof a.id !== 'string') throw new TypeError('"id" expected a string');
+  integer('generation', a.generation, 0, 2 ** 32 - 1);
+  integer('sequence', a.sequence, 0, MAX_SEQUENCE);
+}
+
+/** Bytes a sealed record of `plaintextLength` bytes takes under `suite`. */
+export function sealedLength(suiteName: SuiteName | number, plaintextLength: number): number {
+  const s = suiteOf(suiteName);
+  return HEADER_BYTES + (s.commitment ? COMMITMENT_BYTES : 0) + plaintextLength + TAG_BYTES;
+}
+
+/**
+ * Seals `plaintext` for `address` with the data key (from deriveDataKey) under `suite`.
+ * @throws TypeError/RangeError for malformed arguments.
+ */
+export function sealRecord(suiteName: SuiteName | number, dataKey: Uint8Array, address: RecordAddress, plaintext: Uint8Array, flags = 0): Uint8Array {
+  const s = suiteOf(suiteName);
+  bytes('dataKey', dataKey, 32);
+  checkAddress(address);
+  bytes('plaintext', plaintext);
+  integer('flags', flags, 0, 255);
+  const header = encodeHeader(s, flags, address.generation, address.sequence);
+  const aad = aadOf(header, address.collection, address.id);
+  const { key, commitment } = recordKeys(s, dataKey, address.sequence);
+  const out = new Uint8Array(sealedLength(s.id, plaintext.length));
+  out.set(header);
+  let at = HEADER_BYTES;
+  if (commitment) {
+    out.set(commitment, at);
+    at += COMMITMENT_BYTES;
+  }
+  const aead = s.aead === 'gcm' ? gcm : gcmsiv;
+  aead(key, nonceOf(address.sequence), aad).encrypt(plaintext, out.subarray(at));
+  if (key !== dataKey) key.fill(0);
+  return out;
+}
+
+/**
+ * Opens a sealed record stored at (collection, id); `keyFor(suite, generation)` returns the data
+ * key the header calls for.
+ * @throws PqdbError AUTH_FAILED when the record, its header or its place were altered or the key is
+ * wrong; CORRUPTION/FORMAT_VERSION for unreadable headers.
+ */
+export function openRecord(
+  record: Uint8Array,
+  collection: string,
+  id: string,
+  keyFor: (suite: Suite, generation: number) => Uint8Array,
+): { plaintext: Uint8Array; header: RecordHeader } {
+  const header = readHeader(record);
+  const s = header.suite;
+  const dataKey = bytes('dataKey', keyFor(s, header.generation), 32);
+  const aad = aadOf(record.subarray(0, HEADER_BYTES), collection, id);
+  const { key, commitment } = recordKeys(s, dataKey, header.sequence);
+  let at = HEADER_BYTES;
+  if (commitment) {
+    if (record.length < HEADER_BYTES + COMMITMENT_BYTES + TAG_BYTES) throw new PqdbError('AUTH_FAILED', 'authentication failed');
+    let d = 0;
+    for (let i = 0; i < COMMITMENT_BYTES; i++) d |= commitment[i] ^ record[HEADER_BYTES + i];
+    if (d !== 0) {
+      key.fill(0);
+      throw new PqdbError('AUTH_FAILED', 'authentication failed');
+    }
+    at += COMMITMENT_BYTES;
+  }
+  const aead = s.aead === 'gcm' ? gcm : gcmsiv;
+  try {
+    return { plaintext: aead(key, nonceOf(header.sequence), aad).decrypt(record.subarray(at)), header };
+  } finally {
+    if (key !== dataKey) key.fill(0);
+  }
+}
