@@ -16,6 +16,7 @@ export const ERROR_CODES = [
   'ABORTED', // the operation was cancelled
   'WASM_UNAVAILABLE', // the WebAssembly kernels cannot be instantiated
   'INVALID_KEY', // a key fails its validity check (FIPS 203 §7 key checks, low-order X25519 points)
+  'SCHEMA_MISMATCH', // a record value does not match its collection's schema (nothing is written)
 ] as const;
 
 export type PqdbErrorCode = (typeof ERROR_CODES)[number];

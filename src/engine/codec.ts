@@ -1,0 +1,247 @@
+// Typed record values: a collection's schema names each field's type, and values are encoded in a
+// compact, deterministic binary form (the same value always gives the same bytes; there is exactly
+// one encoding of each value), so equal plaintexts seal alike and the format is testable byte for byte.
+//
+// Encoding of a value under schema S (fields taken in S's key order, sorted by UTF-8 code units):
+//   version byte 1, then per field: presence byte (0 absent / 1 present), then if present:
+//     'string'  varint(byte length) ‖ UTF-8        'bytes'   varint(length) ‖ bytes
+//     'number'  IEEE-754 float64 big-endian (−0 and NaN refused)
+//     'integer' zigzag varint of a safe integer     'boolean' 0 or 1
+// Optional fields are written in the schema as 'string?' etc. Unknown fields are refused.
+
+import { PqdbError } from '../errors';
+
+export type FieldType = 'string' | 'number' | 'integer' | 'boolean' | 'bytes';
+export type FieldSpec = FieldType | `${FieldType}?`;
+export type Schema = Readonly<Record<string, FieldSpec>>;
+export type Value = Record<string, string | number | boolean | Uint8Array | undefined>;
+
+const CODEC_VERSION = 1;
+const TYPES: readonly FieldType[] = ['string', 'number', 'integer', 'boolean', 'bytes'];
+const enc = new TextEncoder();
+const dec = new TextDecoder('utf-8', { fatal: true });
+
+interface Field {
+  name: string;
+  type: FieldType;
+  optional: boolean;
+}
+
+/** A checked, ordered schema. */
+export interface CompiledSchema {
+  readonly fields: readonly Field[];
+  readonly source: Schema;
+}
+
+/**
+ * Checks and orders a schema.
+ * @throws TypeError for a schema that is not an object of known field types.
+ */
+export function compileSchema(schema: Schema): CompiledSchema {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) throw new TypeError('"schema" expected an object of field types');
+  const names = Object.keys(schema).sort();
+  if (names.length === 0) throw new TypeError('"schema" expected at least one field');
+  const fields = names.map((name) => {
+    const spec = schema[name];
+    const optional = typeof spec === 'string' && spec.endsWith('?');
+    const type = (optional ? spec.slice(0, -1) : spec) as FieldType;
+    if (!TYPES.includes(type)) throw new TypeError(`"schema.${name}" expected one of ${TYPES.join(', ')} (optionally with "?"), got ${JSON.stringify(spec)}`);
+    return { name, type, optional };
+  });
+  return Object.freeze({ fields: Object.freeze(fields), source: Object.freeze({ ...schema }) });
+}
+
+function mismatch(message: string): PqdbError {
+  return new PqdbError('SCHEMA_MISMATCH', message);
+}
+
+/** Growable byte buffer. */
+class Writer {
+  buf = new Uint8Array(64);
+  n = 0;
+  private room(k: number): void {
+    if (this.n + k <= this.buf.length) return;
+    const b = new Uint8Array(Math.max(this.buf.length * 2, this.n + k));
+    b.set(this.buf.subarray(0, this.n));
+    this.buf = b;
+  }
+  byte(b: number): void {
+    this.room(1);
+    this.buf[this.n++] = b;
+  }
+  bytes(b: Uint8Array): void {
+    this.room(b.length);
+    this.buf.set(b, this.n);
+    this.n += b.length;
+  }
+  varint(v: number): void {
+    // Unsigned LEB128 of a safe integer.
+    while (v >= 0x80) {
+      this.byte((v % 0x80) | 0x80);
+      v = Math.floor(v / 0x80);
+    }
+    this.byte(v);
+  }
+  /** Zigzag varint of a safe integer (up to 54 bits after zigzag, so BigInt for the large ones). */
+  zigzag(v: number): void {
+    if (Math.abs(v) < 2 ** 51) {
+      this.varint(v >= 0 ? v * 2 : -v * 2 - 1);
+      return;
+    }
+    let z = v >= 0 ? BigInt(v) * 2n : -BigInt(v) * 2n - 1n;
+    while (z >= 0x80n) {
+      this.byte(Number(z & 0x7fn) | 0x80);
+      z >>= 7n;
+    }
+    this.byte(Number(z));
+  }
+  done(): Uint8Array {
+    return this.buf.slice(0, this.n);
+  }
+}
+
+/**
+ * Encodes `value` under `schema`.
+ * @throws PqdbError SCHEMA_MISMATCH when the value does not match the schema.
+ */
+export function encodeValue(schema: CompiledSchema, value: Value): Uint8Array {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw mismatch('a record value must be an object');
+  for (const k of Object.keys(value)) {
+    if (!schema.fields.some((f) => f.name === k)) throw mismatch(`field "${k}" is not in the schema`);
+  }
+  const w = new Writer();
+  w.byte(CODEC_VERSION);
+  for (const f of schema.fields) {
+    const v = value[f.name];
+    if (v === undefined) {
+      if (!f.optional) throw mismatch(`field "${f.name}" (${f.type}) is required`);
+      w.byte(0);
+      continue;
+    }
+    w.byte(1);
+    switch (f.type) {
+      case 'string': {
+        if (typeof v !== 'string') throw mismatch(`field "${f.name}" expected a string, got ${typeof v}`);
+        const b = enc.encode(v);
+        w.varint(b.length);
+        w.bytes(b);
+        break;
+      }
+      case 'bytes': {
+        if (!(v instanceof Uint8Array)) throw mismatch(`field "${f.name}" expected a Uint8Array`);
+        w.varint(v.length);
+        w.bytes(v);
+        break;
+      }
+      case 'number': {
+        if (typeof v !== 'number' || Number.isNaN(v) || Object.is(v, -0)) throw mismatch(`field "${f.name}" expected a number (not NaN or −0)`);
+        const b = new Uint8Array(8);
+        new DataView(b.buffer).setFloat64(0, v);
+        w.bytes(b);
+        break;
+      }
+      case 'integer': {
+        if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw mismatch(`field "${f.name}" expected a safe integer`);
+        w.zigzag(v);
+        break;
+      }
+      case 'boolean':
+        if (typeof v !== 'boolean') throw mismatch(`field "${f.name}" expected a boolean`);
+        w.byte(v ? 1 : 0);
+        break;
+    }
+  }
+  return w.done();
+}
+
+/**
+ * Decodes bytes written by encodeValue under the same schema.
+ * @throws PqdbError CORRUPTION for bytes that are not a canonical encoding under the schema.
+ */
+export function decodeValue(schema: CompiledSchema, bytes: Uint8Array): Value {
+  let p = 0;
+  const corrupt = (why: string) => new PqdbError('CORRUPTION', `record value does not decode: ${why}`);
+  const need = (k: number) => {
+    if (p + k > bytes.length) throw corrupt('truncated');
+  };
+  const varint = () => {
+    let v = 0;
+    let scale = 1;
+    for (let i = 0; ; i++) {
+      need(1);
+      const b = bytes[p++];
+      if (i > 0 && b === 0) throw corrupt('non-canonical varint');
+      v += (b & 0x7f) * scale;
+      if (b < 0x80) break;
+      scale *= 0x80;
+      if (i >= 7) throw corrupt('varint too long');
+    }
+    if (!Number.isSafeInteger(v)) throw corrupt('varint out of range');
+    return v;
+  };
+  const zigzag = () => {
+    let z = 0n;
+    for (let i = 0; ; i++) {
+      need(1);
+      const b = bytes[p++];
+      if (i > 0 && b === 0) throw corrupt('non-canonical varint');
+      z |= BigInt(b & 0x7f) << BigInt(7 * i);
+      if (b < 0x80) break;
+      if (i >= 7) throw corrupt('varint too long');
+    }
+    const v = z % 2n === 0n ? z / 2n : -(z + 1n) / 2n;
+    if (v > BigInt(Number.MAX_SAFE_INTEGER) || v < BigInt(Number.MIN_SAFE_INTEGER)) throw corrupt('integer out of range');
+    return Number(v);
+  };
+  need(1);
+  if (bytes[p++] !== CODEC_VERSION) throw new PqdbError('FORMAT_VERSION', `record value codec version ${bytes[0]} is not supported`);
+  const out: Value = {};
+  for (const f of schema.fields) {
+    need(1);
+    const present = bytes[p++];
+    if (present === 0) {
+      if (!f.optional) throw corrupt(`required field "${f.name}" absent`);
+      continue;
+    }
+    if (present !== 1) throw corrupt('bad presence byte');
+    switch (f.type) {
+      case 'string': {
+        const n = varint();
+        need(n);
+        try {
+          out[f.name] = dec.decode(bytes.subarray(p, p + n));
+        } catch {
+          throw corrupt(`field "${f.name}" is not UTF-8`);
+        }
+        p += n;
+        break;
+      }
+      case 'bytes': {
+        const n = varint();
+        need(n);
+        out[f.name] = bytes.slice(p, p + n);
+        p += n;
+        break;
+      }
+      case 'number': {
+        need(8);
+        const v = new DataView(bytes.buffer, bytes.byteOffset + p, 8).getFloat64(0);
+        if (Number.isNaN(v) || Object.is(v, -0)) throw corrupt(`field "${f.name}" holds NaN or −0`);
+        out[f.name] = v;
+        p += 8;
+        break;
+      }
+      case 'integer': {
+        out[f.name] = zigzag();
+        break;
+      }
+      case 'boolean':
+        need(1);
+        if (bytes[p] > 1) throw corrupt(`field "${f.name}" is not a boolean`);
+        out[f.name] = bytes[p++] === 1;
+        break;
+    }
+  }
+  if (p !== bytes.length) throw corrupt('trailing bytes');
+  return out;
+}
