@@ -16,7 +16,7 @@ import { bytes, integer } from '../_args';
 import { PqdbError } from '../errors';
 import { hkdf, expand } from '../kernels/hmac';
 import { sha384 } from '../kernels/sha2';
-import { gcm, gcmsiv } from '../kernels/aead';
+import { gcm, gcmsiv, type KeyedAead } from '../kernels/aead';
 import { suite as suiteOf, type Suite, type SuiteName } from './suites';
 
 export const RECORD_VERSION = 1;
@@ -168,11 +168,16 @@ export function sealedLength(suiteName: SuiteName | number, plaintextLength: num
   return HEADER_BYTES + (s.commitment ? COMMITMENT_BYTES : 0) + plaintextLength + TAG_BYTES;
 }
 
+/** A data key, optionally with a keyed AEAD already expanded for it (used by suites without subkeys). */
+export type DataKey = Uint8Array | { key: Uint8Array; aead: KeyedAead };
+
 /**
  * Seals `plaintext` for `address` with the data key (from deriveDataKey) under `suite`.
  * @throws TypeError/RangeError for malformed arguments.
  */
-export function sealRecord(suiteName: SuiteName | number, dataKey: Uint8Array, address: RecordAddress, plaintext: Uint8Array, flags = 0): Uint8Array {
+export function sealRecord(suiteName: SuiteName | number, dataKeyOrKeyed: DataKey, address: RecordAddress, plaintext: Uint8Array, flags = 0): Uint8Array {
+  const keyed = dataKeyOrKeyed instanceof Uint8Array ? undefined : dataKeyOrKeyed.aead;
+  const dataKey = dataKeyOrKeyed instanceof Uint8Array ? dataKeyOrKeyed : dataKeyOrKeyed.key;
   const s = suiteOf(suiteName);
   bytes('dataKey', dataKey, 32);
   checkAddress(address);
@@ -188,8 +193,8 @@ export function sealRecord(suiteName: SuiteName | number, dataKey: Uint8Array, a
     out.set(commitment, at);
     at += COMMITMENT_BYTES;
   }
-  const aead = s.aead === 'gcm' ? gcm : gcmsiv;
-  aead(key, nonceOf(address.sequence), aad).encrypt(plaintext, out.subarray(at));
+  if (keyed !== undefined && key === dataKey) keyed.encrypt(nonceOf(address.sequence), plaintext, aad, out.subarray(at));
+  else (s.aead === 'gcm' ? gcm : gcmsiv)(key, nonceOf(address.sequence), aad).encrypt(plaintext, out.subarray(at));
   if (key !== dataKey) key.fill(0);
   return out;
 }
@@ -204,11 +209,13 @@ export function openRecord(
   record: Uint8Array,
   collection: string,
   id: string,
-  keyFor: (suite: Suite, generation: number) => Uint8Array,
+  keyFor: (suite: Suite, generation: number) => DataKey,
 ): { plaintext: Uint8Array; header: RecordHeader } {
   const header = readHeader(record);
   const s = header.suite;
-  const dataKey = bytes('dataKey', keyFor(s, header.generation), 32);
+  const given = keyFor(s, header.generation);
+  const keyed = given instanceof Uint8Array ? undefined : given.aead;
+  const dataKey = bytes('dataKey', given instanceof Uint8Array ? given : given.key, 32);
   const aad = aadOf(record.subarray(0, HEADER_BYTES), collection, id);
   const { key, commitment } = recordKeys(s, dataKey, header.sequence);
   let at = HEADER_BYTES;
@@ -222,9 +229,10 @@ export function openRecord(
     }
     at += COMMITMENT_BYTES;
   }
-  const aead = s.aead === 'gcm' ? gcm : gcmsiv;
   try {
-    return { plaintext: aead(key, nonceOf(header.sequence), aad).decrypt(record.subarray(at)), header };
+    const body = record.subarray(at);
+    if (keyed !== undefined && key === dataKey) return { plaintext: keyed.decrypt(nonceOf(header.sequence), body, aad), header };
+    return { plaintext: (s.aead === 'gcm' ? gcm : gcmsiv)(key, nonceOf(header.sequence), aad).decrypt(body), header };
   } finally {
     if (key !== dataKey) key.fill(0);
   }

@@ -1,0 +1,165 @@
+// The key ring of a store (DESIGN §4): one root secret per key generation, stored only inside key
+// envelopes (one per recipient), unwrapped in memory when the store is unlocked; data keys derived on
+// demand from (root, suite, generation, governance), cached in a bounded LRU of keyed AEADs, and
+// wiped on eviction and on close. No data key is ever persisted; there is no per-record key inventory.
+
+import { bytes, integer } from '../_args';
+import { PqdbError } from '../errors';
+import { gcm, gcmsiv, type KeyedAead } from '../kernels/aead';
+import { randomBytes } from '../kernels/mlkem';
+import { x25519 } from '@noble/curves/ed25519.js';
+import { ml_kem1024_x25519 } from '../crypto/kem';
+import { wrapRoot, unwrapRoot, readEnvelope, recipientId } from '../crypto/envelope';
+import { deriveDataKey, canonicalGovernance, type Governance } from '../crypto/record';
+import { suite as suiteOf, type Suite, type SuiteName } from '../crypto/suites';
+
+/** What the manifest keeps of a generation: never the root. */
+export interface GenerationRecord {
+  generation: number;
+  suite: number;
+  salt: Uint8Array;
+  envelopes: Uint8Array[];
+}
+
+export const DEFAULT_KEY_CACHE = 1024;
+const hexOf = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+
+/** The public key of a recipient secret key (hybrid 32-byte seed or classical X25519 scalar). */
+function publicKeysOf(secretKey: Uint8Array): Uint8Array[] {
+  bytes('secretKey', secretKey, 32);
+  // A 32-byte secret may be either kind: try both ids (the hybrid id needs an ML-KEM key generation).
+  return [ml_kem1024_x25519.getPublicKey(secretKey), x25519.getPublicKey(secretKey)];
+}
+
+export class KeyRing {
+  readonly #generations = new Map<number, GenerationRecord>();
+  readonly #roots = new Map<number, Uint8Array>();
+  readonly #cache = new Map<string, { key: Uint8Array; aead: KeyedAead }>();
+  readonly #cacheSize: number;
+  #closed = false;
+
+  constructor(records: readonly GenerationRecord[] = [], cacheSize = DEFAULT_KEY_CACHE) {
+    this.#cacheSize = integer('cacheSize', cacheSize, 1, 1 << 20);
+    for (const r of records) this.#generations.set(r.generation, { ...r, salt: r.salt.slice(), envelopes: r.envelopes.map((e) => e.slice()) });
+  }
+
+  private live(): void {
+    if (this.#closed) throw new PqdbError('NOT_OPEN', 'the key ring is closed');
+  }
+
+  /** The persisted form of every generation (envelopes and salts; roots never leave memory). */
+  records(): GenerationRecord[] {
+    return [...this.#generations.values()].map((r) => ({ ...r, salt: r.salt.slice(), envelopes: r.envelopes.map((e) => e.slice()) }));
+  }
+
+  generations(): number[] {
+    return [...this.#generations.keys()].sort((a, b) => a - b);
+  }
+
+  /** Opens a new generation: a fresh random root and salt, wrapped for every recipient. */
+  createGeneration(suiteName: SuiteName | number, recipients: readonly Uint8Array[]): number {
+    this.live();
+    const s = suiteOf(suiteName);
+    if (!Array.isArray(recipients) || recipients.length === 0) throw new RangeError('"recipients" expected at least one public key');
+    const generation = this.#generations.size === 0 ? 1 : Math.max(...this.#generations.keys()) + 1;
+    const root = randomBytes(32);
+    const envelopes = recipients.map((pk, i) => wrapRoot(root, bytes(`recipients[${i}]`, pk), s.id, generation));
+    this.#generations.set(generation, { generation, suite: s.id, salt: randomBytes(32), envelopes });
+    this.#roots.set(generation, root);
+    return generation;
+  }
+
+  /**
+   * Unwraps every generation's root that has an envelope for `secretKey`.
+   * @throws PqdbError AUTH_FAILED when the key opens no generation at all.
+   */
+  unlock(secretKey: Uint8Array): number {
+    this.live();
+    const ids = publicKeysOf(secretKey).map((pk) => hexOf(recipientId(pk)));
+    let opened = 0;
+    for (const r of this.#generations.values()) {
+      if (this.#roots.has(r.generation)) {
+        opened++;
+        continue;
+      }
+      const env = r.envelopes.find((e) => ids.includes(hexOf(readEnvelope(e).recipientId)));
+      if (env === undefined) continue;
+      this.#roots.set(r.generation, unwrapRoot(env, secretKey));
+      opened++;
+    }
+    if (opened === 0) throw new PqdbError('AUTH_FAILED', 'the secret key opens none of the store\'s key envelopes');
+    return opened;
+  }
+
+  /** Wraps every unlocked root for one more recipient (no record is re-encrypted). */
+  addRecipient(publicKey: Uint8Array): void {
+    this.live();
+    const id = hexOf(recipientId(bytes('publicKey', publicKey)));
+    for (const r of this.#generations.values()) {
+      if (r.envelopes.some((e) => hexOf(readEnvelope(e).recipientId) === id)) continue;
+      const root = this.#roots.get(r.generation);
+      if (root === undefined) throw new PqdbError('AUTH_FAILED', `generation ${r.generation} is locked: unlock the store before adding a recipient`);
+      r.envelopes.push(wrapRoot(root, publicKey, r.suite, r.generation));
+    }
+  }
+
+  /**
+   * Drops a recipient's envelopes (future generations will not include it).
+   * @throws RangeError when it would leave a generation without any recipient.
+   */
+  removeRecipient(publicKey: Uint8Array): void {
+    this.live();
+    const id = hexOf(recipientId(bytes('publicKey', publicKey)));
+    for (const r of this.#generations.values()) {
+      const keep = r.envelopes.filter((e) => hexOf(readEnvelope(e).recipientId) !== id);
+      if (keep.length === 0) throw new RangeError(`removing this recipient would leave generation ${r.generation} unreadable`);
+      r.envelopes = keep;
+    }
+  }
+
+  /**
+   * The keyed AEAD for (suite, generation, governance), from the LRU cache or derived now.
+   * @throws PqdbError AUTH_FAILED when the generation is locked or unknown.
+   */
+  aeadFor(suiteName: SuiteName | number, generation: number, governance?: Governance): { suite: Suite; key: Uint8Array; aead: KeyedAead } {
+    this.live();
+    const s = suiteOf(suiteName);
+    const cacheKey = `${generation}/${s.id}/${new TextDecoder().decode(canonicalGovernance(governance))}`;
+    const hit = this.#cache.get(cacheKey);
+    if (hit !== undefined) {
+      this.#cache.delete(cacheKey); // refresh its place in the LRU order
+      this.#cache.set(cacheKey, hit);
+      return { suite: s, ...hit };
+    }
+    const r = this.#generations.get(generation);
+    const root = this.#roots.get(generation);
+    if (r === undefined || root === undefined) throw new PqdbError('AUTH_FAILED', `key generation ${generation} is not unlocked`);
+    const key = deriveDataKey(root, r.salt, s.id, generation, governance);
+    const entry = { key, aead: (s.aead === 'gcm' ? gcm : gcmsiv).withKey(key) };
+    this.#cache.set(cacheKey, entry);
+    if (this.#cache.size > this.#cacheSize) {
+      const [oldest, e] = this.#cache.entries().next().value as [string, { key: Uint8Array; aead: KeyedAead }];
+      e.aead.destroy();
+      e.key.fill(0);
+      this.#cache.delete(oldest);
+    }
+    return { suite: s, ...entry };
+  }
+
+  /** Number of cached data keys (for tests and posture). */
+  get cachedKeys(): number {
+    return this.#cache.size;
+  }
+
+  /** Wipes every root and data key; the ring refuses further use. */
+  close(): void {
+    for (const e of this.#cache.values()) {
+      e.aead.destroy();
+      e.key.fill(0);
+    }
+    this.#cache.clear();
+    for (const r of this.#roots.values()) r.fill(0);
+    this.#roots.clear();
+    this.#closed = true;
+  }
+}
