@@ -18,7 +18,7 @@ const vectors = process.env.PQDB_VECTORS ?? join(repo, '..', 'shared', 'vectors'
 const port = Number(process.argv[2] ?? process.env.PQDB_TEST_PORT ?? 41731);
 
 const bundle = await esbuild.build({
-  entryPoints: { suite: join(here, 'page', 'suite.ts'), kat: join(here, 'page', 'kat.ts') },
+  entryPoints: { suite: join(here, 'page', 'suite.ts'), kat: join(here, 'page', 'kat.ts'), storage: join(here, 'page', 'storage.ts') },
   bundle: true,
   format: 'esm',
   target: ['es2022', 'chrome120'],
@@ -42,6 +42,7 @@ createServer(async (req, res) => {
   let file;
   if (url.pathname === '/') file = join(here, 'page', 'index.html');
   else if (url.pathname === '/kat') file = join(here, 'page', 'kat.html');
+  else if (url.pathname === '/storage') file = join(here, 'page', 'storage.html');
   else if (pages[url.pathname] !== undefined) body = pages[url.pathname];
   else if (url.pathname.startsWith('/dist/')) file = under(join(repo, 'dist'), url.pathname.slice(6));
   else if (url.pathname.startsWith('/vectors/')) file = under(vectors, decodeURIComponent(url.pathname.slice(9)));

@@ -50,13 +50,14 @@ writeFileSync(
 
 rmSync('dist', { recursive: true, force: true });
 await esbuild.build({
-  entryPoints: { index: 'src/index.ts', crypto: 'src/crypto.ts' },
+  entryPoints: { index: 'src/index.ts', crypto: 'src/crypto.ts', node: 'src/node.ts', browser: 'src/browser.ts' },
   outdir: 'dist',
   bundle: true,
   splitting: true,
   format: 'esm',
   platform: 'neutral',
   target: ['es2022', 'node20', 'chrome120'],
+  external: ['node:*'], // only the node entry's file store imports Node built-ins
   sourcemap: true,
   legalComments: 'none',
   logLevel: 'warning',

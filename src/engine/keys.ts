@@ -35,6 +35,7 @@ export class KeyRing {
   readonly #generations = new Map<number, GenerationRecord>();
   readonly #roots = new Map<number, Uint8Array>();
   readonly #cache = new Map<string, { key: Uint8Array; aead: KeyedAead }>();
+  readonly #derived = new Map<string, Uint8Array>();
   readonly #cacheSize: number;
   #closed = false;
 
@@ -146,6 +147,31 @@ export class KeyRing {
     return { suite: s, ...entry };
   }
 
+  /**
+   * A per-generation key derived from (root, salt) by `derive` (page and manifest keys), cached
+   * until close.
+   * @throws PqdbError AUTH_FAILED when the generation is locked or unknown.
+   */
+  generationKey(generation: number, purpose: string, derive: (root: Uint8Array, salt: Uint8Array) => Uint8Array): Uint8Array {
+    this.live();
+    const cacheKey = `#${purpose}/${generation}`;
+    const hit = this.#derived.get(cacheKey);
+    if (hit !== undefined) return hit;
+    const r = this.#generations.get(generation);
+    const root = this.#roots.get(generation);
+    if (r === undefined || root === undefined) throw new PqdbError('AUTH_FAILED', `key generation ${generation} is not unlocked`);
+    const key = derive(root, r.salt);
+    this.#derived.set(cacheKey, key);
+    return key;
+  }
+
+  /** The newest generation (the one new records are written under). */
+  current(): number {
+    const g = this.generations();
+    if (g.length === 0) throw new PqdbError('NOT_OPEN', 'the key ring has no generation');
+    return g[g.length - 1];
+  }
+
   /** Number of cached data keys (for tests and posture). */
   get cachedKeys(): number {
     return this.#cache.size;
@@ -158,6 +184,8 @@ export class KeyRing {
       e.key.fill(0);
     }
     this.#cache.clear();
+    for (const k of this.#derived.values()) k.fill(0);
+    this.#derived.clear();
     for (const r of this.#roots.values()) r.fill(0);
     this.#roots.clear();
     this.#closed = true;

@@ -1,5 +1,5 @@
 // The crypto registry (DESIGN §5): every suite has a state.
-//   active        reads and writes; exactly one suite is active
+//   active        reads and writes (each collection writes with one active suite; at least one is active)
 //   decrypt-only  reads only (the state of a suite being migrated away from)
 //   quarantined   refuses new writes (SUITE_QUARANTINED), keeps serving reads, is reported
 //   retired       refuses reads (SUITE_RETIRED); only when no live record or copy uses it
@@ -37,8 +37,8 @@ export class Registry {
         this.#states.set(r.suite, { state: r.state, since: r.since });
       }
       for (const s of suites()) if (!this.#states.has(s.id)) this.#states.set(s.id, { state: 'decrypt-only', since: now });
-      if ([...this.#states.values()].filter((x) => x.state === 'active').length !== 1) {
-        throw new PqdbError('CORRUPTION', 'the registry must have exactly one active suite');
+      if (![...this.#states.values()].some((x) => x.state === 'active')) {
+        throw new PqdbError('CORRUPTION', 'the registry must have an active suite');
       }
     } else {
       const active = suiteOf(init.active).id;
@@ -60,15 +60,14 @@ export class Registry {
     return this.#states.get(suiteOf(nameOrId).id)!.state;
   }
 
-  /** The suite new records are sealed with. */
-  active(): Suite {
-    const [id] = [...this.#states.entries()].find(([, v]) => v.state === 'active')!;
-    return suiteOf(id);
+  /** The active suites (the first is the store's default for new collections when it is active). */
+  active(): Suite[] {
+    return suites().filter((s) => this.#states.get(s.id)!.state === 'active');
   }
 
   /**
-   * Changes a suite's state. Making a suite active demotes the previous one to decrypt-only.
-   * The last active suite cannot leave `active` except by another becoming active.
+   * Changes a suite's state. The last active suite cannot leave `active`, and a suite still
+   * protecting live records cannot be retired.
    * @throws RangeError for an unknown state or a change that would leave no active suite.
    */
   setState(nameOrId: SuiteName | number, state: SuiteState, options: { inUse?: boolean } = {}): void {
@@ -77,14 +76,11 @@ export class Registry {
     const now = new Date().toISOString();
     const current = this.#states.get(s.id)!;
     if (state === current.state) return;
-    if (current.state === 'active' && state !== 'active') {
-      throw new RangeError(`${s.name} is the active suite: make another suite active first`);
+    if (current.state === 'active' && state !== 'active' && this.active().length === 1) {
+      throw new RangeError(`${s.name} is the only active suite: make another suite active first`);
     }
     if (state === 'retired' && options.inUse) {
       throw new RangeError(`${s.name} still protects live records or copies and cannot be retired`);
-    }
-    if (state === 'active') {
-      for (const [id, v] of this.#states) if (v.state === 'active') this.#states.set(id, { state: 'decrypt-only', since: now });
     }
     this.#states.set(s.id, { state, since: now });
   }

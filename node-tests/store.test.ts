@@ -1,0 +1,118 @@
+// The store end to end on the memory and file page stores: typed collections, sealed records,
+// batches, reopen, wrong keys, locks, the registry, recipients.
+import { describe, it, expect, afterAll } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openStore, generateRecipient, generateSigner, openMemoryPageStore, type Store } from '../src/node';
+import { openNodeFsPageStore } from '../src/storage/node-fs';
+
+const dirs: string[] = [];
+const tempDir = () => {
+  const d = mkdtempSync(join(tmpdir(), 'pqdb-store-'));
+  dirs.push(d);
+  return d;
+};
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+const schema = { lemma: 'string', pos: 'string', gloss: 'string', offset: 'integer' } as const;
+const entity = { lemma: 'entity', pos: 'n', gloss: 'that which is perceived or known or inferred to have its own distinct existence', offset: 1740 };
+
+async function values(store: Store, name = 'synsets') {
+  const out: Record<string, unknown> = {};
+  for await (const { id, value } of store.collection(name, { schema }).scan()) out[id] = value;
+  return out;
+}
+
+describe.each(['memory', 'fs'] as const)('store on %s', (kind) => {
+  const recipient = generateRecipient();
+  const signer = generateSigner();
+  const make = async (dir?: string) =>
+    openStore({
+      location: dir, storage: kind === 'memory' ? await openMemoryPageStore() : 'fs', create: true,
+      recipients: [recipient.publicKey], unlock: recipient.secretKey, signer: signer.secretKey,
+    });
+
+  it('put / get / delete / scan / batch with typed, sealed values', async () => {
+    const store = await make(kind === 'fs' ? tempDir() : undefined);
+    const words = store.collection('synsets', { schema });
+    await words.put('n00001740', entity, { governance: { scope: 'public' } });
+    expect(await words.get('n00001740')).toEqual(entity);
+    expect(await words.get('n00001741')).toBeUndefined();
+    await store.batch((tx) => {
+      for (let i = 0; i < 20; i++) tx.put(words, `n0000${2000 + i}`, { ...entity, offset: 2000 + i });
+      tx.delete(words, 'n00001740');
+    });
+    expect(words.size).toBe(20);
+    const got = [];
+    for await (const r of words.scan({ prefix: 'n000020', limit: 5 })) got.push(r.id);
+    expect(got).toEqual(['n00002000', 'n00002001', 'n00002002', 'n00002003', 'n00002004']);
+    expect(await words.delete('n00002000')).toBe(true);
+    expect(await words.delete('n00002000')).toBe(false);
+    await expect(words.put('x', { ...entity, offset: 'no' } as never)).rejects.toMatchObject({ code: 'SCHEMA_MISMATCH' });
+    expect(words.size).toBe(19);
+    expect(() => store.collection('synsets', { schema: { lemma: 'string' } })).toThrow(RangeError);
+    await store.close();
+    await expect(words.get('n00002001')).rejects.toMatchObject({ code: 'NOT_OPEN' });
+  });
+
+  it('registry: a quarantined suite refuses writes and serves reads; retired refuses reads', async () => {
+    const store = await make(kind === 'fs' ? tempDir() : undefined);
+    const old = store.collection('legacy', { schema, suite: 'gcmsiv-hkdf256' });
+    await old.put('a', entity);
+    expect(store.registry.list().find((e) => e.suite.id === 1)?.state).toBe('active');
+    await store.registry.setState('gcmsiv-hkdf256', 'quarantined');
+    await expect(old.put('b', entity)).rejects.toMatchObject({ code: 'SUITE_QUARANTINED' });
+    expect(await old.get('a')).toEqual(entity);
+    await expect(store.registry.setState('gcmsiv-hkdf256', 'retired')).rejects.toThrow(RangeError); // still in use
+    await store.registry.setState('cnsa2-gcm-hkdf384-commit', 'quarantined');
+    const cnsa = store.collection('cnsa', { schema, suite: 'cnsa2-gcm-hkdf384-commit' });
+    await expect(cnsa.put('c', entity)).rejects.toMatchObject({ code: 'SUITE_QUARANTINED' });
+    await store.registry.setState('cnsa2-gcm-hkdf384-commit', 'active');
+    await cnsa.put('c', entity);
+    expect(await cnsa.get('c')).toEqual(entity);
+    expect(store.registry.list().find((e) => e.suite.id === 3)?.state).toBe('active');
+    await store.close();
+  });
+});
+
+describe('store on fs: durability, keys, locks', () => {
+  it('reopens with every committed record; a wrong key is AUTH_FAILED; a second opener is LOCKED', async () => {
+    const dir = tempDir();
+    const alice = generateRecipient();
+    const bob = generateRecipient('classical');
+    const store = await openStore({ location: dir, create: true, recipients: [alice.publicKey], unlock: alice.secretKey });
+    const words = store.collection('synsets', { schema });
+    for (let i = 0; i < 30; i++) await words.put(`id${i}`, { ...entity, offset: i });
+    await expect(openStore({ location: dir, unlock: alice.secretKey })).rejects.toMatchObject({ code: 'LOCKED' });
+    await store.addRecipient(bob.publicKey);
+    await store.close();
+
+    const again = await openStore({ location: dir, unlock: bob.secretKey });
+    expect(Object.keys(await values(again)).length).toBe(30);
+    expect(await again.collection('synsets', { schema }).get('id7')).toEqual({ ...entity, offset: 7 });
+    await again.removeRecipient(alice.publicKey);
+    await again.close();
+    await expect(openStore({ location: dir, unlock: alice.secretKey })).rejects.toMatchObject({ code: 'AUTH_FAILED' });
+    await expect(openStore({ location: dir, unlock: generateRecipient().secretKey })).rejects.toMatchObject({ code: 'AUTH_FAILED' });
+    await expect(openStore({ location: tempDir(), unlock: bob.secretKey })).rejects.toMatchObject({ code: 'NOT_OPEN' });
+  });
+
+  it('zero bytes per record: a 115-byte value costs the same on disk whether the root is PQC or classical', async () => {
+    const sizes = [];
+    for (const type of ['hybrid', 'classical'] as const) {
+      const r = generateRecipient(type);
+      const dir = tempDir();
+      const store = await openStore({ location: dir, create: true, recipients: [r.publicKey], unlock: r.secretKey });
+      const c = store.collection('blobs', { schema: { data: 'bytes' } });
+      await store.batch((tx) => {
+        for (let i = 0; i < 100; i++) tx.put(c, `r${i}`, { data: new Uint8Array(110).fill(i) });
+      });
+      await store.close();
+      const pages = await openNodeFsPageStore(dir);
+      sizes.push((await pages.stats()).pageBytes);
+      await pages.close();
+    }
+    expect(sizes[0]).toBe(sizes[1]);
+  });
+});

@@ -1,0 +1,245 @@
+// Commit pages and the manifest as the engine writes them into a PageStore (which sees only these
+// opaque bytes). Layouts are documented in docs/format.md.
+//
+// Commit page:
+//   "PQDP" ‖ version(1) ‖ be32(generation) ‖ be32(|sealed index|) ‖ sealed index ‖ record blobs
+//   sealed index = AES-256-GCM-SIV(K_page_g, nonce = 0^8 ‖ be32(page id), aad = first 9 bytes ‖ be32(page id))
+//   K_page_g     = HKDF-SHA384(R_g, salt_g, "pqdb page key v1", 32)
+//   index        = varint(n) then per operation:
+//                  kind(1: put, 2: delete) ‖ str(collection) ‖ str(id) ‖ be64(sequence)
+//                  put only: str(canonical governance) ‖ varint(blob offset) ‖ varint(blob length)
+//   str(s) = varint(UTF-8 length) ‖ UTF-8; record blobs are sealed records (src/crypto/record.ts).
+// The index is sealed, so collection names, ids and governance states are not readable from the
+// medium; each record blob authenticates itself and its place (AAD), and the index entry's sequence
+// must equal the blob header's (no swapping in an older version of a record).
+//
+// Manifest:
+//   "PQDM" ‖ version(1) ‖ be32(|json|) ‖ json (UTF-8) ‖ HMAC-SHA384(K_meta_g, everything before)[0, 32)
+//   K_meta_g = HKDF-SHA384(R_g, salt_g, "pqdb manifest mac v1", 32), g = json.macGeneration
+// The JSON is readable (it carries the key envelopes needed to unlock) but authenticated.
+
+import { PqdbError } from '../errors';
+import { gcmsiv } from '../kernels/aead';
+import { hkdf, hmac } from '../kernels/hmac';
+import { sha384 } from '../kernels/sha2';
+
+const enc = new TextEncoder();
+const dec = new TextDecoder('utf-8', { fatal: true });
+const PAGE_MAGIC = [0x50, 0x51, 0x44, 0x50]; // PQDP
+const MANIFEST_MAGIC = [0x50, 0x51, 0x44, 0x4d]; // PQDM
+export const PAGE_VERSION = 1;
+export const MANIFEST_VERSION = 1;
+const MAC_BYTES = 32;
+
+export type PageOp =
+  | { kind: 'put'; collection: string; id: string; sequence: number; governance: string; blob: Uint8Array }
+  | { kind: 'delete'; collection: string; id: string; sequence: number };
+
+/** Where a put's record blob sits in its page. */
+export type IndexedOp =
+  | { kind: 'put'; collection: string; id: string; sequence: number; governance: string; offset: number; length: number }
+  | { kind: 'delete'; collection: string; id: string; sequence: number };
+
+export function pageKey(root: Uint8Array, salt: Uint8Array): Uint8Array {
+  return hkdf(sha384, root, salt, enc.encode('pqdb page key v1'), 32);
+}
+
+export function metaKey(root: Uint8Array, salt: Uint8Array): Uint8Array {
+  return hkdf(sha384, root, salt, enc.encode('pqdb manifest mac v1'), 32);
+}
+
+class Out {
+  parts: Uint8Array[] = [];
+  n = 0;
+  push(b: Uint8Array): void {
+    this.parts.push(b);
+    this.n += b.length;
+  }
+  byte(b: number): void {
+    this.push(new Uint8Array([b]));
+  }
+  varint(v: number): void {
+    const b: number[] = [];
+    while (v >= 0x80) {
+      b.push((v % 0x80) | 0x80);
+      v = Math.floor(v / 0x80);
+    }
+    b.push(v);
+    this.push(new Uint8Array(b));
+  }
+  str(s: string): void {
+    const b = enc.encode(s);
+    this.varint(b.length);
+    this.push(b);
+  }
+  u64(v: number): void {
+    const b = new Uint8Array(8);
+    const dv = new DataView(b.buffer);
+    dv.setUint32(0, Math.floor(v / 2 ** 32));
+    dv.setUint32(4, v >>> 0);
+    this.push(b);
+  }
+  bytes(): Uint8Array {
+    const out = new Uint8Array(this.n);
+    let o = 0;
+    for (const p of this.parts) {
+      out.set(p, o);
+      o += p.length;
+    }
+    return out;
+  }
+}
+
+class In {
+  p = 0;
+  constructor(readonly b: Uint8Array) {}
+  fail(): never {
+    throw new PqdbError('CORRUPTION', 'commit page index does not decode');
+  }
+  byte(): number {
+    if (this.p >= this.b.length) this.fail();
+    return this.b[this.p++];
+  }
+  varint(): number {
+    let v = 0;
+    let scale = 1;
+    for (let i = 0; i < 8; i++) {
+      const x = this.byte();
+      v += (x & 0x7f) * scale;
+      if (x < 0x80) return v;
+      scale *= 0x80;
+    }
+    return this.fail();
+  }
+  str(): string {
+    const n = this.varint();
+    if (this.p + n > this.b.length) this.fail();
+    const s = dec.decode(this.b.subarray(this.p, this.p + n));
+    this.p += n;
+    return s;
+  }
+  u64(): number {
+    if (this.p + 8 > this.b.length) this.fail();
+    const dv = new DataView(this.b.buffer, this.b.byteOffset + this.p, 8);
+    this.p += 8;
+    return dv.getUint32(0) * 2 ** 32 + dv.getUint32(4);
+  }
+}
+
+function pageNonce(pageId: number): Uint8Array {
+  const n = new Uint8Array(12);
+  new DataView(n.buffer).setUint32(8, pageId);
+  return n;
+}
+
+/** Builds a commit page of generation `generation` holding `ops`. */
+export function encodePage(pageId: number, generation: number, key: Uint8Array, ops: readonly PageOp[]): Uint8Array {
+  const index = new Out();
+  index.varint(ops.length);
+  let blobOffset = 0;
+  for (const op of ops) {
+    index.byte(op.kind === 'put' ? 1 : 2);
+    index.str(op.collection);
+    index.str(op.id);
+    index.u64(op.sequence);
+    if (op.kind === 'put') {
+      index.str(op.governance);
+      index.varint(blobOffset);
+      index.varint(op.blob.length);
+      blobOffset += op.blob.length;
+    }
+  }
+  const head = new Uint8Array(13);
+  head.set(PAGE_MAGIC);
+  head[4] = PAGE_VERSION;
+  const dv = new DataView(head.buffer);
+  dv.setUint32(5, generation);
+  const aad = new Uint8Array(13);
+  aad.set(head.subarray(0, 9));
+  new DataView(aad.buffer).setUint32(9, pageId);
+  const sealed = gcmsiv(key, pageNonce(pageId), aad).encrypt(index.bytes());
+  dv.setUint32(9, sealed.length);
+  const out = new Out();
+  out.push(head);
+  out.push(sealed);
+  for (const op of ops) if (op.kind === 'put') out.push(op.blob);
+  return out.bytes();
+}
+
+/** The generation a page was written under (read before its key is known). */
+export function pageGeneration(page: Uint8Array): number {
+  if (page.length < 13 || PAGE_MAGIC.some((m, i) => page[i] !== m)) throw new PqdbError('CORRUPTION', 'not a pqdb commit page');
+  if (page[4] !== PAGE_VERSION) throw new PqdbError('FORMAT_VERSION', `commit page version ${page[4]} is not supported`);
+  return new DataView(page.buffer, page.byteOffset).getUint32(5);
+}
+
+/**
+ * Opens a commit page's index. Blob offsets are absolute within `page`.
+ * @throws PqdbError AUTH_FAILED for a page altered or under another key; CORRUPTION for bad framing.
+ */
+export function decodePage(pageId: number, key: Uint8Array, page: Uint8Array): IndexedOp[] {
+  pageGeneration(page);
+  const sealedLen = new DataView(page.buffer, page.byteOffset).getUint32(9);
+  if (13 + sealedLen > page.length) throw new PqdbError('CORRUPTION', 'commit page is truncated');
+  const aad = new Uint8Array(13);
+  aad.set(page.subarray(0, 9));
+  new DataView(aad.buffer).setUint32(9, pageId);
+  const index = new In(gcmsiv(key, pageNonce(pageId), aad).decrypt(page.subarray(13, 13 + sealedLen)));
+  const base = 13 + sealedLen;
+  const n = index.varint();
+  const ops: IndexedOp[] = [];
+  for (let i = 0; i < n; i++) {
+    const kind = index.byte();
+    const collection = index.str();
+    const id = index.str();
+    const sequence = index.u64();
+    if (kind === 1) {
+      const governance = index.str();
+      const offset = base + index.varint();
+      const length = index.varint();
+      if (offset + length > page.length) throw new PqdbError('CORRUPTION', 'commit page record lies outside the page');
+      ops.push({ kind: 'put', collection, id, sequence, governance, offset, length });
+    } else if (kind === 2) {
+      ops.push({ kind: 'delete', collection, id, sequence });
+    } else index.fail();
+  }
+  return ops;
+}
+
+/** Seals the manifest JSON with its MAC. */
+export function encodeManifest(json: unknown, macKey: Uint8Array): Uint8Array {
+  const body = enc.encode(JSON.stringify(json));
+  const head = new Uint8Array(9);
+  head.set(MANIFEST_MAGIC);
+  head[4] = MANIFEST_VERSION;
+  new DataView(head.buffer).setUint32(5, body.length);
+  const unsigned = new Uint8Array(9 + body.length);
+  unsigned.set(head);
+  unsigned.set(body, 9);
+  const out = new Uint8Array(unsigned.length + MAC_BYTES);
+  out.set(unsigned);
+  out.set(hmac(sha384, macKey, unsigned).subarray(0, MAC_BYTES), unsigned.length);
+  return out;
+}
+
+/** The manifest's JSON, read before its MAC can be checked (the MAC key comes from the key ring in it). */
+export function readManifestJson(bytes: Uint8Array): unknown {
+  if (bytes.length < 9 + MAC_BYTES || MANIFEST_MAGIC.some((m, i) => bytes[i] !== m)) throw new PqdbError('CORRUPTION', 'not a pqdb manifest');
+  if (bytes[4] !== MANIFEST_VERSION) throw new PqdbError('FORMAT_VERSION', `manifest version ${bytes[4]} is not supported`);
+  const len = new DataView(bytes.buffer, bytes.byteOffset).getUint32(5);
+  if (9 + len + MAC_BYTES !== bytes.length) throw new PqdbError('CORRUPTION', 'manifest length does not match');
+  try {
+    return JSON.parse(dec.decode(bytes.subarray(9, 9 + len)));
+  } catch (cause) {
+    throw new PqdbError('CORRUPTION', 'manifest JSON does not parse', { cause });
+  }
+}
+
+/** Checks the manifest MAC (constant-time compare). @throws PqdbError AUTH_FAILED */
+export function verifyManifest(bytes: Uint8Array, macKey: Uint8Array): void {
+  const body = bytes.subarray(0, bytes.length - MAC_BYTES);
+  const mac = hmac(sha384, macKey, body);
+  let d = 0;
+  for (let i = 0; i < MAC_BYTES; i++) d |= mac[i] ^ bytes[body.length + i];
+  if (d !== 0) throw new PqdbError('AUTH_FAILED', 'the manifest does not authenticate');
+}

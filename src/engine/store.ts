@@ -1,0 +1,418 @@
+// The pqdb store (DESIGN §6): a log-structured engine over a PageStore. Every commit appends one
+// commit page (a sealed index plus the sealed records of the commit) and replaces the manifest in
+// the same atomic PageStore commit. An in-memory key directory maps (collection, id) to the
+// record's page and place; it is rebuilt from the live pages when the store opens.
+//
+// Records are sealed with the collection's suite under data keys derived from the current key
+// generation's root and the record's governance state (src/engine/keys.ts); the storage layer only
+// ever sees sealed bytes. The registry gates writes (quarantined suites refuse them) and reads
+// (retired suites refuse them).
+
+import { PqdbError } from '../errors';
+import { bytes } from '../_args';
+import type { PageStore } from '../storage/page-store';
+import { sealRecord, openRecord, canonicalGovernance, type Governance } from '../crypto/record';
+import { suite as suiteOf, DEFAULT_SUITE, type SuiteName } from '../crypto/suites';
+import { compileSchema, encodeValue, decodeValue, type CompiledSchema, type Schema, type Value } from './codec';
+import { KeyRing, type GenerationRecord } from './keys';
+import { Registry, type RegistryRecord, type SuiteState, type RegistryEntry } from './registry';
+import { encodePage, decodePage, pageGeneration, pageKey, metaKey, encodeManifest, readManifestJson, verifyManifest, type PageOp } from './page-format';
+
+const b64 = (b: Uint8Array) => btoa(String.fromCharCode(...b));
+const unb64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
+const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+
+export interface StoreOptions {
+  /** Create the store when it has no manifest yet. */
+  create?: boolean;
+  /** Recipient public keys (hybrid or classical) whose envelopes wrap new generations' roots. */
+  recipients?: readonly Uint8Array[];
+  /** A recipient secret key that opens the store. */
+  unlock: Uint8Array;
+  /** The suite new collections write with (default 'gcmsiv-hkdf384'). */
+  suite?: SuiteName;
+  /** ML-DSA-87 secret key for checkpoints (kept for signing batches). */
+  signer?: Uint8Array;
+  /** Bound of the data-key cache. */
+  keyCacheSize?: number;
+}
+
+interface Location {
+  pageId: number;
+  offset: number;
+  length: number;
+  sequence: number;
+  governance: string;
+}
+
+interface CollectionMeta {
+  schema: Schema;
+  suite: number;
+}
+
+interface ManifestJson {
+  v: 1;
+  storeId: string;
+  macGeneration: number;
+  nextPageId: number;
+  nextSequence: number;
+  pages: number[];
+  keyring: { generation: number; suite: number; salt: string; envelopes: string[] }[];
+  registry: RegistryRecord[];
+  collections: Record<string, CollectionMeta>;
+  /** The suite new collections write with unless they name one. */
+  defaultSuite: number;
+}
+
+export interface PutOptions {
+  governance?: Governance;
+}
+
+export interface ScanOptions {
+  prefix?: string;
+  limit?: number;
+}
+
+/** Operations collected by `store.batch`; they commit together or not at all. */
+export interface Transaction {
+  put(collection: Collection, id: string, value: Value, options?: PutOptions): void;
+  delete(collection: Collection, id: string): void;
+}
+
+type PendingOp =
+  | { kind: 'put'; collection: Collection; id: string; value: Value; governance?: Governance }
+  | { kind: 'delete'; collection: Collection; id: string };
+
+export class Collection {
+  /** @internal */
+  constructor(
+    readonly store: Store,
+    readonly name: string,
+    /** @internal */ readonly schema: CompiledSchema,
+  ) {}
+
+  /**
+   * Seals and stores `value` under `id` in one commit (durable when the promise resolves).
+   * @throws PqdbError SCHEMA_MISMATCH (nothing written), SUITE_QUARANTINED, NOT_OPEN, IO_ERROR.
+   */
+  async put(id: string, value: Value, options: PutOptions = {}): Promise<void> {
+    return this.store.commitOps([{ kind: 'put', collection: this, id, value, governance: options?.governance }]);
+  }
+
+  /** The value stored under `id`, or undefined. @throws PqdbError AUTH_FAILED, CORRUPTION, SUITE_RETIRED */
+  async get(id: string): Promise<Value | undefined> {
+    return this.store.read(this, id);
+  }
+
+  /** Deletes `id`; true when it existed. */
+  async delete(id: string): Promise<boolean> {
+    checkId(id);
+    if (!this.store.has(this.name, id)) return false;
+    await this.store.commitOps([{ kind: 'delete', collection: this, id }]);
+    return true;
+  }
+
+  /** Records in id order, optionally only ids starting with `prefix`, at most `limit`. */
+  async *scan(options: ScanOptions = {}): AsyncGenerator<{ id: string; value: Value }> {
+    const ids = this.store.ids(this.name, options.prefix ?? '');
+    const limit = options.limit ?? Infinity;
+    let n = 0;
+    for (const id of ids) {
+      if (n >= limit) return;
+      const value = await this.get(id);
+      if (value === undefined) continue;
+      n++;
+      yield { id, value };
+    }
+  }
+
+  /** Number of live records. */
+  get size(): number {
+    return this.store.ids(this.name, '').length;
+  }
+}
+
+function checkId(id: unknown): string {
+  if (typeof id !== 'string' || id.length === 0) throw new TypeError('"id" expected a non-empty string');
+  if (new TextEncoder().encode(id).length > 1024) throw new RangeError('"id" is limited to 1,024 UTF-8 bytes');
+  return id;
+}
+
+export class Store {
+  #pages: PageStore;
+  #keys: KeyRing;
+  #registry: Registry;
+  #manifest: ManifestJson;
+  #dir = new Map<string, Map<string, Location>>();
+  #collections = new Map<string, Collection>();
+  #queue: Promise<unknown> = Promise.resolve();
+  #open = true;
+  #signer?: Uint8Array;
+
+  private constructor(pages: PageStore, keys: KeyRing, registry: Registry, manifest: ManifestJson, signer?: Uint8Array) {
+    this.#pages = pages;
+    this.#keys = keys;
+    this.#registry = registry;
+    this.#manifest = manifest;
+    this.#signer = signer?.slice();
+  }
+
+  /**
+   * Opens (or with `create`, creates) a store on a PageStore.
+   * @throws PqdbError AUTH_FAILED (wrong secret key or altered manifest), NOT_OPEN (no store and no
+   * `create`), CORRUPTION, FORMAT_VERSION; RangeError for missing recipients on create.
+   */
+  static async open(pages: PageStore, options: StoreOptions): Promise<Store> {
+    if (typeof options !== 'object' || options === null) throw new TypeError('"options" expected an object');
+    bytes('unlock', options.unlock, 32);
+    const raw = await pages.readManifest();
+    let store: Store;
+    if (raw === undefined) {
+      if (!options.create) throw new PqdbError('NOT_OPEN', 'no store here (pass create: true to make one)');
+      const recipients = options.recipients ?? [];
+      if (!Array.isArray(recipients) || recipients.length === 0) throw new RangeError('"recipients" expected at least one public key to create a store');
+      const suite = suiteOf(options.suite ?? DEFAULT_SUITE);
+      const keys = new KeyRing([], options.keyCacheSize);
+      const g = keys.createGeneration(suite.id, recipients);
+      keys.unlock(options.unlock); // the creator must be able to open what it creates
+      const registry = new Registry({ active: suite.id });
+      const storeId = new Uint8Array(16);
+      globalThis.crypto.getRandomValues(storeId);
+      const manifest: ManifestJson = {
+        v: 1, storeId: hex(storeId), macGeneration: g, nextPageId: 1, nextSequence: 1, pages: [],
+        keyring: [], registry: [], collections: {}, defaultSuite: suite.id,
+      };
+      store = new Store(pages, keys, registry, manifest, options.signer);
+      await store.#enqueue(() => store.#commit([], []));
+    } else {
+      const json = readManifestJson(raw) as ManifestJson;
+      if (json.v !== 1) throw new PqdbError('FORMAT_VERSION', `store manifest format ${json.v} is not supported`);
+      const records: GenerationRecord[] = json.keyring.map((r) => ({ generation: r.generation, suite: r.suite, salt: unb64(r.salt), envelopes: r.envelopes.map(unb64) }));
+      const keys = new KeyRing(records, options.keyCacheSize);
+      keys.unlock(options.unlock);
+      verifyManifest(raw, keys.generationKey(json.macGeneration, 'meta', metaKey));
+      store = new Store(pages, keys, new Registry({ records: json.registry }), json, options.signer);
+      await store.#rebuild();
+    }
+    return store;
+  }
+
+  /** Replays the live commit pages into the key directory. */
+  async #rebuild(): Promise<void> {
+    for (const pageId of this.#manifest.pages) {
+      const page = await this.#pages.readPage(pageId);
+      if (page === undefined) throw new PqdbError('CORRUPTION', `commit page ${pageId} named by the manifest is missing`);
+      const key = this.#keys.generationKey(pageGeneration(page), 'page', pageKey);
+      for (const op of decodePage(pageId, key, page)) this.#apply(pageId, op);
+    }
+  }
+
+  #apply(pageId: number, op: ReturnType<typeof decodePage>[number]): void {
+    let m = this.#dir.get(op.collection);
+    if (m === undefined) this.#dir.set(op.collection, (m = new Map()));
+    if (op.kind === 'delete') m.delete(op.id);
+    else m.set(op.id, { pageId, offset: op.offset, length: op.length, sequence: op.sequence, governance: op.governance });
+  }
+
+  #live(): void {
+    if (!this.#open) throw new PqdbError('NOT_OPEN', 'the store is closed');
+  }
+
+  #enqueue<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(fn, fn);
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** The manifest as persisted now. */
+  #manifestBytes(): Uint8Array {
+    this.#manifest.keyring = this.#keys.records().map((r) => ({ generation: r.generation, suite: r.suite, salt: b64(r.salt), envelopes: r.envelopes.map(b64) }));
+    this.#manifest.registry = this.#registry.records();
+    return encodeManifest(this.#manifest, this.#keys.generationKey(this.#manifest.macGeneration, 'meta', metaKey));
+  }
+
+  /** Appends one commit page (if there are operations) and the manifest in one atomic PageStore commit. */
+  async #commit(ops: PageOp[], collections: Collection[]): Promise<void> {
+    const m = this.#manifest;
+    const saved = JSON.stringify(m);
+    for (const c of collections) {
+      m.collections[c.name] = { schema: c.schema.source as Schema, suite: m.collections[c.name]?.suite ?? m.defaultSuite };
+    }
+    let page: { id: number; bytes: Uint8Array } | undefined;
+    let key: Uint8Array | undefined;
+    if (ops.length > 0) {
+      const id = m.nextPageId++;
+      const g = this.#keys.current();
+      key = this.#keys.generationKey(g, 'page', pageKey);
+      page = { id, bytes: encodePage(id, g, key, ops) };
+      m.pages.push(id);
+    }
+    try {
+      await this.#pages.commit({ pages: page ? [page] : [], manifest: this.#manifestBytes() });
+    } catch (e) {
+      Object.assign(m, JSON.parse(saved)); // the commit did not happen: nothing changes
+      throw e;
+    }
+    if (page !== undefined) for (const op of decodePage(page.id, key!, page.bytes)) this.#apply(page.id, op);
+  }
+
+  /** @internal Checks and encodes operations, then seals and commits them as one page. */
+  commitOps(pending: PendingOp[]): Promise<void> {
+    this.#live();
+    // Everything is checked before anything is written: a bad value writes nothing.
+    const checked = pending.map((p) => {
+      if (!(p.collection instanceof Collection) || p.collection.store !== this) throw new TypeError('"collection" expected a collection of this store');
+      checkId(p.id);
+      if (p.kind === 'delete') return { p };
+      const plaintext = encodeValue(p.collection.schema, p.value);
+      const suiteId = this.#manifest.collections[p.collection.name]?.suite ?? this.#manifest.defaultSuite;
+      this.#registry.checkWrite(suiteId);
+      return { p, plaintext, suiteId, governance: new TextDecoder().decode(canonicalGovernance(p.governance)) };
+    });
+    return this.#enqueue(async () => {
+      this.#live();
+      // Sealing happens in commit order, so write sequences (and so nonces) are unique and ordered.
+      const g = this.#keys.current();
+      const base = this.#manifest.nextSequence;
+      const ops: PageOp[] = checked.map((c, i) => {
+        const sequence = base + i;
+        const { collection, id } = c.p;
+        if (c.p.kind === 'delete') return { kind: 'delete', collection: collection.name, id, sequence };
+        const keyed = this.#keys.aeadFor(c.suiteId!, g, c.p.governance);
+        const blob = sealRecord(c.suiteId!, keyed, { collection: collection.name, id, generation: g, sequence }, c.plaintext!);
+        return { kind: 'put', collection: collection.name, id, sequence, governance: c.governance!, blob };
+      });
+      this.#manifest.nextSequence = base + ops.length;
+      try {
+        await this.#commit(ops, [...new Set(checked.map((c) => c.p.collection))]);
+      } catch (e) {
+        this.#manifest.nextSequence = base;
+        throw e;
+      }
+    });
+  }
+
+  /** @internal */
+  has(collection: string, id: string): boolean {
+    return this.#dir.get(collection)?.has(id) ?? false;
+  }
+
+  /** @internal Sorted ids with a prefix. */
+  ids(collection: string, prefix: string): string[] {
+    const m = this.#dir.get(collection);
+    if (m === undefined) return [];
+    return [...m.keys()].filter((id) => id.startsWith(prefix)).sort();
+  }
+
+  /** @internal */
+  async read(c: Collection, id: string): Promise<Value | undefined> {
+    this.#live();
+    checkId(id);
+    const loc = this.#dir.get(c.name)?.get(id);
+    if (loc === undefined) return undefined;
+    const page = await this.#pages.readPage(loc.pageId);
+    if (page === undefined) throw new PqdbError('CORRUPTION', `commit page ${loc.pageId} is missing`);
+    const blob = page.subarray(loc.offset, loc.offset + loc.length);
+    const governance = JSON.parse(loc.governance) as Governance;
+    const { plaintext, header } = openRecord(blob, c.name, id, (suite, generation) => {
+      this.#registry.checkRead(suite.id);
+      return this.#keys.aeadFor(suite.id, generation, governance);
+    });
+    if (header.sequence !== loc.sequence) throw new PqdbError('CORRUPTION', `record ${c.name}/${id} is not the version its index names`);
+    return decodeValue(c.schema, plaintext);
+  }
+
+  /**
+   * A typed collection. Its schema is stored with the store; reopening with another schema is an error.
+   * @throws TypeError for a bad name or schema; RangeError when the schema differs from the stored one.
+   */
+  collection(name: string, options: { schema: Schema; suite?: SuiteName }): Collection {
+    this.#live();
+    if (typeof name !== 'string' || name.length === 0) throw new TypeError('"name" expected a non-empty string');
+    const schema = compileSchema(options?.schema);
+    const existing = this.#manifest.collections[name];
+    if (existing !== undefined && JSON.stringify(compileSchema(existing.schema).source) !== JSON.stringify(schema.source)) {
+      throw new RangeError(`collection "${name}" exists with another schema`);
+    }
+    if (options.suite !== undefined && existing === undefined) {
+      // A collection names the suite it writes with; a decrypt-only suite becomes active for it
+      // (persisted with the collection's first commit). Quarantined and retired suites stay as they are.
+      const id = suiteOf(options.suite).id;
+      if (this.#registry.state(id) === 'decrypt-only') this.#registry.setState(id, 'active');
+      this.#manifest.collections[name] = { schema: schema.source as Schema, suite: id };
+    }
+    let c = this.#collections.get(name);
+    if (c === undefined) this.#collections.set(name, (c = new Collection(this, name, schema)));
+    return c;
+  }
+
+  /** Runs `fn` to collect operations, then commits them all in one page (all or nothing). */
+  async batch(fn: (tx: Transaction) => void | Promise<void>): Promise<void> {
+    this.#live();
+    const ops: PendingOp[] = [];
+    await fn({
+      put: (collection, id, value, options = {}) => ops.push({ kind: 'put', collection, id, value, governance: options.governance }),
+      delete: (collection, id) => ops.push({ kind: 'delete', collection, id }),
+    });
+    if (ops.length > 0) await this.commitOps(ops);
+  }
+
+  /** The crypto registry: list states, change them (durably). */
+  get registry(): { list(): RegistryEntry[]; setState(suite: SuiteName | number, state: SuiteState): Promise<void> } {
+    return {
+      list: () => this.#registry.list(),
+      setState: (suite, state) =>
+        this.#enqueue(async () => {
+          this.#live();
+          const inUse = [...this.#dir.values()].some((m) => m.size > 0) && Object.values(this.#manifest.collections).some((c) => c.suite === suiteOf(suite).id);
+          const before = this.#registry.records();
+          this.#registry.setState(suite, state, { inUse });
+          try {
+            await this.#commit([], []);
+          } catch (e) {
+            this.#registry = new Registry({ records: before });
+            throw e;
+          }
+        }),
+    };
+  }
+
+  /** Wraps the store's roots for another recipient (no record is re-encrypted). */
+  addRecipient(publicKey: Uint8Array): Promise<void> {
+    return this.#enqueue(async () => {
+      this.#live();
+      this.#keys.addRecipient(publicKey);
+      await this.#commit([], []);
+    });
+  }
+
+  /** Drops a recipient's envelopes. */
+  removeRecipient(publicKey: Uint8Array): Promise<void> {
+    return this.#enqueue(async () => {
+      this.#live();
+      this.#keys.removeRecipient(publicKey);
+      await this.#commit([], []);
+    });
+  }
+
+  /** Store id, page store kind and counts. */
+  info(): { storeId: string; storage: string; generations: number[]; collections: Record<string, number>; pages: number } {
+    return {
+      storeId: this.#manifest.storeId,
+      storage: this.#pages.kind,
+      generations: this.#keys.generations(),
+      collections: Object.fromEntries([...this.#dir.entries()].map(([k, m]) => [k, m.size])),
+      pages: this.#manifest.pages.length,
+    };
+  }
+
+  /** Waits for pending commits, wipes every key and releases the storage. Idempotent. */
+  async close(): Promise<void> {
+    if (!this.#open) return;
+    await this.#queue;
+    this.#open = false;
+    this.#keys.close();
+    this.#signer?.fill(0);
+    await this.#pages.close();
+  }
+}

@@ -1,0 +1,241 @@
+// IndexedDB PageStore (browsers; Node with an IndexedDB implementation such as fake-indexeddb),
+// through `idb`. DESIGN.md §6; the database layout is in docs/storage.md.
+//
+// Database `name`, version 1, three object stores with out-of-line keys:
+//   pages  id (number) → Uint8Array            the page bytes
+//   index  id (number) → { length, crc }       CRC-32C of the page, checked on every read
+//   meta   'manifest'  → { bytes, crc }        the manifest
+//          'format'    → 1
+// A commit is one readwrite transaction over all three with `{ durability: 'strict' }` (the
+// browser flushes to disk before `complete`); requests are issued back to back and nothing but
+// the transaction is awaited, so it cannot auto-commit half-way. Pages are written with `add`, so
+// a page that exists aborts the whole transaction rather than being overwritten.
+//
+// Single writer: a Web Lock `pqdb-page-store:<name>` requested with `ifAvailable` and held for the
+// store's life, so a second tab, worker or store in the same page gets LOCKED. Where
+// `navigator.locks` is missing (Node), an in-process registry stands in: it cannot see other
+// processes. Caveat: the page index is read once at open and kept in memory; that is sound only
+// because the lock keeps every other writer out.
+
+import { openDB, type IDBPDatabase } from 'idb';
+import { PqdbError } from '../errors';
+import {
+  BasePageStore,
+  corruption,
+  crc32c,
+  mediumError,
+  type CheckedBatch,
+  type PageStore,
+  type PageStoreStats,
+} from './page-store';
+
+export const DB_VERSION = 1;
+export const FORMAT_VERSION = 1;
+const PAGES = 'pages';
+const INDEX = 'index';
+const META = 'meta';
+/** Per-page bytes `stats().storedBytes` charges for the index entry and key (an estimate). */
+const RECORD_OVERHEAD_BYTES = 24;
+
+interface IndexEntry {
+  length: number;
+  crc: number;
+}
+
+/** Options of `openIndexedDbPageStore`. */
+export interface IndexedDbPageStoreOptions {
+  /** The Web Locks manager (default `navigator.locks`; an in-process registry when absent). */
+  locks?: LockManager | null;
+}
+
+/** The Web Lock name guarding database `name`. */
+export const lockName = (name: string): string => `pqdb-page-store:${name}`;
+
+/**
+ * Opens (creating when missing) the store in IndexedDB database `name`.
+ * @throws PqdbError LOCKED when another store (tab, worker, this page) holds it, FORMAT_VERSION
+ * for an unknown layout, IO_ERROR when IndexedDB fails
+ * @example
+ * const store = await openIndexedDbPageStore('my-app-pqdb');
+ */
+export async function openIndexedDbPageStore(name: string, options: IndexedDbPageStoreOptions = {}): Promise<PageStore> {
+  if (typeof name !== 'string' || name.length === 0) throw new TypeError(`"name" expected a non-empty string, got ${typeof name}`);
+  const locks = options.locks === undefined ? (globalThis as { navigator?: { locks?: LockManager } }).navigator?.locks : options.locks;
+  const release = await acquire(lockName(name), locks ?? undefined);
+  if (release === undefined) throw new PqdbError('LOCKED', `indexeddb page store "${name}" is held by another writer`);
+  let db: IDBPDatabase | undefined;
+  try {
+    let store: IndexedDbPageStore | undefined;
+    db = await openDB(name, DB_VERSION, {
+      upgrade(d, oldVersion, _newVersion, tx) {
+        if (oldVersion === 0) {
+          d.createObjectStore(PAGES);
+          d.createObjectStore(INDEX);
+          d.createObjectStore(META);
+          void tx.objectStore(META).put(FORMAT_VERSION, 'format');
+        }
+      },
+      terminated() {
+        store?.terminate();
+      },
+    });
+    const tx = db.transaction([INDEX, META], 'readonly');
+    const [keys, entries, format] = await Promise.all([
+      tx.objectStore(INDEX).getAllKeys(),
+      tx.objectStore(INDEX).getAll(),
+      tx.objectStore(META).get('format'),
+      tx.done,
+    ]);
+    if (format !== FORMAT_VERSION) throw new PqdbError('FORMAT_VERSION', `indexeddb page store "${name}" has format ${String(format)}`);
+    const index = new Map<number, IndexEntry>();
+    keys.forEach((k, i) => index.set(k as number, entries[i] as IndexEntry));
+    store = new IndexedDbPageStore(name, db, index, release);
+    return store;
+  } catch (e) {
+    db?.close();
+    release();
+    throw mediumError(`indexeddb page store "${name}": open`, e);
+  }
+}
+
+const localLocks = new Set<string>();
+
+/** Takes the exclusive lock if free; returns its release function, or undefined when held. */
+function acquire(name: string, locks: LockManager | undefined): Promise<(() => void) | undefined> {
+  if (locks === undefined) {
+    if (localLocks.has(name)) return Promise.resolve(undefined);
+    localLocks.add(name);
+    return Promise.resolve(() => void localLocks.delete(name));
+  }
+  return new Promise((resolve, reject) => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    locks
+      .request(name, { ifAvailable: true, mode: 'exclusive' }, async (lock) => {
+        if (lock === null) return resolve(undefined);
+        resolve(release);
+        await held; // the lock is held until this promise settles
+      })
+      .catch(reject);
+  });
+}
+
+class IndexedDbPageStore extends BasePageStore {
+  readonly kind = 'indexeddb';
+  readonly #name: string;
+  readonly #db: IDBPDatabase;
+  readonly #index: Map<number, IndexEntry>;
+  readonly #release: () => void;
+  #terminated = false;
+
+  constructor(name: string, db: IDBPDatabase, index: Map<number, IndexEntry>, release: () => void) {
+    super();
+    this.#name = name;
+    this.#db = db;
+    this.#index = index;
+    this.#release = release;
+  }
+
+  /** The browser closed the connection (database deleted, storage cleared). */
+  terminate(): void {
+    this.#terminated = true;
+  }
+
+  #live(): void {
+    if (this.#terminated) throw new PqdbError('IO_ERROR', `indexeddb page store "${this.#name}": the browser closed the database`);
+  }
+
+  protected async _readPage(id: number): Promise<Uint8Array | undefined> {
+    this.#live();
+    const entry = this.#index.get(id);
+    if (entry === undefined) return undefined;
+    let value: unknown;
+    try {
+      value = await this.#db.get(PAGES, id);
+    } catch (e) {
+      throw mediumError(`indexeddb: read page ${id}`, e);
+    }
+    if (value === undefined && !this.#index.has(id)) return undefined; // deleted meanwhile
+    if (!(value instanceof Uint8Array) || value.length !== entry.length || crc32c(value) !== entry.crc) {
+      throw corruption(`indexeddb "${this.#name}": page ${id}: checksum mismatch`);
+    }
+    return value; // a fresh structured clone: the caller owns it
+  }
+
+  protected async _readManifest(): Promise<Uint8Array | undefined> {
+    this.#live();
+    let value: { bytes?: unknown; crc?: unknown } | undefined;
+    try {
+      value = await this.#db.get(META, 'manifest');
+    } catch (e) {
+      throw mediumError('indexeddb: read manifest', e);
+    }
+    if (value === undefined) return undefined;
+    if (!(value.bytes instanceof Uint8Array) || crc32c(value.bytes) !== value.crc) {
+      throw corruption(`indexeddb "${this.#name}": manifest: checksum mismatch`);
+    }
+    return value.bytes;
+  }
+
+  protected _listPages(): number[] {
+    return [...this.#index.keys()].sort((a, b) => a - b);
+  }
+
+  protected _has(id: number): boolean {
+    return this.#index.has(id);
+  }
+
+  protected async _commit(batch: CheckedBatch): Promise<void> {
+    this.#live();
+    const added = batch.pages.map((p) => ({ id: p.id, entry: { length: p.bytes.length, crc: crc32c(p.bytes) } }));
+    let tx;
+    const requests: Promise<unknown>[] = [];
+    try {
+      tx = this.#db.transaction([PAGES, INDEX, META], 'readwrite', { durability: 'strict' });
+      requests.push(tx.done);
+      const pages = tx.objectStore(PAGES);
+      const index = tx.objectStore(INDEX);
+      // Requests go out back to back; only the transaction is awaited (no other await inside it).
+      for (const id of batch.deletes) requests.push(pages.delete(id), index.delete(id));
+      batch.pages.forEach((p, i) => requests.push(pages.add(p.bytes, p.id), index.add(added[i].entry, p.id)));
+      if (batch.manifest !== undefined) {
+        requests.push(tx.objectStore(META).put({ bytes: batch.manifest, crc: crc32c(batch.manifest) }, 'manifest'));
+      }
+      await Promise.all(requests);
+    } catch (e) {
+      for (const r of requests) r.catch(() => undefined); // settled by the abort below; not unhandled
+      // Nothing of a failed commit may land: abort (a no-op error if it already aborted itself).
+      try {
+        tx?.abort();
+      } catch {
+        // already finished
+      }
+      // A quota failure surfaces as an AbortError on the requests with the cause on tx.error.
+      const cause = tx?.error ?? e;
+      throw mediumError(`indexeddb "${this.#name}": commit`, cause);
+    }
+    for (const id of batch.deletes) this.#index.delete(id);
+    for (const a of added) this.#index.set(a.id, a.entry);
+  }
+
+  protected async _stats(): Promise<PageStoreStats> {
+    let pageBytes = 0;
+    for (const e of this.#index.values()) pageBytes += e.length;
+    const manifest = await this._readManifest();
+    const manifestBytes = manifest?.length ?? 0;
+    return {
+      pageCount: this.#index.size,
+      pageBytes,
+      manifestBytes,
+      storedBytes: pageBytes + this.#index.size * RECORD_OVERHEAD_BYTES + manifestBytes,
+    };
+  }
+
+  protected async _close(): Promise<void> {
+    try {
+      this.#db.close();
+    } finally {
+      this.#release();
+    }
+  }
+}

@@ -1,0 +1,501 @@
+// node-fs PageStore (Node only): a directory of append-only segment files plus a MANIFEST file that
+// names what is committed. DESIGN.md §6; the byte layout is in docs/storage.md.
+//
+// Commit protocol (a commit is visible iff step 3's rename happened):
+//   1. append the commit's records (pages, delete tombstones) to the current segment at its
+//      committed length, 2. fdatasync the segment, 3. write MANIFEST.tmp (new committed lengths +
+//      the user manifest), fsync it, rename it over MANIFEST, fsync the directory.
+// Recovery on open: bytes past a segment's committed length belong to a commit that never
+// completed and are truncated (reported in `recovery`); segments the manifest does not name are
+// removed; a segment shorter than its committed length, or a damaged record header inside the
+// committed range, is CORRUPTION — an acknowledged page is never dropped silently.
+//
+// Single writer: a LOCK file created with O_EXCL holding "pid\nhostname". A lock whose pid is dead
+// on this host is stale and taken over. Caveat: two processes breaking the same stale lock at the
+// same instant can race (unlink + create is not atomic); a live holder is never displaced.
+// Caveats: the CRC-32C framing detects accidents, not tampering (the sealed records carry a MAC).
+// After a failed write or sync the store refuses further commits (IO_ERROR) until reopened: the
+// kernel may have dropped dirty pages, so retrying an fsync proves nothing.
+
+/// <reference types="node" />
+// (tsconfig.json sets "types": []; this Node-only file opts in to the Node typings.)
+import { open, readdir, rename, rm, stat, mkdir, readFile, unlink, type FileHandle } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { PqdbError } from '../errors';
+import {
+  BasePageStore,
+  corruption,
+  crc32c,
+  mediumError,
+  type CheckedBatch,
+  type PageStore,
+  type PageStoreStats,
+  type RecoveryReport,
+} from './page-store';
+
+/** Segments roll over once they would grow past this (64 MiB); a single commit may exceed it. */
+export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
+export const SEGMENT_HEADER_BYTES = 16;
+export const RECORD_HEADER_BYTES = 24;
+export const FORMAT_VERSION = 1;
+
+const SEGMENT_MAGIC = 'PQDBSEG\0';
+const MANIFEST_MAGIC = 'PQDBMAN\0';
+const RECORD_MAGIC = 0x31525150; // "PQR1" little-endian
+const KIND_PAGE = 1;
+const KIND_DELETE = 2;
+const MANIFEST = 'MANIFEST';
+const MANIFEST_TMP = 'MANIFEST.tmp';
+const LOCK = 'LOCK';
+const SEGMENT_RE = /^seg-([0-9a-f]{8})\.pqs$/;
+/** Records up to this size are gathered into one write; larger ones are written on their own. */
+const WRITE_GATHER_BYTES = 1 << 20;
+
+const ascii = (s: string): Uint8Array => Uint8Array.from(s, (c) => c.charCodeAt(0));
+const segmentName = (seq: number): string => `seg-${seq.toString(16).padStart(8, '0')}.pqs`;
+
+/** Options of `openNodeFsPageStore`. */
+export interface NodeFsPageStoreOptions {
+  /** Create the directory when missing (default true). */
+  create?: boolean;
+  /** Segment roll-over size in bytes (default 64 MiB). */
+  segmentBytes?: number;
+}
+
+interface Location {
+  readonly seq: number;
+  readonly offset: number; // of the record header
+  readonly length: number;
+  readonly crc: number;
+}
+
+interface Segment {
+  readonly seq: number;
+  readonly fh: FileHandle;
+  committed: number;
+}
+
+/**
+ * Opens (creating when allowed) the store in directory `dir`, repairing an interrupted commit.
+ * @throws PqdbError LOCKED when another process or store holds the directory, CORRUPTION when a
+ * committed byte is missing or damaged, FORMAT_VERSION for an unknown format, IO_ERROR otherwise
+ * @example
+ * const store = await openNodeFsPageStore('/var/lib/app/pqdb');
+ * console.log(store.recovery.actions);
+ */
+export async function openNodeFsPageStore(dir: string, options: NodeFsPageStoreOptions = {}): Promise<PageStore> {
+  if (typeof dir !== 'string' || dir.length === 0) throw new TypeError(`"dir" expected a non-empty string, got ${typeof dir}`);
+  const segmentBytes = options.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
+  if (!Number.isInteger(segmentBytes) || segmentBytes < 4096) {
+    throw new RangeError(`"segmentBytes" expected an integer >= 4096, got ${segmentBytes}`);
+  }
+  try {
+    if (options.create !== false) await mkdir(dir, { recursive: true });
+    await stat(dir);
+  } catch (e) {
+    throw mediumError(`node-fs page store ${dir}`, e);
+  }
+  await acquireLock(dir);
+  const store = new NodeFsPageStore(dir, segmentBytes);
+  try {
+    await store.load();
+  } catch (e) {
+    await store.close().catch(() => undefined);
+    throw mediumError(`node-fs page store ${dir}: open`, e);
+  }
+  return store;
+}
+
+async function acquireLock(dir: string): Promise<void> {
+  const path = join(dir, LOCK);
+  const me = `${process.pid}\n${hostname()}\n`;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fh = await open(path, 'wx');
+      try {
+        await fh.writeFile(me);
+      } finally {
+        await fh.close();
+      }
+      return;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw mediumError(`node-fs page store ${dir}: lock`, e);
+    }
+    let holder = '';
+    try {
+      holder = await readFile(path, 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue; // released meanwhile
+      throw mediumError(`node-fs page store ${dir}: lock`, e);
+    }
+    const [pidText, host] = holder.split('\n');
+    const pid = Number(pidText);
+    // A lock file still being written (empty) or held on another host counts as live.
+    const stale = Number.isInteger(pid) && pid > 0 && host === hostname() && !alive(pid);
+    if (!stale) break;
+    await unlink(path).catch(() => undefined);
+  }
+  throw new PqdbError('LOCKED', `node-fs page store ${dir} is locked by another writer (${LOCK} file)`);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM'; // exists, owned by someone else
+  }
+}
+
+class NodeFsPageStore extends BasePageStore {
+  readonly kind = 'node-fs';
+  readonly #dir: string;
+  readonly #segmentBytes: number;
+  readonly #segments = new Map<number, Segment>();
+  readonly #index = new Map<number, Location>();
+  #manifest: Uint8Array | undefined;
+  #commitSeq = 0;
+  #manifestFileBytes = 0;
+  #failed: unknown;
+
+  constructor(dir: string, segmentBytes: number) {
+    super();
+    this.#dir = dir;
+    this.#segmentBytes = segmentBytes;
+  }
+
+  /** Reads MANIFEST, repairs segment tails, rebuilds the page index. */
+  async load(): Promise<void> {
+    const actions: string[] = [];
+    let truncatedBytes = 0;
+    await rm(join(this.#dir, MANIFEST_TMP), { force: true }).then(
+      () => undefined,
+      () => undefined,
+    );
+    let committed = new Map<number, number>();
+    let raw: Uint8Array | undefined;
+    try {
+      raw = await readFile(join(this.#dir, MANIFEST));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    }
+    if (raw !== undefined) {
+      const m = decodeManifest(raw);
+      committed = m.segments;
+      this.#manifest = m.manifest;
+      this.#commitSeq = m.commitSeq;
+      this.#manifestFileBytes = raw.length;
+    }
+    const present = new Set<number>();
+    for (const name of await readdir(this.#dir)) {
+      const match = SEGMENT_RE.exec(name);
+      if (!match) continue;
+      const seq = parseInt(match[1], 16);
+      if (committed.has(seq)) present.add(seq);
+      else {
+        await unlink(join(this.#dir, name));
+        actions.push(`removed ${name}: not named by the manifest (an interrupted commit)`);
+      }
+    }
+    for (const [seq, length] of [...committed].sort((a, b) => a[0] - b[0])) {
+      const name = segmentName(seq);
+      if (!present.has(seq)) throw corruption(`node-fs: ${name} is named by the manifest but missing`);
+      const fh = await open(join(this.#dir, name), 'r+');
+      this.#segments.set(seq, { seq, fh, committed: length });
+      const size = (await fh.stat()).size;
+      if (size < length) throw corruption(`node-fs: ${name} holds ${size} bytes, the manifest committed ${length}`);
+      if (size > length) {
+        await fh.truncate(length);
+        await fh.datasync();
+        truncatedBytes += size - length;
+        actions.push(`truncated ${name} from ${size} to ${length} bytes: the tail of a commit that never completed`);
+      }
+      await this.#scan(fh, seq, name, length);
+    }
+    this.recovery = { clean: actions.length === 0, truncatedBytes, actions };
+  }
+
+  async #scan(fh: FileHandle, seq: number, name: string, length: number): Promise<void> {
+    const head = new Uint8Array(Math.max(SEGMENT_HEADER_BYTES, RECORD_HEADER_BYTES));
+    await readExactly(fh, head, SEGMENT_HEADER_BYTES, 0, name);
+    const hv = new DataView(head.buffer);
+    for (let i = 0; i < 8; i++) {
+      if (head[i] !== SEGMENT_MAGIC.charCodeAt(i)) throw corruption(`node-fs: ${name} is not a pqdb segment`);
+    }
+    const version = hv.getUint32(8, true);
+    if (version !== FORMAT_VERSION) throw new PqdbError('FORMAT_VERSION', `node-fs: ${name} has format version ${version}`);
+    if (hv.getUint32(12, true) !== seq) throw corruption(`node-fs: ${name} carries another segment number`);
+    let off = SEGMENT_HEADER_BYTES;
+    while (off < length) {
+      if (length - off < RECORD_HEADER_BYTES) throw corruption(`node-fs: ${name} ends inside a record header at ${off}`);
+      await readExactly(fh, head, RECORD_HEADER_BYTES, off, name);
+      const h = parseRecordHeader(head, `${name} @${off}`);
+      if (off + RECORD_HEADER_BYTES + h.length > length) throw corruption(`node-fs: ${name} @${off}: record runs past the committed length`);
+      if (h.kind === KIND_PAGE) this.#index.set(h.id, { seq, offset: off, length: h.length, crc: h.crc });
+      else this.#index.delete(h.id);
+      off += RECORD_HEADER_BYTES + h.length;
+    }
+  }
+
+  protected async _readPage(id: number): Promise<Uint8Array | undefined> {
+    const loc = this.#index.get(id);
+    if (loc === undefined) return undefined;
+    const seg = this.#segments.get(loc.seq)!;
+    const name = segmentName(loc.seq);
+    const buf = new Uint8Array(RECORD_HEADER_BYTES + loc.length);
+    try {
+      await readExactly(seg.fh, buf, buf.length, loc.offset, name);
+    } catch (e) {
+      throw mediumError(`node-fs: read page ${id}`, e);
+    }
+    const h = parseRecordHeader(buf, `${name} @${loc.offset}`);
+    if (h.kind !== KIND_PAGE || h.id !== id || h.length !== loc.length || h.crc !== loc.crc) {
+      throw corruption(`node-fs: page ${id} (${name} @${loc.offset}): record header changed`);
+    }
+    const body = buf.subarray(RECORD_HEADER_BYTES);
+    if (crc32c(body) !== h.crc) throw corruption(`node-fs: page ${id} (${name} @${loc.offset}): checksum mismatch`);
+    return body;
+  }
+
+  protected async _readManifest(): Promise<Uint8Array | undefined> {
+    return this.#manifest && new Uint8Array(this.#manifest);
+  }
+
+  protected _listPages(): number[] {
+    return [...this.#index.keys()].sort((a, b) => a - b);
+  }
+
+  protected _has(id: number): boolean {
+    return this.#index.has(id);
+  }
+
+  protected async _commit(batch: CheckedBatch): Promise<void> {
+    if (this.#failed !== undefined) {
+      throw new PqdbError('IO_ERROR', 'node-fs: an earlier write failed; reopen the store', { cause: this.#failed });
+    }
+    try {
+      await this.#commit(batch);
+    } catch (e) {
+      this.#failed = e;
+      throw mediumError('node-fs: commit', e);
+    }
+  }
+
+  async #commit(batch: CheckedBatch): Promise<void> {
+    const records: Uint8Array[] = [];
+    let total = 0;
+    for (const id of batch.deletes) {
+      records.push(recordHeader(KIND_DELETE, id, 0, 0));
+      total += RECORD_HEADER_BYTES;
+    }
+    const crcs: number[] = [];
+    for (const p of batch.pages) {
+      const crc = crc32c(p.bytes);
+      crcs.push(crc);
+      records.push(recordHeader(KIND_PAGE, p.id, p.bytes.length, crc), p.bytes);
+      total += RECORD_HEADER_BYTES + p.bytes.length;
+    }
+    let seg = this.#current();
+    let created: Segment | undefined;
+    if (total > 0 && (seg === undefined || (seg.committed > SEGMENT_HEADER_BYTES && seg.committed + total > this.#segmentBytes))) {
+      const seq = seg === undefined ? 1 : seg.seq + 1;
+      const fh = await open(join(this.#dir, segmentName(seq)), 'w+');
+      created = seg = { seq, fh, committed: 0 };
+      const head = new Uint8Array(SEGMENT_HEADER_BYTES);
+      head.set(ascii(SEGMENT_MAGIC));
+      const hv = new DataView(head.buffer);
+      hv.setUint32(8, FORMAT_VERSION, true);
+      hv.setUint32(12, seq, true);
+      records.unshift(head);
+      total += SEGMENT_HEADER_BYTES;
+    }
+    let end = seg?.committed ?? 0;
+    try {
+      if (total > 0) {
+        // Positional writes at the committed length: leftovers of a failed attempt are overwritten.
+        await writeGathered(seg!.fh, records, end);
+        await seg!.fh.datasync();
+        end += total;
+      }
+      const segments = new Map([...this.#segments].map(([s, g]) => [s, g.committed]));
+      if (seg !== undefined) segments.set(seg.seq, end);
+      const manifest = batch.manifest ?? this.#manifest;
+      const file = encodeManifest(this.#commitSeq + 1, segments, manifest);
+      await this.#replaceManifest(file);
+      this.#manifestFileBytes = file.length;
+    } catch (e) {
+      if (created !== undefined) await created.fh.close().catch(() => undefined);
+      throw e;
+    }
+    // Durable: publish.
+    this.#commitSeq++;
+    if (created !== undefined) this.#segments.set(created.seq, created);
+    let off = seg?.committed ?? 0;
+    if (created !== undefined) off += SEGMENT_HEADER_BYTES;
+    for (const id of batch.deletes) {
+      this.#index.delete(id);
+      off += RECORD_HEADER_BYTES;
+    }
+    batch.pages.forEach((p, i) => {
+      this.#index.set(p.id, { seq: seg!.seq, offset: off, length: p.bytes.length, crc: crcs[i] });
+      off += RECORD_HEADER_BYTES + p.bytes.length;
+    });
+    if (seg !== undefined) seg.committed = end;
+    if (batch.manifest !== undefined) this.#manifest = batch.manifest;
+  }
+
+  #current(): Segment | undefined {
+    let last: Segment | undefined;
+    for (const s of this.#segments.values()) if (last === undefined || s.seq > last.seq) last = s;
+    return last;
+  }
+
+  async #replaceManifest(file: Uint8Array): Promise<void> {
+    const tmp = join(this.#dir, MANIFEST_TMP);
+    const fh = await open(tmp, 'w');
+    try {
+      await fh.writeFile(file);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, join(this.#dir, MANIFEST));
+    const d = await open(this.#dir, 'r');
+    try {
+      await d.sync(); // makes the rename (and any new segment's directory entry) durable
+    } finally {
+      await d.close();
+    }
+  }
+
+  protected async _stats(): Promise<PageStoreStats> {
+    let pageBytes = 0;
+    for (const loc of this.#index.values()) pageBytes += loc.length;
+    let storedBytes = this.#manifestFileBytes;
+    for (const s of this.#segments.values()) storedBytes += s.committed;
+    return { pageCount: this.#index.size, pageBytes, manifestBytes: this.#manifest?.length ?? 0, storedBytes };
+  }
+
+  protected async _close(): Promise<void> {
+    const errors: unknown[] = [];
+    for (const s of this.#segments.values()) await s.fh.close().catch((e) => errors.push(e));
+    this.#segments.clear();
+    this.#index.clear();
+    await unlink(join(this.#dir, LOCK)).catch((e) => errors.push(e));
+    if (errors.length > 0) throw mediumError('node-fs: close', errors[0]);
+  }
+}
+
+function recordHeader(kind: number, id: number, length: number, crc: number): Uint8Array {
+  const h = new Uint8Array(RECORD_HEADER_BYTES);
+  const v = new DataView(h.buffer);
+  v.setUint32(0, RECORD_MAGIC, true);
+  h[4] = kind;
+  v.setUint32(8, id, true);
+  v.setUint32(12, length, true);
+  v.setUint32(16, crc, true);
+  v.setUint32(20, crc32c(h.subarray(0, 20)), true);
+  return h;
+}
+
+function parseRecordHeader(h: Uint8Array, where: string): { kind: number; id: number; length: number; crc: number } {
+  const v = new DataView(h.buffer, h.byteOffset, RECORD_HEADER_BYTES);
+  if (v.getUint32(0, true) !== RECORD_MAGIC || v.getUint32(20, true) !== crc32c(h.subarray(0, 20))) {
+    throw corruption(`node-fs: ${where}: damaged record header`);
+  }
+  const kind = h[4];
+  if ((kind !== KIND_PAGE && kind !== KIND_DELETE) || h[5] | h[6] | h[7]) throw corruption(`node-fs: ${where}: unknown record kind ${kind}`);
+  return { kind, id: v.getUint32(8, true), length: v.getUint32(12, true), crc: v.getUint32(16, true) };
+}
+
+function encodeManifest(commitSeq: number, segments: Map<number, number>, manifest: Uint8Array | undefined): Uint8Array {
+  const user = manifest ?? new Uint8Array(0);
+  const out = new Uint8Array(32 + segments.size * 12 + 4 + user.length + 4);
+  const v = new DataView(out.buffer);
+  out.set(ascii(MANIFEST_MAGIC));
+  v.setUint32(8, FORMAT_VERSION, true);
+  v.setUint32(12, manifest === undefined ? 0 : 1, true);
+  v.setUint32(16, commitSeq % 2 ** 32, true);
+  v.setUint32(20, Math.floor(commitSeq / 2 ** 32), true);
+  v.setUint32(24, segments.size, true);
+  v.setUint32(28, 0, true);
+  let o = 32;
+  for (const [seq, length] of [...segments].sort((a, b) => a[0] - b[0])) {
+    v.setUint32(o, seq, true);
+    v.setUint32(o + 4, length % 2 ** 32, true);
+    v.setUint32(o + 8, Math.floor(length / 2 ** 32), true);
+    o += 12;
+  }
+  v.setUint32(o, user.length, true);
+  out.set(user, o + 4);
+  o += 4 + user.length;
+  v.setUint32(o, crc32c(out.subarray(0, o)), true);
+  return out;
+}
+
+function decodeManifest(raw: Uint8Array): { commitSeq: number; segments: Map<number, number>; manifest: Uint8Array | undefined } {
+  const bad = (why: string): PqdbError => corruption(`node-fs: ${MANIFEST}: ${why}`);
+  if (raw.length < 40) throw bad(`too short (${raw.length} bytes)`);
+  for (let i = 0; i < 8; i++) if (raw[i] !== MANIFEST_MAGIC.charCodeAt(i)) throw bad('not a pqdb manifest');
+  const v = new DataView(raw.buffer, raw.byteOffset, raw.length);
+  const version = v.getUint32(8, true);
+  if (version !== FORMAT_VERSION) throw new PqdbError('FORMAT_VERSION', `node-fs: ${MANIFEST} has format version ${version}`);
+  if (v.getUint32(raw.length - 4, true) !== crc32c(raw.subarray(0, raw.length - 4))) throw bad('checksum mismatch');
+  const flags = v.getUint32(12, true);
+  const commitSeq = v.getUint32(16, true) + v.getUint32(20, true) * 2 ** 32;
+  const n = v.getUint32(24, true);
+  if (32 + n * 12 + 8 > raw.length) throw bad('segment table runs past the end');
+  const segments = new Map<number, number>();
+  let o = 32;
+  for (let i = 0; i < n; i++, o += 12) segments.set(v.getUint32(o, true), v.getUint32(o + 4, true) + v.getUint32(o + 8, true) * 2 ** 32);
+  const len = v.getUint32(o, true);
+  if (o + 4 + len + 4 !== raw.length) throw bad('length mismatch');
+  const manifest = flags & 1 ? new Uint8Array(raw.subarray(o + 4, o + 4 + len)) : undefined;
+  return { commitSeq, segments, manifest };
+}
+
+async function readExactly(fh: FileHandle, buf: Uint8Array, length: number, position: number, name: string): Promise<void> {
+  let done = 0;
+  while (done < length) {
+    const { bytesRead } = await fh.read(buf, done, length - done, position + done);
+    if (bytesRead === 0) throw corruption(`node-fs: ${name}: unexpected end of file at ${position + done}`);
+    done += bytesRead;
+  }
+}
+
+/** Writes `chunks` back to back from `position`, gathering small ones into ~1 MiB writes. */
+async function writeGathered(fh: FileHandle, chunks: Uint8Array[], position: number): Promise<void> {
+  let pos = position;
+  let group: Uint8Array[] = [];
+  let groupBytes = 0;
+  const flush = async (): Promise<void> => {
+    if (groupBytes === 0) return;
+    const buf = group.length === 1 ? group[0] : new Uint8Array(groupBytes);
+    if (group.length > 1) {
+      let o = 0;
+      for (const c of group) {
+        buf.set(c, o);
+        o += c.length;
+      }
+    }
+    await writeAll(fh, buf, pos);
+    pos += groupBytes;
+    group = [];
+    groupBytes = 0;
+  };
+  for (const c of chunks) {
+    if (groupBytes + c.length > WRITE_GATHER_BYTES) await flush();
+    group.push(c);
+    groupBytes += c.length;
+  }
+  await flush();
+}
+
+async function writeAll(fh: FileHandle, buf: Uint8Array, position: number): Promise<void> {
+  let done = 0;
+  while (done < buf.length) {
+    const { bytesWritten } = await fh.write(buf, done, buf.length - done, position + done);
+    done += bytesWritten;
+  }
+}

@@ -1,0 +1,334 @@
+// PageStore: the contract every storage adapter (memory, node-fs, indexeddb) fulfils, plus the
+// helpers they share: argument checks, commit serialisation, close/NOT_OPEN handling, CRC-32C and
+// error mapping. DESIGN.md §6; the on-disk formats are in docs/storage.md.
+//
+// Security caveats: a store holds opaque, already-sealed bytes and never sees plaintext or keys.
+// The per-page CRC-32C detects accidents (torn writes, flipped bits, truncation); it is not a MAC
+// and detects nothing an attacker does on purpose — the sealed records above carry the MAC.
+//
+// Why CRC-32C and not a truncated SHA-256: the job is accident detection, where a 32-bit CRC is
+// the standard tool (all burst errors up to 32 bits, all odd bit-counts; the Castagnoli polynomial
+// has a better Hamming distance than IEEE CRC-32 at page sizes, which is why ext4, iSCSI and
+// LevelDB use it). It is synchronous pure TypeScript, so the IndexedDB adapter can compute it
+// without awaiting anything but IDB inside a transaction (WebCrypto digests are async), and the
+// storage layer needs no WASM kernel. Tampering is the MAC's job, one layer up.
+
+import { PqdbError } from '../errors';
+import { bytes as checkBytes, copyBytes, integer } from '../_args';
+
+/** Largest page id: ids are u32. */
+export const MAX_PAGE_ID = 0xffff_ffff;
+/** Largest page accepted by `commit` (64 MiB). */
+export const MAX_PAGE_BYTES = 64 * 1024 * 1024;
+/** Largest manifest accepted by `commit` (16 MiB): the manifest is meant to stay small. */
+export const MAX_MANIFEST_BYTES = 16 * 1024 * 1024;
+
+/** One page to write. `bytes` is copied when `commit` is called; later changes do not reach the store. */
+export interface PageWrite {
+  readonly id: number;
+  readonly bytes: Uint8Array;
+}
+
+/** One atomic commit: new pages, pages to drop, and optionally the new manifest. */
+export interface CommitBatch {
+  /** New pages. Ids must be unique in the batch and absent from the store (pages are immutable). */
+  readonly pages?: readonly PageWrite[];
+  /** Replaces the manifest; `undefined` keeps the current one. */
+  readonly manifest?: Uint8Array;
+  /** Pages to drop (garbage collection). Ids not in the store are ignored. */
+  readonly deletes?: readonly number[];
+}
+
+/** Sizes, for accounting and quotas. */
+export interface PageStoreStats {
+  /** Live pages. */
+  readonly pageCount: number;
+  /** Sum of live page lengths. */
+  readonly pageBytes: number;
+  /** Length of the manifest (0 when there is none). */
+  readonly manifestBytes: number;
+  /**
+   * Bytes the medium holds for this store, framing included: for node-fs the committed segment
+   * bytes (dead records included, until compaction) plus the manifest file; for memory and
+   * IndexedDB an estimate (payload plus per-record framing).
+   */
+  readonly storedBytes: number;
+}
+
+/** What opening the store had to repair. */
+export interface RecoveryReport {
+  /** True when nothing needed repair. */
+  readonly clean: boolean;
+  /** Bytes cut from segment tails (node-fs: writes of a commit that never completed). */
+  readonly truncatedBytes: number;
+  /** One human-readable line per repair action. */
+  readonly actions: readonly string[];
+}
+
+/**
+ * A store of immutable numbered pages and one manifest, changed only by atomic commits.
+ *
+ * Errors: methods reject with `PqdbError` — `NOT_OPEN` after `close()`, `CORRUPTION` when stored
+ * bytes fail their checksum (never returned as data), `IO_ERROR` (with `cause`) when the medium
+ * fails, `QUOTA_EXCEEDED` when it is full, `LOCKED` when opening a store another writer holds —
+ * and with `TypeError`/`RangeError` for programmer mistakes (bad ids, non-bytes, rewriting a page).
+ *
+ * @example
+ * const store = await openMemoryPageStore();
+ * await store.commit({ pages: [{ id: 1, bytes: sealedPage }], manifest: sealedManifest });
+ * const page = await store.readPage(1);
+ * await store.close();
+ */
+export interface PageStore {
+  /** 'memory' | 'node-fs' | 'indexeddb'. */
+  readonly kind: string;
+  /** False once `close()` was called. */
+  readonly isOpen: boolean;
+  /** What opening the store repaired. */
+  readonly recovery: RecoveryReport;
+  /** The page's bytes (a fresh copy), or undefined when absent. @throws PqdbError CORRUPTION */
+  readPage(id: number): Promise<Uint8Array | undefined>;
+  /** The manifest (a fresh copy), or undefined before the first commit that set one. */
+  readManifest(): Promise<Uint8Array | undefined>;
+  /** Ids of the live pages, ascending. */
+  listPages(): Promise<number[]>;
+  /**
+   * Writes the pages, drops `deletes` and replaces the manifest atomically: after a crash either
+   * all of it is visible or none. Commits run one at a time in call order; the promise resolves
+   * once the commit is durable.
+   */
+  commit(batch: CommitBatch): Promise<void>;
+  /** `commit({ deletes: ids })`. */
+  deletePages(ids: readonly number[]): Promise<void>;
+  /** Sizes. */
+  stats(): Promise<PageStoreStats>;
+  /** Waits for pending operations, then releases the medium and the writer lock. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** A commit after validation: copied bytes, existing-page deletes only. */
+export interface CheckedBatch {
+  readonly pages: readonly PageWrite[];
+  readonly manifest: Uint8Array | undefined;
+  readonly deletes: readonly number[];
+}
+
+export const CLEAN_RECOVERY: RecoveryReport = Object.freeze({ clean: true, truncatedBytes: 0, actions: Object.freeze([]) });
+
+/** Throws unless `id` is a u32 page id. */
+export function checkPageId(name: string, id: unknown): number {
+  return integer(name, id, 0, MAX_PAGE_ID);
+}
+
+/** Validates and copies a commit batch (the copy keeps later caller writes out of the store). */
+export function checkBatch(batch: unknown): { pages: PageWrite[]; manifest: Uint8Array | undefined; deletes: number[] } {
+  if (typeof batch !== 'object' || batch === null || Array.isArray(batch)) {
+    throw new TypeError(`"batch" expected an object, got ${batch === null ? 'null' : Array.isArray(batch) ? 'Array' : typeof batch}`);
+  }
+  const b = batch as CommitBatch;
+  const pages: PageWrite[] = [];
+  const seen = new Set<number>();
+  if (b.pages !== undefined) {
+    if (!Array.isArray(b.pages)) throw new TypeError(`"pages" expected an array, got ${typeof b.pages}`);
+    b.pages.forEach((p: unknown, i: number) => {
+      if (typeof p !== 'object' || p === null) throw new TypeError(`"pages[${i}]" expected {id, bytes}, got ${p === null ? 'null' : typeof p}`);
+      const id = checkPageId(`pages[${i}].id`, (p as PageWrite).id);
+      const data = checkBytes(`pages[${i}].bytes`, (p as PageWrite).bytes);
+      if (data.length > MAX_PAGE_BYTES) {
+        throw new RangeError(`"pages[${i}].bytes" expected at most ${MAX_PAGE_BYTES} bytes, got length=${data.length}`);
+      }
+      if (seen.has(id)) throw new RangeError(`"pages[${i}].id" page ${id} appears twice in one commit`);
+      seen.add(id);
+      pages.push({ id, bytes: copyBytes(data) });
+    });
+  }
+  let manifest: Uint8Array | undefined;
+  if (b.manifest !== undefined) {
+    const m = checkBytes('manifest', b.manifest);
+    if (m.length > MAX_MANIFEST_BYTES) {
+      throw new RangeError(`"manifest" expected at most ${MAX_MANIFEST_BYTES} bytes, got length=${m.length}`);
+    }
+    manifest = copyBytes(m);
+  }
+  const deletes = b.deletes === undefined ? [] : checkIds('deletes', b.deletes);
+  for (const id of deletes) {
+    if (seen.has(id)) throw new RangeError(`"deletes" page ${id} is also written by this commit`);
+  }
+  return { pages, manifest, deletes };
+}
+
+/** Validates an id list; returns it without duplicates. */
+export function checkIds(name: string, ids: unknown): number[] {
+  if (!Array.isArray(ids)) throw new TypeError(`"${name}" expected an array, got ${ids === null ? 'null' : typeof ids}`);
+  const out = new Set<number>();
+  ids.forEach((id: unknown, i: number) => out.add(checkPageId(`${name}[${i}]`, id)));
+  return [...out];
+}
+
+/** PqdbError('NOT_OPEN'). */
+export function notOpen(kind: string): PqdbError {
+  return new PqdbError('NOT_OPEN', `${kind} page store is closed`);
+}
+
+/** PqdbError('CORRUPTION') with a message naming what failed. */
+export function corruption(message: string): PqdbError {
+  return new PqdbError('CORRUPTION', message);
+}
+
+/**
+ * Maps an error from the medium to a PqdbError: an existing PqdbError (or TypeError/RangeError)
+ * passes through, a full medium (QuotaExceededError, ENOSPC, EDQUOT) becomes QUOTA_EXCEEDED,
+ * anything else IO_ERROR. The original is kept as `cause`.
+ */
+export function mediumError(what: string, cause: unknown): Error {
+  if (cause instanceof PqdbError || cause instanceof TypeError || cause instanceof RangeError) return cause;
+  const name = (cause as { name?: unknown } | null)?.name;
+  const code = (cause as { code?: unknown } | null)?.code;
+  const inner = (cause as { error?: { name?: unknown } } | null)?.error?.name; // an aborted IDBTransaction
+  if (name === 'QuotaExceededError' || inner === 'QuotaExceededError' || code === 'ENOSPC' || code === 'EDQUOT') {
+    return new PqdbError('QUOTA_EXCEEDED', `${what}: storage quota exceeded`, { cause });
+  }
+  const detail = cause instanceof Error ? cause.message : String(cause);
+  return new PqdbError('IO_ERROR', `${what}: ${detail}`, { cause });
+}
+
+/**
+ * The part of every adapter that is not about the medium: public methods validate and copy their
+ * arguments, commits run one at a time in call order, `close()` waits for what is in flight, and
+ * anything called after `close()` rejects with NOT_OPEN. Adapters implement the `_` methods and
+ * receive checked arguments only.
+ */
+export abstract class BasePageStore implements PageStore {
+  abstract readonly kind: string;
+  recovery: RecoveryReport = CLEAN_RECOVERY;
+  #open = true;
+  #tail: Promise<unknown> = Promise.resolve();
+  #inflight = new Set<Promise<unknown>>();
+  #closing: Promise<void> | undefined;
+
+  get isOpen(): boolean {
+    return this.#open;
+  }
+
+  protected abstract _readPage(id: number): Promise<Uint8Array | undefined>;
+  protected abstract _readManifest(): Promise<Uint8Array | undefined>;
+  /** Live ids, ascending. */
+  protected abstract _listPages(): number[];
+  protected abstract _has(id: number): boolean;
+  /** Writes one checked batch atomically and durably; updates the adapter's view only on success. */
+  protected abstract _commit(batch: CheckedBatch): Promise<void>;
+  protected abstract _stats(): Promise<PageStoreStats>;
+  /** Releases the medium and the lock; called once, after everything in flight has settled. */
+  protected abstract _close(): Promise<void>;
+
+  async readPage(id: number): Promise<Uint8Array | undefined> {
+    this.#checkOpen();
+    checkPageId('id', id);
+    return this.#track(this._readPage(id));
+  }
+
+  async readManifest(): Promise<Uint8Array | undefined> {
+    this.#checkOpen();
+    return this.#track(this._readManifest());
+  }
+
+  async listPages(): Promise<number[]> {
+    this.#checkOpen();
+    return this._listPages();
+  }
+
+  async stats(): Promise<PageStoreStats> {
+    this.#checkOpen();
+    return this.#track(this._stats());
+  }
+
+  async commit(batch: CommitBatch): Promise<void> {
+    this.#checkOpen();
+    const checked = checkBatch(batch);
+    return this.#serial(() => {
+      // Existence is checked when the commit runs, after every earlier commit has landed.
+      checked.pages.forEach((p, i) => {
+        if (this._has(p.id)) throw new RangeError(`"pages[${i}].id" page ${p.id} already exists (pages are immutable)`);
+      });
+      const deletes = checked.deletes.filter((id) => this._has(id));
+      if (checked.pages.length === 0 && deletes.length === 0 && checked.manifest === undefined) return Promise.resolve();
+      return this._commit({ pages: checked.pages, manifest: checked.manifest, deletes });
+    });
+  }
+
+  async deletePages(ids: readonly number[]): Promise<void> {
+    this.#checkOpen();
+    return this.commit({ deletes: checkIds('ids', ids) });
+  }
+
+  close(): Promise<void> {
+    if (this.#closing) return this.#closing;
+    this.#open = false;
+    this.#closing = (async () => {
+      await this.#tail.catch(() => undefined);
+      await Promise.allSettled([...this.#inflight]);
+      await this._close();
+    })();
+    return this.#closing;
+  }
+
+  #checkOpen(): void {
+    if (!this.#open) throw notOpen(this.kind);
+  }
+
+  #track<T>(p: Promise<T>): Promise<T> {
+    this.#inflight.add(p);
+    const done = (): void => void this.#inflight.delete(p);
+    p.then(done, done);
+    return p;
+  }
+
+  #serial(run: () => Promise<void>): Promise<void> {
+    const next = this.#tail.then(run, run);
+    this.#tail = next.catch(() => undefined);
+    return next;
+  }
+}
+
+// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), slicing-by-8: eight 256-entry tables so
+// the loop consumes 8 bytes per step (~4x the byte-at-a-time loop in V8).
+const CRC_TABLES = ((): Uint32Array => {
+  const t = new Uint32Array(8 * 256);
+  for (let i = 0; i < 256; i++) {
+    let c = i;
+    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
+    t[i] = c >>> 0;
+  }
+  for (let i = 0; i < 256; i++) {
+    for (let s = 1; s < 8; s++) {
+      const prev = t[(s - 1) * 256 + i];
+      t[s * 256 + i] = (prev >>> 8) ^ t[prev & 0xff];
+    }
+  }
+  return t;
+})();
+
+/**
+ * CRC-32C of `data` (RFC 3720 appendix B.4), continuing from `crc` when given.
+ * @example crc32c(new TextEncoder().encode('123456789')) === 0xe3069283
+ */
+export function crc32c(data: Uint8Array, crc = 0): number {
+  const T = CRC_TABLES;
+  let c = ~crc >>> 0;
+  let i = 0;
+  const n = data.length;
+  for (; n - i >= 8; i += 8) {
+    c ^= data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24);
+    c =
+      T[1792 + (c & 0xff)] ^
+      T[1536 + ((c >>> 8) & 0xff)] ^
+      T[1280 + ((c >>> 16) & 0xff)] ^
+      T[1024 + (c >>> 24)] ^
+      T[768 + data[i + 4]] ^
+      T[512 + data[i + 5]] ^
+      T[256 + data[i + 6]] ^
+      T[data[i + 7]];
+  }
+  for (; i < n; i++) c = T[(c ^ data[i]) & 0xff] ^ (c >>> 8);
+  return ~c >>> 0;
+}
