@@ -56,7 +56,6 @@ interface ManifestJson {
   macGeneration: number;
   nextPageId: number;
   nextSequence: number;
-  pages: number[];
   keyring: { generation: number; suite: number; salt: string; envelopes: string[] }[];
   registry: RegistryRecord[];
   collections: Record<string, CollectionMeta>;
@@ -179,7 +178,7 @@ export class Store {
       const storeId = new Uint8Array(16);
       globalThis.crypto.getRandomValues(storeId);
       const manifest: ManifestJson = {
-        v: 1, storeId: hex(storeId), macGeneration: g, nextPageId: 1, nextSequence: 1, pages: [],
+        v: 1, storeId: hex(storeId), macGeneration: g, nextPageId: 1, nextSequence: 1,
         keyring: [], registry: [], collections: {}, defaultSuite: suite.id,
       };
       store = new Store(pages, keys, registry, manifest, options.signer);
@@ -197,11 +196,16 @@ export class Store {
     return store;
   }
 
-  /** Replays the live commit pages into the key directory. */
+  /**
+   * Replays the live commit pages into the key directory. Pages and manifest change only together
+   * (atomic PageStore commits), so the live pages are exactly the stored ids below nextPageId; the
+   * manifest need not list them (it stays small however many commits there are).
+   */
   async #rebuild(): Promise<void> {
-    for (const pageId of this.#manifest.pages) {
+    for (const pageId of await this.#pages.listPages()) {
+      if (pageId >= this.#manifest.nextPageId) throw new PqdbError('CORRUPTION', `commit page ${pageId} is newer than the manifest`);
       const page = await this.#pages.readPage(pageId);
-      if (page === undefined) throw new PqdbError('CORRUPTION', `commit page ${pageId} named by the manifest is missing`);
+      if (page === undefined) throw new PqdbError('CORRUPTION', `commit page ${pageId} is missing`);
       const key = this.#keys.generationKey(pageGeneration(page), 'page', pageKey);
       for (const op of decodePage(pageId, key, page)) this.#apply(pageId, op);
     }
@@ -245,7 +249,6 @@ export class Store {
       const g = this.#keys.current();
       key = this.#keys.generationKey(g, 'page', pageKey);
       page = { id, bytes: encodePage(id, g, key, ops) };
-      m.pages.push(id);
     }
     try {
       await this.#pages.commit({ pages: page ? [page] : [], manifest: this.#manifestBytes() });
@@ -396,13 +399,13 @@ export class Store {
   }
 
   /** Store id, page store kind and counts. */
-  info(): { storeId: string; storage: string; generations: number[]; collections: Record<string, number>; pages: number } {
+  info(): { storeId: string; storage: string; generations: number[]; collections: Record<string, number>; commits: number } {
     return {
       storeId: this.#manifest.storeId,
       storage: this.#pages.kind,
       generations: this.#keys.generations(),
       collections: Object.fromEntries([...this.#dir.entries()].map(([k, m]) => [k, m.size])),
-      pages: this.#manifest.pages.length,
+      commits: this.#manifest.nextPageId - 1,
     };
   }
 
