@@ -1,6 +1,7 @@
 // Serves the browser test page from 127.0.0.1 (IndexedDB and fetch need a real origin):
 //   /            browser-tests/page/index.html (the suites Playwright drives)
 //   /kat         browser-tests/page/kat.html (the known-answer test page, readable by a person)
+//   /storage     browser-tests/page/storage.html (the PageStore conformance suite over IndexedDB)
 //   /page/*.js   the page bundles, built here with esbuild (pqdb/crypto stays external)
 //   /dist/*      the built package, exactly as published
 //   /vectors/*   ../shared/vectors or $PQDB_VECTORS
