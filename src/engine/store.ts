@@ -147,6 +147,7 @@ export class Store {
   #queue: Promise<unknown> = Promise.resolve();
   #open = true;
   #signer?: Uint8Array;
+  #recovered: string[] = [];
 
   private constructor(pages: PageStore, keys: KeyRing, registry: Registry, manifest: ManifestJson, signer?: Uint8Array) {
     this.#pages = pages;
@@ -202,13 +203,28 @@ export class Store {
    * manifest need not list them (it stays small however many commits there are).
    */
   async #rebuild(): Promise<void> {
+    const orphans: number[] = [];
     for (const pageId of await this.#pages.listPages()) {
-      if (pageId >= this.#manifest.nextPageId) throw new PqdbError('CORRUPTION', `commit page ${pageId} is newer than the manifest`);
+      if (pageId >= this.#manifest.nextPageId) {
+        // Written by a commit whose manifest never landed: never acknowledged, so dropped.
+        orphans.push(pageId);
+        continue;
+      }
       const page = await this.#pages.readPage(pageId);
       if (page === undefined) throw new PqdbError('CORRUPTION', `commit page ${pageId} is missing`);
       const key = this.#keys.generationKey(pageGeneration(page), 'page', pageKey);
       for (const op of decodePage(pageId, key, page)) this.#apply(pageId, op);
     }
+    if (orphans.length > 0) {
+      await this.#pages.deletePages(orphans);
+      this.#recovered.push(`dropped ${orphans.length} commit page(s) written after the last manifest (an unacknowledged commit)`);
+    }
+  }
+
+  /** What opening the store repaired, at this layer and in the page store below. */
+  get recovery(): { clean: boolean; actions: string[] } {
+    const actions = [...this.#pages.recovery.actions, ...this.#recovered];
+    return { clean: actions.length === 0, actions };
   }
 
   #apply(pageId: number, op: ReturnType<typeof decodePage>[number]): void {
