@@ -13,6 +13,7 @@
 // the per-record cost of post-quantum key establishment is zero bytes.
 
 import { bytes, integer } from '../_args';
+import { utf8, utf8Length, writeUtf8 } from '../_utf8';
 import { PqdbError } from '../errors';
 import { hkdf, expand } from '../kernels/hmac';
 import { sha384 } from '../kernels/sha2';
@@ -38,7 +39,12 @@ export type Governance = Readonly<Record<string, string | number | boolean | nul
  * @throws TypeError for nested or non-JSON values.
  */
 export function canonicalGovernance(g: Governance | undefined): Uint8Array {
-  if (g === undefined) return enc.encode('{}');
+  return utf8(canonicalGovernanceText(g));
+}
+
+/** The canonical governance encoding as text (see canonicalGovernance). */
+export function canonicalGovernanceText(g: Governance | undefined): string {
+  if (g === undefined) return '{}';
   if (typeof g !== 'object' || g === null || Array.isArray(g)) throw new TypeError('"governance" expected a flat object');
   const keys = Object.keys(g).sort();
   for (const k of keys) {
@@ -46,7 +52,7 @@ export function canonicalGovernance(g: Governance | undefined): Uint8Array {
     const ok = v === null || typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
     if (!ok) throw new TypeError(`"governance.${k}" expected a string, finite number, boolean or null`);
   }
-  return enc.encode(JSON.stringify(Object.fromEntries(keys.map((k) => [k, g[k]]))));
+  return JSON.stringify(Object.fromEntries(keys.map((k) => [k, g[k]])));
 }
 
 function be32(n: number): Uint8Array {
@@ -77,12 +83,13 @@ function concat(...parts: Uint8Array[]): Uint8Array {
  * The data key of (root, suite, generation, governance): HKDF with the suite's hash. Never stored.
  * @throws RangeError for a root or salt of the wrong length, an unknown suite or a bad generation.
  */
-export function deriveDataKey(root: Uint8Array, salt: Uint8Array, suiteName: SuiteName | number, generation: number, governance?: Governance): Uint8Array {
+export function deriveDataKey(root: Uint8Array, salt: Uint8Array, suiteName: SuiteName | number, generation: number, governance?: Governance | string): Uint8Array {
   bytes('root', root, 32);
   bytes('salt', salt, 32);
   const s = suiteOf(suiteName);
   integer('generation', generation, 0, 2 ** 32 - 1);
-  const info = concat(DATA_KEY_LABEL, new Uint8Array([s.id]), be32(generation), sha384(canonicalGovernance(governance)));
+  const canonical = typeof governance === 'string' ? utf8(governance) : canonicalGovernance(governance);
+  const info = concat(DATA_KEY_LABEL, new Uint8Array([s.id]), be32(generation), sha384(canonical));
   return hkdf(s.kdf, root, salt, info, 32);
 }
 
@@ -110,7 +117,8 @@ function encodeHeader(s: Suite, flags: number, generation: number, sequence: num
   h[1] = s.id;
   h[2] = flags;
   dv.setUint32(4, generation);
-  h.set(be64(sequence), 8);
+  dv.setUint32(8, Math.floor(sequence / 2 ** 32));
+  dv.setUint32(12, sequence >>> 0);
   return h;
 }
 
@@ -134,15 +142,28 @@ export function readHeader(record: Uint8Array): RecordHeader {
 }
 
 function aadOf(header: Uint8Array, collection: string, id: string): Uint8Array {
-  const c = enc.encode(collection);
-  const i = enc.encode(id);
-  if (c.length > 0xffff || i.length > 0xffff) throw new RangeError('collection and record ids are limited to 65,535 UTF-8 bytes');
-  const len = (n: number) => new Uint8Array([n >> 8, n & 0xff]);
-  return concat(header, len(c.length), c, len(i.length), i);
+  const cl = utf8Length(collection);
+  const il = utf8Length(id);
+  if (cl > 0xffff || il > 0xffff) throw new RangeError('collection and record ids are limited to 65,535 UTF-8 bytes');
+  // One allocation: header ‖ be16(|c|) ‖ c ‖ be16(|id|) ‖ id.
+  const out = new Uint8Array(HEADER_BYTES + 4 + cl + il);
+  out.set(header);
+  let at = HEADER_BYTES;
+  out[at++] = cl >> 8;
+  out[at++] = cl & 0xff;
+  at = writeUtf8(collection, out, at);
+  out[at++] = il >> 8;
+  out[at++] = il & 0xff;
+  writeUtf8(id, out, at);
+  return out;
 }
 
 function nonceOf(sequence: number): Uint8Array {
-  return concat(new Uint8Array(4), be64(sequence));
+  const n = new Uint8Array(12);
+  const dv = new DataView(n.buffer);
+  dv.setUint32(4, Math.floor(sequence / 2 ** 32));
+  dv.setUint32(8, sequence >>> 0);
+  return n;
 }
 
 function recordKeys(s: Suite, dataKey: Uint8Array, sequence: number): { key: Uint8Array; commitment?: Uint8Array } {
@@ -172,10 +193,18 @@ export function sealedLength(suiteName: SuiteName | number, plaintextLength: num
 export type DataKey = Uint8Array | { key: Uint8Array; aead: KeyedAead };
 
 /**
- * Seals `plaintext` for `address` with the data key (from deriveDataKey) under `suite`.
+ * Seals `plaintext` for `address` with the data key (from deriveDataKey) under `suite`, into a new
+ * array or into `output`.
  * @throws TypeError/RangeError for malformed arguments.
  */
-export function sealRecord(suiteName: SuiteName | number, dataKeyOrKeyed: DataKey, address: RecordAddress, plaintext: Uint8Array, flags = 0): Uint8Array {
+export function sealRecord(
+  suiteName: SuiteName | number,
+  dataKeyOrKeyed: DataKey,
+  address: RecordAddress,
+  plaintext: Uint8Array,
+  flags = 0,
+  output?: Uint8Array,
+): Uint8Array {
   const keyed = dataKeyOrKeyed instanceof Uint8Array ? undefined : dataKeyOrKeyed.aead;
   const dataKey = dataKeyOrKeyed instanceof Uint8Array ? dataKeyOrKeyed : dataKeyOrKeyed.key;
   const s = suiteOf(suiteName);
@@ -186,7 +215,8 @@ export function sealRecord(suiteName: SuiteName | number, dataKeyOrKeyed: DataKe
   const header = encodeHeader(s, flags, address.generation, address.sequence);
   const aad = aadOf(header, address.collection, address.id);
   const { key, commitment } = recordKeys(s, dataKey, address.sequence);
-  const out = new Uint8Array(sealedLength(s.id, plaintext.length));
+  // Written into `output` (exactly sealedLength bytes, e.g. its slot in a page) when given.
+  const out = output === undefined ? new Uint8Array(sealedLength(s.id, plaintext.length)) : bytes('output', output, sealedLength(s.id, plaintext.length));
   out.set(header);
   let at = HEADER_BYTES;
   if (commitment) {

@@ -10,6 +10,7 @@
 // Optional fields are written in the schema as 'string?' etc. Unknown fields are refused.
 
 import { PqdbError } from '../errors';
+import { utf8Length, writeUtf8 } from '../_utf8';
 
 export type FieldType = 'string' | 'number' | 'integer' | 'boolean' | 'bytes';
 export type FieldSpec = FieldType | `${FieldType}?`;
@@ -18,7 +19,6 @@ export type Value = Record<string, string | number | boolean | Uint8Array | unde
 
 const CODEC_VERSION = 1;
 const TYPES: readonly FieldType[] = ['string', 'number', 'integer', 'boolean', 'bytes'];
-const enc = new TextEncoder();
 const dec = new TextDecoder('utf-8', { fatal: true });
 
 interface Field {
@@ -55,11 +55,11 @@ function mismatch(message: string): PqdbError {
   return new PqdbError('SCHEMA_MISMATCH', message);
 }
 
-/** Growable byte buffer. */
-class Writer {
-  buf = new Uint8Array(64);
+/** Growable byte buffer; one can hold the encodings of many values (see encodeValueInto). */
+export class ValueWriter {
+  buf = new Uint8Array(4096);
   n = 0;
-  private room(k: number): void {
+  room(k: number): void {
     if (this.n + k <= this.buf.length) return;
     const b = new Uint8Array(Math.max(this.buf.length * 2, this.n + k));
     b.set(this.buf.subarray(0, this.n));
@@ -81,6 +81,13 @@ class Writer {
       v = Math.floor(v / 0x80);
     }
     this.byte(v);
+  }
+  /** varint(UTF-8 length) ‖ UTF-8, written in place. */
+  str(s: string): void {
+    const n = utf8Length(s);
+    this.varint(n);
+    this.room(n);
+    this.n = writeUtf8(s, this.buf, this.n);
   }
   /** Zigzag varint of a safe integer (up to 54 bits after zigzag, so BigInt for the large ones). */
   zigzag(v: number): void {
@@ -105,11 +112,31 @@ class Writer {
  * @throws PqdbError SCHEMA_MISMATCH when the value does not match the schema.
  */
 export function encodeValue(schema: CompiledSchema, value: Value): Uint8Array {
+  const w = new ValueWriter();
+  encodeValueInto(schema, value, w);
+  return w.done();
+}
+
+/**
+ * Appends the encoding of `value` to `w` (many values can share one buffer); returns its length.
+ * On SCHEMA_MISMATCH nothing is appended.
+ */
+export function encodeValueInto(schema: CompiledSchema, value: Value, w: ValueWriter): number {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw mismatch('a record value must be an object');
   for (const k of Object.keys(value)) {
     if (!schema.fields.some((f) => f.name === k)) throw mismatch(`field "${k}" is not in the schema`);
   }
-  const w = new Writer();
+  const start = w.n;
+  try {
+    writeFields(schema, value, w);
+  } catch (e) {
+    w.n = start;
+    throw e;
+  }
+  return w.n - start;
+}
+
+function writeFields(schema: CompiledSchema, value: Value, w: ValueWriter): void {
   w.byte(CODEC_VERSION);
   for (const f of schema.fields) {
     const v = value[f.name];
@@ -122,9 +149,7 @@ export function encodeValue(schema: CompiledSchema, value: Value): Uint8Array {
     switch (f.type) {
       case 'string': {
         if (typeof v !== 'string') throw mismatch(`field "${f.name}" expected a string, got ${typeof v}`);
-        const b = enc.encode(v);
-        w.varint(b.length);
-        w.bytes(b);
+        w.str(v);
         break;
       }
       case 'bytes': {
@@ -151,7 +176,6 @@ export function encodeValue(schema: CompiledSchema, value: Value): Uint8Array {
         break;
     }
   }
-  return w.done();
 }
 
 /**

@@ -10,7 +10,7 @@ import { randomBytes } from '../kernels/mlkem';
 import { x25519 } from '@noble/curves/ed25519.js';
 import { ml_kem1024_x25519 } from '../crypto/kem';
 import { wrapRoot, unwrapRoot, readEnvelope, recipientId } from '../crypto/envelope';
-import { deriveDataKey, canonicalGovernance, type Governance } from '../crypto/record';
+import { deriveDataKey, canonicalGovernanceText, type Governance } from '../crypto/record';
 import { suite as suiteOf, type Suite, type SuiteName } from '../crypto/suites';
 
 /** What the manifest keeps of a generation: never the root. */
@@ -122,10 +122,12 @@ export class KeyRing {
    * The keyed AEAD for (suite, generation, governance), from the LRU cache or derived now.
    * @throws PqdbError AUTH_FAILED when the generation is locked or unknown.
    */
-  aeadFor(suiteName: SuiteName | number, generation: number, governance?: Governance): { suite: Suite; key: Uint8Array; aead: KeyedAead } {
+  aeadFor(suiteName: SuiteName | number, generation: number, governance?: Governance | string): { suite: Suite; key: Uint8Array; aead: KeyedAead } {
     this.live();
     const s = suiteOf(suiteName);
-    const cacheKey = `${generation}/${s.id}/${new TextDecoder().decode(canonicalGovernance(governance))}`;
+    // `governance` may be given already in canonical text form (the store keeps it that way).
+    const canonical = typeof governance === 'string' ? governance : canonicalGovernanceText(governance);
+    const cacheKey = `${generation}/${s.id}/${canonical}`;
     const hit = this.#cache.get(cacheKey);
     if (hit !== undefined) {
       this.#cache.delete(cacheKey); // refresh its place in the LRU order
@@ -135,7 +137,7 @@ export class KeyRing {
     const r = this.#generations.get(generation);
     const root = this.#roots.get(generation);
     if (r === undefined || root === undefined) throw new PqdbError('AUTH_FAILED', `key generation ${generation} is not unlocked`);
-    const key = deriveDataKey(root, r.salt, s.id, generation, governance);
+    const key = deriveDataKey(root, r.salt, s.id, generation, canonical);
     const entry = { key, aead: (s.aead === 'gcm' ? gcm : gcmsiv).withKey(key) };
     this.#cache.set(cacheKey, entry);
     if (this.#cache.size > this.#cacheSize) {

@@ -22,6 +22,7 @@ import { PqdbError } from '../errors';
 import { gcmsiv } from '../kernels/aead';
 import { hkdf, hmac } from '../kernels/hmac';
 import { sha384 } from '../kernels/sha2';
+import { utf8Length, writeUtf8 } from '../_utf8';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder('utf-8', { fatal: true });
@@ -48,45 +49,48 @@ export function metaKey(root: Uint8Array, salt: Uint8Array): Uint8Array {
   return hkdf(sha384, root, salt, enc.encode('pqdb manifest mac v1'), 32);
 }
 
+/** A growable byte buffer (one allocation per doubling, not one per field). */
 class Out {
-  parts: Uint8Array[] = [];
+  buf = new Uint8Array(256);
   n = 0;
+  private room(k: number): void {
+    if (this.n + k <= this.buf.length) return;
+    const b = new Uint8Array(Math.max(this.buf.length * 2, this.n + k));
+    b.set(this.buf.subarray(0, this.n));
+    this.buf = b;
+  }
   push(b: Uint8Array): void {
-    this.parts.push(b);
+    this.room(b.length);
+    this.buf.set(b, this.n);
     this.n += b.length;
   }
   byte(b: number): void {
-    this.push(new Uint8Array([b]));
+    this.room(1);
+    this.buf[this.n++] = b;
   }
   varint(v: number): void {
-    const b: number[] = [];
+    this.room(8);
     while (v >= 0x80) {
-      b.push((v % 0x80) | 0x80);
+      this.buf[this.n++] = (v % 0x80) | 0x80;
       v = Math.floor(v / 0x80);
     }
-    b.push(v);
-    this.push(new Uint8Array(b));
+    this.buf[this.n++] = v;
   }
   str(s: string): void {
-    const b = enc.encode(s);
-    this.varint(b.length);
-    this.push(b);
+    const len = utf8Length(s);
+    this.varint(len);
+    this.room(len);
+    this.n = writeUtf8(s, this.buf, this.n);
   }
   u64(v: number): void {
-    const b = new Uint8Array(8);
-    const dv = new DataView(b.buffer);
+    this.room(8);
+    const dv = new DataView(this.buf.buffer, this.buf.byteOffset + this.n, 8);
     dv.setUint32(0, Math.floor(v / 2 ** 32));
     dv.setUint32(4, v >>> 0);
-    this.push(b);
+    this.n += 8;
   }
   bytes(): Uint8Array {
-    const out = new Uint8Array(this.n);
-    let o = 0;
-    for (const p of this.parts) {
-      out.set(p, o);
-      o += p.length;
-    }
-    return out;
+    return this.buf.subarray(0, this.n);
   }
 }
 
@@ -132,11 +136,20 @@ function pageNonce(pageId: number): Uint8Array {
   return n;
 }
 
-/** Builds a commit page of generation `generation` holding `ops`. */
-export function encodePage(pageId: number, generation: number, key: Uint8Array, ops: readonly PageOp[]): Uint8Array {
+/** An operation to write: puts give their sealed length and a function sealing into their slot. */
+export type PageWriteOp =
+  | { kind: 'put'; collection: string; id: string; sequence: number; governance: string; length: number; seal: (slot: Uint8Array) => void }
+  | { kind: 'delete'; collection: string; id: string; sequence: number };
+
+/**
+ * Builds a commit page of generation `generation` holding `ops`: the page is allocated once and each
+ * record is sealed straight into its slot. Returns the page and where each record landed.
+ */
+export function encodePage(pageId: number, generation: number, key: Uint8Array, ops: readonly PageWriteOp[]): { bytes: Uint8Array; index: IndexedOp[] } {
   const index = new Out();
   index.varint(ops.length);
   let blobOffset = 0;
+  const located: IndexedOp[] = [];
   for (const op of ops) {
     index.byte(op.kind === 'put' ? 1 : 2);
     index.str(op.collection);
@@ -145,9 +158,10 @@ export function encodePage(pageId: number, generation: number, key: Uint8Array, 
     if (op.kind === 'put') {
       index.str(op.governance);
       index.varint(blobOffset);
-      index.varint(op.blob.length);
-      blobOffset += op.blob.length;
-    }
+      index.varint(op.length);
+      located.push({ kind: 'put', collection: op.collection, id: op.id, sequence: op.sequence, governance: op.governance, offset: blobOffset, length: op.length });
+      blobOffset += op.length;
+    } else located.push(op);
   }
   const head = new Uint8Array(13);
   head.set(PAGE_MAGIC);
@@ -159,11 +173,19 @@ export function encodePage(pageId: number, generation: number, key: Uint8Array, 
   new DataView(aad.buffer).setUint32(9, pageId);
   const sealed = gcmsiv(key, pageNonce(pageId), aad).encrypt(index.bytes());
   dv.setUint32(9, sealed.length);
-  const out = new Out();
-  out.push(head);
-  out.push(sealed);
-  for (const op of ops) if (op.kind === 'put') out.push(op.blob);
-  return out.bytes();
+  const base = 13 + sealed.length;
+  const page = new Uint8Array(base + blobOffset);
+  page.set(head);
+  page.set(sealed, 13);
+  let i = 0;
+  for (const op of ops) {
+    const at = located[i++];
+    if (op.kind === 'put' && at.kind === 'put') {
+      at.offset += base; // absolute within the page, as decodePage reports
+      op.seal(page.subarray(at.offset, at.offset + at.length));
+    }
+  }
+  return { bytes: page, index: located };
 }
 
 /** The generation a page was written under (read before its key is known). */

@@ -11,13 +11,16 @@
 import { PqdbError } from '../errors';
 import { bytes } from '../_args';
 import type { PageStore } from '../storage/page-store';
-import { sealRecord, openRecord, canonicalGovernance, type Governance } from '../crypto/record';
+import { sealRecord, sealedLength, openRecord, canonicalGovernanceText, type Governance } from '../crypto/record';
+import { utf8Length } from '../_utf8';
 import { suite as suiteOf, DEFAULT_SUITE, type SuiteName } from '../crypto/suites';
-import { compileSchema, encodeValue, decodeValue, type CompiledSchema, type Schema, type Value } from './codec';
+import { compileSchema, encodeValueInto, decodeValue, ValueWriter, type CompiledSchema, type Schema, type Value } from './codec';
 import { KeyRing, type GenerationRecord } from './keys';
 import { Registry, type RegistryRecord, type SuiteState, type RegistryEntry } from './registry';
-import { encodePage, decodePage, pageGeneration, pageKey, metaKey, encodeManifest, readManifestJson, verifyManifest, type PageOp } from './page-format';
+import { encodePage, decodePage, pageGeneration, pageKey, metaKey, encodeManifest, readManifestJson, verifyManifest, type PageWriteOp, type IndexedOp } from './page-format';
 
+/** Bound of the cache of sealed commit pages (they hold only ciphertext). */
+const PAGE_CACHE_BYTES = 64 * 1024 * 1024;
 const b64 = (b: Uint8Array) => btoa(String.fromCharCode(...b));
 const unb64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
 const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
@@ -133,7 +136,7 @@ export class Collection {
 
 function checkId(id: unknown): string {
   if (typeof id !== 'string' || id.length === 0) throw new TypeError('"id" expected a non-empty string');
-  if (new TextEncoder().encode(id).length > 1024) throw new RangeError('"id" is limited to 1,024 UTF-8 bytes');
+  if (utf8Length(id) > 1024) throw new RangeError('"id" is limited to 1,024 UTF-8 bytes');
   return id;
 }
 
@@ -148,6 +151,9 @@ export class Store {
   #open = true;
   #signer?: Uint8Array;
   #recovered: string[] = [];
+  /** Recently read commit pages (immutable, so never stale), bounded by PAGE_CACHE_BYTES. */
+  #pageCache = new Map<number, Uint8Array>();
+  #pageCacheBytes = 0;
 
   private constructor(pages: PageStore, keys: KeyRing, registry: Registry, manifest: ManifestJson, signer?: Uint8Array) {
     this.#pages = pages;
@@ -252,7 +258,7 @@ export class Store {
   }
 
   /** Appends one commit page (if there are operations) and the manifest in one atomic PageStore commit. */
-  async #commit(ops: PageOp[], collections: Collection[]): Promise<void> {
+  async #commit(ops: PageWriteOp[], collections: Collection[]): Promise<void> {
     const m = this.#manifest;
     const saved = JSON.stringify(m);
     for (const c of collections) {
@@ -260,11 +266,14 @@ export class Store {
     }
     let page: { id: number; bytes: Uint8Array } | undefined;
     let key: Uint8Array | undefined;
+    let indexed: IndexedOp[] = [];
     if (ops.length > 0) {
       const id = m.nextPageId++;
       const g = this.#keys.current();
       key = this.#keys.generationKey(g, 'page', pageKey);
-      page = { id, bytes: encodePage(id, g, key, ops) };
+      const encoded = encodePage(id, g, key, ops);
+      page = { id, bytes: encoded.bytes };
+      indexed = encoded.index;
     }
     try {
       await this.#pages.commit({ pages: page ? [page] : [], manifest: this.#manifestBytes() });
@@ -272,34 +281,52 @@ export class Store {
       Object.assign(m, JSON.parse(saved)); // the commit did not happen: nothing changes
       throw e;
     }
-    if (page !== undefined) for (const op of decodePage(page.id, key!, page.bytes)) this.#apply(page.id, op);
+    if (page !== undefined) {
+      for (const op of indexed) this.#apply(page.id, op);
+      this.#pageCache.set(page.id, page.bytes);
+      this.#pageCacheBytes += page.bytes.length;
+    }
   }
 
   /** @internal Checks and encodes operations, then seals and commits them as one page. */
   commitOps(pending: PendingOp[]): Promise<void> {
     this.#live();
-    // Everything is checked before anything is written: a bad value writes nothing.
-    const checked = pending.map((p) => {
+    // Everything is checked before anything is written: a bad value writes nothing. The plaintexts
+    // of the whole commit share one buffer.
+    const w = new ValueWriter();
+    const spans = pending.map(() => [0, 0]);
+    const checked = pending.map((p, i) => {
       if (!(p.collection instanceof Collection) || p.collection.store !== this) throw new TypeError('"collection" expected a collection of this store');
       checkId(p.id);
-      if (p.kind === 'delete') return { p };
-      const plaintext = encodeValue(p.collection.schema, p.value);
+      if (p.kind === 'delete') return { p, i };
+      const start = w.n;
+      spans[i] = [start, start + encodeValueInto(p.collection.schema, p.value, w)];
       const suiteId = this.#manifest.collections[p.collection.name]?.suite ?? this.#manifest.defaultSuite;
       this.#registry.checkWrite(suiteId);
-      return { p, plaintext, suiteId, governance: new TextDecoder().decode(canonicalGovernance(p.governance)) };
+      return { p, i, suiteId, governance: canonicalGovernanceText(p.governance) };
     });
+    const plaintextOf = (i: number) => w.buf.subarray(spans[i][0], spans[i][1]);
     return this.#enqueue(async () => {
       this.#live();
       // Sealing happens in commit order, so write sequences (and so nonces) are unique and ordered.
       const g = this.#keys.current();
       const base = this.#manifest.nextSequence;
-      const ops: PageOp[] = checked.map((c, i) => {
+      // One keyed AEAD per (suite, governance) in this commit; records seal straight into the page.
+      const keyedFor = new Map<string, ReturnType<KeyRing['aeadFor']>>();
+      const ops: PageWriteOp[] = checked.map((c, i) => {
         const sequence = base + i;
         const { collection, id } = c.p;
         if (c.p.kind === 'delete') return { kind: 'delete', collection: collection.name, id, sequence };
-        const keyed = this.#keys.aeadFor(c.suiteId!, g, c.p.governance);
-        const blob = sealRecord(c.suiteId!, keyed, { collection: collection.name, id, generation: g, sequence }, c.plaintext!);
-        return { kind: 'put', collection: collection.name, id, sequence, governance: c.governance!, blob };
+        const cacheKey = `${c.suiteId}/${c.governance}`;
+        let keyed = keyedFor.get(cacheKey);
+        if (keyed === undefined) keyedFor.set(cacheKey, (keyed = this.#keys.aeadFor(c.suiteId!, g, c.governance!)));
+        const k = keyed;
+        const address = { collection: collection.name, id, generation: g, sequence };
+        return {
+          kind: 'put', collection: collection.name, id, sequence, governance: c.governance!,
+          length: sealedLength(c.suiteId!, spans[c.i][1] - spans[c.i][0]),
+          seal: (slot: Uint8Array) => void sealRecord(c.suiteId!, k, address, plaintextOf(c.i), 0, slot),
+        };
       });
       this.#manifest.nextSequence = base + ops.length;
       try {
@@ -329,16 +356,34 @@ export class Store {
     checkId(id);
     const loc = this.#dir.get(c.name)?.get(id);
     if (loc === undefined) return undefined;
-    const page = await this.#pages.readPage(loc.pageId);
-    if (page === undefined) throw new PqdbError('CORRUPTION', `commit page ${loc.pageId} is missing`);
+    const page = await this.#page(loc.pageId);
     const blob = page.subarray(loc.offset, loc.offset + loc.length);
-    const governance = JSON.parse(loc.governance) as Governance;
     const { plaintext, header } = openRecord(blob, c.name, id, (suite, generation) => {
       this.#registry.checkRead(suite.id);
-      return this.#keys.aeadFor(suite.id, generation, governance);
+      return this.#keys.aeadFor(suite.id, generation, loc.governance);
     });
     if (header.sequence !== loc.sequence) throw new PqdbError('CORRUPTION', `record ${c.name}/${id} is not the version its index names`);
     return decodeValue(c.schema, plaintext);
+  }
+
+  /** A commit page, from the cache or the page store. */
+  async #page(pageId: number): Promise<Uint8Array> {
+    const hit = this.#pageCache.get(pageId);
+    if (hit !== undefined) {
+      this.#pageCache.delete(pageId);
+      this.#pageCache.set(pageId, hit);
+      return hit;
+    }
+    const page = await this.#pages.readPage(pageId);
+    if (page === undefined) throw new PqdbError('CORRUPTION', `commit page ${pageId} is missing`);
+    this.#pageCache.set(pageId, page);
+    this.#pageCacheBytes += page.length;
+    while (this.#pageCacheBytes > PAGE_CACHE_BYTES && this.#pageCache.size > 1) {
+      const [id, p] = this.#pageCache.entries().next().value as [number, Uint8Array];
+      this.#pageCache.delete(id);
+      this.#pageCacheBytes -= p.length;
+    }
+    return page;
   }
 
   /**

