@@ -87,27 +87,83 @@ export function root(leaves: readonly Uint8Array[]): Uint8Array {
 // ---- proofs --------------------------------------------------------------------------------------
 
 /**
- * All levels of the tree over `leaves`: levels[0] holds the leaf hashes, each higher level the
- * pairs of the one below with an odd last node carried up. Node j of level l covers the leaves
- * [j·2^l, min((j+1)·2^l, n)).
+ * A tree over given leaf hashes (48·n bytes), for roots and proofs without the leaf data. Holds all
+ * levels: levels[0] the leaf hashes, each higher level the pairs of the one below with an odd last
+ * node carried up; node j of level l covers the leaves [j·2^l, min((j+1)·2^l, n)).
+ * @example new MerkleHashTree(hashes).inclusionProof(5)
  */
-function levels(leaves: readonly Uint8Array[]): Uint8Array[] {
-  const out = [leafHashes(leaves)];
-  while (out[out.length - 1].length > HASH_BYTES) out.push(levelUp(out[out.length - 1]));
-  return out;
-}
+export class MerkleHashTree {
+  readonly #lv: Uint8Array[];
 
-function nodeAt(lv: Uint8Array[], level: number, index: number): Uint8Array {
-  return lv[level].slice(index * HASH_BYTES, (index + 1) * HASH_BYTES);
-}
-
-/** MTH(D[a:b]) for a range that is a node of the tree (every range the proofs ask for is). */
-function subtree(lv: Uint8Array[], n: number, a: number, b: number): Uint8Array {
-  const level = bitLen(b - a - 1);
-  if (a % 2 ** level !== 0 || Math.min(a + 2 ** level, n) !== b) {
-    throw new Error(`internal: [${a}, ${b}) is not a node of a tree of ${n} leaves`);
+  constructor(leafHashes: Uint8Array) {
+    bytes('leafHashes', leafHashes);
+    if (leafHashes.length % HASH_BYTES !== 0) throw new RangeError(`"leafHashes" expected a multiple of ${HASH_BYTES} bytes, got length=${leafHashes.length}`);
+    this.#lv = [leafHashes.slice()];
+    while (this.#lv[this.#lv.length - 1].length > HASH_BYTES) this.#lv.push(levelUp(this.#lv[this.#lv.length - 1]));
   }
-  return nodeAt(lv, level, a / 2 ** level);
+
+  get size(): number {
+    return this.#lv[0].length / HASH_BYTES;
+  }
+
+  /** MTH of all leaves (SHA-384("") for none). */
+  root(): Uint8Array {
+    return this.size === 0 ? sha384(new Uint8Array(0)) : this.#lv[this.#lv.length - 1].slice(0, HASH_BYTES);
+  }
+
+  #node(level: number, index: number): Uint8Array {
+    return this.#lv[level].slice(index * HASH_BYTES, (index + 1) * HASH_BYTES);
+  }
+
+  /** MTH(D[a:b]) for a range that is a node of the tree (every range the proofs ask for is). */
+  #subtree(a: number, b: number): Uint8Array {
+    const n = this.size;
+    const level = bitLen(b - a - 1);
+    if (a % 2 ** level !== 0 || Math.min(a + 2 ** level, n) !== b) {
+      throw new Error(`internal: [${a}, ${b}) is not a node of a tree of ${n} leaves`);
+    }
+    return this.#node(level, a / 2 ** level);
+  }
+
+  /** Inclusion proof (RFC 9162 §2.1.3.1 PATH) of leaf `index`, deepest sibling first. */
+  inclusionProof(index: number): Uint8Array[] {
+    integer('index', index, 0, this.size - 1);
+    const proof: Uint8Array[] = [];
+    for (let l = 0, i = index; l < this.#lv.length - 1; l++, i = Math.floor(i / 2)) {
+      const sibling = i ^ 1;
+      if (sibling * HASH_BYTES < this.#lv[l].length) proof.push(this.#node(l, sibling));
+    }
+    return proof;
+  }
+
+  /** Consistency proof (RFC 9162 §2.1.4.1 PROOF) from the first `oldSize` leaves to all of them. */
+  consistencyProof(oldSize: number): Uint8Array[] {
+    const n = this.size;
+    integer('oldSize', oldSize, 0, n);
+    if (oldSize === 0 || oldSize === n) return [];
+    const proof: Uint8Array[] = [];
+    // SUBPROOF(m, D[a:b], complete), iteratively: the recursion only ever descends one side.
+    const pending: Uint8Array[] = [];
+    let m = oldSize;
+    let a = 0;
+    let b = n;
+    let complete = true;
+    while (m !== b - a) {
+      const k = 2 ** (bitLen(b - a - 1) - 1);
+      if (m <= k) {
+        pending.push(this.#subtree(a + k, b));
+        b = a + k;
+      } else {
+        pending.push(this.#subtree(a, a + k));
+        m -= k;
+        a += k;
+        complete = false;
+      }
+    }
+    if (!complete) proof.push(this.#subtree(a, b));
+    for (let i = pending.length - 1; i >= 0; i--) proof.push(pending[i]);
+    return proof;
+  }
 }
 
 /**
@@ -119,13 +175,7 @@ function subtree(lv: Uint8Array[], n: number, a: number, b: number): Uint8Array 
 export function inclusionProof(leaves: readonly Uint8Array[], index: number): Uint8Array[] {
   checkLeaves(leaves);
   integer('index', index, 0, leaves.length - 1);
-  const lv = levels(leaves);
-  const proof: Uint8Array[] = [];
-  for (let l = 0, i = index; l < lv.length - 1; l++, i = Math.floor(i / 2)) {
-    const sibling = i ^ 1;
-    if (sibling * HASH_BYTES < lv[l].length) proof.push(nodeAt(lv, l, sibling));
-  }
-  return proof;
+  return new MerkleHashTree(leafHashes(leaves)).inclusionProof(index);
 }
 
 /**
@@ -135,32 +185,9 @@ export function inclusionProof(leaves: readonly Uint8Array[], index: number): Ui
  */
 export function consistencyProof(leaves: readonly Uint8Array[], oldSize: number): Uint8Array[] {
   checkLeaves(leaves);
-  const n = leaves.length;
-  integer('oldSize', oldSize, 0, n);
-  if (oldSize === 0 || oldSize === n) return [];
-  const lv = levels(leaves);
-  const proof: Uint8Array[] = [];
-  // SUBPROOF(m, D[a:b], complete), iteratively: the recursion only ever descends one side.
-  const pending: Uint8Array[] = [];
-  let m = oldSize;
-  let a = 0;
-  let b = n;
-  let complete = true;
-  while (m !== b - a) {
-    const k = 2 ** (bitLen(b - a - 1) - 1);
-    if (m <= k) {
-      pending.push(subtree(lv, n, a + k, b));
-      b = a + k;
-    } else {
-      pending.push(subtree(lv, n, a, a + k));
-      m -= k;
-      a += k;
-      complete = false;
-    }
-  }
-  if (!complete) proof.push(subtree(lv, n, a, b));
-  for (let i = pending.length - 1; i >= 0; i--) proof.push(pending[i]);
-  return proof;
+  integer('oldSize', oldSize, 0, leaves.length);
+  if (oldSize === 0 || oldSize === leaves.length) return [];
+  return new MerkleHashTree(leafHashes(leaves)).consistencyProof(oldSize);
 }
 
 function equal(a: Uint8Array, b: Uint8Array): boolean {
