@@ -10,6 +10,7 @@ export { ml_kem1024_x25519, kemProvider, type KemProvider, type KemProviderName 
 export { HYBRID_LABEL } from './crypto/hybrid-kem';
 export { ml_dsa87, PRE_HASHES, type SignOpts } from './kernels/mldsa';
 export * as merkle from './crypto/merkle';
+export { verifySealed, openSealed, verifyCheckpoint, type VerifiedSealed, type Checkpoint } from './crypto/proofs';
 export { MerkleAppender } from './crypto/merkle';
 export { PqdbError, ERROR_CODES, type PqdbErrorCode } from './errors';
 export { setWasmFlavor, wasmFlavor, wasmBuilds, simdSupported, type WasmFlavor } from './wasm/loader';

@@ -12,6 +12,7 @@ export { Store, Collection, type Transaction, type PutOptions, type ScanOptions,
 export type { Schema, FieldSpec, Value } from './engine/codec';
 export type { PageStore, CommitBatch, PageStoreStats } from './storage/page-store';
 export { openMemoryPageStore } from './storage/memory';
+export { verifySealed, openSealed, type VerifiedSealed, type Checkpoint } from './crypto/proofs';
 
 /** The pqdb release this build belongs to. */
 export const VERSION = '0.1.0';

@@ -17,6 +17,8 @@ import { suite as suiteOf, DEFAULT_SUITE, type SuiteName } from '../crypto/suite
 import { compileSchema, encodeValueInto, decodeValue, ValueWriter, type CompiledSchema, type Schema, type Value } from './codec';
 import { KeyRing, type GenerationRecord } from './keys';
 import { Registry, type RegistryRecord, type SuiteState, type RegistryEntry } from './registry';
+import { recordLeafHash, signCheckpoint, checkpointHash, decodeCheckpoint, encodeExport, leafData, type Checkpoint } from '../crypto/proofs';
+import { MerkleHashTree, HASH_BYTES } from '../crypto/merkle';
 import { encodePage, decodePage, pageGeneration, pageKey, metaKey, encodeManifest, readManifestJson, verifyManifest, type PageWriteOp, type IndexedOp } from './page-format';
 
 /** Bound of the cache of sealed commit pages (they hold only ciphertext). */
@@ -36,11 +38,16 @@ export interface StoreOptions {
   suite?: SuiteName;
   /** ML-DSA-87 secret key for checkpoints (kept for signing batches). */
   signer?: Uint8Array;
+  /** The signer's public key (named in checkpoints by its id); required with `signer`. */
+  signerPublicKey?: Uint8Array;
   /** Bound of the data-key cache. */
   keyCacheSize?: number;
 }
 
 interface Location {
+  /** Index of the record's leaf in its generation's Merkle log. */
+  leafIndex: number;
+  generation: number;
   pageId: number;
   offset: number;
   length: number;
@@ -64,6 +71,8 @@ interface ManifestJson {
   collections: Record<string, CollectionMeta>;
   /** The suite new collections write with unless they name one. */
   defaultSuite: number;
+  /** Signed checkpoints (base64), oldest first. */
+  checkpoints?: string[];
 }
 
 export interface PutOptions {
@@ -128,6 +137,14 @@ export class Collection {
     }
   }
 
+  /**
+   * A self-verifying sealed export of `id`: header ‖ ciphertext ‖ inclusion proof ‖ signed
+   * checkpoint ‖ signer key id. Verify it anywhere with verifySealed(bytes, signerPublicKey).
+   */
+  exportSealed(id: string): Promise<Uint8Array> {
+    return this.store.exportSealed(this, id);
+  }
+
   /** Number of live records. */
   get size(): number {
     return this.store.ids(this.name, '').length;
@@ -151,6 +168,9 @@ export class Store {
   #open = true;
   #signer?: Uint8Array;
   #recovered: string[] = [];
+  /** Per generation: the leaf hashes of its Merkle log, in append order (48 bytes each). */
+  #leaves = new Map<number, { buf: Uint8Array; n: number }>();
+  #signerPublic?: Uint8Array;
   /** Recently read commit pages (immutable, so never stale), bounded by PAGE_CACHE_BYTES. */
   #pageCache = new Map<number, Uint8Array>();
   #pageCacheBytes = 0;
@@ -160,7 +180,7 @@ export class Store {
     this.#keys = keys;
     this.#registry = registry;
     this.#manifest = manifest;
-    this.#signer = signer?.slice();
+    this.#signer = signer === undefined ? undefined : new Uint8Array(signer);
   }
 
   /**
@@ -189,6 +209,7 @@ export class Store {
         keyring: [], registry: [], collections: {}, defaultSuite: suite.id,
       };
       store = new Store(pages, keys, registry, manifest, options.signer);
+      store.#signerPublic = options.signerPublicKey;
       await store.#enqueue(() => store.#commit([], []));
     } else {
       const json = readManifestJson(raw) as ManifestJson;
@@ -198,6 +219,7 @@ export class Store {
       keys.unlock(options.unlock);
       verifyManifest(raw, keys.generationKey(json.macGeneration, 'meta', metaKey));
       store = new Store(pages, keys, new Registry({ records: json.registry }), json, options.signer);
+      store.#signerPublic = options.signerPublicKey;
       await store.#rebuild();
     }
     return store;
@@ -218,8 +240,9 @@ export class Store {
       }
       const page = await this.#pages.readPage(pageId);
       if (page === undefined) throw new PqdbError('CORRUPTION', `commit page ${pageId} is missing`);
-      const key = this.#keys.generationKey(pageGeneration(page), 'page', pageKey);
-      for (const op of decodePage(pageId, key, page)) this.#apply(pageId, op);
+      const g = pageGeneration(page);
+      const key = this.#keys.generationKey(g, 'page', pageKey);
+      for (const op of decodePage(pageId, key, page)) this.#apply(pageId, g, page, op);
     }
     if (orphans.length > 0) {
       await this.#pages.deletePages(orphans);
@@ -233,11 +256,29 @@ export class Store {
     return { clean: actions.length === 0, actions };
   }
 
-  #apply(pageId: number, op: ReturnType<typeof decodePage>[number]): void {
+  #apply(pageId: number, generation: number, page: Uint8Array, op: ReturnType<typeof decodePage>[number]): void {
     let m = this.#dir.get(op.collection);
     if (m === undefined) this.#dir.set(op.collection, (m = new Map()));
-    if (op.kind === 'delete') m.delete(op.id);
-    else m.set(op.id, { pageId, offset: op.offset, length: op.length, sequence: op.sequence, governance: op.governance });
+    if (op.kind === 'delete') {
+      m.delete(op.id);
+      return;
+    }
+    // Every put is a leaf of its generation's log (deletes leave the log as it is: it only grows).
+    const record = page.subarray(op.offset, op.offset + op.length);
+    const leaf = recordLeafHash(this.#storeId, op.collection, op.id, op.sequence, record[1], generation, record, op.governance);
+    let log = this.#leaves.get(generation);
+    if (log === undefined) this.#leaves.set(generation, (log = { buf: new Uint8Array(HASH_BYTES * 1024), n: 0 }));
+    if ((log.n + 1) * HASH_BYTES > log.buf.length) {
+      const grown = new Uint8Array(log.buf.length * 2);
+      grown.set(log.buf);
+      log.buf = grown;
+    }
+    log.buf.set(leaf, log.n * HASH_BYTES);
+    m.set(op.id, { leafIndex: log.n++, generation, pageId, offset: op.offset, length: op.length, sequence: op.sequence, governance: op.governance });
+  }
+
+  get #storeId(): Uint8Array {
+    return Uint8Array.from(this.#manifest.storeId.match(/../g)!, (h) => parseInt(h, 16));
   }
 
   #live(): void {
@@ -267,6 +308,7 @@ export class Store {
     let page: { id: number; bytes: Uint8Array } | undefined;
     let key: Uint8Array | undefined;
     let indexed: IndexedOp[] = [];
+    let pageGen = 0;
     if (ops.length > 0) {
       const id = m.nextPageId++;
       const g = this.#keys.current();
@@ -274,6 +316,7 @@ export class Store {
       const encoded = encodePage(id, g, key, ops);
       page = { id, bytes: encoded.bytes };
       indexed = encoded.index;
+      pageGen = g;
     }
     try {
       await this.#pages.commit({ pages: page ? [page] : [], manifest: this.#manifestBytes() });
@@ -282,7 +325,7 @@ export class Store {
       throw e;
     }
     if (page !== undefined) {
-      for (const op of indexed) this.#apply(page.id, op);
+      for (const op of indexed) this.#apply(page.id, pageGen, page.bytes, op);
       this.#pageCache.set(page.id, page.bytes);
       this.#pageCacheBytes += page.bytes.length;
     }
@@ -468,6 +511,84 @@ export class Store {
       collections: Object.fromEntries([...this.#dir.entries()].map(([k, m]) => [k, m.size])),
       commits: this.#manifest.nextPageId - 1,
     };
+  }
+
+  // ---- verifiable batches (DESIGN §7) -------------------------------------------------------------
+
+  /** The leaf hashes of a generation's log (48·n bytes). */
+  #log(generation: number): Uint8Array {
+    const log = this.#leaves.get(generation);
+    return log === undefined ? new Uint8Array(0) : log.buf.subarray(0, log.n * HASH_BYTES);
+  }
+
+  /**
+   * Signs a checkpoint of the current generation's log (store id, generation, tree size, root,
+   * hash of the previous checkpoint) with ML-DSA-87 and stores it durably.
+   * @throws PqdbError NOT_OPEN; TypeError when the store was opened without signer keys.
+   */
+  checkpoint(): Promise<Checkpoint & { signed: Uint8Array }> {
+    return this.#enqueue(async () => {
+      this.#live();
+      if (this.#signer === undefined || this.#signerPublic === undefined) throw new TypeError('checkpoints need the "signer" and "signerPublicKey" options');
+      const g = this.#keys.current();
+      const tree = new MerkleHashTree(this.#log(g));
+      const list = this.#manifest.checkpoints ?? [];
+      const previous = list.length > 0 ? checkpointHash(unb64(list[list.length - 1])) : new Uint8Array(48);
+      const c: Checkpoint = { storeId: this.#storeId, generation: g, size: tree.size, root: tree.root(), previous };
+      const signed = signCheckpoint(c, this.#signer, this.#signerPublic);
+      this.#manifest.checkpoints = [...list, b64(signed)];
+      try {
+        await this.#commit([], []);
+      } catch (e) {
+        this.#manifest.checkpoints = list;
+        throw e;
+      }
+      return { ...c, signed };
+    });
+  }
+
+  /** Every signed checkpoint, oldest first. */
+  checkpoints(): (Checkpoint & { signed: Uint8Array })[] {
+    return (this.#manifest.checkpoints ?? []).map((b) => {
+      const signed = unb64(b);
+      return { ...decodeCheckpoint(signed)!, signed };
+    });
+  }
+
+  /**
+   * Consistency proof between two checkpoints (by position in checkpoints()) of one generation.
+   * @throws RangeError for unknown positions or checkpoints of different generations.
+   */
+  consistencyProof(from: number, to: number): Uint8Array[] {
+    const list = this.checkpoints();
+    const a = list[from];
+    const b = list[to];
+    if (a === undefined || b === undefined || a.generation !== b.generation || a.size > b.size) throw new RangeError('"from" and "to" expected checkpoints of one generation, oldest first');
+    return new MerkleHashTree(this.#log(b.generation).subarray(0, b.size * HASH_BYTES)).consistencyProof(a.size);
+  }
+
+  /** @internal A self-verifying export of one record (checkpointing first when none covers it). */
+  async exportSealed(c: Collection, id: string): Promise<Uint8Array> {
+    this.#live();
+    checkId(id);
+    const loc = this.#dir.get(c.name)?.get(id);
+    if (loc === undefined) throw new RangeError(`no record "${id}" in collection "${c.name}"`);
+    let cp = this.checkpoints().reverse().find((x) => x.generation === loc.generation && x.size > loc.leafIndex);
+    if (cp === undefined) cp = await this.checkpoint();
+    if (cp.generation !== loc.generation || cp.size <= loc.leafIndex) throw new PqdbError('NOT_OPEN', 'no checkpoint covers this record');
+    const page = await this.#page(loc.pageId);
+    const record = page.slice(loc.offset, loc.offset + loc.length);
+    const proof = new MerkleHashTree(this.#log(loc.generation).subarray(0, cp.size * HASH_BYTES)).inclusionProof(loc.leafIndex);
+    return encodeExport({
+      leafData: leafData(this.#storeId, c.name, id, loc.sequence, record[1], loc.generation, record, loc.governance),
+      record, governance: loc.governance, leafIndex: loc.leafIndex, proof, signedCheckpoint: cp.signed,
+    });
+  }
+
+  /** The data key of (suite, generation, governance) for opening exports (see openSealed). */
+  dataKeyFor(suite: number, generation: number, governance: string): { key: Uint8Array; aead: ReturnType<KeyRing['aeadFor']>['aead'] } {
+    this.#live();
+    return this.#keys.aeadFor(suite, generation, governance);
   }
 
   /** Waits for pending commits, wipes every key and releases the storage. Idempotent. */

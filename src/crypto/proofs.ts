@@ -1,0 +1,299 @@
+// Verifiable batches (DESIGN §7): record leaves, signed checkpoints and self-verifying sealed-record
+// exports. The byte layouts are documented in docs/format.md.
+//
+//   leaf data   = "PQDL" ‖ 1 ‖ store id (16) ‖ str16(collection) ‖ str16(id) ‖ be64(sequence) ‖
+//                 suite (1) ‖ be32(generation) ‖ SHA-384(sealed record = header ‖ ciphertext) ‖
+//                 SHA-384(canonical governance)
+//   (DESIGN §7's fields plus the governance hash: the data key depends on the governance state, so
+//   an export carries it, and binding it in the leaf makes every byte of an export verified)
+//   checkpoint  = "PQDC" ‖ 1 ‖ store id (16) ‖ be32(generation) ‖ be64(tree size) ‖ root (48) ‖
+//                 previous checkpoint hash (48; zero for the first)                 (129 bytes)
+//   signed      = checkpoint ‖ signer key id (16) ‖ ML-DSA-87 signature (4,627) over the checkpoint
+//                 with the FIPS 204 context "pqdb checkpoint v1"
+//   export      = "PQDX" ‖ 1 ‖ be16(|leaf data|) ‖ leaf data ‖ be32(|record|) ‖ record ‖
+//                 be16(|governance|) ‖ canonical governance ‖ be64(leaf index) ‖ proof count (1) ‖
+//                 proof hashes (48 each) ‖ signed checkpoint
+// `verifySealed` needs nothing but the export and the signer's public key.
+
+import { bytes } from '../_args';
+import { PqdbError } from '../errors';
+import { utf8, utf8Length, writeUtf8 } from '../_utf8';
+import { sha384 } from '../kernels/sha2';
+import { ml_dsa87 } from '../kernels/mldsa';
+import { leafHash, verifyInclusion, HASH_BYTES } from './merkle';
+import { readHeader, openRecord, type DataKey, type RecordHeader } from './record';
+import type { Suite } from './suites';
+
+const CONTEXT = utf8('pqdb checkpoint v1');
+export const CHECKPOINT_BYTES = 129;
+export const SIGNATURE_BYTES = 4627;
+export const KEY_ID_BYTES = 16;
+export const SIGNED_CHECKPOINT_BYTES = CHECKPOINT_BYTES + KEY_ID_BYTES + SIGNATURE_BYTES;
+const dec = new TextDecoder('utf-8', { fatal: true });
+
+export interface Checkpoint {
+  storeId: Uint8Array;
+  generation: number;
+  size: number;
+  root: Uint8Array;
+  previous: Uint8Array;
+}
+
+function putU32(b: Uint8Array, at: number, v: number): void {
+  new DataView(b.buffer, b.byteOffset).setUint32(at, v);
+}
+function putU64(b: Uint8Array, at: number, v: number): void {
+  const dv = new DataView(b.buffer, b.byteOffset);
+  dv.setUint32(at, Math.floor(v / 2 ** 32));
+  dv.setUint32(at + 4, v >>> 0);
+}
+function getU64(b: Uint8Array, at: number): number {
+  const dv = new DataView(b.buffer, b.byteOffset);
+  return dv.getUint32(at) * 2 ** 32 + dv.getUint32(at + 4);
+}
+
+/** The canonical leaf data of a sealed record (DESIGN §7). */
+export function leafData(storeId: Uint8Array, collection: string, id: string, sequence: number, suite: number, generation: number, record: Uint8Array, governance: string): Uint8Array {
+  const cl = utf8Length(collection);
+  const il = utf8Length(id);
+  const out = new Uint8Array(5 + 16 + 2 + cl + 2 + il + 8 + 1 + 4 + 2 * HASH_BYTES);
+  out.set([0x50, 0x51, 0x44, 0x4c, 1]);
+  out.set(bytes('storeId', storeId, 16), 5);
+  let at = 21;
+  out[at++] = cl >> 8;
+  out[at++] = cl & 0xff;
+  at = writeUtf8(collection, out, at);
+  out[at++] = il >> 8;
+  out[at++] = il & 0xff;
+  at = writeUtf8(id, out, at);
+  putU64(out, at, sequence);
+  at += 8;
+  out[at++] = suite;
+  putU32(out, at, generation);
+  at += 4;
+  out.set(sha384(record), at);
+  out.set(sha384(utf8(governance)), at + HASH_BYTES);
+  return out;
+}
+
+/** The leaf hash SHA-384(0x00 ‖ leaf data) of a sealed record. */
+export function recordLeafHash(storeId: Uint8Array, collection: string, id: string, sequence: number, suite: number, generation: number, record: Uint8Array, governance: string): Uint8Array {
+  return leafHash(leafData(storeId, collection, id, sequence, suite, generation, record, governance));
+}
+
+export function encodeCheckpoint(c: Checkpoint): Uint8Array {
+  const out = new Uint8Array(CHECKPOINT_BYTES);
+  out.set([0x50, 0x51, 0x44, 0x43, 1]);
+  out.set(bytes('storeId', c.storeId, 16), 5);
+  putU32(out, 21, c.generation);
+  putU64(out, 25, c.size);
+  out.set(bytes('root', c.root, HASH_BYTES), 33);
+  out.set(bytes('previous', c.previous, HASH_BYTES), 81);
+  return out;
+}
+
+export function decodeCheckpoint(b: Uint8Array): Checkpoint | undefined {
+  if (b.length < CHECKPOINT_BYTES || b[0] !== 0x50 || b[1] !== 0x51 || b[2] !== 0x44 || b[3] !== 0x43 || b[4] !== 1) return undefined;
+  return {
+    storeId: b.slice(5, 21),
+    generation: new DataView(b.buffer, b.byteOffset).getUint32(21),
+    size: getU64(b, 25),
+    root: b.slice(33, 81),
+    previous: b.slice(81, 129),
+  };
+}
+
+/** The 16-byte id a signed checkpoint names its signer by: SHA-384(public key)[0, 16). */
+export function signerKeyId(publicKey: Uint8Array): Uint8Array {
+  return sha384(bytes('publicKey', publicKey)).slice(0, KEY_ID_BYTES);
+}
+
+/** Signs a checkpoint with ML-DSA-87 (hedged). */
+export function signCheckpoint(c: Checkpoint, signerSecretKey: Uint8Array, signerPublicKey: Uint8Array): Uint8Array {
+  const msg = encodeCheckpoint(c);
+  const out = new Uint8Array(SIGNED_CHECKPOINT_BYTES);
+  out.set(msg);
+  out.set(signerKeyId(signerPublicKey), CHECKPOINT_BYTES);
+  out.set(ml_dsa87.sign(msg, signerSecretKey, { context: CONTEXT }), CHECKPOINT_BYTES + KEY_ID_BYTES);
+  return out;
+}
+
+/** Verifies a signed checkpoint; the decoded checkpoint, or undefined when anything is wrong. */
+export function verifyCheckpoint(signed: Uint8Array, signerPublicKey: Uint8Array): Checkpoint | undefined {
+  if (!(signed instanceof Uint8Array) || signed.length !== SIGNED_CHECKPOINT_BYTES) return undefined;
+  const c = decodeCheckpoint(signed);
+  if (c === undefined) return undefined;
+  const id = signerKeyId(signerPublicKey);
+  for (let i = 0; i < KEY_ID_BYTES; i++) if (id[i] !== signed[CHECKPOINT_BYTES + i]) return undefined;
+  const ok = ml_dsa87.verify(signed.subarray(CHECKPOINT_BYTES + KEY_ID_BYTES), signed.subarray(0, CHECKPOINT_BYTES), signerPublicKey, { context: CONTEXT });
+  return ok ? c : undefined;
+}
+
+/** SHA-384 of a signed checkpoint: the `previous` link of the next one. */
+export function checkpointHash(signed: Uint8Array): Uint8Array {
+  return sha384(signed);
+}
+
+export interface SealedExport {
+  leafData: Uint8Array;
+  record: Uint8Array;
+  governance: string;
+  leafIndex: number;
+  proof: Uint8Array[];
+  signedCheckpoint: Uint8Array;
+}
+
+export function encodeExport(e: SealedExport): Uint8Array {
+  const gov = utf8(e.governance);
+  const size = 5 + 2 + e.leafData.length + 4 + e.record.length + 2 + gov.length + 8 + 1 + e.proof.length * HASH_BYTES + e.signedCheckpoint.length;
+  const out = new Uint8Array(size);
+  out.set([0x50, 0x51, 0x44, 0x58, 1]);
+  let at = 5;
+  out[at++] = e.leafData.length >> 8;
+  out[at++] = e.leafData.length & 0xff;
+  out.set(e.leafData, at);
+  at += e.leafData.length;
+  putU32(out, at, e.record.length);
+  at += 4;
+  out.set(e.record, at);
+  at += e.record.length;
+  out[at++] = gov.length >> 8;
+  out[at++] = gov.length & 0xff;
+  out.set(gov, at);
+  at += gov.length;
+  putU64(out, at, e.leafIndex);
+  at += 8;
+  out[at++] = e.proof.length;
+  for (const p of e.proof) {
+    out.set(p, at);
+    at += HASH_BYTES;
+  }
+  out.set(e.signedCheckpoint, at);
+  return out;
+}
+
+function decodeExport(b: Uint8Array): SealedExport | undefined {
+  try {
+    if (b.length < 8 || b[0] !== 0x50 || b[1] !== 0x51 || b[2] !== 0x44 || b[3] !== 0x58 || b[4] !== 1) return undefined;
+    let at = 5;
+    const ll = (b[at] << 8) | b[at + 1];
+    at += 2;
+    const leaf = b.slice(at, at + ll);
+    at += ll;
+    const rl = new DataView(b.buffer, b.byteOffset).getUint32(at);
+    at += 4;
+    const record = b.slice(at, at + rl);
+    at += rl;
+    const gl = (b[at] << 8) | b[at + 1];
+    at += 2;
+    const governance = dec.decode(b.subarray(at, at + gl));
+    at += gl;
+    const leafIndex = getU64(b, at);
+    at += 8;
+    const n = b[at++];
+    const proof: Uint8Array[] = [];
+    for (let i = 0; i < n; i++) {
+      proof.push(b.slice(at, at + HASH_BYTES));
+      at += HASH_BYTES;
+    }
+    const signedCheckpoint = b.slice(at);
+    if (leaf.length !== ll || record.length !== rl || at > b.length || proof.some((p) => p.length !== HASH_BYTES)) return undefined;
+    return { leafData: leaf, record, governance, leafIndex, proof, signedCheckpoint };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Parses leaf data back into its fields. */
+function readLeaf(leaf: Uint8Array): { storeId: Uint8Array; collection: string; id: string; sequence: number; suite: number; generation: number; recordHash: Uint8Array; governanceHash: Uint8Array } | undefined {
+  try {
+    if (leaf[0] !== 0x50 || leaf[1] !== 0x51 || leaf[2] !== 0x44 || leaf[3] !== 0x4c || leaf[4] !== 1) return undefined;
+    let at = 21;
+    const cl = (leaf[at] << 8) | leaf[at + 1];
+    at += 2;
+    const collection = dec.decode(leaf.subarray(at, at + cl));
+    at += cl;
+    const il = (leaf[at] << 8) | leaf[at + 1];
+    at += 2;
+    const id = dec.decode(leaf.subarray(at, at + il));
+    at += il;
+    const sequence = getU64(leaf, at);
+    at += 8;
+    const suite = leaf[at++];
+    const generation = new DataView(leaf.buffer, leaf.byteOffset).getUint32(at);
+    at += 4;
+    if (at + 2 * HASH_BYTES !== leaf.length) return undefined;
+    return { storeId: leaf.slice(5, 21), collection, id, sequence, suite, generation, recordHash: leaf.slice(at, at + HASH_BYTES), governanceHash: leaf.slice(at + HASH_BYTES) };
+  } catch {
+    return undefined;
+  }
+}
+
+export interface VerifiedSealed {
+  valid: boolean;
+  /** Why verification failed (absent when valid). */
+  reason?: string;
+  checkpoint?: Checkpoint;
+  collection?: string;
+  id?: string;
+  sequence?: number;
+  suite?: number;
+  generation?: number;
+}
+
+/**
+ * Verifies a sealed-record export offline: the ML-DSA-87 checkpoint signature under
+ * `signerPublicKey`, the record's leaf (bound to the record bytes, its place and its header), and the
+ * inclusion proof against the checkpoint's root. Never throws on bad bytes: returns valid false.
+ * @throws TypeError when the arguments are not byte arrays.
+ */
+export function verifySealed(exported: Uint8Array, signerPublicKey: Uint8Array): VerifiedSealed {
+  bytes('exported', exported);
+  bytes('signerPublicKey', signerPublicKey);
+  const fail = (reason: string): VerifiedSealed => ({ valid: false, reason });
+  const e = decodeExport(exported);
+  if (e === undefined) return fail('not a well-formed pqdb sealed export');
+  const checkpoint = verifyCheckpoint(e.signedCheckpoint, signerPublicKey);
+  if (checkpoint === undefined) return fail('the checkpoint signature does not verify under this key');
+  const leaf = readLeaf(e.leafData);
+  if (leaf === undefined) return fail('the leaf data is malformed');
+  const recordHash = sha384(e.record);
+  const governanceHash = sha384(utf8(e.governance));
+  let d = 0;
+  for (let i = 0; i < HASH_BYTES; i++) d |= (recordHash[i] ^ leaf.recordHash[i]) | (governanceHash[i] ^ leaf.governanceHash[i]);
+  if (d !== 0) return fail('the record or its governance state does not match its leaf');
+  let header: RecordHeader;
+  try {
+    header = readHeader(e.record);
+  } catch {
+    return fail('the record header is malformed');
+  }
+  if (header.sequence !== leaf.sequence || header.suite.id !== leaf.suite || header.generation !== leaf.generation) return fail('the record header does not match its leaf');
+  if (leaf.generation !== checkpoint.generation || leaf.storeId.some((x, i) => x !== checkpoint.storeId[i])) return fail('the leaf belongs to another store or generation');
+  if (e.leafIndex >= checkpoint.size) return fail('the leaf index lies outside the checkpoint');
+  let included = false;
+  try {
+    included = verifyInclusion(e.leafData, e.leafIndex, checkpoint.size, e.proof, checkpoint.root);
+  } catch {
+    included = false;
+  }
+  if (!included) return fail('the inclusion proof does not verify against the checkpoint root');
+  return { valid: true, checkpoint, collection: leaf.collection, id: leaf.id, sequence: leaf.sequence, suite: leaf.suite, generation: leaf.generation };
+}
+
+/**
+ * Decrypts a (verified) sealed export: `dataKeyFor(suite, generation, governance)` supplies the data
+ * key, e.g. from a store's key ring or a recipient's unwrapped root. Returns the record's plaintext
+ * (its typed encoding) and where it came from.
+ * @throws PqdbError AUTH_FAILED for a wrong key or altered bytes; CORRUPTION for a malformed export.
+ */
+export function openSealed(
+  exported: Uint8Array,
+  dataKeyFor: (suite: Suite, generation: number, governance: string) => DataKey,
+): { plaintext: Uint8Array; collection: string; id: string; header: RecordHeader } {
+  const e = decodeExport(bytes('exported', exported));
+  const leaf = e && readLeaf(e.leafData);
+  if (e === undefined || leaf === undefined) throw new PqdbError('CORRUPTION', 'not a well-formed pqdb sealed export');
+  const { plaintext, header } = openRecord(e.record, leaf.collection, leaf.id, (suite, generation) => dataKeyFor(suite, generation, e.governance));
+  return { plaintext, collection: leaf.collection, id: leaf.id, header };
+}

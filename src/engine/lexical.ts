@@ -1,0 +1,580 @@
+// A lexical (full-text) index over one collection's string fields: the store calls `update` on every
+// put and delete and persists `serialize()` sealed at checkpoints (docs/lexical-index.md).
+//
+// Tokenizer: NFKC, locale-independent lower case, words = a letter or number followed by letters,
+// numbers and combining marks (UAX #44 general categories L, N, M through the regexp `u` flag),
+// each capped at 64 code points. Queries are tokenized the same way.
+//
+// Security caveats: terms are plaintext in memory while the index exists, like the records the
+// store decrypts; `serialize()` returns plaintext terms and ids, so callers seal it before it
+// reaches storage. Search time depends on the data and the query (it is not constant-time).
+//
+// Serialized form (all varints unsigned LEB128, canonical; str(s) = varint(UTF-8 length) ‖ UTF-8):
+//   "PQLX" ‖ version(1) ‖ varint(#fields) ‖ str(field)*                     fields in UTF-8 byte order
+//   ‖ varint(#terms) ‖ (varint(shared) ‖ varint(|suffix|) ‖ suffix)*         front-coded, UTF-8 byte order
+//   ‖ varint(#docs) ‖ (str(id) ‖ varint(k) ‖ (varint(term index delta) ‖ varint(tf)) × k)*   ids in UTF-8 byte order
+//   ‖ le32(CRC-32C of everything before)
+// Sorting every list makes the bytes a function of the indexed content alone (not of update order).
+
+import { PqdbError } from '../errors';
+import { bytes as checkBytes, integer } from '../_args';
+import { utf8 } from '../_utf8';
+import { crc32c } from '../storage/page-store';
+import { ValueWriter } from './codec';
+
+/** Longest token, in code points; longer words are cut to their first 64 code points. */
+export const MAX_TOKEN_CODE_POINTS = 64;
+/** Default number of ids `search` returns. */
+export const DEFAULT_SEARCH_LIMIT = 100;
+
+const FORMAT_VERSION = 1;
+const MAGIC = [0x50, 0x51, 0x4c, 0x58]; // PQLX
+/**
+ * Terms added since the sorted term array was last built are scanned linearly by prefix searches
+ * up to this many; beyond it the next prefix search merges them in (O(terms)). Keeps a search that
+ * follows a put cheap while the merge cost stays amortised over ≥ 1024 new terms.
+ */
+const FRESH_SCAN_MAX = 1024;
+const WORD = /[\p{L}\p{N}][\p{L}\p{N}\p{M}]*/gu;
+const dec = new TextDecoder('utf-8', { fatal: true });
+
+export interface LexicalOptions {
+  /** Names of the string fields whose text is indexed (all pooled into one bag of words per id). */
+  readonly text: readonly string[];
+}
+
+export interface SearchOptions {
+  /** 'all' (default): ids containing every query term; 'any': ids containing at least one. */
+  mode?: 'all' | 'any';
+  /** The last query term matches every indexed term that starts with it (search as you type). */
+  prefix?: boolean;
+  /** At most this many ids (default 100). */
+  limit?: number;
+}
+
+/** One indexed id: its distinct terms and, for each, its entry's place in that term's postings. */
+interface Doc {
+  id: string;
+  terms: string[];
+  /** pos[k] = entry number of this doc in postings(terms[k]); kept up to date by swap-removal. */
+  pos: number[];
+}
+
+function isAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
+  return true;
+}
+
+/**
+ * The index terms of `text`: NFKC, lower case, split on everything but letters, numbers and the
+ * marks inside words; each token at most 64 code points.
+ * @throws TypeError when `text` is not a string.
+ * @example tokenize('Ｆｉｌｅ ﬁnder, Café!') // ['file', 'finder', 'café']
+ */
+export function tokenize(text: string): string[] {
+  if (typeof text !== 'string') throw new TypeError(`"text" expected a string, got ${typeof text}`);
+  // ASCII is NFKC-invariant and lower-cases to ASCII. Otherwise normalise again after lower-casing:
+  // a few lower-case mappings leave text that NFKC changes (keeps tokenize idempotent).
+  const s = isAscii(text) ? text.toLowerCase() : text.normalize('NFKC').toLowerCase().normalize('NFKC');
+  const out: string[] = [];
+  for (const m of s.matchAll(WORD)) {
+    let t = m[0];
+    if (t.length > MAX_TOKEN_CODE_POINTS) {
+      const cps = Array.from(t);
+      if (cps.length > MAX_TOKEN_CODE_POINTS) t = cps.slice(0, MAX_TOKEN_CODE_POINTS).join('');
+    }
+    out.push(t);
+  }
+  return out;
+}
+
+/** Compares strings by code point (= UTF-8 byte order), unlike `<`, which compares UTF-16 units. */
+function compareCodePoints(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    let x = a.charCodeAt(i);
+    let y = b.charCodeAt(i);
+    if (x === y) continue;
+    // Surrogates (astral code points) sort after U+E000..U+FFFF in code point order.
+    if (x >= 0xd800 && y >= 0xd800) {
+      x = x >= 0xe000 ? x - 0x800 : x + 0x2000;
+      y = y >= 0xe000 ? y - 0x800 : y + 0x2000;
+    }
+    return x - y;
+  }
+  return a.length - b.length;
+}
+
+function checkOptions(options: LexicalOptions): string[] {
+  if (typeof options !== 'object' || options === null) throw new TypeError('"options" expected an object');
+  const text = options.text;
+  if (!Array.isArray(text)) throw new TypeError('"options.text" expected an array of field names');
+  if (text.length === 0) throw new RangeError('"options.text" expected at least one field name');
+  for (const f of text) {
+    if (typeof f !== 'string' || f.length === 0) throw new TypeError('"options.text" expected non-empty strings');
+  }
+  const fields = [...text].sort(compareCodePoints);
+  for (let i = 1; i < fields.length; i++) {
+    if (fields[i] === fields[i - 1]) throw new RangeError(`"options.text" names field "${fields[i]}" twice`);
+  }
+  return fields;
+}
+
+function checkId(id: unknown): string {
+  if (typeof id !== 'string' || id.length === 0) throw new TypeError('"id" expected a non-empty string');
+  return id;
+}
+
+/**
+ * An in-memory inverted index: term → postings (doc number, term frequency), plus each id's term
+ * list for O(tokens) removal. Not thread-shared; all methods are synchronous.
+ * @example
+ * const ix = new LexicalIndex({ text: ['lemma', 'gloss'] });
+ * ix.update('n1', { lemma: 'entity', gloss: 'that which is perceived' });
+ * ix.search('perc', { prefix: true }) // ['n1']
+ */
+export class LexicalIndex {
+  readonly #fields: readonly string[];
+  /**
+   * term → postings, a flat array of (doc number, tf, k) triples where k is the term's place in
+   * the doc's `terms`. Flat number arrays rather than Map<id, tf>: a short prefix ('a') expands to
+   * thousands of terms and hundreds of thousands of postings, and scanning packed small integers
+   * is what keeps such a search within a few milliseconds (docs/lexical-index.md, measurements).
+   */
+  readonly #postings = new Map<string, number[]>();
+  readonly #docs: (Doc | undefined)[] = [];
+  readonly #free: number[] = [];
+  readonly #ids = new Map<string, number>();
+  // Prefix lookup. Invariant: every term in #postings is in exactly one of #sorted (ascending by
+  // `<`) and #fresh; #sorted may also hold #stale terms no longer in #postings.
+  #sorted: string[] = [];
+  #fresh = new Set<string>();
+  #stale = 0;
+  // Search scratch, indexed by doc number; zeroed again for every doc a search touches.
+  #matched = new Uint32Array(0);
+  #seen = new Uint32Array(0);
+  #tf = new Float64Array(0);
+
+  /**
+   * @throws TypeError unless `options.text` is an array of non-empty strings; RangeError when it is
+   * empty or names a field twice.
+   */
+  constructor(options: LexicalOptions) {
+    this.#fields = Object.freeze(checkOptions(options));
+  }
+
+  /** Number of ids indexed (an id whose fields hold no token is not indexed). */
+  get size(): number {
+    return this.#ids.size;
+  }
+
+  /** Number of distinct terms. */
+  get terms(): number {
+    return this.#postings.size;
+  }
+
+  /**
+   * Replaces what is indexed for `id` with the tokens of `value`'s indexed fields (undefined value
+   * = remove). Absent fields are skipped. O(tokens of the old and new value). The index is unchanged
+   * when it throws.
+   * @throws TypeError for an empty id, a value that is not an object, or an indexed field holding
+   * something other than a string.
+   * @example ix.update('n1', { lemma: 'entity' }); ix.update('n1', undefined);
+   */
+  update(id: string, value: Record<string, unknown> | undefined): void {
+    checkId(id);
+    if (value === undefined) {
+      this.remove(id);
+      return;
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TypeError('"value" expected an object or undefined');
+    const counts = new Map<string, number>();
+    for (const f of this.#fields) {
+      const v = value[f];
+      if (v === undefined) continue;
+      if (typeof v !== 'string') throw new TypeError(`"value.${f}" expected a string, got ${typeof v}`);
+      for (const t of tokenize(v)) counts.set(t, (counts.get(t) ?? 0) + 1);
+    }
+    this.remove(id);
+    if (counts.size > 0) this.#add(id, counts);
+  }
+
+  /**
+   * Removes `id` from the index (nothing happens when it is not indexed). O(its distinct terms).
+   * @throws TypeError for an empty id.
+   */
+  remove(id: string): void {
+    checkId(id);
+    const d = this.#ids.get(id);
+    if (d === undefined) return;
+    const doc = this.#docs[d]!;
+    for (let k = 0; k < doc.terms.length; k++) {
+      const t = doc.terms[k];
+      const p = this.#postings.get(t)!;
+      const i = doc.pos[k] * 3;
+      const last = p.length - 3;
+      if (i !== last) {
+        // Swap-remove: the last entry moves into the hole; its doc learns its new place.
+        p[i] = p[last];
+        p[i + 1] = p[last + 1];
+        p[i + 2] = p[last + 2];
+        this.#docs[p[i]]!.pos[p[i + 2]] = i / 3;
+      }
+      p.length = last;
+      if (last === 0) {
+        this.#postings.delete(t);
+        if (!this.#fresh.delete(t)) this.#stale++;
+      }
+    }
+    this.#docs[d] = undefined;
+    this.#free.push(d);
+    this.#ids.delete(id);
+  }
+
+  #add(id: string, counts: Map<string, number>): void {
+    const d = this.#free.pop() ?? this.#docs.length;
+    const terms = [...counts.keys()];
+    const pos = new Array<number>(terms.length);
+    for (let k = 0; k < terms.length; k++) {
+      const t = terms[k];
+      let p = this.#postings.get(t);
+      if (p === undefined) {
+        this.#postings.set(t, (p = []));
+        if (this.#sorted.length > 0 && this.#sortedHas(t)) this.#stale--;
+        else this.#fresh.add(t);
+      }
+      pos[k] = p.length / 3;
+      p.push(d, counts.get(t)!, k);
+    }
+    this.#docs[d] = { id, terms, pos };
+    this.#ids.set(id, d);
+  }
+
+  /** First index in #sorted whose term is ≥ `t`. */
+  #lowerBound(t: string): number {
+    const a = this.#sorted;
+    let lo = 0;
+    let hi = a.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (a[mid] < t) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  #sortedHas(t: string): boolean {
+    const i = this.#lowerBound(t);
+    return i < this.#sorted.length && this.#sorted[i] === t;
+  }
+
+  /** Merges the fresh terms into #sorted and drops the stale ones: O(terms + fresh·log fresh). */
+  #rebuildSorted(): void {
+    const fresh = [...this.#fresh].sort();
+    const old = this.#sorted;
+    const out: string[] = new Array(old.length - this.#stale + fresh.length);
+    let i = 0;
+    let j = 0;
+    let n = 0;
+    while (i < old.length || j < fresh.length) {
+      if (i < old.length && !this.#postings.has(old[i])) {
+        i++;
+        continue;
+      }
+      if (j >= fresh.length || (i < old.length && old[i] < fresh[j])) out[n++] = old[i++];
+      else out[n++] = fresh[j++];
+    }
+    this.#sorted = out;
+    this.#fresh = new Set();
+    this.#stale = 0;
+  }
+
+  /** The postings of every indexed term starting with `p`. */
+  #expand(p: string): number[][] {
+    if (this.#fresh.size > FRESH_SCAN_MAX || this.#stale > FRESH_SCAN_MAX + (this.#sorted.length >>> 1)) this.#rebuildSorted();
+    const out: number[][] = [];
+    const a = this.#sorted;
+    for (let i = this.#lowerBound(p); i < a.length && a[i].startsWith(p); i++) {
+      const list = this.#postings.get(a[i]);
+      if (list !== undefined) out.push(list);
+    }
+    for (const t of this.#fresh) if (t.startsWith(p)) out.push(this.#postings.get(t)!);
+    return out;
+  }
+
+  /**
+   * Ids matching `query`, best first: more distinct query terms matched, then a higher total term
+   * frequency, then id (UTF-16 order, as `Collection.scan`). Distinct exact terms count once; with
+   * `prefix`, the last token is a prefix term (it counts separately even if it also occurs exactly)
+   * and its frequency in an id sums over every term it matches. A query without tokens finds nothing.
+   * @throws TypeError/RangeError for a non-string query or bad options.
+   * @example ix.search('perceived entity') ; ix.search('ent', { prefix: true, mode: 'any', limit: 10 })
+   */
+  search(query: string, opts: SearchOptions = {}): string[] {
+    if (typeof query !== 'string') throw new TypeError(`"query" expected a string, got ${typeof query}`);
+    if (typeof opts !== 'object' || opts === null) throw new TypeError('"opts" expected an object');
+    const mode = opts.mode ?? 'all';
+    if (mode !== 'all' && mode !== 'any') throw new RangeError(`"opts.mode" expected 'all' or 'any', got ${JSON.stringify(mode)}`);
+    const prefix = opts.prefix ?? false;
+    if (typeof prefix !== 'boolean') throw new TypeError(`"opts.prefix" expected a boolean, got ${typeof prefix}`);
+    const limit = integer('opts.limit', opts.limit ?? DEFAULT_SEARCH_LIMIT, 1, Number.MAX_SAFE_INTEGER);
+    const all = mode === 'all';
+
+    const tokens = tokenize(query);
+    if (tokens.length === 0) return [];
+    const last = prefix ? tokens.pop()! : undefined;
+    // One group of postings lists per query term; a prefix term's group is its expansion.
+    const groups: { lists: number[][]; size: number }[] = [];
+    for (const t of new Set(tokens)) {
+      const p = this.#postings.get(t);
+      if (p === undefined) {
+        if (all) return [];
+        continue;
+      }
+      groups.push({ lists: [p], size: p.length });
+    }
+    if (last !== undefined) {
+      const lists = this.#expand(last);
+      if (lists.length === 0 && all) return [];
+      if (lists.length > 0) groups.push({ lists, size: lists.reduce((n, l) => n + l.length, 0) });
+    }
+    if (groups.length === 0) return [];
+    // 'all': the rarest term first, so later terms only advance ids that matched every earlier one.
+    if (all) groups.sort((x, y) => x.size - y.size);
+
+    const cap = this.#docs.length;
+    if (this.#matched.length < cap) {
+      const n = Math.max(cap, this.#matched.length * 2);
+      this.#matched = new Uint32Array(n);
+      this.#seen = new Uint32Array(n);
+      this.#tf = new Float64Array(n);
+    }
+    const matched = this.#matched;
+    const seen = this.#seen;
+    const tf = this.#tf;
+    const touched: number[] = [];
+    for (let g = 0; g < groups.length; g++) {
+      const mark = g + 1;
+      let advanced = 0;
+      for (const p of groups[g].lists) {
+        for (let i = 0; i < p.length; i += 3) {
+          const d = p[i];
+          if (seen[d] !== mark) {
+            if (all && matched[d] !== g) continue; // missed an earlier term
+            if (matched[d] === 0) touched.push(d);
+            matched[d]++;
+            seen[d] = mark;
+            advanced++;
+          }
+          tf[d] += p[i + 1];
+        }
+      }
+      if (all && advanced === 0) break;
+    }
+
+    // Top `limit` by a bounded heap whose root is the worst kept id: O(candidates · log limit).
+    const docs = this.#docs;
+    const worse = (a: number, b: number): boolean =>
+      matched[a] !== matched[b] ? matched[a] < matched[b] : tf[a] !== tf[b] ? tf[a] < tf[b] : docs[a]!.id > docs[b]!.id;
+    const heap: number[] = [];
+    const need = all ? groups.length : 1;
+    for (const d of touched) {
+      if (matched[d] < need) continue;
+      if (heap.length < limit) {
+        let i = heap.length;
+        heap.push(d);
+        while (i > 0) {
+          const up = (i - 1) >>> 1;
+          if (!worse(heap[i], heap[up])) break;
+          [heap[i], heap[up]] = [heap[up], heap[i]];
+          i = up;
+        }
+      } else if (worse(heap[0], d)) {
+        heap[0] = d;
+        for (let i = 0; ; ) {
+          const l = 2 * i + 1;
+          const r = l + 1;
+          let m = i;
+          if (l < heap.length && worse(heap[l], heap[m])) m = l;
+          if (r < heap.length && worse(heap[r], heap[m])) m = r;
+          if (m === i) break;
+          [heap[i], heap[m]] = [heap[m], heap[i]];
+          i = m;
+        }
+      }
+    }
+    heap.sort((a, b) => (worse(a, b) ? 1 : worse(b, a) ? -1 : 0));
+    const out = heap.map((d) => docs[d]!.id);
+    for (const d of touched) {
+      matched[d] = 0;
+      seen[d] = 0;
+      tf[d] = 0;
+    }
+    return out;
+  }
+
+  /**
+   * The whole index as canonical bytes (the same content gives the same bytes, whatever the order
+   * of updates). The bytes hold plaintext terms and ids: seal them before storing.
+   * @example const sealed = seal(ix.serialize());
+   */
+  serialize(): Uint8Array {
+    const terms = [...this.#postings.keys()].sort(compareCodePoints);
+    const index = new Map<string, number>();
+    for (let i = 0; i < terms.length; i++) index.set(terms[i], i);
+    const w = new ValueWriter();
+    w.bytes(Uint8Array.from(MAGIC));
+    w.byte(FORMAT_VERSION);
+    w.varint(this.#fields.length);
+    for (const f of this.#fields) w.str(f);
+    w.varint(terms.length);
+    let prev = new Uint8Array(0);
+    for (const t of terms) {
+      const b = utf8(t);
+      let shared = 0;
+      const n = Math.min(prev.length, b.length);
+      while (shared < n && prev[shared] === b[shared]) shared++;
+      w.varint(shared);
+      w.varint(b.length - shared);
+      w.bytes(b.subarray(shared));
+      prev = b;
+    }
+    const ids = [...this.#ids.keys()].sort(compareCodePoints);
+    w.varint(ids.length);
+    for (const id of ids) {
+      const doc = this.#docs[this.#ids.get(id)!]!;
+      w.str(id);
+      const entries = doc.terms.map((t, k) => [index.get(t)!, this.#postings.get(t)![doc.pos[k] * 3 + 1]]).sort((x, y) => x[0] - y[0]);
+      w.varint(entries.length);
+      let at = 0;
+      for (const [ti, f] of entries) {
+        w.varint(ti - at);
+        w.varint(f);
+        at = ti;
+      }
+    }
+    const crc = crc32c(w.buf.subarray(0, w.n));
+    w.bytes(Uint8Array.of(crc & 0xff, (crc >>> 8) & 0xff, (crc >>> 16) & 0xff, crc >>> 24));
+    return w.done();
+  }
+
+  /**
+   * Rebuilds an index from `serialize()` bytes (which it does not keep or alter).
+   * @throws PqdbError CORRUPTION for bytes that are not a canonical serialization (checksum,
+   * structure, order, UTF-8); FORMAT_VERSION for an unknown version; TypeError/RangeError for bad
+   * options, RangeError when `options.text` differs from the fields the index was built with.
+   * @example const ix = LexicalIndex.deserialize(open(sealed), { text: ['lemma', 'gloss'] });
+   */
+  static deserialize(bytes: Uint8Array, options: LexicalOptions): LexicalIndex {
+    checkBytes('bytes', bytes);
+    const ix = new LexicalIndex(options);
+    const corrupt = (why: string) => new PqdbError('CORRUPTION', `lexical index does not decode: ${why}`);
+    if (bytes.length < MAGIC.length + 1 + 4) throw corrupt('truncated');
+    const end = bytes.length - 4;
+    const stored = (bytes[end] | (bytes[end + 1] << 8) | (bytes[end + 2] << 16) | (bytes[end + 3] << 24)) >>> 0;
+    if (crc32c(bytes.subarray(0, end)) !== stored) throw corrupt('checksum mismatch');
+    for (let i = 0; i < MAGIC.length; i++) if (bytes[i] !== MAGIC[i]) throw corrupt('bad magic');
+    if (bytes[4] !== FORMAT_VERSION) throw new PqdbError('FORMAT_VERSION', `lexical index format ${bytes[4]} is not supported`);
+    let p = 5;
+    const varint = (): number => {
+      let v = 0;
+      let scale = 1;
+      for (let i = 0; ; i++) {
+        if (p >= end) throw corrupt('truncated');
+        const b = bytes[p++];
+        if (i > 0 && b === 0) throw corrupt('non-canonical varint');
+        v += (b & 0x7f) * scale;
+        if (b < 0x80) break;
+        scale *= 0x80;
+        if (i >= 7) throw corrupt('varint too long');
+      }
+      if (!Number.isSafeInteger(v)) throw corrupt('varint out of range');
+      return v;
+    };
+    const raw = (n: number): Uint8Array => {
+      if (n > end - p) throw corrupt('truncated');
+      return bytes.subarray(p, (p += n));
+    };
+    const text = (b: Uint8Array, what: string): string => {
+      try {
+        return dec.decode(b);
+      } catch {
+        throw corrupt(`${what} is not UTF-8`);
+      }
+    };
+    /** Strictly increasing byte strings (the canonical order of every list). */
+    const increasing = (a: Uint8Array, b: Uint8Array): boolean => {
+      const n = Math.min(a.length, b.length);
+      for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] < b[i];
+      return a.length < b.length;
+    };
+    // A count can be no larger than the bytes left (every element takes at least `min` bytes).
+    const count = (min: number): number => {
+      const n = varint();
+      if (n * min > end - p) throw corrupt('count exceeds the data');
+      return n;
+    };
+
+    const fields: string[] = [];
+    let prev = new Uint8Array(0);
+    for (let i = count(2); i > 0; i--) {
+      const b = raw(varint());
+      if (b.length === 0 || (fields.length > 0 && !increasing(prev, b))) throw corrupt('fields out of order');
+      fields.push(text(b, 'a field name'));
+      prev = b;
+    }
+    const terms: string[] = new Array(count(2));
+    prev = new Uint8Array(0);
+    for (let i = 0; i < terms.length; i++) {
+      const shared = varint();
+      const suffix = raw(varint());
+      if (shared > prev.length || suffix.length === 0) throw corrupt('bad term');
+      // Canonical front coding: `shared` is the whole common prefix and the order is strict.
+      if (shared < prev.length && suffix[0] <= prev[shared]) throw corrupt('terms out of order');
+      const b = new Uint8Array(shared + suffix.length);
+      b.set(prev.subarray(0, shared));
+      b.set(suffix, shared);
+      const t = text(b, 'a term');
+      if (t.length > 2 * MAX_TOKEN_CODE_POINTS || Array.from(t).length > MAX_TOKEN_CODE_POINTS) throw corrupt('term too long');
+      terms[i] = t;
+      prev = b;
+    }
+    const postings: number[][] = terms.map(() => []);
+    prev = new Uint8Array(0);
+    const nDocs = count(4);
+    for (let d = 0; d < nDocs; d++) {
+      const idBytes = raw(varint());
+      if (idBytes.length === 0 || (d > 0 && !increasing(prev, idBytes))) throw corrupt('ids out of order');
+      prev = idBytes;
+      const id = text(idBytes, 'an id');
+      const k = count(2);
+      if (k === 0) throw corrupt(`id "${id}" has no terms`);
+      const docTerms: string[] = new Array(k);
+      const pos: number[] = new Array(k);
+      let at = 0;
+      for (let j = 0; j < k; j++) {
+        const delta = varint();
+        if (j > 0 && delta === 0) throw corrupt('term indices out of order');
+        at += delta;
+        const f = varint();
+        if (at >= terms.length || f === 0) throw corrupt('bad posting');
+        const list = postings[at];
+        docTerms[j] = terms[at];
+        pos[j] = list.length / 3;
+        list.push(d, f, j);
+      }
+      ix.#docs.push({ id, terms: docTerms, pos });
+      ix.#ids.set(id, d);
+    }
+    if (p !== end) throw corrupt('trailing bytes');
+    for (let i = 0; i < terms.length; i++) {
+      if (postings[i].length === 0) throw corrupt('a term without postings');
+      ix.#postings.set(terms[i], postings[i]);
+      ix.#fresh.add(terms[i]);
+    }
+    if (fields.length !== ix.#fields.length || fields.some((f, i) => f !== ix.#fields[i])) {
+      throw new RangeError(`"options.text" expected the indexed fields ${JSON.stringify(fields)}, got ${JSON.stringify(ix.#fields)}`);
+    }
+    return ix;
+  }
+}
