@@ -105,6 +105,18 @@ export function hkdf_expand(alg: u32, prkLen: usize, infoLen: usize, outLen: usi
 // ---- Merkle (RFC 9162, SHA-384) ----------------------------------------------------------------
 
 
+/** OUT[d·i] = H_alg(message i) (d = digest size), for IN = u32 len[n] ‖ messages. */
+export function sha2_digest_batch(alg: u32, n: usize): void {
+  const d = digestBytes(alg);
+  let p = IN + n * 4;
+  for (let i: usize = 0; i < n; i++) {
+    const len = <usize>load<u32>(IN + i * 4);
+    digestInto(TMP_A, alg, p, len, OUT + i * d);
+    p += len;
+  }
+  wipeScratch(p - IN);
+}
+
 /** OUT[48·i] = leaf hash of leaf i, for IN = u32 len[n] ‖ leaves. */
 export function merkle_leaf_hashes(n: usize): void {
   let p = IN + n * 4;

@@ -21,6 +21,7 @@ import { utf8, utf8Length, writeUtf8 } from '../_utf8';
 import { sha384 } from '../kernels/sha2';
 import { ml_dsa87 } from '../kernels/mldsa';
 import { leafHash, verifyInclusion, HASH_BYTES } from './merkle';
+import { sha384Many, leafHashes } from '../kernels/merkle-hash';
 import { readHeader, openRecord, type DataKey, type RecordHeader } from './record';
 import type { Suite } from './suites';
 
@@ -52,11 +53,28 @@ function getU64(b: Uint8Array, at: number): number {
   return dv.getUint32(at) * 2 ** 32 + dv.getUint32(at + 4);
 }
 
+/** SHA-384 of canonical governance texts: few distinct states recur across many records. */
+const governanceHashes = new Map<string, Uint8Array>();
+function governanceHash(governance: string): Uint8Array {
+  let h = governanceHashes.get(governance);
+  if (h === undefined) {
+    h = sha384(utf8(governance));
+    if (governanceHashes.size >= 1024) governanceHashes.clear();
+    governanceHashes.set(governance, h);
+  }
+  return h;
+}
+
 /** The canonical leaf data of a sealed record (DESIGN §7). */
 export function leafData(storeId: Uint8Array, collection: string, id: string, sequence: number, suite: number, generation: number, record: Uint8Array, governance: string): Uint8Array {
+  const out = new Uint8Array(5 + 16 + 2 + utf8Length(collection) + 2 + utf8Length(id) + 8 + 1 + 4 + 2 * HASH_BYTES);
+  writeLeaf(out, storeId, collection, id, sequence, suite, generation, sha384(record), governanceHash(governance));
+  return out;
+}
+
+function writeLeaf(out: Uint8Array, storeId: Uint8Array, collection: string, id: string, sequence: number, suite: number, generation: number, recordHash: Uint8Array, govHash: Uint8Array): void {
   const cl = utf8Length(collection);
   const il = utf8Length(id);
-  const out = new Uint8Array(5 + 16 + 2 + cl + 2 + il + 8 + 1 + 4 + 2 * HASH_BYTES);
   out.set([0x50, 0x51, 0x44, 0x4c, 1]);
   out.set(bytes('storeId', storeId, 16), 5);
   let at = 21;
@@ -71,9 +89,38 @@ export function leafData(storeId: Uint8Array, collection: string, id: string, se
   out[at++] = suite;
   putU32(out, at, generation);
   at += 4;
-  out.set(sha384(record), at);
-  out.set(sha384(utf8(governance)), at + HASH_BYTES);
-  return out;
+  out.set(recordHash, at);
+  out.set(govHash, at + HASH_BYTES);
+}
+
+/** One record of a batch whose leaf hashes are computed together (recordLeafHashes). */
+export interface LeafInput {
+  collection: string;
+  id: string;
+  sequence: number;
+  suite: number;
+  generation: number;
+  record: Uint8Array;
+  governance: string;
+}
+
+/**
+ * Leaf hashes of many records in two kernel passes (SHA-384 of every record, then every leaf), the
+ * leaf data packed into one buffer: what a commit or a store opening does for all its records.
+ */
+export function recordLeafHashes(storeId: Uint8Array, items: readonly LeafInput[]): Uint8Array {
+  const recordHashes = sha384Many(items.map((x) => x.record));
+  const sizes = items.map((x) => 5 + 16 + 2 + utf8Length(x.collection) + 2 + utf8Length(x.id) + 8 + 1 + 4 + 2 * HASH_BYTES);
+  const all = new Uint8Array(sizes.reduce((a, b) => a + b, 0));
+  const views: Uint8Array[] = [];
+  let at = 0;
+  items.forEach((x, i) => {
+    const v = all.subarray(at, at + sizes[i]);
+    writeLeaf(v, storeId, x.collection, x.id, x.sequence, x.suite, x.generation, recordHashes.subarray(i * HASH_BYTES, (i + 1) * HASH_BYTES), governanceHash(x.governance));
+    views.push(v);
+    at += sizes[i];
+  });
+  return leafHashes(views);
 }
 
 /** The leaf hash SHA-384(0x00 ‖ leaf data) of a sealed record. */
@@ -258,9 +305,9 @@ export function verifySealed(exported: Uint8Array, signerPublicKey: Uint8Array):
   const leaf = readLeaf(e.leafData);
   if (leaf === undefined) return fail('the leaf data is malformed');
   const recordHash = sha384(e.record);
-  const governanceHash = sha384(utf8(e.governance));
+  const govHash = sha384(utf8(e.governance));
   let d = 0;
-  for (let i = 0; i < HASH_BYTES; i++) d |= (recordHash[i] ^ leaf.recordHash[i]) | (governanceHash[i] ^ leaf.governanceHash[i]);
+  for (let i = 0; i < HASH_BYTES; i++) d |= (recordHash[i] ^ leaf.recordHash[i]) | (govHash[i] ^ leaf.governanceHash[i]);
   if (d !== 0) return fail('the record or its governance state does not match its leaf');
   let header: RecordHeader;
   try {

@@ -35,6 +35,11 @@ const MAGIC = [0x50, 0x51, 0x4c, 0x58]; // PQLX
  * follows a put cheap while the merge cost stays amortised over ≥ 1024 new terms.
  */
 const FRESH_SCAN_MAX = 1024;
+/**
+ * In an 'all' search, once fewer than size/PROBE_COST ids remain, a term is checked against those
+ * ids' own term lists (~14 terms each for WordNet glosses) rather than by scanning its postings.
+ */
+const PROBE_COST = 16;
 const WORD = /[\p{L}\p{N}][\p{L}\p{N}\p{M}]*/gu;
 const dec = new TextDecoder('utf-8', { fatal: true });
 
@@ -50,6 +55,17 @@ export interface SearchOptions {
   prefix?: boolean;
   /** At most this many ids (default 100). */
   limit?: number;
+}
+
+/** One query term's postings: `lists`, plus #sortedLists[lo, hi) for a prefix term. */
+interface Group {
+  term: string;
+  prefix: boolean;
+  lo: number;
+  hi: number;
+  lists: number[][];
+  /** Number of postings (an upper bound on the ids it matches). */
+  size: number;
 }
 
 /** One indexed id: its distinct terms and, for each, its entry's place in that term's postings. */
@@ -146,14 +162,19 @@ export class LexicalIndex {
   readonly #free: number[] = [];
   readonly #ids = new Map<string, number>();
   // Prefix lookup. Invariant: every term in #postings is in exactly one of #sorted (ascending by
-  // `<`) and #fresh; #sorted may also hold #stale terms no longer in #postings.
+  // `<`, UTF-16 order) and #fresh. #sorted may also hold #stale terms no longer in #postings; their
+  // entry in #sortedLists is their (empty) postings array, reused if the term comes back.
   #sorted: string[] = [];
+  #sortedLists: number[][] = [];
   #fresh = new Set<string>();
   #stale = 0;
   // Search scratch, indexed by doc number; zeroed again for every doc a search touches.
   #matched = new Uint32Array(0);
   #seen = new Uint32Array(0);
   #tf = new Float64Array(0);
+  /** Doc numbers a search touched. A typed buffer, not push(): growing a JS array by push cost
+   * ~60 ns per element here (heap allocation), 50x the rest of the accumulation loop. */
+  #touched = new Int32Array(0);
 
   /**
    * @throws TypeError unless `options.text` is an array of non-empty strings; RangeError when it is
@@ -239,9 +260,15 @@ export class LexicalIndex {
       const t = terms[k];
       let p = this.#postings.get(t);
       if (p === undefined) {
-        this.#postings.set(t, (p = []));
-        if (this.#sorted.length > 0 && this.#sortedHas(t)) this.#stale--;
-        else this.#fresh.add(t);
+        const i = this.#sorted.length > 0 ? this.#lowerBound(t) : 0;
+        if (i < this.#sorted.length && this.#sorted[i] === t) {
+          p = this.#sortedLists[i]; // a stale entry comes back to life
+          this.#stale--;
+        } else {
+          p = [];
+          this.#fresh.add(t);
+        }
+        this.#postings.set(t, p);
       }
       pos[k] = p.length / 3;
       p.push(d, counts.get(t)!, k);
@@ -263,43 +290,51 @@ export class LexicalIndex {
     return lo;
   }
 
-  #sortedHas(t: string): boolean {
-    const i = this.#lowerBound(t);
-    return i < this.#sorted.length && this.#sorted[i] === t;
-  }
-
   /** Merges the fresh terms into #sorted and drops the stale ones: O(terms + fresh·log fresh). */
   #rebuildSorted(): void {
     const fresh = [...this.#fresh].sort();
     const old = this.#sorted;
-    const out: string[] = new Array(old.length - this.#stale + fresh.length);
+    const oldLists = this.#sortedLists;
+    const n = old.length - this.#stale + fresh.length;
+    const terms: string[] = new Array(n);
+    const lists: number[][] = new Array(n);
     let i = 0;
     let j = 0;
-    let n = 0;
-    while (i < old.length || j < fresh.length) {
-      if (i < old.length && !this.#postings.has(old[i])) {
-        i++;
-        continue;
+    for (let k = 0; k < n; k++) {
+      while (i < old.length && oldLists[i].length === 0) i++; // stale: a live term has postings
+      if (j >= fresh.length || (i < old.length && old[i] < fresh[j])) {
+        terms[k] = old[i];
+        lists[k] = oldLists[i++];
+      } else {
+        terms[k] = fresh[j];
+        lists[k] = this.#postings.get(fresh[j++])!;
       }
-      if (j >= fresh.length || (i < old.length && old[i] < fresh[j])) out[n++] = old[i++];
-      else out[n++] = fresh[j++];
     }
-    this.#sorted = out;
+    this.#sorted = terms;
+    this.#sortedLists = lists;
     this.#fresh = new Set();
     this.#stale = 0;
   }
 
-  /** The postings of every indexed term starting with `p`. */
-  #expand(p: string): number[][] {
+  /**
+   * The terms starting with `p`: #sortedLists[lo, hi) (stale ones empty) plus `fresh`. Returned as a
+   * range, not a list of lists: a one-letter prefix spans thousands of terms.
+   */
+  #expand(p: string): Group {
     if (this.#fresh.size > FRESH_SCAN_MAX || this.#stale > FRESH_SCAN_MAX + (this.#sorted.length >>> 1)) this.#rebuildSorted();
-    const out: number[][] = [];
     const a = this.#sorted;
-    for (let i = this.#lowerBound(p); i < a.length && a[i].startsWith(p); i++) {
-      const list = this.#postings.get(a[i]);
-      if (list !== undefined) out.push(list);
+    const lo = this.#lowerBound(p);
+    let hi = lo;
+    let size = 0;
+    for (; hi < a.length && a[hi].startsWith(p); hi++) size += this.#sortedLists[hi].length;
+    const fresh: number[][] = [];
+    for (const t of this.#fresh) {
+      if (!t.startsWith(p)) continue;
+      const list = this.#postings.get(t)!;
+      fresh.push(list);
+      size += list.length;
     }
-    for (const t of this.#fresh) if (t.startsWith(p)) out.push(this.#postings.get(t)!);
-    return out;
+    return { term: p, prefix: true, lo, hi, lists: fresh, size: size / 3 };
   }
 
   /**
@@ -323,20 +358,19 @@ export class LexicalIndex {
     const tokens = tokenize(query);
     if (tokens.length === 0) return [];
     const last = prefix ? tokens.pop()! : undefined;
-    // One group of postings lists per query term; a prefix term's group is its expansion.
-    const groups: { lists: number[][]; size: number }[] = [];
+    const groups: Group[] = [];
     for (const t of new Set(tokens)) {
       const p = this.#postings.get(t);
       if (p === undefined) {
         if (all) return [];
         continue;
       }
-      groups.push({ lists: [p], size: p.length });
+      groups.push({ term: t, prefix: false, lo: 0, hi: 0, lists: [p], size: p.length / 3 });
     }
     if (last !== undefined) {
-      const lists = this.#expand(last);
-      if (lists.length === 0 && all) return [];
-      if (lists.length > 0) groups.push({ lists, size: lists.reduce((n, l) => n + l.length, 0) });
+      const g = this.#expand(last);
+      if (g.size > 0) groups.push(g);
+      else if (all) return [];
     }
     if (groups.length === 0) return [];
     // 'all': the rarest term first, so later terms only advance ids that matched every earlier one.
@@ -348,28 +382,57 @@ export class LexicalIndex {
       this.#matched = new Uint32Array(n);
       this.#seen = new Uint32Array(n);
       this.#tf = new Float64Array(n);
+      this.#touched = new Int32Array(n);
     }
     const matched = this.#matched;
     const seen = this.#seen;
     const tf = this.#tf;
-    const touched: number[] = [];
-    for (let g = 0; g < groups.length; g++) {
+    const touched = this.#touched;
+    let nTouched = 0;
+    let alive = 0; // 'all': ids that matched every group so far
+    const scan = (p: number[], g: number): void => {
       const mark = g + 1;
-      let advanced = 0;
-      for (const p of groups[g].lists) {
-        for (let i = 0; i < p.length; i += 3) {
-          const d = p[i];
-          if (seen[d] !== mark) {
-            if (all && matched[d] !== g) continue; // missed an earlier term
-            if (matched[d] === 0) touched.push(d);
-            matched[d]++;
-            seen[d] = mark;
-            advanced++;
-          }
-          tf[d] += p[i + 1];
+      for (let i = 0; i < p.length; i += 3) {
+        const d = p[i];
+        if (seen[d] !== mark) {
+          if (all && matched[d] !== g) continue; // missed an earlier term
+          if (matched[d] === 0) touched[nTouched++] = d;
+          matched[d]++;
+          seen[d] = mark;
+          alive++;
         }
+        tf[d] += p[i + 1];
       }
-      if (all && advanced === 0) break;
+    };
+    for (let g = 0; g < groups.length; g++) {
+      const group = groups[g];
+      if (all && g > 0 && alive * PROBE_COST < group.size) {
+        // Few ids left: look the term up in their own term lists instead of scanning its postings.
+        let next = 0;
+        for (let j = 0; j < nTouched; j++) {
+          const d = touched[j];
+          if (matched[d] !== g) continue;
+          const doc = this.#docs[d]!;
+          let hit = false;
+          for (let k = 0; k < doc.terms.length; k++) {
+            const t = doc.terms[k];
+            if (group.prefix ? t.startsWith(group.term) : t === group.term) {
+              tf[d] += this.#postings.get(t)![doc.pos[k] * 3 + 1];
+              hit = true;
+            }
+          }
+          if (hit) {
+            matched[d]++;
+            next++;
+          }
+        }
+        alive = next;
+      } else {
+        alive = 0;
+        for (const p of group.lists) scan(p, g);
+        for (let i = group.lo; i < group.hi; i++) scan(this.#sortedLists[i], g);
+      }
+      if (all && alive === 0) break;
     }
 
     // Top `limit` by a bounded heap whose root is the worst kept id: O(candidates · log limit).
@@ -378,7 +441,8 @@ export class LexicalIndex {
       matched[a] !== matched[b] ? matched[a] < matched[b] : tf[a] !== tf[b] ? tf[a] < tf[b] : docs[a]!.id > docs[b]!.id;
     const heap: number[] = [];
     const need = all ? groups.length : 1;
-    for (const d of touched) {
+    for (let j = 0; j < nTouched; j++) {
+      const d = touched[j];
       if (matched[d] < need) continue;
       if (heap.length < limit) {
         let i = heap.length;
@@ -405,7 +469,8 @@ export class LexicalIndex {
     }
     heap.sort((a, b) => (worse(a, b) ? 1 : worse(b, a) ? -1 : 0));
     const out = heap.map((d) => docs[d]!.id);
-    for (const d of touched) {
+    for (let j = 0; j < nTouched; j++) {
+      const d = touched[j];
       matched[d] = 0;
       seen[d] = 0;
       tf[d] = 0;
@@ -428,7 +493,7 @@ export class LexicalIndex {
     w.varint(this.#fields.length);
     for (const f of this.#fields) w.str(f);
     w.varint(terms.length);
-    let prev = new Uint8Array(0);
+    let prev: Uint8Array = new Uint8Array(0);
     for (const t of terms) {
       const b = utf8(t);
       let shared = 0;
@@ -516,7 +581,7 @@ export class LexicalIndex {
     };
 
     const fields: string[] = [];
-    let prev = new Uint8Array(0);
+    let prev: Uint8Array = new Uint8Array(0);
     for (let i = count(2); i > 0; i--) {
       const b = raw(varint());
       if (b.length === 0 || (fields.length > 0 && !increasing(prev, b))) throw corrupt('fields out of order');

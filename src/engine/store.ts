@@ -17,9 +17,28 @@ import { suite as suiteOf, DEFAULT_SUITE, type SuiteName } from '../crypto/suite
 import { compileSchema, encodeValueInto, decodeValue, ValueWriter, type CompiledSchema, type Schema, type Value } from './codec';
 import { KeyRing, type GenerationRecord } from './keys';
 import { Registry, type RegistryRecord, type SuiteState, type RegistryEntry } from './registry';
-import { recordLeafHash, signCheckpoint, checkpointHash, decodeCheckpoint, encodeExport, leafData, type Checkpoint } from '../crypto/proofs';
+import { recordLeafHashes, signCheckpoint, checkpointHash, decodeCheckpoint, encodeExport, leafData, type Checkpoint } from '../crypto/proofs';
 import { MerkleHashTree, HASH_BYTES } from '../crypto/merkle';
 import { encodePage, decodePage, pageGeneration, pageKey, metaKey, encodeManifest, readManifestJson, verifyManifest, type PageWriteOp, type IndexedOp } from './page-format';
+
+/** A log page: "PQDG" ‖ 1 ‖ be32(generation) ‖ be64(size) ‖ leaf hashes (48 each). */
+function encodeLogPage(generation: number, hashes: Uint8Array): Uint8Array {
+  const out = new Uint8Array(17 + hashes.length);
+  out.set([0x50, 0x51, 0x44, 0x47, 1]);
+  const dv = new DataView(out.buffer);
+  dv.setUint32(5, generation);
+  dv.setUint32(9, Math.floor(hashes.length / HASH_BYTES / 2 ** 32));
+  dv.setUint32(13, (hashes.length / HASH_BYTES) >>> 0);
+  out.set(hashes, 17);
+  return out;
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d |= a[i] ^ b[i];
+  return d === 0;
+}
 
 /** Bound of the cache of sealed commit pages (they hold only ciphertext). */
 const PAGE_CACHE_BYTES = 64 * 1024 * 1024;
@@ -73,6 +92,8 @@ interface ManifestJson {
   defaultSuite: number;
   /** Signed checkpoints (base64), oldest first. */
   checkpoints?: string[];
+  /** Per generation, the page holding its log's leaf hashes as of the last checkpoint. */
+  logs?: Record<string, { pageId: number; size: number }>;
 }
 
 export interface PutOptions {
@@ -170,6 +191,10 @@ export class Store {
   #recovered: string[] = [];
   /** Per generation: the leaf hashes of its Merkle log, in append order (48 bytes each). */
   #leaves = new Map<number, { buf: Uint8Array; n: number }>();
+  /** While opening: leaf hashes read from log pages, by generation. */
+  #known = new Map<number, Uint8Array>();
+  /** Trees built for proofs, by "generation/size" (cleared when the log grows). */
+  #trees = new Map<string, MerkleHashTree>();
   #signerPublic?: Uint8Array;
   /** Recently read commit pages (immutable, so never stale), bounded by PAGE_CACHE_BYTES. */
   #pageCache = new Map<number, Uint8Array>();
@@ -232,7 +257,16 @@ export class Store {
    */
   async #rebuild(): Promise<void> {
     const orphans: number[] = [];
+    // Leaf hashes persisted at the last checkpoint of each generation: replay hashes only the rest.
+    const logPages = new Set<number>();
+    for (const [g, { pageId, size }] of Object.entries(this.#manifest.logs ?? {})) {
+      const page = await this.#pages.readPage(pageId);
+      if (page === undefined || page.length !== 17 + size * HASH_BYTES) throw new PqdbError('CORRUPTION', `log page ${pageId} is missing or truncated`);
+      this.#known.set(Number(g), page.subarray(17));
+      logPages.add(pageId);
+    }
     for (const pageId of await this.#pages.listPages()) {
+      if (logPages.has(pageId)) continue;
       if (pageId >= this.#manifest.nextPageId) {
         // Written by a commit whose manifest never landed: never acknowledged, so dropped.
         orphans.push(pageId);
@@ -242,7 +276,18 @@ export class Store {
       if (page === undefined) throw new PqdbError('CORRUPTION', `commit page ${pageId} is missing`);
       const g = pageGeneration(page);
       const key = this.#keys.generationKey(g, 'page', pageKey);
-      for (const op of decodePage(pageId, key, page)) this.#apply(pageId, g, page, op);
+      this.#applyPage(pageId, g, page, decodePage(pageId, key, page));
+    }
+    this.#known.clear();
+    // A persisted log must agree with the last checkpoint of its generation.
+    const seen = new Set<number>();
+    for (const c of this.checkpoints().reverse()) {
+      if (seen.has(c.generation)) continue;
+      seen.add(c.generation);
+      const log = this.#log(c.generation);
+      if (log.length >= c.size * HASH_BYTES && !equalBytes(this.#tree(c.generation, c.size).root(), c.root)) {
+        throw new PqdbError('CORRUPTION', `the log of generation ${c.generation} does not match its checkpoint of size ${c.size}`);
+      }
     }
     if (orphans.length > 0) {
       await this.#pages.deletePages(orphans);
@@ -256,25 +301,39 @@ export class Store {
     return { clean: actions.length === 0, actions };
   }
 
-  #apply(pageId: number, generation: number, page: Uint8Array, op: ReturnType<typeof decodePage>[number]): void {
-    let m = this.#dir.get(op.collection);
-    if (m === undefined) this.#dir.set(op.collection, (m = new Map()));
-    if (op.kind === 'delete') {
-      m.delete(op.id);
-      return;
-    }
-    // Every put is a leaf of its generation's log (deletes leave the log as it is: it only grows).
-    const record = page.subarray(op.offset, op.offset + op.length);
-    const leaf = recordLeafHash(this.#storeId, op.collection, op.id, op.sequence, record[1], generation, record, op.governance);
+  /** Applies a commit page's operations to the key directory and appends its puts to the log. */
+  #applyPage(pageId: number, generation: number, page: Uint8Array, ops: readonly IndexedOp[]): void {
+    const storeId = this.#storeId;
+    const puts = ops.filter((op): op is Extract<IndexedOp, { kind: 'put' }> => op.kind === 'put');
     let log = this.#leaves.get(generation);
     if (log === undefined) this.#leaves.set(generation, (log = { buf: new Uint8Array(HASH_BYTES * 1024), n: 0 }));
-    if ((log.n + 1) * HASH_BYTES > log.buf.length) {
-      const grown = new Uint8Array(log.buf.length * 2);
-      grown.set(log.buf);
+    // Every put is a leaf of its generation's log (deletes leave the log as it is: it only grows).
+    // Hashes persisted at a checkpoint are taken as they are; the others are computed for the whole
+    // page in two kernel passes.
+    const known = this.#known.get(generation);
+    const leaves =
+      known !== undefined && (log.n + puts.length) * HASH_BYTES <= known.length
+        ? known.subarray(log.n * HASH_BYTES, (log.n + puts.length) * HASH_BYTES)
+        : recordLeafHashes(
+            storeId,
+            puts.map((op) => {
+              const record = page.subarray(op.offset, op.offset + op.length);
+              return { collection: op.collection, id: op.id, sequence: op.sequence, suite: record[1], generation, record, governance: op.governance };
+            }),
+          );
+    if ((log.n + puts.length) * HASH_BYTES > log.buf.length) {
+      const grown = new Uint8Array(Math.max(log.buf.length * 2, (log.n + puts.length) * HASH_BYTES));
+      grown.set(log.buf.subarray(0, log.n * HASH_BYTES));
       log.buf = grown;
     }
-    log.buf.set(leaf, log.n * HASH_BYTES);
-    m.set(op.id, { leafIndex: log.n++, generation, pageId, offset: op.offset, length: op.length, sequence: op.sequence, governance: op.governance });
+    log.buf.set(leaves, log.n * HASH_BYTES);
+    this.#trees.clear();
+    for (const op of ops) {
+      let m = this.#dir.get(op.collection);
+      if (m === undefined) this.#dir.set(op.collection, (m = new Map()));
+      if (op.kind === 'delete') m.delete(op.id);
+      else m.set(op.id, { leafIndex: log.n++, generation, pageId, offset: op.offset, length: op.length, sequence: op.sequence, governance: op.governance });
+    }
   }
 
   get #storeId(): Uint8Array {
@@ -325,7 +384,7 @@ export class Store {
       throw e;
     }
     if (page !== undefined) {
-      for (const op of indexed) this.#apply(page.id, pageGen, page.bytes, op);
+      this.#applyPage(page.id, pageGen, page.bytes, indexed);
       this.#pageCache.set(page.id, page.bytes);
       this.#pageCacheBytes += page.bytes.length;
     }
@@ -521,6 +580,18 @@ export class Store {
     return log === undefined ? new Uint8Array(0) : log.buf.subarray(0, log.n * HASH_BYTES);
   }
 
+  /** The tree of the first `size` leaves of a generation (cached: proofs for many records reuse it). */
+  #tree(generation: number, size: number): MerkleHashTree {
+    const key = `${generation}/${size}`;
+    let t = this.#trees.get(key);
+    if (t === undefined) {
+      t = new MerkleHashTree(this.#log(generation).subarray(0, size * HASH_BYTES));
+      if (this.#trees.size >= 4) this.#trees.clear();
+      this.#trees.set(key, t);
+    }
+    return t;
+  }
+
   /**
    * Signs a checkpoint of the current generation's log (store id, generation, tree size, root,
    * hash of the previous checkpoint) with ML-DSA-87 and stores it durably.
@@ -531,16 +602,24 @@ export class Store {
       this.#live();
       if (this.#signer === undefined || this.#signerPublic === undefined) throw new TypeError('checkpoints need the "signer" and "signerPublicKey" options');
       const g = this.#keys.current();
-      const tree = new MerkleHashTree(this.#log(g));
+      const tree = this.#tree(g, this.#log(g).length / HASH_BYTES);
       const list = this.#manifest.checkpoints ?? [];
       const previous = list.length > 0 ? checkpointHash(unb64(list[list.length - 1])) : new Uint8Array(48);
       const c: Checkpoint = { storeId: this.#storeId, generation: g, size: tree.size, root: tree.root(), previous };
       const signed = signCheckpoint(c, this.#signer, this.#signerPublic);
+      // The log's leaf hashes go with the checkpoint, so reopening does not rehash every record.
+      const logs = { ...(this.#manifest.logs ?? {}) };
+      const previousLog = logs[g];
+      const logPage = { id: this.#manifest.nextPageId, bytes: encodeLogPage(g, this.#log(g).subarray(0, tree.size * HASH_BYTES)) };
+      logs[g] = { pageId: logPage.id, size: tree.size };
+      const saved = { checkpoints: list, logs: this.#manifest.logs, nextPageId: this.#manifest.nextPageId };
       this.#manifest.checkpoints = [...list, b64(signed)];
+      this.#manifest.logs = logs;
+      this.#manifest.nextPageId++;
       try {
-        await this.#commit([], []);
+        await this.#pages.commit({ pages: [logPage], deletes: previousLog ? [previousLog.pageId] : [], manifest: this.#manifestBytes() });
       } catch (e) {
-        this.#manifest.checkpoints = list;
+        Object.assign(this.#manifest, saved);
         throw e;
       }
       return { ...c, signed };
@@ -564,7 +643,7 @@ export class Store {
     const a = list[from];
     const b = list[to];
     if (a === undefined || b === undefined || a.generation !== b.generation || a.size > b.size) throw new RangeError('"from" and "to" expected checkpoints of one generation, oldest first');
-    return new MerkleHashTree(this.#log(b.generation).subarray(0, b.size * HASH_BYTES)).consistencyProof(a.size);
+    return this.#tree(b.generation, b.size).consistencyProof(a.size);
   }
 
   /** @internal A self-verifying export of one record (checkpointing first when none covers it). */
@@ -578,7 +657,7 @@ export class Store {
     if (cp.generation !== loc.generation || cp.size <= loc.leafIndex) throw new PqdbError('NOT_OPEN', 'no checkpoint covers this record');
     const page = await this.#page(loc.pageId);
     const record = page.slice(loc.offset, loc.offset + loc.length);
-    const proof = new MerkleHashTree(this.#log(loc.generation).subarray(0, cp.size * HASH_BYTES)).inclusionProof(loc.leafIndex);
+    const proof = this.#tree(loc.generation, cp.size).inclusionProof(loc.leafIndex);
     return encodeExport({
       leafData: leafData(this.#storeId, c.name, id, loc.sequence, record[1], loc.generation, record, loc.governance),
       record, governance: loc.governance, leafIndex: loc.leafIndex, proof, signedCheckpoint: cp.signed,

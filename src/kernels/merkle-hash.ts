@@ -37,6 +37,26 @@ function pack(k: Kernel, leaves: readonly Uint8Array[], start: number, end: numb
   return n;
 }
 
+/** SHA-384 of every message, concatenated (48·n bytes), in as few kernel calls as fit. */
+export function sha384Many(messages: readonly Uint8Array[]): Uint8Array {
+  const k = kernel();
+  const out = new Uint8Array(messages.length * HASH_BYTES);
+  const maxN = Math.floor(k.OUT_BYTES / HASH_BYTES);
+  for (let i = 0; i < messages.length; ) {
+    const n = pack(k, messages, i, messages.length, maxN);
+    if (n === 0) {
+      out.set(sha384(messages[i]), i * HASH_BYTES);
+      i++;
+      continue;
+    }
+    k.x.sha2_digest_batch(1, n);
+    out.set(k.mem.subarray(k.OUT, k.OUT + n * HASH_BYTES), i * HASH_BYTES);
+    k.mem.fill(0, k.OUT, k.OUT + n * HASH_BYTES);
+    i += n;
+  }
+  return out;
+}
+
 /** SHA-384(0x00 ‖ leaf) of every leaf, concatenated (48·n bytes). */
 export function leafHashes(leaves: readonly Uint8Array[]): Uint8Array {
   const k = kernel();

@@ -25,6 +25,7 @@ export interface KernelExports {
   hkdf(alg: number, ikmLen: number, saltLen: number, infoLen: number, outLen: number): void;
   hkdf_expand(alg: number, prkLen: number, infoLen: number, outLen: number): void;
   merkle_leaf_hashes(n: number): void;
+  sha2_digest_batch(alg: number, n: number): void;
   merkle_append(n: number, count: number): void;
   merkle_append_hashes(n: number, count: number): void;
   merkle_root(count: number): void;
