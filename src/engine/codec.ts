@@ -11,6 +11,7 @@
 
 import { PqdbError } from '../errors';
 import { utf8Length, writeUtf8 } from '../_utf8';
+import { readVarint } from '../_varint';
 
 export type FieldType = 'string' | 'number' | 'integer' | 'boolean' | 'bytes';
 export type FieldSpec = FieldType | `${FieldType}?`;
@@ -189,18 +190,8 @@ export function decodeValue(schema: CompiledSchema, bytes: Uint8Array): Value {
     if (p + k > bytes.length) throw corrupt('truncated');
   };
   const varint = () => {
-    let v = 0;
-    let scale = 1;
-    for (let i = 0; ; i++) {
-      need(1);
-      const b = bytes[p++];
-      if (i > 0 && b === 0) throw corrupt('non-canonical varint');
-      v += (b & 0x7f) * scale;
-      if (b < 0x80) break;
-      scale *= 0x80;
-      if (i >= 7) throw corrupt('varint too long');
-    }
-    if (!Number.isSafeInteger(v)) throw corrupt('varint out of range');
+    const [v, next] = readVarint(bytes, p, bytes.length, corrupt);
+    p = next;
     return v;
   };
   const zigzag = () => {

@@ -17,6 +17,7 @@
 // Sorting every list makes the bytes a function of the indexed content alone (not of update order).
 
 import { PqdbError } from '../errors';
+import { readVarint } from '../_varint';
 import { bytes as checkBytes, integer } from '../_args';
 import { utf8 } from '../_utf8';
 import { crc32c } from '../storage/page-store';
@@ -542,18 +543,8 @@ export class LexicalIndex {
     if (bytes[4] !== FORMAT_VERSION) throw new PqdbError('FORMAT_VERSION', `lexical index format ${bytes[4]} is not supported`);
     let p = 5;
     const varint = (): number => {
-      let v = 0;
-      let scale = 1;
-      for (let i = 0; ; i++) {
-        if (p >= end) throw corrupt('truncated');
-        const b = bytes[p++];
-        if (i > 0 && b === 0) throw corrupt('non-canonical varint');
-        v += (b & 0x7f) * scale;
-        if (b < 0x80) break;
-        scale *= 0x80;
-        if (i >= 7) throw corrupt('varint too long');
-      }
-      if (!Number.isSafeInteger(v)) throw corrupt('varint out of range');
+      const [v, next] = readVarint(bytes, p, end, corrupt);
+      p = next;
       return v;
     };
     const raw = (n: number): Uint8Array => {
