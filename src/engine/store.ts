@@ -14,6 +14,7 @@ import type { PageStore } from '../storage/page-store';
 import { sealRecord, sealedLength, openRecord, canonicalGovernanceText, type Governance } from '../crypto/record';
 import { utf8Length } from '../_utf8';
 import { suite as suiteOf, DEFAULT_SUITE, type SuiteName } from '../crypto/suites';
+import { LexicalIndex, type SearchOptions } from './lexical';
 import { compileSchema, encodeValueInto, decodeValue, ValueWriter, type CompiledSchema, type Schema, type Value } from './codec';
 import { KeyRing, type GenerationRecord } from './keys';
 import { Registry, type RegistryRecord, type SuiteState, type RegistryEntry } from './registry';
@@ -116,12 +117,35 @@ type PendingOp =
   | { kind: 'delete'; collection: Collection; id: string };
 
 export class Collection {
+  /** @internal The lexical index, once built (see search). */
+  lexical?: Promise<LexicalIndex>;
+
   /** @internal */
   constructor(
     readonly store: Store,
     readonly name: string,
     /** @internal */ readonly schema: CompiledSchema,
+    /** String fields indexed for search(), if any. */
+    readonly indexed: readonly string[] = [],
   ) {}
+
+  /**
+   * Ids (with values) of records whose indexed text fields contain the query's words: `mode` 'all'
+   * (default) or 'any', `prefix` to match the last word as typed, at most `limit` (default 100).
+   * The index is built from the records on first use after opening and kept current by every commit.
+   * @throws TypeError when the collection was opened without `index: { text: [...] }`.
+   */
+  async search(query: string, options: SearchOptions = {}): Promise<{ id: string; value: Value }[]> {
+    if (this.indexed.length === 0) throw new TypeError(`collection "${this.name}" has no lexical index (open it with index: { text: [...] })`);
+    if (typeof query !== 'string') throw new TypeError('"query" expected a string');
+    const index = await (this.lexical ??= this.store.buildIndex(this));
+    const out: { id: string; value: Value }[] = [];
+    for (const id of index.search(query, options)) {
+      const value = await this.get(id);
+      if (value !== undefined) out.push({ id, value });
+    }
+    return out;
+  }
 
   /**
    * Seals and stores `value` under `id` in one commit (durable when the promise resolves).
@@ -437,6 +461,14 @@ export class Store {
         this.#manifest.nextSequence = base;
         throw e;
       }
+      // Built lexical indexes follow the commit (indexes not built yet will read the records).
+      for (const c of checked) {
+        const lexical = c.p.collection.lexical;
+        if (lexical === undefined) continue;
+        const index = await lexical;
+        if (c.p.kind === 'delete') index.remove(c.p.id);
+        else index.update(c.p.id, c.p.value);
+      }
     });
   }
 
@@ -492,7 +524,7 @@ export class Store {
    * A typed collection. Its schema is stored with the store; reopening with another schema is an error.
    * @throws TypeError for a bad name or schema; RangeError when the schema differs from the stored one.
    */
-  collection(name: string, options: { schema: Schema; suite?: SuiteName }): Collection {
+  collection(name: string, options: { schema: Schema; suite?: SuiteName; index?: { text: readonly string[] } }): Collection {
     this.#live();
     if (typeof name !== 'string' || name.length === 0) throw new TypeError('"name" expected a non-empty string');
     const schema = compileSchema(options?.schema);
@@ -507,9 +539,20 @@ export class Store {
       if (this.#registry.state(id) === 'decrypt-only') this.#registry.setState(id, 'active');
       this.#manifest.collections[name] = { schema: schema.source as Schema, suite: id };
     }
+    const text = options.index?.text ?? [];
+    if (!Array.isArray(text) || text.some((f) => schema.fields.find((x) => x.name === f)?.type !== 'string')) {
+      throw new TypeError('"index.text" expected names of string fields of the schema');
+    }
     let c = this.#collections.get(name);
-    if (c === undefined) this.#collections.set(name, (c = new Collection(this, name, schema)));
+    if (c === undefined) this.#collections.set(name, (c = new Collection(this, name, schema, text)));
     return c;
+  }
+
+  /** @internal Builds a collection's lexical index from its records (in memory only: plaintext). */
+  async buildIndex(c: Collection): Promise<LexicalIndex> {
+    const index = new LexicalIndex({ text: c.indexed });
+    for (const id of this.ids(c.name, '')) index.update(id, await this.read(c, id));
+    return index;
   }
 
   /** Runs `fn` to collect operations, then commits them all in one page (all or nothing). */
