@@ -43,6 +43,7 @@ export function compileSchema(schema: Schema): CompiledSchema {
   const names = Object.keys(schema).sort();
   if (names.length === 0) throw new TypeError('"schema" expected at least one field');
   const fields = names.map((name) => {
+    if (name === '__proto__') throw new TypeError('"schema" field name "__proto__" is not allowed');
     const spec = schema[name];
     const optional = typeof spec === 'string' && spec.endsWith('?');
     const type = (optional ? spec.slice(0, -1) : spec) as FieldType;
@@ -140,7 +141,9 @@ export function encodeValueInto(schema: CompiledSchema, value: Value, w: ValueWr
 function writeFields(schema: CompiledSchema, value: Value, w: ValueWriter): void {
   w.byte(CODEC_VERSION);
   for (const f of schema.fields) {
-    const v = value[f.name];
+    // Own properties only: a field named like an Object.prototype member ("toString") is absent
+    // unless the value really has it.
+    const v = Object.prototype.hasOwnProperty.call(value, f.name) ? value[f.name] : undefined;
     if (v === undefined) {
       if (!f.optional) throw mismatch(`field "${f.name}" (${f.type}) is required`);
       w.byte(0);

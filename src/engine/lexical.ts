@@ -212,7 +212,7 @@ export class LexicalIndex {
     if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TypeError('"value" expected an object or undefined');
     const counts = new Map<string, number>();
     for (const f of this.#fields) {
-      const v = value[f];
+      const v = Object.prototype.hasOwnProperty.call(value, f) ? value[f] : undefined;
       if (v === undefined) continue;
       if (typeof v !== 'string') throw new TypeError(`"value.${f}" expected a string, got ${typeof v}`);
       for (const t of tokenize(v)) counts.set(t, (counts.get(t) ?? 0) + 1);
