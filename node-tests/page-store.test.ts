@@ -11,7 +11,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { openDB, deleteDB } from 'idb';
-import { pageStoreCases, type PageStoreFixtureFactory } from './cases/page-store';
+import { pageStoreCases, indexedDbFixture, type PageStoreFixtureFactory } from './cases/page-store';
 import { crc32c, mediumError, type PageStore } from '../src/storage/page-store';
 import { MemoryMedium, openMemoryPageStore } from '../src/storage/memory';
 import { openNodeFsPageStore, RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from '../src/storage/node-fs';
@@ -73,18 +73,7 @@ const FACTORIES: [string, PageStoreFixtureFactory][] = [
   [
     'indexeddb (fake-indexeddb)',
     async () => {
-      const name = `pqdb-test-${idbNames++}`;
-      return {
-        open: () => openIndexedDbPageStore(name),
-        corruptPage: async (id) => {
-          const db = await openDB(name);
-          const bytes = (await db.get('pages', id)) as Uint8Array;
-          bytes[0] ^= 1;
-          await db.put('pages', bytes, id);
-          db.close();
-        },
-        dispose: () => deleteDB(name),
-      };
+      return indexedDbFixture(`pqdb-test-${idbNames++}`, { openDB, deleteDB, open: openIndexedDbPageStore });
     },
   ],
 ];

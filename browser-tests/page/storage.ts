@@ -6,27 +6,14 @@
 import { openDB, deleteDB } from 'idb';
 import { openIndexedDbPageStore, lockName } from '../../src/storage/indexeddb';
 import type { PageStore } from '../../src/storage/page-store';
-import { runPageStoreCases, type PageStoreFixtureFactory } from '../../node-tests/cases/page-store';
+import { runPageStoreCases, indexedDbFixture, type PageStoreFixtureFactory } from '../../node-tests/cases/page-store';
 import type { Summary } from '../../node-tests/cases/_util';
 
 const run = Math.random().toString(36).slice(2, 8);
 let n = 0;
 
-const factory: PageStoreFixtureFactory = async () => {
-  const name = `pqdb-conformance-${run}-${n++}`;
-  return {
-    open: () => openIndexedDbPageStore(name),
-    // Test hook: flip a byte of the stored page through a second, raw connection.
-    corruptPage: async (id) => {
-      const db = await openDB(name);
-      const bytes = (await db.get('pages', id)) as Uint8Array;
-      bytes[0] ^= 1;
-      await db.put('pages', bytes, id);
-      db.close();
-    },
-    dispose: () => deleteDB(name),
-  };
-};
+const factory: PageStoreFixtureFactory = async () =>
+  indexedDbFixture(`pqdb-conformance-${run}-${n++}`, { openDB, deleteDB, open: openIndexedDbPageStore });
 
 /** Stores this page holds open, by name, for the cross-page lock test. */
 const held = new Map<string, PageStore>();

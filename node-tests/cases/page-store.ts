@@ -361,3 +361,28 @@ export async function runPageStoreCases(name: string, factory: PageStoreFixtureF
   }
   return s;
 }
+
+/**
+ * The IndexedDB adapter's fixture, shared by the Node run (over fake-indexeddb) and the Chromium
+ * page: `corruptPage` flips a byte of the stored page through a second, raw connection.
+ */
+export function indexedDbFixture(
+  name: string,
+  deps: {
+    openDB: (name: string) => Promise<{ get(store: string, key: number): Promise<unknown>; put(store: string, value: unknown, key: number): Promise<unknown>; close(): void }>;
+    deleteDB: (name: string) => Promise<void>;
+    open: (name: string) => Promise<PageStore>;
+  },
+): PageStoreFixture {
+  return {
+    open: () => deps.open(name),
+    corruptPage: async (id) => {
+      const db = await deps.openDB(name);
+      const bytes = (await db.get('pages', id)) as Uint8Array;
+      bytes[0] ^= 1;
+      await db.put('pages', bytes, id);
+      db.close();
+    },
+    dispose: () => deps.deleteDB(name),
+  };
+}

@@ -213,6 +213,7 @@ export class Store {
   #open = true;
   #signer?: Uint8Array;
   #recovered: string[] = [];
+  #storeIdBytes?: Uint8Array;
   /** Per generation: the leaf hashes of its Merkle log, in append order (48 bytes each). */
   #leaves = new Map<number, { buf: Uint8Array; n: number }>();
   /** While opening: leaf hashes read from log pages, by generation. */
@@ -360,8 +361,9 @@ export class Store {
     }
   }
 
+  /** The store id's bytes, parsed once from the manifest's hex (it never changes). */
   get #storeId(): Uint8Array {
-    return Uint8Array.from(this.#manifest.storeId.match(/../g)!, (h) => parseInt(h, 16));
+    return (this.#storeIdBytes ??= Uint8Array.from(this.#manifest.storeId.match(/../g)!, (h) => parseInt(h, 16)));
   }
 
   #live(): void {
