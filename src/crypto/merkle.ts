@@ -17,6 +17,7 @@ import {
   frontierSize,
 } from '../kernels/merkle-hash';
 import { sha384 } from '../kernels/sha2';
+import { equalBytes } from '../_bytes';
 
 export { HASH_BYTES };
 
@@ -190,13 +191,6 @@ export function consistencyProof(leaves: readonly Uint8Array[], oldSize: number)
   return new MerkleHashTree(leafHashes(leaves)).consistencyProof(oldSize);
 }
 
-function equal(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  let d = 0;
-  for (let i = 0; i < a.length; i++) d |= a[i] ^ b[i];
-  return d === 0;
-}
-
 function checkProof(proof: readonly Uint8Array[]): boolean {
   if (!Array.isArray(proof)) throw new TypeError('"proof" expected an array of Uint8Array');
   for (let i = 0; i < proof.length; i++) bytes(`proof[${i}]`, proof[i]);
@@ -241,7 +235,7 @@ export function verifyInclusion(
     fn = shr(fn, 1);
     sn = shr(sn, 1);
   }
-  return sn === 0 && equal(r, rootHash);
+  return sn === 0 && equalBytes(r, rootHash);
 }
 
 /**
@@ -262,8 +256,8 @@ export function verifyConsistency(
   bytes('oldRoot', oldRoot, HASH_BYTES);
   bytes('newRoot', newRoot, HASH_BYTES);
   if (!checkProof(proof)) return false;
-  if (oldSize === newSize) return proof.length === 0 && equal(oldRoot, newRoot);
-  if (oldSize === 0) return proof.length === 0 && equal(oldRoot, sha384(new Uint8Array(0)));
+  if (oldSize === newSize) return proof.length === 0 && equalBytes(oldRoot, newRoot);
+  if (oldSize === 0) return proof.length === 0 && equalBytes(oldRoot, sha384(new Uint8Array(0)));
   const inner = bitLen(xor(oldSize - 1, newSize - 1));
   const border = popcount(shr(oldSize - 1, inner));
   const shift = trailingZeros(oldSize);
@@ -294,7 +288,7 @@ export function verifyConsistency(
     fn = shr(fn, 1);
     sn = shr(sn, 1);
   }
-  return sn === 0 && equal(fr, oldRoot) && equal(sr, newRoot);
+  return sn === 0 && equalBytes(fr, oldRoot) && equalBytes(sr, newRoot);
 }
 
 // ---- incremental appender ---------------------------------------------------------------------

@@ -24,6 +24,7 @@ import { leafHash, verifyInclusion, HASH_BYTES } from './merkle';
 import { sha384Many, leafHashes } from '../kernels/merkle-hash';
 import { readHeader, openRecord, type DataKey, type RecordHeader } from './record';
 import type { Suite } from './suites';
+import { getU64, setU64 } from '../_bytes';
 
 const CONTEXT = utf8('pqdb checkpoint v1');
 export const CHECKPOINT_BYTES = 129;
@@ -44,13 +45,10 @@ function putU32(b: Uint8Array, at: number, v: number): void {
   new DataView(b.buffer, b.byteOffset).setUint32(at, v);
 }
 function putU64(b: Uint8Array, at: number, v: number): void {
-  const dv = new DataView(b.buffer, b.byteOffset);
-  dv.setUint32(at, Math.floor(v / 2 ** 32));
-  dv.setUint32(at + 4, v >>> 0);
+  setU64(new DataView(b.buffer, b.byteOffset), at, v);
 }
-function getU64(b: Uint8Array, at: number): number {
-  const dv = new DataView(b.buffer, b.byteOffset);
-  return dv.getUint32(at) * 2 ** 32 + dv.getUint32(at + 4);
+function readU64(b: Uint8Array, at: number): number {
+  return getU64(new DataView(b.buffer, b.byteOffset), at);
 }
 
 /** SHA-384 of canonical governance texts: few distinct states recur across many records. */
@@ -144,7 +142,7 @@ export function decodeCheckpoint(b: Uint8Array): Checkpoint | undefined {
   return {
     storeId: b.slice(5, 21),
     generation: new DataView(b.buffer, b.byteOffset).getUint32(21),
-    size: getU64(b, 25),
+    size: readU64(b, 25),
     root: b.slice(33, 81),
     previous: b.slice(81, 129),
   };
@@ -235,7 +233,7 @@ function decodeExport(b: Uint8Array): SealedExport | undefined {
     at += 2;
     const governance = dec.decode(b.subarray(at, at + gl));
     at += gl;
-    const leafIndex = getU64(b, at);
+    const leafIndex = readU64(b, at);
     at += 8;
     const n = b[at++];
     const proof: Uint8Array[] = [];
@@ -264,7 +262,7 @@ function readLeaf(leaf: Uint8Array): { storeId: Uint8Array; collection: string; 
     at += 2;
     const id = dec.decode(leaf.subarray(at, at + il));
     at += il;
-    const sequence = getU64(leaf, at);
+    const sequence = readU64(leaf, at);
     at += 8;
     const suite = leaf[at++];
     const generation = new DataView(leaf.buffer, leaf.byteOffset).getUint32(at);

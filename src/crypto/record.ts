@@ -19,6 +19,7 @@ import { hkdf, expand } from '../kernels/hmac';
 import { sha384 } from '../kernels/sha2';
 import { gcm, gcmsiv, type KeyedAead } from '../kernels/aead';
 import { suite as suiteOf, type Suite, type SuiteName } from './suites';
+import { getU64, setU64 } from '../_bytes';
 
 export const RECORD_VERSION = 1;
 export const HEADER_BYTES = 16;
@@ -63,9 +64,7 @@ function be32(n: number): Uint8Array {
 
 function be64(n: number): Uint8Array {
   const b = new Uint8Array(8);
-  const dv = new DataView(b.buffer);
-  dv.setUint32(0, Math.floor(n / 2 ** 32));
-  dv.setUint32(4, n >>> 0);
+  setU64(new DataView(b.buffer), 0, n);
   return b;
 }
 
@@ -117,8 +116,7 @@ function encodeHeader(s: Suite, flags: number, generation: number, sequence: num
   h[1] = s.id;
   h[2] = flags;
   dv.setUint32(4, generation);
-  dv.setUint32(8, Math.floor(sequence / 2 ** 32));
-  dv.setUint32(12, sequence >>> 0);
+  setU64(dv, 8, sequence);
   return h;
 }
 
@@ -137,8 +135,7 @@ export function readHeader(record: Uint8Array): RecordHeader {
     throw new PqdbError('FORMAT_VERSION', `sealed record names unknown suite ${record[1]}`, { cause });
   }
   const dv = new DataView(record.buffer, record.byteOffset, HEADER_BYTES);
-  const sequence = dv.getUint32(8) * 2 ** 32 + dv.getUint32(12);
-  return { version: record[0], suite: s, flags: record[2], generation: dv.getUint32(4), sequence };
+  return { version: record[0], suite: s, flags: record[2], generation: dv.getUint32(4), sequence: getU64(dv, 8) };
 }
 
 function aadOf(header: Uint8Array, collection: string, id: string): Uint8Array {
@@ -160,9 +157,7 @@ function aadOf(header: Uint8Array, collection: string, id: string): Uint8Array {
 
 function nonceOf(sequence: number): Uint8Array {
   const n = new Uint8Array(12);
-  const dv = new DataView(n.buffer);
-  dv.setUint32(4, Math.floor(sequence / 2 ** 32));
-  dv.setUint32(8, sequence >>> 0);
+  setU64(new DataView(n.buffer), 4, sequence);
   return n;
 }
 

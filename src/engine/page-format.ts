@@ -23,6 +23,7 @@ import { gcmsiv } from '../kernels/aead';
 import { hkdf, hmac } from '../kernels/hmac';
 import { sha384 } from '../kernels/sha2';
 import { utf8Length, writeUtf8 } from '../_utf8';
+import { getU64, setU64 } from '../_bytes';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder('utf-8', { fatal: true });
@@ -84,9 +85,7 @@ class Out {
   }
   u64(v: number): void {
     this.room(8);
-    const dv = new DataView(this.buf.buffer, this.buf.byteOffset + this.n, 8);
-    dv.setUint32(0, Math.floor(v / 2 ** 32));
-    dv.setUint32(4, v >>> 0);
+    setU64(new DataView(this.buf.buffer, this.buf.byteOffset + this.n, 8), 0, v);
     this.n += 8;
   }
   bytes(): Uint8Array {
@@ -124,9 +123,9 @@ class In {
   }
   u64(): number {
     if (this.p + 8 > this.b.length) this.fail();
-    const dv = new DataView(this.b.buffer, this.b.byteOffset + this.p, 8);
+    const v = getU64(new DataView(this.b.buffer, this.b.byteOffset + this.p, 8), 0);
     this.p += 8;
-    return dv.getUint32(0) * 2 ** 32 + dv.getUint32(4);
+    return v;
   }
 }
 

@@ -21,6 +21,7 @@ import { Registry, type RegistryRecord, type SuiteState, type RegistryEntry } fr
 import { recordLeafHashes, signCheckpoint, checkpointHash, decodeCheckpoint, encodeExport, leafData, type Checkpoint } from '../crypto/proofs';
 import { MerkleHashTree, HASH_BYTES } from '../crypto/merkle';
 import { encodePage, decodePage, pageGeneration, pageKey, metaKey, encodeManifest, readManifestJson, verifyManifest, type PageWriteOp, type IndexedOp } from './page-format';
+import { equalBytes, setU64 } from '../_bytes';
 
 /** A log page: "PQDG" ‖ 1 ‖ be32(generation) ‖ be64(size) ‖ leaf hashes (48 each). */
 function encodeLogPage(generation: number, hashes: Uint8Array): Uint8Array {
@@ -28,17 +29,9 @@ function encodeLogPage(generation: number, hashes: Uint8Array): Uint8Array {
   out.set([0x50, 0x51, 0x44, 0x47, 1]);
   const dv = new DataView(out.buffer);
   dv.setUint32(5, generation);
-  dv.setUint32(9, Math.floor(hashes.length / HASH_BYTES / 2 ** 32));
-  dv.setUint32(13, (hashes.length / HASH_BYTES) >>> 0);
+  setU64(dv, 9, hashes.length / HASH_BYTES);
   out.set(hashes, 17);
   return out;
-}
-
-function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  let d = 0;
-  for (let i = 0; i < a.length; i++) d |= a[i] ^ b[i];
-  return d === 0;
 }
 
 /** Bound of the cache of sealed commit pages (they hold only ciphertext). */

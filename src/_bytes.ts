@@ -1,0 +1,23 @@
+// Byte helpers shared by the record, page, log and proof formats.
+//
+// Big-endian 64-bit fields hold safe integers (sequences, sizes, counts): DataView's 64-bit
+// accessors take BigInt, so each field is written and read as two 32-bit halves.
+
+/** Writes v (a safe, non-negative integer) big-endian at dv[at..at+8). */
+export function setU64(dv: DataView, at: number, v: number): void {
+  dv.setUint32(at, Math.floor(v / 2 ** 32));
+  dv.setUint32(at + 4, v >>> 0);
+}
+
+/** Reads the big-endian 64-bit field at dv[at..at+8) as a number. */
+export function getU64(dv: DataView, at: number): number {
+  return dv.getUint32(at) * 2 ** 32 + dv.getUint32(at + 4);
+}
+
+/** Equality of two byte strings in time independent of where they differ. */
+export function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d |= a[i] ^ b[i];
+  return d === 0;
+}
