@@ -17,6 +17,14 @@
 //   "PQDM" ‖ version(1) ‖ be32(|json|) ‖ json (UTF-8) ‖ HMAC-SHA384(K_meta_g, everything before)[0, 32)
 //   K_meta_g = HKDF-SHA384(R_g, salt_g, "pqdb manifest mac v1", 32), g = json.macGeneration
 // The JSON is readable (it carries the key envelopes needed to unlock) but authenticated.
+//
+// Log page (a generation's Merkle leaf hashes as of a checkpoint; public hashes, not sealed):
+//   "PQDG" ‖ 1 ‖ be32(generation) ‖ be64(size) ‖ leaf hashes (48 each)
+// Lexical index page (a collection's search index as of a checkpoint):
+//   "PQDX" ‖ 1 ‖ be32(generation) ‖ AES-256-GCM-SIV(K_lex_g, nonce = 0^8 ‖ be32(page id),
+//                                                   aad = first 9 bytes ‖ be32(page id) ‖ str(collection))
+//   K_lex_g = HKDF-SHA384(R_g, salt_g, "pqdb lexical index key v1", 32); the plaintext is
+//   LexicalIndex.serialize() (terms and ids), so no token is stored in the clear.
 
 import { PqdbError } from '../errors';
 import { gcmsiv } from '../kernels/aead';
@@ -29,6 +37,9 @@ const enc = new TextEncoder();
 const dec = new TextDecoder('utf-8', { fatal: true });
 const PAGE_MAGIC = [0x50, 0x51, 0x44, 0x50]; // PQDP
 const MANIFEST_MAGIC = [0x50, 0x51, 0x44, 0x4d]; // PQDM
+const LOG_MAGIC = [0x50, 0x51, 0x44, 0x47]; // PQDG
+const INDEX_MAGIC = [0x50, 0x51, 0x44, 0x58]; // PQDX
+const HASH_BYTES = 48;
 export const PAGE_VERSION = 1;
 export const MANIFEST_VERSION = 1;
 const MAC_BYTES = 32;
@@ -48,6 +59,75 @@ export function pageKey(root: Uint8Array, salt: Uint8Array): Uint8Array {
 
 export function metaKey(root: Uint8Array, salt: Uint8Array): Uint8Array {
   return hkdf(sha384, root, salt, enc.encode('pqdb manifest mac v1'), 32);
+}
+
+export function lexicalKey(root: Uint8Array, salt: Uint8Array): Uint8Array {
+  return hkdf(sha384, root, salt, enc.encode('pqdb lexical index key v1'), 32);
+}
+
+/** What kind of page `page` is, from its magic (undefined for none of pqdb's). */
+export function pageKind(page: Uint8Array): 'commit' | 'log' | 'index' | undefined {
+  const is = (magic: number[]) => page.length >= 4 && magic.every((m, i) => page[i] === m);
+  return is(PAGE_MAGIC) ? 'commit' : is(LOG_MAGIC) ? 'log' : is(INDEX_MAGIC) ? 'index' : undefined;
+}
+
+/** A log page holding the first `hashes.length / 48` leaf hashes of a generation's log. */
+export function encodeLogPage(generation: number, hashes: Uint8Array): Uint8Array {
+  const out = new Uint8Array(17 + hashes.length);
+  out.set(LOG_MAGIC);
+  out[4] = PAGE_VERSION;
+  const dv = new DataView(out.buffer);
+  dv.setUint32(5, generation);
+  setU64(dv, 9, hashes.length / HASH_BYTES);
+  out.set(hashes, 17);
+  return out;
+}
+
+/**
+ * The leaf hashes of a log page (a view into `page`), checked against the generation and size the
+ * manifest names. @throws PqdbError CORRUPTION, FORMAT_VERSION
+ */
+export function decodeLogPage(page: Uint8Array, generation: number, size: number): Uint8Array {
+  if (page.length < 17 || pageKind(page) !== 'log') throw new PqdbError('CORRUPTION', 'not a pqdb log page');
+  if (page[4] !== PAGE_VERSION) throw new PqdbError('FORMAT_VERSION', `log page version ${page[4]} is not supported`);
+  const dv = new DataView(page.buffer, page.byteOffset, page.length);
+  if (dv.getUint32(5) !== generation) throw new PqdbError('CORRUPTION', `log page is of generation ${dv.getUint32(5)}, expected ${generation}`);
+  if (getU64(dv, 9) !== size || page.length !== 17 + size * HASH_BYTES) throw new PqdbError('CORRUPTION', `log page does not hold the ${size} leaves its manifest entry names`);
+  return page.subarray(17);
+}
+
+function indexAad(head: Uint8Array, pageId: number, collection: string): Uint8Array {
+  const aad = new Out();
+  aad.push(head.subarray(0, 9));
+  aad.push(Uint8Array.of(pageId >>> 24, (pageId >>> 16) & 0xff, (pageId >>> 8) & 0xff, pageId & 0xff));
+  aad.str(collection);
+  return aad.bytes();
+}
+
+/** Seals a collection's serialized lexical index into an index page. */
+export function encodeIndexPage(pageId: number, generation: number, key: Uint8Array, collection: string, serialized: Uint8Array): Uint8Array {
+  const head = new Uint8Array(9);
+  head.set(INDEX_MAGIC);
+  head[4] = PAGE_VERSION;
+  new DataView(head.buffer).setUint32(5, generation);
+  const sealed = gcmsiv(key, pageNonce(pageId), indexAad(head, pageId, collection)).encrypt(serialized);
+  const out = new Uint8Array(9 + sealed.length);
+  out.set(head);
+  out.set(sealed, 9);
+  return out;
+}
+
+/** The generation an index page was sealed under. @throws PqdbError CORRUPTION, FORMAT_VERSION */
+export function indexPageGeneration(page: Uint8Array): number {
+  if (page.length < 9 + 16 || pageKind(page) !== 'index') throw new PqdbError('CORRUPTION', 'not a pqdb lexical index page');
+  if (page[4] !== PAGE_VERSION) throw new PqdbError('FORMAT_VERSION', `index page version ${page[4]} is not supported`);
+  return new DataView(page.buffer, page.byteOffset).getUint32(5);
+}
+
+/** Opens an index page of `collection`. @throws PqdbError AUTH_FAILED, CORRUPTION */
+export function decodeIndexPage(pageId: number, key: Uint8Array, collection: string, page: Uint8Array): Uint8Array {
+  indexPageGeneration(page);
+  return gcmsiv(key, pageNonce(pageId), indexAad(page, pageId, collection)).decrypt(page.subarray(9));
 }
 
 /** A growable byte buffer (one allocation per doubling, not one per field). */

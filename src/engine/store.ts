@@ -20,19 +20,11 @@ import { KeyRing, type GenerationRecord } from './keys';
 import { Registry, type RegistryRecord, type SuiteState, type RegistryEntry } from './registry';
 import { recordLeafHashes, signCheckpoint, checkpointHash, decodeCheckpoint, encodeExport, leafData, type Checkpoint } from '../crypto/proofs';
 import { MerkleHashTree, HASH_BYTES } from '../crypto/merkle';
-import { encodePage, decodePage, pageGeneration, pageKey, metaKey, encodeManifest, readManifestJson, verifyManifest, type PageWriteOp, type IndexedOp } from './page-format';
-import { equalBytes, setU64 } from '../_bytes';
-
-/** A log page: "PQDG" ‖ 1 ‖ be32(generation) ‖ be64(size) ‖ leaf hashes (48 each). */
-function encodeLogPage(generation: number, hashes: Uint8Array): Uint8Array {
-  const out = new Uint8Array(17 + hashes.length);
-  out.set([0x50, 0x51, 0x44, 0x47, 1]);
-  const dv = new DataView(out.buffer);
-  dv.setUint32(5, generation);
-  setU64(dv, 9, hashes.length / HASH_BYTES);
-  out.set(hashes, 17);
-  return out;
-}
+import {
+  encodePage, decodePage, pageGeneration, pageKey, metaKey, lexicalKey, encodeManifest, readManifestJson, verifyManifest,
+  encodeLogPage, decodeLogPage, encodeIndexPage, decodeIndexPage, indexPageGeneration, type PageWriteOp, type IndexedOp,
+} from './page-format';
+import { equalBytes } from '../_bytes';
 
 /** Bound of the cache of sealed commit pages (they hold only ciphertext). */
 const PAGE_CACHE_BYTES = 64 * 1024 * 1024;
@@ -55,6 +47,12 @@ export interface StoreOptions {
   signerPublicKey?: Uint8Array;
   /** Bound of the data-key cache. */
   keyCacheSize?: number;
+  /**
+   * Automatic checkpoints (with `signer`): after a commit, once `records` records were written
+   * since the last checkpoint, or `ms` milliseconds passed since it and at least one was written.
+   * Default { records: 10000, ms: 60000 }; false turns them off.
+   */
+  autoCheckpoint?: { records?: number; ms?: number } | false;
 }
 
 interface Location {
@@ -88,6 +86,8 @@ interface ManifestJson {
   checkpoints?: string[];
   /** Per generation, the page holding its log's leaf hashes as of the last checkpoint. */
   logs?: Record<string, { pageId: number; size: number }>;
+  /** Per collection, the sealed lexical index as of the last checkpoint and the last commit page it includes. */
+  indexes?: Record<string, { pageId: number; afterPage: number }>;
 }
 
 export interface PutOptions {
@@ -217,6 +217,13 @@ export class Store {
   /** Recently read commit pages (immutable, so never stale), bounded by PAGE_CACHE_BYTES. */
   #pageCache = new Map<number, Uint8Array>();
   #pageCacheBytes = 0;
+  /** Per collection: ids committed after its persisted lexical index, while the index is not loaded. */
+  #indexPending = new Map<string, Set<string>>();
+  /** Collections whose loaded index changed since it was last persisted. */
+  #indexDirty = new Set<string>();
+  #auto: { records: number; ms: number } | undefined;
+  #lastCheckpointAt = Date.now();
+  #autoError?: unknown;
 
   private constructor(pages: PageStore, keys: KeyRing, registry: Registry, manifest: ManifestJson, signer?: Uint8Array) {
     this.#pages = pages;
@@ -252,7 +259,7 @@ export class Store {
         keyring: [], registry: [], collections: {}, defaultSuite: suite.id,
       };
       store = new Store(pages, keys, registry, manifest, options.signer);
-      store.#signerPublic = options.signerPublicKey;
+      store.#configure(options);
       await store.#enqueue(() => store.#commit([], []));
     } else {
       const json = readManifestJson(raw) as ManifestJson;
@@ -262,10 +269,22 @@ export class Store {
       keys.unlock(options.unlock);
       verifyManifest(raw, keys.generationKey(json.macGeneration, 'meta', metaKey));
       store = new Store(pages, keys, new Registry({ records: json.registry }), json, options.signer);
-      store.#signerPublic = options.signerPublicKey;
+      store.#configure(options);
       await store.#rebuild();
     }
     return store;
+  }
+
+  #configure(options: StoreOptions): void {
+    this.#signerPublic = options.signerPublicKey;
+    const auto = options.autoCheckpoint ?? {};
+    if (auto !== false && this.#signer !== undefined) {
+      if (typeof auto !== 'object' || auto === null) throw new TypeError('"autoCheckpoint" expected { records?, ms? } or false');
+      const records = auto.records ?? 10_000;
+      const ms = auto.ms ?? 60_000;
+      if (!(records >= 1) || !(ms >= 0)) throw new RangeError('"autoCheckpoint" expected records >= 1 and ms >= 0');
+      this.#auto = { records, ms };
+    }
   }
 
   /**
@@ -279,10 +298,11 @@ export class Store {
     const logPages = new Set<number>();
     for (const [g, { pageId, size }] of Object.entries(this.#manifest.logs ?? {})) {
       const page = await this.#pages.readPage(pageId);
-      if (page === undefined || page.length !== 17 + size * HASH_BYTES) throw new PqdbError('CORRUPTION', `log page ${pageId} is missing or truncated`);
-      this.#known.set(Number(g), page.subarray(17));
+      if (page === undefined) throw new PqdbError('CORRUPTION', `log page ${pageId} is missing`);
+      this.#known.set(Number(g), decodeLogPage(page, Number(g), size));
       logPages.add(pageId);
     }
+    for (const { pageId } of Object.values(this.#manifest.indexes ?? {})) logPages.add(pageId);
     for (const pageId of await this.#pages.listPages()) {
       if (logPages.has(pageId)) continue;
       if (pageId >= this.#manifest.nextPageId) {
@@ -346,7 +366,14 @@ export class Store {
     }
     log.buf.set(leaves, log.n * HASH_BYTES);
     this.#trees.clear();
+    const indexes = this.#manifest.indexes;
     for (const op of ops) {
+      const snapshot = indexes?.[op.collection];
+      if (snapshot !== undefined && pageId > snapshot.afterPage && this.#collections.get(op.collection)?.lexical === undefined) {
+        let pending = this.#indexPending.get(op.collection);
+        if (pending === undefined) this.#indexPending.set(op.collection, (pending = new Set()));
+        pending.add(op.id);
+      }
       let m = this.#dir.get(op.collection);
       if (m === undefined) this.#dir.set(op.collection, (m = new Map()));
       if (op.kind === 'delete') m.delete(op.id);
@@ -463,8 +490,35 @@ export class Store {
         const index = await lexical;
         if (c.p.kind === 'delete') index.remove(c.p.id);
         else index.update(c.p.id, c.p.value);
+        this.#indexDirty.add(c.p.collection.name);
       }
+      this.#maybeCheckpoint();
     });
+  }
+
+  /** Queues an automatic checkpoint when enough records or time passed since the last one. */
+  #maybeCheckpoint(): void {
+    if (this.#auto === undefined || this.#signerPublic === undefined) return;
+    const g = this.#keys.current();
+    const size = this.#log(g).length / HASH_BYTES;
+    const last = this.#lastCheckpoint(g)?.size ?? 0;
+    const due = size - last >= this.#auto.records || (size > last && Date.now() - this.#lastCheckpointAt >= this.#auto.ms);
+    if (!due) return;
+    this.#lastCheckpointAt = Date.now(); // one queued checkpoint at a time
+    this.checkpoint().then(
+      () => (this.#autoError = undefined),
+      (e) => (this.#autoError = e),
+    );
+  }
+
+  /** The newest checkpoint of generation `g`. */
+  #lastCheckpoint(g: number): Checkpoint | undefined {
+    const list = this.#manifest.checkpoints ?? [];
+    for (let i = list.length - 1; i >= 0; i--) {
+      const c = decodeCheckpoint(unb64(list[i]))!;
+      if (c.generation === g) return c;
+    }
+    return undefined;
   }
 
   /** @internal */
@@ -543,10 +597,41 @@ export class Store {
     return c;
   }
 
-  /** @internal Builds a collection's lexical index from its records (in memory only: plaintext). */
+  /**
+   * @internal A collection's lexical index, in memory (it holds plaintext terms): loaded from the
+   * sealed index page of the last checkpoint and brought up to date with the ids committed since,
+   * or built from the records when there is none (or it indexes other fields).
+   */
   async buildIndex(c: Collection): Promise<LexicalIndex> {
+    const snapshot = this.#manifest.indexes?.[c.name];
+    const pending = this.#indexPending.get(c.name) ?? new Set<string>();
+    this.#indexPending.delete(c.name);
+    if (snapshot !== undefined) {
+      const page = await this.#pages.readPage(snapshot.pageId);
+      if (page === undefined) throw new PqdbError('CORRUPTION', `lexical index page ${snapshot.pageId} is missing`);
+      const key = this.#keys.generationKey(indexPageGeneration(page), 'lexical', lexicalKey);
+      const bytes = decodeIndexPage(snapshot.pageId, key, c.name, page);
+      let index: LexicalIndex | undefined;
+      try {
+        index = LexicalIndex.deserialize(bytes, { text: c.indexed });
+      } catch (e) {
+        if (!(e instanceof RangeError)) throw e; // other fields than persisted: build anew below
+      } finally {
+        bytes.fill(0);
+      }
+      if (index !== undefined) {
+        for (const id of pending) {
+          const value = await this.read(c, id);
+          if (value === undefined) index.remove(id);
+          else index.update(id, value);
+        }
+        if (pending.size > 0) this.#indexDirty.add(c.name);
+        return index;
+      }
+    }
     const index = new LexicalIndex({ text: c.indexed });
     for (const id of this.ids(c.name, '')) index.update(id, await this.read(c, id));
+    this.#indexDirty.add(c.name);
     return index;
   }
 
@@ -600,8 +685,9 @@ export class Store {
   }
 
   /** Store id, page store kind and counts. */
-  info(): { storeId: string; storage: string; generations: number[]; collections: Record<string, number>; commits: number } {
+  info(): { storeId: string; storage: string; generations: number[]; collections: Record<string, number>; commits: number; autoCheckpointError?: string } {
     return {
+      ...(this.#autoError !== undefined ? { autoCheckpointError: String((this.#autoError as Error)?.message ?? this.#autoError) } : {}),
       storeId: this.#manifest.storeId,
       storage: this.#pages.kind,
       generations: this.#keys.generations(),
@@ -650,16 +736,35 @@ export class Store {
       const previousLog = logs[g];
       const logPage = { id: this.#manifest.nextPageId, bytes: encodeLogPage(g, this.#log(g).subarray(0, tree.size * HASH_BYTES)) };
       logs[g] = { pageId: logPage.id, size: tree.size };
-      const saved = { checkpoints: list, logs: this.#manifest.logs, nextPageId: this.#manifest.nextPageId };
+      const saved = { checkpoints: list, logs: this.#manifest.logs, indexes: this.#manifest.indexes, nextPageId: this.#manifest.nextPageId };
+      const afterPage = this.#manifest.nextPageId - 1;
+      this.#manifest.nextPageId++;
+      const pages = [logPage];
+      const deletes = previousLog ? [previousLog.pageId] : [];
+      // Lexical indexes changed since they were last persisted go with the checkpoint, sealed.
+      const indexes = { ...(this.#manifest.indexes ?? {}) };
+      const dirty = [...this.#indexDirty];
+      for (const name of dirty) {
+        const lexical = this.#collections.get(name)?.lexical;
+        if (lexical === undefined) continue;
+        const serialized = (await lexical).serialize();
+        const id = this.#manifest.nextPageId++;
+        pages.push({ id, bytes: encodeIndexPage(id, g, this.#keys.generationKey(g, 'lexical', lexicalKey), name, serialized) });
+        serialized.fill(0);
+        if (indexes[name] !== undefined) deletes.push(indexes[name].pageId);
+        indexes[name] = { pageId: id, afterPage };
+      }
       this.#manifest.checkpoints = [...list, b64(signed)];
       this.#manifest.logs = logs;
-      this.#manifest.nextPageId++;
+      this.#manifest.indexes = indexes;
       try {
-        await this.#pages.commit({ pages: [logPage], deletes: previousLog ? [previousLog.pageId] : [], manifest: this.#manifestBytes() });
+        await this.#pages.commit({ pages, deletes, manifest: this.#manifestBytes() });
       } catch (e) {
         Object.assign(this.#manifest, saved);
         throw e;
       }
+      for (const name of dirty) this.#indexDirty.delete(name);
+      this.#lastCheckpointAt = Date.now();
       return { ...c, signed };
     });
   }
