@@ -13,6 +13,7 @@ export type { Schema, FieldSpec, Value } from './engine/codec';
 export type { PageStore, CommitBatch, PageStoreStats } from './storage/page-store';
 export { openMemoryPageStore } from './storage/memory';
 export { verifySealed, openSealed, type VerifiedSealed, type Checkpoint } from './crypto/proofs';
+export { verifyStore, formatVerifyReport, type VerifyReport, type VerifyOptions, type VerifyProblem } from './engine/verify';
 
 /** The pqdb release this build belongs to. */
 export const VERSION = '0.1.0';

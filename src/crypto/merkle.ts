@@ -212,6 +212,18 @@ export function verifyInclusion(
   rootHash: Uint8Array,
 ): boolean {
   bytes('leafData', leafData);
+  return verifyInclusionOfHash(leafHash(leafData), index, treeSize, proof, rootHash);
+}
+
+/** verifyInclusion for a leaf given by its hash (MTH({d}) = SHA-384(0x00 ‖ d)), e.g. from a log page. */
+export function verifyInclusionOfHash(
+  leaf: Uint8Array,
+  index: number,
+  treeSize: number,
+  proof: readonly Uint8Array[],
+  rootHash: Uint8Array,
+): boolean {
+  bytes('leaf', leaf, HASH_BYTES);
   integer('treeSize', treeSize, 1, MAX_SIZE);
   integer('index', index, 0, treeSize - 1);
   bytes('root', rootHash, HASH_BYTES);
@@ -220,7 +232,7 @@ export function verifyInclusion(
   if (proof.length !== inner + popcount(shr(index, inner))) return false;
   let fn = index;
   let sn = treeSize - 1;
-  let r = leafHash(leafData);
+  let r = leaf;
   for (const p of proof) {
     if (sn === 0) return false;
     if (isOdd(fn) || fn === sn) {

@@ -61,6 +61,12 @@ export interface NodeFsPageStoreOptions {
   create?: boolean;
   /** Segment roll-over size in bytes (default 64 MiB). */
   segmentBytes?: number;
+  /**
+   * Open for reading only (verifiers, status tools): no lock is taken, nothing on disk is changed
+   * (what a writer would repair is reported in `recovery` instead), and `commit` rejects with
+   * READ_ONLY. Reads see the store as of opening; a writer may hold it meanwhile.
+   */
+  readOnly?: boolean;
 }
 
 interface Location {
@@ -90,14 +96,15 @@ export async function openNodeFsPageStore(dir: string, options: NodeFsPageStoreO
   if (!Number.isInteger(segmentBytes) || segmentBytes < 4096) {
     throw new RangeError(`"segmentBytes" expected an integer >= 4096, got ${segmentBytes}`);
   }
+  const readOnly = options.readOnly === true;
   try {
-    if (options.create !== false) await mkdir(dir, { recursive: true });
+    if (options.create !== false && !readOnly) await mkdir(dir, { recursive: true });
     await stat(dir);
   } catch (e) {
     throw mediumError(`node-fs page store ${dir}`, e);
   }
-  await acquireLock(dir);
-  const store = new NodeFsPageStore(dir, segmentBytes);
+  if (!readOnly) await acquireLock(dir);
+  const store = new NodeFsPageStore(dir, segmentBytes, readOnly);
   try {
     await store.load();
   } catch (e) {
@@ -158,21 +165,26 @@ class NodeFsPageStore extends BasePageStore {
   #commitSeq = 0;
   #manifestFileBytes = 0;
   #failed: unknown;
+  readonly #readOnly: boolean;
 
-  constructor(dir: string, segmentBytes: number) {
+  constructor(dir: string, segmentBytes: number, readOnly: boolean) {
     super();
     this.#dir = dir;
     this.#segmentBytes = segmentBytes;
+    this.#readOnly = readOnly;
   }
 
   /** Reads MANIFEST, repairs segment tails, rebuilds the page index. */
   async load(): Promise<void> {
     const actions: string[] = [];
     let truncatedBytes = 0;
-    await rm(join(this.#dir, MANIFEST_TMP), { force: true }).then(
-      () => undefined,
-      () => undefined,
-    );
+    const ro = this.#readOnly;
+    if (!ro) {
+      await rm(join(this.#dir, MANIFEST_TMP), { force: true }).then(
+        () => undefined,
+        () => undefined,
+      );
+    }
     let committed = new Map<number, number>();
     let raw: Uint8Array | undefined;
     try {
@@ -193,6 +205,7 @@ class NodeFsPageStore extends BasePageStore {
       if (!match) continue;
       const seq = parseInt(match[1], 16);
       if (committed.has(seq)) present.add(seq);
+      else if (ro) actions.push(`${name} is not named by the manifest (an interrupted commit; left in place, read-only)`);
       else {
         await unlink(join(this.#dir, name));
         actions.push(`removed ${name}: not named by the manifest (an interrupted commit)`);
@@ -201,11 +214,14 @@ class NodeFsPageStore extends BasePageStore {
     for (const [seq, length] of [...committed].sort((a, b) => a[0] - b[0])) {
       const name = segmentName(seq);
       if (!present.has(seq)) throw corruption(`node-fs: ${name} is named by the manifest but missing`);
-      const fh = await open(join(this.#dir, name), 'r+');
+      const fh = await open(join(this.#dir, name), ro ? 'r' : 'r+');
       this.#segments.set(seq, { seq, fh, committed: length });
       const size = (await fh.stat()).size;
       if (size < length) throw corruption(`node-fs: ${name} holds ${size} bytes, the manifest committed ${length}`);
-      if (size > length) {
+      if (size > length && ro) {
+        truncatedBytes += size - length;
+        actions.push(`${name} has ${size - length} bytes past its committed length ${length}: the tail of a commit that never completed (left in place, read-only)`);
+      } else if (size > length) {
         await fh.truncate(length);
         await fh.datasync();
         truncatedBytes += size - length;
@@ -271,6 +287,7 @@ class NodeFsPageStore extends BasePageStore {
   }
 
   protected async _commit(batch: CheckedBatch): Promise<void> {
+    if (this.#readOnly) throw new PqdbError('READ_ONLY', `node-fs page store ${this.#dir} is open read-only`);
     if (this.#failed !== undefined) {
       throw new PqdbError('IO_ERROR', 'node-fs: an earlier write failed; reopen the store', { cause: this.#failed });
     }
@@ -382,7 +399,7 @@ class NodeFsPageStore extends BasePageStore {
     for (const s of this.#segments.values()) await s.fh.close().catch((e) => errors.push(e));
     this.#segments.clear();
     this.#index.clear();
-    await unlink(join(this.#dir, LOCK)).catch((e) => errors.push(e));
+    if (!this.#readOnly) await unlink(join(this.#dir, LOCK)).catch((e) => errors.push(e));
     if (errors.length > 0) throw mediumError('node-fs: close', errors[0]);
   }
 }

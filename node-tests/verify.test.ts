@@ -1,0 +1,187 @@
+// The store verifier and `pqdb verify`: a good store passes (exit 0), and a flipped bit in a page, a
+// truncated segment, a forged checkpoint or a record altered under a recomputed checksum are found
+// and named (non-zero exit). The verifier opens the store read-only: it changes nothing on disk and
+// runs while a writer holds the store.
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, readdirSync, readFileSync, writeFileSync, statSync, truncateSync, cpSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openStore, generateRecipient, generateSigner } from '../src/node';
+import { openMemoryPageStore, verifyStore } from '../src/index';
+import { MemoryMedium } from '../src/storage/memory';
+import { crc32c } from '../src/storage/page-store';
+import { openNodeFsPageStore } from '../src/storage/node-fs';
+import { pageKind } from '../src/engine/page-format';
+
+const recipient = generateRecipient('classical');
+const signer = generateSigner();
+const schema = { lemma: 'string', gloss: 'string' } as const;
+const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
+let base: string;
+let good: string;
+
+function cli(args: string[], env: Record<string, string> = {}) {
+  const r = spawnSync(process.execPath, ['bin/pqdb.mjs', ...args], { encoding: 'utf8', env: { ...process.env, PQDB_UNLOCK: '', PQDB_SIGNER_PUBLIC: '', ...env } });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr, json: () => JSON.parse(r.stdout) };
+}
+const keys = { PQDB_UNLOCK: b64(recipient.secretKey), PQDB_SIGNER_PUBLIC: b64(signer.publicKey) };
+
+async function fill(dir: string): Promise<void> {
+  const store = await openStore({ location: dir, create: true, recipients: [recipient.publicKey], unlock: recipient.secretKey, signer: signer.secretKey, signerPublicKey: signer.publicKey, autoCheckpoint: false });
+  const words = store.collection('words', { schema, index: { text: ['lemma', 'gloss'] } });
+  for (let c = 0; c < 6; c++) {
+    await store.batch((tx) => {
+      for (let i = 0; i < 40; i++) tx.put(words, `w${c}-${i}`, { lemma: `word${i}`, gloss: `gloss of commit ${c}` });
+    });
+    if (c === 1) await words.search('gloss');
+    if (c % 2 === 1) await store.checkpoint();
+  }
+  await words.put('w0-1', { lemma: 'updated', gloss: 'after the checkpoints' });
+  await words.delete('w0-2');
+  await store.close();
+}
+
+function copy(name: string): string {
+  const dir = join(base, name);
+  cpSync(good, dir, { recursive: true });
+  return dir;
+}
+
+const segments = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.pqs')).sort();
+
+describe('pqdb verify', () => {
+  beforeAll(async () => {
+    base = mkdtempSync(join(tmpdir(), 'pqdb-verify-'));
+    good = join(base, 'good');
+    await fill(good);
+  });
+  afterAll(() => rmSync(base, { recursive: true, force: true }));
+
+  it('passes a good store and changes nothing on disk', () => {
+    const before = readdirSync(good).map((f) => [f, statSync(join(good, f)).size, statSync(join(good, f)).mtimeMs]);
+    const r = cli(['verify', good, '--json'], keys);
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    const report = r.json();
+    expect(report).toMatchObject({ ok: true, complete: true, problems: [], skipped: [] });
+    expect(report.counts).toMatchObject({
+      commitPages: 8, logPages: 1, indexPages: 1, recordsDecrypted: 241, collections: { words: 239 },
+      leaves: { 1: 241 }, checkpoints: 3, signaturesVerified: 3, consistencyProofs: 2, inclusionProofs: 238, uncheckpointed: 1,
+    });
+    expect(readdirSync(good).map((f) => [f, statSync(join(good, f)).size, statSync(join(good, f)).mtimeMs])).toEqual(before);
+    const text = cli(['verify', good], keys);
+    expect(text.status).toBe(0);
+    expect(text.stdout).toMatch(/OK: every check holds/);
+    expect(text.stdout).toMatch(/3 signatures verified, 2 consistency proofs/);
+  });
+
+  it('takes keys from files (raw or base64); without keys it checks what it can and exits 3', () => {
+    const unlockFile = join(base, 'unlock.key');
+    const signerFile = join(base, 'signer.pub');
+    writeFileSync(unlockFile, recipient.secretKey);
+    writeFileSync(signerFile, b64(signer.publicKey) + '\n');
+    expect(cli(['verify', good, '--unlock', unlockFile, '--signer-public', signerFile]).status).toBe(0);
+    const bare = cli(['verify', good, '--json']);
+    expect(bare.status, bare.stdout + bare.stderr).toBe(3);
+    const report = bare.json();
+    expect(report).toMatchObject({ ok: true, complete: false });
+    expect(report.skipped.join('\n')).toMatch(/no recipient secret key[\s\S]*no trusted signer public key/);
+    expect(report.counts).toMatchObject({ commitPages: 8, logPages: 1, leaves: { 1: 240 }, consistencyProofs: 2 });
+    const signatures = cli(['verify', good, '--json'], { PQDB_SIGNER_PUBLIC: keys.PQDB_SIGNER_PUBLIC });
+    expect(signatures.status).toBe(3);
+    expect(signatures.json().counts.signaturesVerified).toBe(3);
+    const wrong = cli(['verify', good, '--json'], { PQDB_UNLOCK: b64(generateRecipient('classical').secretKey) });
+    expect(wrong.status).toBe(1);
+    expect(wrong.json().problems[0]).toMatchObject({ where: 'manifest', code: 'AUTH_FAILED' });
+    expect(cli(['verify']).status).toBe(2);
+    expect(cli(['frobnicate', good]).status).toBe(2);
+    expect(cli(['verify', join(base, 'nowhere')]).status).toBe(2);
+    expect(cli(['verify', good], { PQDB_UNLOCK: 'not base64!' }).status).toBe(2);
+  });
+
+  it('names a flipped bit in a page', () => {
+    const dir = copy('flipped');
+    const seg = join(dir, segments(dir)[0]);
+    const bytes = readFileSync(seg);
+    // Walk the segment's records (docs/storage.md) to the body of commit page 1.
+    let off = 16;
+    while (bytes.readUInt32LE(off + 8) !== 1 || bytes[off + 4] !== 1) off += 24 + bytes.readUInt32LE(off + 12);
+    bytes[off + 24 + Math.floor(bytes.readUInt32LE(off + 12) / 2)] ^= 0x04;
+    writeFileSync(seg, bytes);
+    const r = cli(['verify', dir, '--json'], keys);
+    expect(r.status).toBe(1);
+    const report = r.json();
+    expect(report.ok).toBe(false);
+    expect(report.problems.some((p: { where: string; message: string }) => /^page \d+$/.test(p.where) && /checksum|header/.test(p.message))).toBe(true);
+    expect(cli(['verify', dir], keys).stdout).toMatch(/PROBLEM +page \d+: \[CORRUPTION\]/);
+  });
+
+  it('names a truncated segment', () => {
+    const dir = copy('truncated');
+    const seg = join(dir, segments(dir)[0]);
+    truncateSync(seg, statSync(seg).size - 100);
+    const r = cli(['verify', dir], keys);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/\[CORRUPTION\].*seg-00000001\.pqs holds \d+ bytes, the manifest committed \d+/);
+  });
+
+  it('names a forged checkpoint', async () => {
+    const dir = copy('forged');
+    const forger = generateSigner();
+    const store = await openStore({ location: dir, recipients: [recipient.publicKey], unlock: recipient.secretKey, signer: forger.secretKey, signerPublicKey: forger.publicKey, autoCheckpoint: false });
+    await store.checkpoint();
+    await store.close();
+    const r = cli(['verify', dir, '--json'], keys);
+    expect(r.status).toBe(1);
+    expect(r.json().problems).toEqual([{ where: 'checkpoint 4', code: 'AUTH_FAILED', message: expect.stringMatching(/not signed by the trusted signer key: it names another signer key/) }]);
+  });
+
+  it('reports an unfinished commit tail as a note, not a failure, and runs beside a writer', async () => {
+    const dir = copy('tail');
+    const segs = segments(dir);
+    const seg = join(dir, segs[segs.length - 1]);
+    writeFileSync(seg, Buffer.concat([readFileSync(seg), Buffer.alloc(77, 0xab)]));
+    const writer = await openNodeFsPageStore(dir); // holds the lock (and repairs the tail)
+    try {
+      const r = cli(['verify', dir, '--json'], keys);
+      expect(r.status).toBe(0);
+      expect(existsSync(join(dir, 'LOCK'))).toBe(true);
+    } finally {
+      await writer.close();
+    }
+    writeFileSync(seg, Buffer.concat([readFileSync(seg), Buffer.alloc(77, 0xab)]));
+    const r = cli(['verify', dir, '--json'], keys);
+    expect(r.status).toBe(0);
+    expect(r.json().notes.join('\n')).toMatch(/77 bytes past its committed length/);
+    expect(statSync(seg).size).toBeGreaterThan(77); // left in place
+  });
+});
+
+describe('verifyStore', () => {
+  it('finds a record altered under a recomputed checksum (the MAC, not the CRC, catches it)', async () => {
+    const medium = new MemoryMedium();
+    const store = await openStore({ storage: await openMemoryPageStore({ medium }), create: true, recipients: [recipient.publicKey], unlock: recipient.secretKey, signer: signer.secretKey, signerPublicKey: signer.publicKey });
+    const c = store.collection('c', { schema });
+    await store.batch((tx) => {
+      for (let i = 0; i < 10; i++) tx.put(c, `k${i}`, { lemma: 'x', gloss: 'y' });
+    });
+    await store.checkpoint();
+    await store.close();
+    const check = async () => {
+      const pages = await openMemoryPageStore({ medium });
+      try {
+        return await verifyStore(pages, { unlock: recipient.secretKey, signerPublicKey: signer.publicKey });
+      } finally {
+        await pages.close();
+      }
+    };
+    expect(await check()).toMatchObject({ ok: true, complete: true });
+    const [pageId, stored] = [...medium.pages.entries()].find(([, p]) => pageKind(p.bytes) === 'commit' && p.bytes.length > 500)!;
+    const altered = new Uint8Array(stored.bytes);
+    altered[altered.length - 20] ^= 1; // inside the last record's ciphertext or tag
+    medium.pages.set(pageId, { bytes: altered, crc: crc32c(altered) });
+    const report = await check();
+    expect(report.ok).toBe(false);
+    expect(report.problems).toContainEqual(expect.objectContaining({ where: `record c/k9 (page ${pageId})`, code: 'AUTH_FAILED' }));
+  });
+});

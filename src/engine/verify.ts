@@ -1,0 +1,372 @@
+// The store verifier (DESIGN §7): reads a store through a PageStore opened for reading and checks,
+// independently of the engine's write path, everything the store claims.
+//
+//   - structure: the manifest parses; every page passes its checksum and framing; log pages hold
+//     what the manifest names;
+//   - with the recipient secret key: the manifest MAC; every commit page's sealed index opens; every
+//     stored record version decrypts and carries the sequence its index names; each generation's
+//     Merkle leaves, recomputed from the records, equal the persisted log; lexical index pages open;
+//   - with the trusted signer public key: every checkpoint's ML-DSA-87 signature;
+//   - always: checkpoints belong to this store, chain by hash, grow within a generation; each
+//     checkpoint's root equals the root of the leaves it covers; a consistency proof between every
+//     consecutive pair of one generation verifies; an inclusion proof for every live record covered
+//     by a checkpoint verifies against that checkpoint's root.
+//
+// Nothing is written: the engine's commit path is never called. Without a key, the checks needing
+// it are reported as skipped (and the report is not `complete`).
+
+import { PqdbError } from '../errors';
+import type { PageStore } from '../storage/page-store';
+import { openRecord } from '../crypto/record';
+import { recordLeafHashes, decodeCheckpoint, verifyCheckpoint, checkpointHash, signerKeyId, CHECKPOINT_BYTES, KEY_ID_BYTES, type Checkpoint } from '../crypto/proofs';
+import { MerkleHashTree, HASH_BYTES, verifyConsistency, verifyInclusionOfHash } from '../crypto/merkle';
+import { KeyRing, type GenerationRecord } from './keys';
+import {
+  decodePage, pageGeneration, pageKey, metaKey, lexicalKey, readManifestJson, verifyManifest, decodeLogPage,
+  decodeIndexPage, indexPageGeneration, type IndexedOp,
+} from './page-format';
+import { equalBytes } from '../_bytes';
+
+export interface VerifyOptions {
+  /** A recipient secret key: decrypts and authenticates everything sealed. */
+  unlock?: Uint8Array;
+  /** The trusted ML-DSA-87 public key checkpoints must be signed with. */
+  signerPublicKey?: Uint8Array;
+  /** Called as work proceeds (pages read, proofs checked). */
+  onProgress?: (p: { phase: 'pages' | 'proofs'; done: number; total: number }) => void;
+}
+
+export interface VerifyProblem {
+  /** Where: "manifest", "page 12", "checkpoint 3", "generation 1", "record words/cat". */
+  where: string;
+  /** A PqdbError code (CORRUPTION, AUTH_FAILED, …) or "MISMATCH" for a failed cross-check. */
+  code: string;
+  message: string;
+}
+
+export interface VerifyReport {
+  /** True when no check failed. */
+  ok: boolean;
+  /** True when ok and no check was skipped for want of a key. */
+  complete: boolean;
+  storeId?: string;
+  storage: string;
+  /** What was checked, with counts. */
+  counts: {
+    pages: number;
+    commitPages: number;
+    logPages: number;
+    indexPages: number;
+    /** Record versions decrypted (every put ever stored, superseded ones included). */
+    recordsDecrypted: number;
+    /** Live records per collection (known with the secret key). */
+    collections: Record<string, number>;
+    /** Merkle leaves per generation (recomputed with the key, else as persisted). */
+    leaves: Record<string, number>;
+    checkpoints: number;
+    signaturesVerified: number;
+    consistencyProofs: number;
+    inclusionProofs: number;
+    /** Live records written after the last checkpoint of their generation (not yet signed). */
+    uncheckpointed: number;
+  };
+  /** Checks not run, and why. */
+  skipped: string[];
+  /** Failed checks. */
+  problems: VerifyProblem[];
+  /** What a writer would repair on opening (an interrupted commit), reported by the page store. */
+  notes: string[];
+  ms: number;
+}
+
+interface ManifestView {
+  v: number;
+  storeId: string;
+  macGeneration: number;
+  nextPageId: number;
+  keyring: { generation: number; suite: number; salt: string; envelopes: string[] }[];
+  checkpoints?: string[];
+  logs?: Record<string, { pageId: number; size: number }>;
+  indexes?: Record<string, { pageId: number; afterPage: number }>;
+}
+
+const unb64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
+const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+const fromHex = (s: string) => Uint8Array.from(s.match(/../g) ?? [], (h) => parseInt(h, 16));
+
+/**
+ * Verifies a store on `pages` (open it read-only: see openNodeFsPageStore's `readOnly`). Never
+ * throws for bad data: every failure is a problem in the report.
+ * @throws TypeError for malformed options.
+ * @example const report = await verifyStore(pages, { unlock: secretKey, signerPublicKey });
+ */
+export async function verifyStore(pages: PageStore, options: VerifyOptions = {}): Promise<VerifyReport> {
+  const started = performance.now();
+  const problems: VerifyProblem[] = [];
+  const skipped: string[] = [];
+  const fail = (where: string, e: unknown, code = 'CORRUPTION') =>
+    problems.push({ where, code: e instanceof PqdbError ? e.code : code, message: e instanceof Error ? e.message : String(e) });
+  const counts: VerifyReport['counts'] = {
+    pages: 0, commitPages: 0, logPages: 0, indexPages: 0, recordsDecrypted: 0, collections: {}, leaves: {},
+    checkpoints: 0, signaturesVerified: 0, consistencyProofs: 0, inclusionProofs: 0, uncheckpointed: 0,
+  };
+  const report = (): VerifyReport => {
+    const ok = problems.length === 0;
+    return { ok, complete: ok && skipped.length === 0, storeId: manifest?.storeId, storage: pages.kind, counts, skipped, problems, notes: [...pages.recovery.actions], ms: performance.now() - started };
+  };
+  if (options.unlock !== undefined && !(options.unlock instanceof Uint8Array)) throw new TypeError('"unlock" expected a Uint8Array');
+  if (options.signerPublicKey !== undefined && !(options.signerPublicKey instanceof Uint8Array)) throw new TypeError('"signerPublicKey" expected a Uint8Array');
+
+  // ---- manifest and keys ----
+  let manifest: ManifestView | undefined;
+  let raw: Uint8Array | undefined;
+  try {
+    raw = await pages.readManifest();
+    if (raw === undefined) throw new PqdbError('NOT_OPEN', 'no store here (no manifest)');
+    manifest = readManifestJson(raw) as ManifestView;
+    if (manifest.v !== 1) throw new PqdbError('FORMAT_VERSION', `store manifest format ${manifest.v} is not supported`);
+    if (typeof manifest.storeId !== 'string' || !/^[0-9a-f]{32}$/.test(manifest.storeId) || !Number.isInteger(manifest.nextPageId) || !Array.isArray(manifest.keyring)) {
+      throw new PqdbError('CORRUPTION', 'the manifest lacks its store id, page counter or key ring');
+    }
+  } catch (e) {
+    fail('manifest', e);
+    manifest = undefined;
+    return report();
+  }
+  const storeId = fromHex(manifest.storeId);
+  let keys: KeyRing | undefined;
+  if (options.unlock === undefined) skipped.push('decryption and the manifest MAC (no recipient secret key)');
+  else {
+    try {
+      const records: GenerationRecord[] = manifest.keyring.map((r) => ({ generation: r.generation, suite: r.suite, salt: unb64(r.salt), envelopes: r.envelopes.map(unb64) }));
+      keys = new KeyRing(records, 64);
+      keys.unlock(options.unlock);
+      verifyManifest(raw, keys.generationKey(manifest.macGeneration, 'meta', metaKey));
+    } catch (e) {
+      fail('manifest', e, 'AUTH_FAILED');
+      keys?.close();
+      keys = undefined;
+    }
+  }
+
+  try {
+    // ---- pages ----
+    const special = new Map<number, string>();
+    const persisted = new Map<number, Uint8Array>();
+    for (const [g, { pageId, size }] of Object.entries(manifest.logs ?? {})) special.set(pageId, `log:${g}:${size}`);
+    for (const [name, { pageId }] of Object.entries(manifest.indexes ?? {})) special.set(pageId, `index:${name}`);
+    let ids: number[] = [];
+    try {
+      ids = await pages.listPages();
+    } catch (e) {
+      fail('pages', e);
+    }
+    for (const pageId of special.keys()) if (!ids.includes(pageId)) fail(`page ${pageId}`, new PqdbError('CORRUPTION', `page ${pageId} named by the manifest is missing`));
+    const leaves = new Map<number, Uint8Array[]>();
+    const live = new Map<string, Map<string, { generation: number; leafIndex: number }>>();
+    const leafCount = new Map<number, number>();
+    let done = 0;
+    for (const pageId of ids) {
+      options.onProgress?.({ phase: 'pages', done: done++, total: ids.length });
+      if (pageId >= manifest.nextPageId) {
+        counts.pages++;
+        continue; // written by a commit that never completed: never acknowledged, not part of the store
+      }
+      let page: Uint8Array | undefined;
+      try {
+        page = await pages.readPage(pageId);
+        if (page === undefined) throw new PqdbError('CORRUPTION', `page ${pageId} is listed but unreadable`);
+      } catch (e) {
+        fail(`page ${pageId}`, e);
+        continue;
+      }
+      counts.pages++;
+      const role = special.get(pageId);
+      try {
+        if (role?.startsWith('log:')) {
+          const [, g, size] = role.split(':');
+          persisted.set(Number(g), decodeLogPage(page, Number(g), Number(size)));
+          counts.logPages++;
+        } else if (role?.startsWith('index:')) {
+          const name = role.slice(6);
+          counts.indexPages++;
+          if (keys !== undefined) decodeIndexPage(pageId, keys.generationKey(indexPageGeneration(page), 'lexical', lexicalKey), name, page).fill(0);
+        } else {
+          counts.commitPages++;
+          const g = pageGeneration(page);
+          if (keys === undefined) continue;
+          const ops = decodePage(pageId, keys.generationKey(g, 'page', pageKey), page);
+          checkRecords(pageId, g, page, ops, keys);
+          const puts = ops.filter((op): op is Extract<IndexedOp, { kind: 'put' }> => op.kind === 'put');
+          const hashes = recordLeafHashes(
+            storeId,
+            puts.map((op) => {
+              const record = page!.subarray(op.offset, op.offset + op.length);
+              return { collection: op.collection, id: op.id, sequence: op.sequence, suite: record[1], generation: g, record, governance: op.governance };
+            }),
+          );
+          let list = leaves.get(g);
+          if (list === undefined) leaves.set(g, (list = []));
+          list.push(hashes);
+          let n = leafCount.get(g) ?? 0;
+          for (const op of ops) {
+            let m = live.get(op.collection);
+            if (m === undefined) live.set(op.collection, (m = new Map()));
+            if (op.kind === 'delete') m.delete(op.id);
+            else m.set(op.id, { generation: g, leafIndex: n++ });
+          }
+          leafCount.set(g, n);
+        }
+      } catch (e) {
+        fail(`page ${pageId}`, e);
+      }
+    }
+    options.onProgress?.({ phase: 'pages', done: ids.length, total: ids.length });
+
+    // ---- the Merkle log of each generation ----
+    const logOf = new Map<number, Uint8Array>();
+    if (keys !== undefined) {
+      for (const [g, parts] of leaves) {
+        const all = concat(parts);
+        logOf.set(g, all);
+        const kept = persisted.get(g);
+        if (kept !== undefined && (kept.length > all.length || !equalBytes(kept, all.subarray(0, kept.length)))) {
+          problems.push({ where: `generation ${g}`, code: 'MISMATCH', message: `the persisted log of generation ${g} differs from the leaves recomputed from its records` });
+        }
+      }
+      for (const [g] of persisted) if (!leaves.has(g)) problems.push({ where: `generation ${g}`, code: 'MISMATCH', message: `generation ${g} has a persisted log but no records` });
+      for (const [name, m] of live) if (m.size > 0) counts.collections[name] = m.size;
+    } else {
+      for (const [g, kept] of persisted) logOf.set(g, kept);
+    }
+    for (const [g, log] of logOf) counts.leaves[g] = log.length / HASH_BYTES;
+
+    // ---- checkpoints ----
+    const trees = new Map<string, MerkleHashTree>();
+    const treeOf = (g: number, size: number) => {
+      const k = `${g}/${size}`;
+      let t = trees.get(k);
+      if (t === undefined) trees.set(k, (t = new MerkleHashTree(logOf.get(g)!.subarray(0, size * HASH_BYTES))));
+      return t;
+    };
+    const list = manifest.checkpoints ?? [];
+    if (list.length > 0 && options.signerPublicKey === undefined) skipped.push('checkpoint signatures (no trusted signer public key)');
+    let previous: Uint8Array = new Uint8Array(48);
+    const lastOf = new Map<number, Checkpoint>();
+    list.forEach((b, i) => {
+      const where = `checkpoint ${i + 1}`;
+      counts.checkpoints++;
+      let signed: Uint8Array;
+      let c: Checkpoint | undefined;
+      try {
+        signed = unb64(b);
+        c = decodeCheckpoint(signed);
+      } catch {
+        c = undefined;
+      }
+      if (c === undefined) {
+        problems.push({ where, code: 'CORRUPTION', message: 'the checkpoint does not decode' });
+        return;
+      }
+      if (options.signerPublicKey !== undefined) {
+        if (verifyCheckpoint(signed!, options.signerPublicKey) === undefined) {
+          const named = equalBytes(signed!.subarray(CHECKPOINT_BYTES, CHECKPOINT_BYTES + KEY_ID_BYTES), signerKeyId(options.signerPublicKey)) ? 'its signature does not verify' : 'it names another signer key';
+          problems.push({ where, code: 'AUTH_FAILED', message: `the checkpoint is not signed by the trusted signer key: ${named}` });
+        } else counts.signaturesVerified++;
+      }
+      if (!equalBytes(c.storeId, storeId)) problems.push({ where, code: 'MISMATCH', message: 'the checkpoint names another store' });
+      if (!equalBytes(c.previous, previous)) problems.push({ where, code: 'MISMATCH', message: 'the checkpoint does not chain to the one before it' });
+      previous = checkpointHash(signed!);
+      const before = lastOf.get(c.generation);
+      if (before !== undefined && c.size < before.size) problems.push({ where, code: 'MISMATCH', message: `the log shrank from ${before.size} to ${c.size} leaves` });
+      const log = logOf.get(c.generation);
+      if (log === undefined || log.length < c.size * HASH_BYTES) {
+        if (keys !== undefined || c.size > 0) problems.push({ where, code: 'MISMATCH', message: `generation ${c.generation} holds fewer than the ${c.size} leaves the checkpoint signs` });
+      } else if (!equalBytes(treeOf(c.generation, c.size).root(), c.root)) {
+        problems.push({ where, code: 'MISMATCH', message: `the root of the first ${c.size} leaves of generation ${c.generation} is not the signed root` });
+      } else if (before !== undefined && before.size <= c.size && logOf.get(c.generation)!.length >= c.size * HASH_BYTES) {
+        const proof = treeOf(c.generation, c.size).consistencyProof(before.size);
+        if (verifyConsistency(before.size, c.size, before.root, c.root, proof)) counts.consistencyProofs++;
+        else problems.push({ where, code: 'MISMATCH', message: `the consistency proof from size ${before.size} does not verify` });
+      }
+      lastOf.set(c.generation, c);
+    });
+
+    // ---- inclusion of every live record ----
+    if (keys !== undefined) {
+      const total = [...live.values()].reduce((n, m) => n + m.size, 0);
+      let k = 0;
+      for (const [name, m] of live) {
+        for (const [id, { generation, leafIndex }] of m) {
+          if ((k++ & 4095) === 0) options.onProgress?.({ phase: 'proofs', done: k, total });
+          const c = lastOf.get(generation);
+          if (c === undefined || leafIndex >= c.size) {
+            counts.uncheckpointed++;
+            continue;
+          }
+          const log = logOf.get(generation)!;
+          if (log.length < c.size * HASH_BYTES) continue; // reported above
+          const tree = treeOf(generation, c.size);
+          const leaf = log.subarray(leafIndex * HASH_BYTES, (leafIndex + 1) * HASH_BYTES);
+          if (verifyInclusionOfHash(leaf, leafIndex, c.size, tree.inclusionProof(leafIndex), c.root)) counts.inclusionProofs++;
+          else problems.push({ where: `record ${name}/${id}`, code: 'MISMATCH', message: 'the inclusion proof does not verify against the checkpoint root' });
+        }
+      }
+      options.onProgress?.({ phase: 'proofs', done: total, total });
+    } else if (list.length > 0) {
+      skipped.push('inclusion proofs of live records (their leaves are known only with the secret key)');
+    }
+  } finally {
+    keys?.close();
+  }
+  return report();
+
+  function checkRecords(pageId: number, g: number, page: Uint8Array, ops: IndexedOp[], ring: KeyRing): void {
+    for (const op of ops) {
+      if (op.kind !== 'put') continue;
+      try {
+        const blob = page.subarray(op.offset, op.offset + op.length);
+        const { plaintext, header } = openRecord(blob, op.collection, op.id, (suite, generation) => ring.aeadFor(suite.id, generation, op.governance));
+        plaintext.fill(0);
+        if (header.sequence !== op.sequence) throw new PqdbError('CORRUPTION', `the record carries sequence ${header.sequence}, its index names ${op.sequence}`);
+        if (header.generation !== g) throw new PqdbError('CORRUPTION', `the record was sealed under generation ${header.generation} but sits in a page of generation ${g}`);
+        counts.recordsDecrypted++;
+      } catch (e) {
+        fail(`record ${op.collection}/${op.id} (page ${pageId})`, e);
+      }
+    }
+  }
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** A short readable summary of a report (what `pqdb verify` prints). */
+export function formatVerifyReport(r: VerifyReport, location = ''): string {
+  const n = (x: number) => x.toLocaleString('en-US');
+  const c = r.counts;
+  const lines = [`pqdb verify ${location}`.trimEnd(), `  store          ${r.storeId ?? '(unknown)'} (${r.storage})`];
+  lines.push(`  pages          ${n(c.pages)} read: ${n(c.commitPages)} commit, ${n(c.logPages)} log, ${n(c.indexPages)} lexical index`);
+  if (c.recordsDecrypted > 0 || Object.keys(c.collections).length > 0) {
+    const cols = Object.entries(c.collections).map(([k, v]) => `${k} ${n(v)}`).join(', ');
+    lines.push(`  records        ${n(c.recordsDecrypted)} versions decrypted; live: ${cols || 'none'}`);
+  }
+  const leaves = Object.entries(c.leaves).map(([g, v]) => `generation ${g}: ${n(v)}`).join(', ');
+  lines.push(`  Merkle log     ${leaves || 'empty'}`);
+  lines.push(`  checkpoints    ${n(c.checkpoints)}, ${n(c.signaturesVerified)} signatures verified, ${n(c.consistencyProofs)} consistency proofs`);
+  lines.push(`  inclusion      ${n(c.inclusionProofs)} live records proven${c.uncheckpointed > 0 ? `, ${n(c.uncheckpointed)} written after the last checkpoint` : ''}`);
+  for (const s of r.skipped) lines.push(`  skipped        ${s}`);
+  for (const s of r.notes) lines.push(`  note           ${s}`);
+  for (const p of r.problems.slice(0, 50)) lines.push(`  PROBLEM        ${p.where}: [${p.code}] ${p.message}`);
+  if (r.problems.length > 50) lines.push(`  …and ${n(r.problems.length - 50)} more problems`);
+  const verdict = !r.ok ? `FAILED: ${n(r.problems.length)} problem(s)` : r.complete ? 'OK: every check holds' : 'OK as far as checked (checks skipped, see above)';
+  lines.push(`${verdict} (${(r.ms / 1000).toFixed(2)} s)`);
+  return lines.join('\n');
+}
