@@ -153,6 +153,11 @@ export class Collection {
     return this.store.read(this, id);
   }
 
+  /** True when a record is stored under `id` (answered from the key directory: nothing is decrypted). */
+  has(id: string): boolean {
+    return this.store.has(this.name, checkId(id));
+  }
+
   /** Deletes `id`; true when it existed. */
   async delete(id: string): Promise<boolean> {
     checkId(id);
