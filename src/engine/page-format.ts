@@ -21,7 +21,7 @@
 // Log page (a generation's Merkle leaf hashes as of a checkpoint; public hashes, not sealed):
 //   "PQDG" ‖ 1 ‖ be32(generation) ‖ be64(size) ‖ leaf hashes (48 each)
 // Lexical index page (a collection's search index as of a checkpoint):
-//   "PQDX" ‖ 1 ‖ be32(generation) ‖ AES-256-GCM-SIV(K_lex_g, nonce = 0^8 ‖ be32(page id),
+//   "PQDI" ‖ 1 ‖ be32(generation) ‖ AES-256-GCM-SIV(K_lex_g, nonce = 0^8 ‖ be32(page id),
 //                                                   aad = first 9 bytes ‖ be32(page id) ‖ str(collection))
 //   K_lex_g = HKDF-SHA384(R_g, salt_g, "pqdb lexical index key v1", 32); the plaintext is
 //   LexicalIndex.serialize() (terms and ids), so no token is stored in the clear.
@@ -38,7 +38,7 @@ const dec = new TextDecoder('utf-8', { fatal: true });
 const PAGE_MAGIC = [0x50, 0x51, 0x44, 0x50]; // PQDP
 const MANIFEST_MAGIC = [0x50, 0x51, 0x44, 0x4d]; // PQDM
 const LOG_MAGIC = [0x50, 0x51, 0x44, 0x47]; // PQDG
-const INDEX_MAGIC = [0x50, 0x51, 0x44, 0x58]; // PQDX
+const INDEX_MAGIC = [0x50, 0x51, 0x44, 0x49]; // PQDI
 const HASH_BYTES = 48;
 export const PAGE_VERSION = 1;
 export const MANIFEST_VERSION = 1;
