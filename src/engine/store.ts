@@ -598,7 +598,13 @@ export class Store {
       throw new TypeError('"index.text" expected names of string fields of the schema');
     }
     let c = this.#collections.get(name);
-    if (c === undefined) this.#collections.set(name, (c = new Collection(this, name, schema, text)));
+    if (c === undefined) {
+      this.#collections.set(name, (c = new Collection(this, name, schema, text)));
+      // The index of an empty collection starts built: commits keep it current from the first put.
+      if (text.length > 0 && this.ids(name, '').length === 0 && this.#manifest.indexes?.[name] === undefined) {
+        c.lexical = Promise.resolve(new LexicalIndex({ text }));
+      }
+    }
     return c;
   }
 
