@@ -2,6 +2,7 @@
 //   /            browser-tests/page/index.html (the suites Playwright drives)
 //   /kat         browser-tests/page/kat.html (the known-answer test page, readable by a person)
 //   /storage     browser-tests/page/storage.html (the PageStore conformance suite over IndexedDB)
+//   /store       browser-tests/page/store.html (the shared store cases: proofs and search on IndexedDB)
 //   /page/*.js   the page bundles, built here with esbuild (pqdb/crypto stays external)
 //   /dist/*      the built package, exactly as published
 //   /vectors/*   ../shared/vectors or $PQDB_VECTORS
@@ -19,7 +20,7 @@ const vectors = process.env.PQDB_VECTORS ?? join(repo, '..', 'shared', 'vectors'
 const port = Number(process.argv[2] ?? process.env.PQDB_TEST_PORT ?? 41731);
 
 const bundle = await esbuild.build({
-  entryPoints: { suite: join(here, 'page', 'suite.ts'), kat: join(here, 'page', 'kat.ts'), storage: join(here, 'page', 'storage.ts') },
+  entryPoints: { suite: join(here, 'page', 'suite.ts'), kat: join(here, 'page', 'kat.ts'), storage: join(here, 'page', 'storage.ts'), store: join(here, 'page', 'store.ts') },
   bundle: true,
   format: 'esm',
   target: ['es2022', 'chrome120'],
@@ -44,6 +45,7 @@ createServer(async (req, res) => {
   if (url.pathname === '/') file = join(here, 'page', 'index.html');
   else if (url.pathname === '/kat') file = join(here, 'page', 'kat.html');
   else if (url.pathname === '/storage') file = join(here, 'page', 'storage.html');
+  else if (url.pathname === '/store') file = join(here, 'page', 'store.html');
   else if (pages[url.pathname] !== undefined) body = pages[url.pathname];
   else if (url.pathname.startsWith('/dist/')) file = under(join(repo, 'dist'), url.pathname.slice(6));
   else if (url.pathname.startsWith('/vectors/')) file = under(vectors, decodeURIComponent(url.pathname.slice(9)));

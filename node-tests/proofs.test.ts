@@ -1,10 +1,13 @@
 // Verifiable batches: the Merkle log of a generation, ML-DSA-87-signed checkpoints, consistency
-// proofs between them, and self-verifying sealed exports (any flipped bit fails), across reopen.
+// proofs between them, and self-verifying sealed exports (any flipped bit fails), across reopen;
+// then the shared cases (cases/proofs.ts, also run in Chromium) on memory, node-fs and IndexedDB.
 import { describe, it, expect } from 'vitest';
-import { openStore, generateRecipient, generateSigner, openMemoryPageStore, verifySealed, openSealed } from '../src/index';
+import { openStore, generateRecipient, generateSigner, openMemoryPageStore, verifySealed, openSealed, verifyStore } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
-import { merkle } from '../src/crypto';
+import { merkle, ml_dsa87, sha384 } from '../src/crypto';
 import { decodeValue, compileSchema } from '../src/engine/codec';
+import { proofsCases } from './cases/proofs';
+import { STORE_FIXTURES } from './support/store-fixtures';
 
 const schema = { lemma: 'string', n: 'integer' } as const;
 const r = generateRecipient('classical');
@@ -73,4 +76,12 @@ describe('verifiable batches', () => {
     await expect(store.checkpoint()).rejects.toThrow(TypeError);
     await store.close();
   });
+});
+
+describe.each(STORE_FIXTURES)('verifiable batches, shared cases (%s)', (_name, factory) => {
+  const api = {
+    generateRecipient, generateSigner, verifySealed, openSealed, merkle, ml_dsa87, sha384, verifyStore,
+    decodeValue: (s: Parameters<typeof compileSchema>[0], b: Uint8Array) => decodeValue(compileSchema(s), b),
+  };
+  for (const c of proofsCases(factory, api)) it(c.name, c.run);
 });

@@ -1,9 +1,12 @@
 // Search through the store: a collection's lexical index over chosen string fields agrees with a
-// brute-force scan, follows puts, updates and deletes, and is rebuilt after reopening.
+// brute-force scan, follows puts, updates and deletes, and is rebuilt after reopening; then the
+// shared randomized cases (cases/search.ts, also run in Chromium) on memory, node-fs and IndexedDB.
 import { describe, it, expect } from 'vitest';
-import { openStore, generateRecipient, openMemoryPageStore } from '../src/index';
+import { openStore, generateRecipient, generateSigner, openMemoryPageStore } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
 import { tokenize } from '../src/engine/lexical';
+import { searchCases } from './cases/search';
+import { STORE_FIXTURES } from './support/store-fixtures';
 
 const schema = { lemma: 'string', pos: 'string', gloss: 'string' } as const;
 const r = generateRecipient('classical');
@@ -58,4 +61,8 @@ describe('search', () => {
     await expect(store.collection('y', { schema }).search('cat')).rejects.toThrow(TypeError);
     await store.close();
   });
+});
+
+describe.each(STORE_FIXTURES)('search, shared cases (%s)', (_name, factory) => {
+  for (const c of searchCases(factory, { generateRecipient, generateSigner })) it(c.name, c.run);
 });

@@ -1,0 +1,63 @@
+// The browser side of the shared store cases (node-tests/cases/proofs.ts and search.ts): the same
+// checks the Node tests run, against the bundled dist/browser.js and dist/crypto.js exactly as users
+// load them, on Chromium's real IndexedDB. Only the value decoder for opened exports comes from
+// src/ (bundled by browser-tests/server.mjs): pqdb does not export it. Playwright drives
+// window.pqdbStore.
+
+import { deleteDB } from 'idb';
+import * as pqdb from 'pqdb';
+import * as crypto from 'pqdb/crypto';
+import { decodeValue, compileSchema, type Schema } from '../../src/engine/codec';
+import type { Store } from '../../src/engine/store';
+import { runStoreCases, type StoreCase, type StoreFixtureFactory } from '../../node-tests/cases/_store';
+import { proofsCases, type ProofsApi } from '../../node-tests/cases/proofs';
+import { searchCases } from '../../node-tests/cases/search';
+import type { Summary } from '../../node-tests/cases/_util';
+
+const run = Math.random().toString(36).slice(2, 8);
+let n = 0;
+/** The storage kind of every store the cases opened (each must be 'indexeddb'). */
+const storages: string[] = [];
+/** The IndexedDB databases the cases used. */
+const names: string[] = [];
+
+const factory: StoreFixtureFactory = async () => {
+  const name = `pqdb-store-case-${run}-${n++}`;
+  names.push(name);
+  return {
+    open: async (options) => {
+      const store = (await pqdb.openStore({ ...options, location: name, storage: 'indexeddb' })) as unknown as Store;
+      storages.push(store.info().storage);
+      return store;
+    },
+    pages: () => pqdb.openIndexedDbPageStore(name) as unknown as ReturnType<Awaited<ReturnType<StoreFixtureFactory>>['pages']>,
+    dispose: () => deleteDB(name),
+  };
+};
+
+const api: ProofsApi = {
+  generateRecipient: pqdb.generateRecipient,
+  generateSigner: pqdb.generateSigner,
+  verifySealed: pqdb.verifySealed as ProofsApi['verifySealed'],
+  openSealed: pqdb.openSealed as ProofsApi['openSealed'],
+  merkle: crypto.merkle,
+  ml_dsa87: crypto.ml_dsa87,
+  sha384: crypto.sha384,
+  verifyStore: pqdb.verifyStore as unknown as ProofsApi['verifyStore'],
+  decodeValue: (schema: Schema, plaintext: Uint8Array) => decodeValue(compileSchema(schema), plaintext),
+};
+
+const suites: Record<string, () => StoreCase[]> = {
+  proofs: () => proofsCases(factory, api),
+  search: () => searchCases(factory, api),
+};
+
+/** Runs one suite; returns its summary, the storage of every store it opened and the databases it used. */
+async function runSuite(name: string): Promise<{ summary: Summary; storages: string[]; databases: string[] }> {
+  storages.length = 0;
+  names.length = 0;
+  const summary = await runStoreCases(`${name} (indexeddb, Chromium, ${crypto.wasmFlavor()})`, suites[name]());
+  return { summary, storages: [...storages], databases: [...names] };
+}
+
+(globalThis as unknown as { pqdbStore: unknown }).pqdbStore = { run: runSuite, names: Object.keys(suites) };

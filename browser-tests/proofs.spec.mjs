@@ -1,0 +1,29 @@
+// Verifiable batches and search on real IndexedDB in Chromium, through the bundled dist/browser.js:
+// the shared store cases the Node tests also run (node-tests/cases/proofs.ts and search.ts).
+// Checkpoints persisted across reopen with valid ML-DSA-87 signatures, consistency proofs between
+// every pair, sealed exports that verify and open and fail for flipped bits; search equal to a
+// brute-force scan through puts, updates, deletes and reopen.
+import { test, expect } from '@playwright/test';
+
+const EXPECTED_CASES = { proofs: 3, search: 2 };
+
+for (const suite of Object.keys(EXPECTED_CASES)) {
+  test(`${suite} on IndexedDB (Chromium, dist/browser.js)`, async ({ page }) => {
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.goto('/store');
+    await page.waitForFunction(() => 'pqdbStore' in globalThis);
+    const { summary, storages, databases } = await page.evaluate((s) => globalThis.pqdbStore.run(s), suite);
+    console.log(`[chromium] ${summary.name}: ${summary.passed}/${summary.total} passed`);
+    expect(summary.failures).toEqual([]);
+    expect(summary.total).toBe(EXPECTED_CASES[suite]);
+    expect(summary.passed).toBe(summary.total);
+    // Every case reopened its store at least once, each time on IndexedDB.
+    expect(storages.length).toBeGreaterThanOrEqual(2 * summary.total);
+    expect(new Set(storages)).toEqual(new Set(['indexeddb']));
+    // Each case removed its database.
+    const left = await page.evaluate(async () => (await indexedDB.databases()).map((d) => d.name));
+    expect(left.filter((n) => databases.includes(n))).toEqual([]);
+    expect(errors).toEqual([]);
+  });
+}
