@@ -8,7 +8,10 @@ import type { Store } from './engine/store';
 export { PqdbError, ERROR_CODES, type PqdbErrorCode } from './errors';
 export { setWasmFlavor, wasmFlavor, wasmBuilds, simdSupported, type WasmFlavor } from './wasm/loader';
 export { generateRecipient, generateSigner, type OpenStoreOptions, type StorageKind } from './engine/open';
-export { Store, Collection, type Transaction, type PutOptions, type ScanOptions, type StoreOptions } from './engine/store';
+export {
+  Store, Collection, type Transaction, type PutOptions, type ScanOptions, type StoreOptions,
+  type MigrateOptions, type MigrationStatus, type MigrationProgress, type MigrationCounts, type MigrationPhase, type AuthorityCheck,
+} from './engine/store';
 export type { Schema, FieldSpec, Value } from './engine/codec';
 export type { PageStore, CommitBatch, PageStoreStats } from './storage/page-store';
 export { openMemoryPageStore } from './storage/memory';

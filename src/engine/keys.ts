@@ -70,6 +70,25 @@ export class KeyRing {
     return generation;
   }
 
+  /** Forgets a generation created by createGeneration whose commit did not happen (wipes its root). */
+  discardGeneration(generation: number): void {
+    this.live();
+    this.#roots.get(generation)?.fill(0);
+    this.#roots.delete(generation);
+    this.#generations.delete(generation);
+    for (const [k, e] of this.#cache) {
+      if (!k.startsWith(`${generation}/`)) continue;
+      e.aead.destroy();
+      e.key.fill(0);
+      this.#cache.delete(k);
+    }
+    for (const [k, v] of this.#derived) {
+      if (!k.endsWith(`/${generation}`)) continue;
+      v.fill(0);
+      this.#derived.delete(k);
+    }
+  }
+
   /**
    * Unwraps every generation's root that has an envelope for `secretKey`.
    * @throws PqdbError AUTH_FAILED when the key opens no generation at all.

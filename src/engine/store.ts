@@ -53,6 +53,98 @@ export interface StoreOptions {
    * Default { records: 10000, ms: 60000 }; false turns them off.
    */
   autoCheckpoint?: { records?: number; ms?: number } | false;
+  /**
+   * Current authority: asked again for every record a migration copies; false withholds the record
+   * (it stays where it is, counted as withheld). Default: every record may be migrated.
+   */
+  authority?: AuthorityCheck;
+  /**
+   * Open for reading only: nothing is written (no repair, no migration resumed); writes reject
+   * with READ_ONLY. Use with a read-only page store (openNodeFsPageStore(dir, { readOnly: true })).
+   */
+  readOnly?: boolean;
+}
+
+/** Asked whether a record may be migrated now (DESIGN §9 current authority). */
+export type AuthorityCheck = (record: { collection: string; id: string; governance: Governance }) => boolean;
+
+/** The phases of a live migration, in order (DESIGN §8). */
+export type MigrationPhase = 'copying' | 'indexing' | 'verifying' | 'activating' | 'done';
+
+/** A migration's accounting: copied + superseded + deleted + withheld + failed + inserted = total. */
+export interface MigrationCounts {
+  /** Re-encrypted into the new generation by the migration. */
+  copied: number;
+  /** Updated by a write before the migration reached them. */
+  superseded: number;
+  /** Deleted before the migration reached them. */
+  deleted: number;
+  /** Refused by the authority check (left in their old generation). */
+  withheld: number;
+  /** Could not be read (left in their old generation; listed in `failures`). */
+  failed: number;
+  /** New ids written to the migrated collections during the migration. */
+  inserted: number;
+  /** Records at the start plus those inserted during. */
+  total: number;
+}
+
+export interface MigrationProgress extends MigrationCounts {
+  phase: MigrationPhase;
+}
+
+export interface MigrationStatus extends MigrationProgress {
+  /** Collections migrated. */
+  collections: string[];
+  /** Target suite. */
+  to: SuiteName;
+  /** The key generation records are copied into. */
+  generation: number;
+  /** The last source record (generation, leaf index) the copy reached. */
+  cursor: [number, number] | null;
+  startedAt: string;
+  finishedAt?: string;
+  /** Milliseconds of migration work (in every process that worked on it), per phase and in all. */
+  workMs: number;
+  phaseMs: Partial<Record<MigrationPhase, number>>;
+  /** The first failures (collection/id: reason). */
+  failures: string[];
+  /** True while this process is working on it. */
+  running: boolean;
+}
+
+export interface MigrateOptions {
+  /** Only this collection (default: every collection). */
+  collection?: string;
+  /** The target suite. */
+  to: SuiteName;
+  /** Records per copy commit (default 256): bounds the event-loop time of each step. */
+  chunkRecords?: number;
+  /** Aborting pauses the migration after the current step; migrate() then rejects with ABORTED. */
+  signal?: AbortSignal;
+  onProgress?: (p: MigrationProgress) => void;
+  /** Overrides the store's authority check for this migration. */
+  authority?: AuthorityCheck;
+}
+
+/** Source records of a migration still to visit, in (generation, leaf index) order. */
+type SourceQueue = { items: { g: number; leaf: number; collection: string; id: string }[]; pos: number };
+
+interface MigrationRecord {
+  id: string;
+  collections: string[];
+  to: number;
+  generation: number;
+  fromSuites: number[];
+  phase: MigrationPhase;
+  cursor: [number, number] | null;
+  counts: MigrationCounts;
+  startedAt: string;
+  finishedAt?: string;
+  workMs: number;
+  phaseMs: Partial<Record<MigrationPhase, number>>;
+  failures: string[];
+  chunkRecords: number;
 }
 
 interface Location {
@@ -88,6 +180,12 @@ interface ManifestJson {
   logs?: Record<string, { pageId: number; size: number }>;
   /** Per collection, the sealed lexical index as of the last checkpoint and the last commit page it includes. */
   indexes?: Record<string, { pageId: number; afterPage: number }>;
+  /** Recipient public keys (base64): new key generations are wrapped for each. */
+  recipients?: string[];
+  /** The migration under way, if any. */
+  migration?: MigrationRecord;
+  /** Finished migrations with their accounting, oldest first. */
+  migrations?: MigrationRecord[];
 }
 
 export interface PutOptions {
@@ -194,6 +292,12 @@ export class Collection {
   }
 }
 
+/** Puts `target` back to the JSON snapshot `saved` (fields added since are removed). */
+function restore(target: object, saved: string): void {
+  for (const k of Object.keys(target)) delete (target as Record<string, unknown>)[k];
+  Object.assign(target, JSON.parse(saved));
+}
+
 function checkId(id: unknown): string {
   if (typeof id !== 'string' || id.length === 0) throw new TypeError('"id" expected a non-empty string');
   if (utf8Length(id) > 1024) throw new RangeError('"id" is limited to 1,024 UTF-8 bytes');
@@ -229,6 +333,17 @@ export class Store {
   #auto: { records: number; ms: number } | undefined;
   #lastCheckpointAt = Date.now();
   #autoError?: unknown;
+  #readOnly = false;
+  #closing = false;
+  #authority?: AuthorityCheck;
+  /** The migration this process is running, and the hooks its caller gave. */
+  #migrationRun?: Promise<MigrationStatus>;
+  #migrationHooks: { signal?: AbortSignal; onProgress?: (p: MigrationProgress) => void; authority?: AuthorityCheck } = {};
+  #migrationError?: unknown;
+  /** Source records still to visit, in (generation, leaf index) order, and the next position. */
+  #migrationQueue?: SourceQueue;
+  /** While an index is being rebuilt: the collection and the ids committed meanwhile. */
+  #reindexing?: { name: string; touched: Set<string> };
 
   private constructor(pages: PageStore, keys: KeyRing, registry: Registry, manifest: ManifestJson, signer?: Uint8Array) {
     this.#pages = pages;
@@ -249,7 +364,7 @@ export class Store {
     const raw = await pages.readManifest();
     let store: Store;
     if (raw === undefined) {
-      if (!options.create) throw new PqdbError('NOT_OPEN', 'no store here (pass create: true to make one)');
+      if (!options.create || options.readOnly) throw new PqdbError('NOT_OPEN', 'no store here (pass create: true to make one)');
       const recipients = options.recipients ?? [];
       if (!Array.isArray(recipients) || recipients.length === 0) throw new RangeError('"recipients" expected at least one public key to create a store');
       const suite = suiteOf(options.suite ?? DEFAULT_SUITE);
@@ -261,7 +376,7 @@ export class Store {
       globalThis.crypto.getRandomValues(storeId);
       const manifest: ManifestJson = {
         v: 1, storeId: hex(storeId), macGeneration: g, nextPageId: 1, nextSequence: 1,
-        keyring: [], registry: [], collections: {}, defaultSuite: suite.id,
+        keyring: [], registry: [], collections: {}, defaultSuite: suite.id, recipients: recipients.map((r) => b64(bytes('recipients[]', r))),
       };
       store = new Store(pages, keys, registry, manifest, options.signer);
       store.#configure(options);
@@ -276,12 +391,17 @@ export class Store {
       store = new Store(pages, keys, new Registry({ records: json.registry }), json, options.signer);
       store.#configure(options);
       await store.#rebuild();
+      // An unfinished migration resumes where its durable cursor stands.
+      if (json.migration !== undefined && !store.#readOnly) store.#resumeMigration();
     }
     return store;
   }
 
   #configure(options: StoreOptions): void {
     this.#signerPublic = options.signerPublicKey;
+    this.#readOnly = options.readOnly === true;
+    if (options.authority !== undefined && typeof options.authority !== 'function') throw new TypeError('"authority" expected a function');
+    this.#authority = options.authority;
     const auto = options.autoCheckpoint ?? {};
     if (auto !== false && this.#signer !== undefined) {
       if (typeof auto !== 'object' || auto === null) throw new TypeError('"autoCheckpoint" expected { records?, ms? } or false');
@@ -332,7 +452,9 @@ export class Store {
         throw new PqdbError('CORRUPTION', `the log of generation ${c.generation} does not match its checkpoint of size ${c.size}`);
       }
     }
-    if (orphans.length > 0) {
+    if (orphans.length > 0 && this.#readOnly) {
+      this.#recovered.push(`${orphans.length} commit page(s) written after the last manifest (an unacknowledged commit) are ignored`);
+    } else if (orphans.length > 0) {
       await this.#pages.deletePages(orphans);
       this.#recovered.push(`dropped ${orphans.length} commit page(s) written after the last manifest (an unacknowledged commit)`);
     }
@@ -395,6 +517,10 @@ export class Store {
     if (!this.#open) throw new PqdbError('NOT_OPEN', 'the store is closed');
   }
 
+  #writable(): void {
+    if (this.#readOnly) throw new PqdbError('READ_ONLY', 'the store was opened read-only');
+  }
+
   #enqueue<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.#queue.then(fn, fn);
     this.#queue = run.catch(() => undefined);
@@ -409,9 +535,10 @@ export class Store {
   }
 
   /** Appends one commit page (if there are operations) and the manifest in one atomic PageStore commit. */
-  async #commit(ops: PageWriteOp[], collections: Collection[]): Promise<void> {
+  async #commit(ops: PageWriteOp[], collections: Collection[], mutate?: (m: ManifestJson) => void): Promise<void> {
     const m = this.#manifest;
     const saved = JSON.stringify(m);
+    mutate?.(m);
     for (const c of collections) {
       m.collections[c.name] = { schema: c.schema.source as Schema, suite: m.collections[c.name]?.suite ?? m.defaultSuite };
     }
@@ -431,7 +558,7 @@ export class Store {
     try {
       await this.#pages.commit({ pages: page ? [page] : [], manifest: this.#manifestBytes() });
     } catch (e) {
-      Object.assign(m, JSON.parse(saved)); // the commit did not happen: nothing changes
+      restore(m, saved); // the commit did not happen: nothing changes
       throw e;
     }
     if (page !== undefined) {
@@ -448,7 +575,7 @@ export class Store {
     // of the whole commit share one buffer.
     const w = new ValueWriter();
     const spans = pending.map(() => [0, 0]);
-    const checked = pending.map((p, i) => {
+    const checked: { p: PendingOp; i: number; suiteId?: number; governance?: string }[] = pending.map((p, i) => {
       if (!(p.collection instanceof Collection) || p.collection.store !== this) throw new TypeError('"collection" expected a collection of this store');
       checkId(p.id);
       if (p.kind === 'delete') return { p, i };
@@ -461,6 +588,13 @@ export class Store {
     const plaintextOf = (i: number) => w.buf.subarray(spans[i][0], spans[i][1]);
     return this.#enqueue(async () => {
       this.#live();
+      this.#writable();
+      // The suite is read again here: a migration may have changed it since the call.
+      for (const c of checked) {
+        if (c.suiteId === undefined) continue;
+        c.suiteId = this.#manifest.collections[c.p.collection.name]?.suite ?? this.#manifest.defaultSuite;
+        this.#registry.checkWrite(c.suiteId);
+      }
       // Sealing happens in commit order, so write sequences (and so nonces) are unique and ordered.
       const g = this.#keys.current();
       const base = this.#manifest.nextSequence;
@@ -483,13 +617,15 @@ export class Store {
       });
       this.#manifest.nextSequence = base + ops.length;
       try {
-        await this.#commit(ops, [...new Set(checked.map((c) => c.p.collection))]);
+        await this.#commit(ops, [...new Set(checked.map((c) => c.p.collection))], (m) => this.#accountWrites(m, checked.map((c) => c.p)));
       } catch (e) {
         this.#manifest.nextSequence = base;
         throw e;
       }
       // Built lexical indexes follow the commit (indexes not built yet will read the records).
+      const re = this.#reindexing;
       for (const c of checked) {
+        if (re !== undefined && re.name === c.p.collection.name) re.touched.add(c.p.id);
         const lexical = c.p.collection.lexical;
         if (lexical === undefined) continue;
         const index = await lexical;
@@ -664,6 +800,7 @@ export class Store {
       setState: (suite, state) =>
         this.#enqueue(async () => {
           this.#live();
+          this.#writable();
           const inUse = [...this.#dir.values()].some((m) => m.size > 0) && Object.values(this.#manifest.collections).some((c) => c.suite === suiteOf(suite).id);
           const before = this.#registry.records();
           this.#registry.setState(suite, state, { inUse });
@@ -681,8 +818,10 @@ export class Store {
   addRecipient(publicKey: Uint8Array): Promise<void> {
     return this.#enqueue(async () => {
       this.#live();
+      this.#writable();
       this.#keys.addRecipient(publicKey);
-      await this.#commit([], []);
+      const b = b64(publicKey);
+      await this.#commit([], [], (m) => void (m.recipients = [...new Set([...(m.recipients ?? []), b])]));
     });
   }
 
@@ -690,8 +829,10 @@ export class Store {
   removeRecipient(publicKey: Uint8Array): Promise<void> {
     return this.#enqueue(async () => {
       this.#live();
+      this.#writable();
       this.#keys.removeRecipient(publicKey);
-      await this.#commit([], []);
+      const b = b64(publicKey);
+      await this.#commit([], [], (m) => void (m.recipients = (m.recipients ?? []).filter((x) => x !== b)));
     });
   }
 
@@ -735,6 +876,7 @@ export class Store {
   checkpoint(): Promise<Checkpoint & { signed: Uint8Array }> {
     return this.#enqueue(async () => {
       this.#live();
+      this.#writable();
       if (this.#signer === undefined || this.#signerPublic === undefined) throw new TypeError('checkpoints need the "signer" and "signerPublicKey" options');
       const g = this.#keys.current();
       const tree = this.#tree(g, this.#log(g).length / HASH_BYTES);
@@ -824,9 +966,340 @@ export class Store {
     return this.#keys.aeadFor(suite, generation, governance);
   }
 
+  // ---- live migration (DESIGN §8) -----------------------------------------------------------------
+
+  /**
+   * Moves every record of the collection (or of every collection) to suite `to` while the store
+   * keeps serving reads and writes: prepares key generation g+1 with the target suite (new writes
+   * go there at once), copies the records in bounded chunks, each commit carrying the durable
+   * cursor, rebuilds the lexical indexes, verifies every migrated record, checkpoints (with signer
+   * keys) and activates. A store reopened with a migration under way resumes it; calling migrate()
+   * with the same target then awaits that migration. Resolves with the accounting.
+   * @throws PqdbError ABORTED (paused by `signal`; it resumes later), SUITE_QUARANTINED (target
+   * refuses writes), READ_ONLY, NOT_OPEN; RangeError for another migration under way or an
+   * unknown suite or collection; TypeError when the store has no recipient public keys.
+   */
+  migrate(options: MigrateOptions): Promise<MigrationStatus> {
+    this.#live();
+    this.#writable();
+    if (typeof options !== 'object' || options === null) throw new TypeError('"options" expected an object');
+    const target = suiteOf(options.to);
+    const chunk = options.chunkRecords ?? 256;
+    if (!Number.isInteger(chunk) || chunk < 1 || chunk > 100_000) throw new RangeError('"chunkRecords" expected an integer in 1..100000');
+    if (options.collection !== undefined && this.#manifest.collections[options.collection] === undefined) throw new RangeError(`no collection "${options.collection}"`);
+    if (options.authority !== undefined && typeof options.authority !== 'function') throw new TypeError('"authority" expected a function');
+    const hooks = { signal: options.signal, onProgress: options.onProgress, authority: options.authority };
+    const current = this.#manifest.migration;
+    if (current !== undefined) {
+      const same = current.to === target.id && (options.collection === undefined ? true : current.collections.includes(options.collection));
+      if (!same) return Promise.reject(new RangeError(`a migration of ${current.collections.join(', ')} to ${suiteOf(current.to).name} is under way`));
+      this.#migrationHooks = hooks;
+      return (this.#migrationRun ??= this.#runMigration());
+    }
+    this.#migrationHooks = hooks;
+    const run = this.#enqueue(() => this.#prepareMigration(target.id, options.collection, chunk)).then(() => this.#runMigration());
+    this.#migrationRun = run;
+    return run;
+  }
+
+  /** The migration under way (or the last finished one), with its accounting; undefined if none. */
+  migration(): MigrationStatus | undefined {
+    const m = this.#manifest.migration ?? this.#manifest.migrations?.at(-1);
+    return m === undefined ? undefined : this.#status(m);
+  }
+
+  #status(m: MigrationRecord): MigrationStatus {
+    return {
+      phase: m.phase, ...m.counts, collections: [...m.collections], to: suiteOf(m.to).name, generation: m.generation,
+      cursor: m.cursor, startedAt: m.startedAt, finishedAt: m.finishedAt, workMs: m.workMs, phaseMs: { ...m.phaseMs },
+      failures: [...m.failures], running: this.#migrationRun !== undefined && this.#manifest.migration === m,
+    };
+  }
+
+  /** Opens generation g+1 under the target suite and records the migration, in one commit. */
+  async #prepareMigration(to: number, collection: string | undefined, chunkRecords: number): Promise<void> {
+    this.#live();
+    this.#writable();
+    const state = this.#registry.state(to);
+    if (state === 'quarantined' || state === 'retired') this.#registry.checkWrite(to); // refuses
+    const recipients = (this.#manifest.recipients ?? []).map(unb64);
+    if (recipients.length === 0) {
+      throw new TypeError("the store does not list its recipients' public keys: add them with addRecipient(publicKey) before migrating");
+    }
+    const names = collection !== undefined ? [collection] : Object.keys(this.#manifest.collections);
+    const fromSuites = [...new Set(names.map((n) => this.#manifest.collections[n].suite))];
+    const total = names.reduce((n, name) => n + (this.#dir.get(name)?.size ?? 0), 0);
+    const registry = this.#registry.records();
+    const g = this.#keys.createGeneration(to, recipients);
+    if (state === 'decrypt-only') this.#registry.setState(to, 'active');
+    const id = new Uint8Array(8);
+    globalThis.crypto.getRandomValues(id);
+    try {
+      await this.#commit([], [], (m) => {
+        for (const n of names) m.collections[n] = { ...m.collections[n], suite: to };
+        if (collection === undefined) m.defaultSuite = to;
+        m.migration = {
+          id: hex(id), collections: names, to, generation: g, fromSuites, phase: 'copying', cursor: null,
+          counts: { copied: 0, superseded: 0, deleted: 0, withheld: 0, failed: 0, inserted: 0, total },
+          startedAt: new Date().toISOString(), workMs: 0, phaseMs: {}, failures: [], chunkRecords,
+        };
+      });
+    } catch (e) {
+      this.#keys.discardGeneration(g);
+      this.#registry = new Registry({ records: registry });
+      throw e;
+    }
+    this.#migrationQueue = undefined;
+  }
+
+  #resumeMigration(): void {
+    this.#migrationRun = this.#runMigration();
+    this.#migrationRun.catch((e) => (this.#migrationError = e));
+  }
+
+  /** Runs the migration's remaining phases; each step is one queued task, so writes interleave. */
+  async #runMigration(): Promise<MigrationStatus> {
+    try {
+      for (;;) {
+        const m = this.#manifest.migration;
+        if (m === undefined) throw new PqdbError('NOT_OPEN', 'no migration under way');
+        if (this.#closing) throw new PqdbError('NOT_OPEN', 'the store is closing; the migration resumes when it is reopened');
+        if (this.#migrationHooks.signal?.aborted) throw new PqdbError('ABORTED', 'the migration was paused; migrate() or reopening resumes it');
+        const started = performance.now();
+        const phase = m.phase;
+        let next: MigrationPhase | undefined;
+        if (phase === 'copying') next = (await this.#enqueue(() => this.#copyChunk(started))) ? undefined : 'indexing';
+        else if (phase === 'indexing') {
+          await this.#rebuildIndexes(m);
+          next = 'verifying';
+        } else if (phase === 'verifying') {
+          await this.#verifyMigrated(m);
+          next = 'activating';
+        } else if (phase === 'activating') {
+          if (this.#signer !== undefined && this.#signerPublic !== undefined) await this.checkpoint();
+          next = 'done';
+        }
+        if (next !== undefined) await this.#enqueue(() => this.#advance(next!, started));
+        this.#report();
+        if (next === 'done') return this.#status(this.#manifest.migrations!.at(-1)!);
+        await new Promise((resolve) => setTimeout(resolve, 0)); // let reads and other work in
+      }
+    } finally {
+      this.#migrationRun = undefined;
+      this.#migrationQueue = undefined;
+    }
+  }
+
+  #report(): void {
+    const m = this.#manifest.migration ?? this.#manifest.migrations?.at(-1);
+    if (m !== undefined) this.#migrationHooks.onProgress?.({ phase: m.phase, ...m.counts });
+  }
+
+  /** Persists the move to the next phase (and, at 'done', activation: registry, history). */
+  async #advance(next: MigrationPhase, started: number): Promise<void> {
+    this.#live();
+    const registry = this.#registry.records();
+    try {
+      await this.#commit([], [], (mm) => {
+        const r = mm.migration!;
+        const ms = performance.now() - started;
+        r.workMs += ms;
+        r.phaseMs[r.phase] = (r.phaseMs[r.phase] ?? 0) + ms;
+        r.phase = next;
+        if (next !== 'done') return;
+        r.finishedAt = new Date().toISOString();
+        // Activation: old suites no longer used by any collection stop writing (they keep decrypting).
+        for (const s of r.fromSuites) {
+          const used = s === r.to || s === mm.defaultSuite || Object.values(mm.collections).some((c) => c.suite === s);
+          if (!used && this.#registry.state(s) === 'active') this.#registry.setState(s, 'decrypt-only');
+        }
+        mm.migrations = [...(mm.migrations ?? []), r];
+        delete mm.migration;
+      });
+    } catch (e) {
+      this.#registry = new Registry({ records: registry });
+      throw e;
+    }
+  }
+
+  /** Source records to visit: live records of the migrated collections outside the target generation, after the cursor. */
+  #sourceQueue(m: MigrationRecord): SourceQueue {
+    const byGen = new Map<number, { g: number; leaf: number; collection: string; id: string }[]>();
+    for (const name of m.collections) {
+      for (const [id, loc] of this.#dir.get(name) ?? []) {
+        if (loc.generation === m.generation) continue;
+        if (m.cursor !== null && (loc.generation < m.cursor[0] || (loc.generation === m.cursor[0] && loc.leafIndex <= m.cursor[1]))) continue;
+        let slots = byGen.get(loc.generation);
+        if (slots === undefined) byGen.set(loc.generation, (slots = []));
+        slots[loc.leafIndex] = { g: loc.generation, leaf: loc.leafIndex, collection: name, id };
+      }
+    }
+    const items: { g: number; leaf: number; collection: string; id: string }[] = [];
+    for (const g of [...byGen.keys()].sort((a, b) => a - b)) for (const it of byGen.get(g)!) if (it !== undefined) items.push(it);
+    return { items, pos: 0 };
+  }
+
+  /** Copies up to chunkRecords source records into the target generation in one commit; false when none are left. */
+  async #copyChunk(started: number): Promise<boolean> {
+    this.#live();
+    const m = this.#manifest.migration!;
+    const queue = (this.#migrationQueue ??= this.#sourceQueue(m));
+    const authority = this.#migrationHooks.authority ?? this.#authority;
+    const g = this.#keys.current();
+    if (g !== m.generation) throw new PqdbError('CORRUPTION', `the migration targets generation ${m.generation}, the store writes ${g}`);
+    const base = this.#manifest.nextSequence;
+    const ops: PageWriteOp[] = [];
+    const plaintexts: Uint8Array[] = [];
+    const delta = { copied: 0, withheld: 0, failed: 0 };
+    const failures: string[] = [];
+    let cursor = m.cursor;
+    const keyed = new Map<string, ReturnType<KeyRing['aeadFor']>>();
+    while (ops.length < m.chunkRecords && queue.pos < queue.items.length) {
+      const it = queue.items[queue.pos++];
+      cursor = [it.g, it.leaf];
+      const loc = this.#dir.get(it.collection)?.get(it.id);
+      // Updated or deleted since the queue was built: counted when that write committed.
+      if (loc === undefined || loc.generation !== it.g || loc.leafIndex !== it.leaf) continue;
+      let plaintext: Uint8Array;
+      try {
+        const page = await this.#page(loc.pageId);
+        const opened = openRecord(page.subarray(loc.offset, loc.offset + loc.length), it.collection, it.id, (suite, generation) => this.#keys.aeadFor(suite.id, generation, loc.governance));
+        if (opened.header.sequence !== loc.sequence) throw new PqdbError('CORRUPTION', 'the record is not the version its index names');
+        plaintext = opened.plaintext;
+      } catch (e) {
+        delta.failed++;
+        if (m.failures.length + failures.length < 100) failures.push(`${it.collection}/${it.id}: ${e instanceof Error ? e.message : String(e)}`);
+        continue;
+      }
+      if (authority !== undefined && !authority({ collection: it.collection, id: it.id, governance: JSON.parse(loc.governance) as Governance })) {
+        plaintext.fill(0);
+        delta.withheld++;
+        continue;
+      }
+      plaintexts.push(plaintext);
+      const sequence = base + ops.length;
+      const cacheKey = `${m.to}/${loc.governance}`;
+      let k = keyed.get(cacheKey);
+      if (k === undefined) keyed.set(cacheKey, (k = this.#keys.aeadFor(m.to, g, loc.governance)));
+      const kk = k;
+      const address = { collection: it.collection, id: it.id, generation: g, sequence };
+      ops.push({
+        kind: 'put', collection: it.collection, id: it.id, sequence, governance: loc.governance,
+        length: sealedLength(m.to, plaintext.length),
+        seal: (slot: Uint8Array) => void sealRecord(m.to, kk, address, plaintext, 0, slot),
+      });
+      delta.copied++;
+    }
+    this.#manifest.nextSequence = base + ops.length;
+    try {
+      await this.#commit(ops, [], (mm) => {
+        const r = mm.migration!;
+        r.cursor = cursor;
+        r.counts.copied += delta.copied;
+        r.counts.withheld += delta.withheld;
+        r.counts.failed += delta.failed;
+        r.failures.push(...failures);
+        const ms = performance.now() - started;
+        r.workMs += ms;
+        r.phaseMs.copying = (r.phaseMs.copying ?? 0) + ms;
+      });
+    } catch (e) {
+      this.#manifest.nextSequence = base;
+      this.#migrationQueue = undefined; // rebuilt from the durable cursor on the next step
+      throw e;
+    } finally {
+      for (const p of plaintexts) p.fill(0);
+    }
+    return queue.pos < queue.items.length;
+  }
+
+  /** Counts writes to migrated collections that reach records before the copy does (inside the commit). */
+  #accountWrites(m: ManifestJson, ops: readonly PendingOp[]): void {
+    const r = m.migration;
+    if (r === undefined || r.phase === 'done') return;
+    const seen = new Set<string>();
+    for (const op of ops) {
+      const name = op.collection.name;
+      if (!r.collections.includes(name)) continue;
+      const key = `${name}\u0000${op.id}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const loc = this.#dir.get(name)?.get(op.id);
+      if (loc === undefined) {
+        if (op.kind === 'put') {
+          r.counts.inserted++;
+          r.counts.total++;
+        }
+        continue;
+      }
+      const ahead = loc.generation !== r.generation && (r.cursor === null || loc.generation > r.cursor[0] || (loc.generation === r.cursor[0] && loc.leafIndex > r.cursor[1]));
+      if (!ahead || r.phase !== 'copying') continue;
+      if (op.kind === 'put') r.counts.superseded++;
+      else r.counts.deleted++;
+    }
+  }
+
+  /** Rebuilds the lexical index of each migrated collection opened with one, from the records, in small steps. */
+  async #rebuildIndexes(m: MigrationRecord): Promise<void> {
+    for (const name of m.collections) {
+      const c = this.#collections.get(name);
+      if (c === undefined || c.indexed.length === 0) continue;
+      const fresh = new LexicalIndex({ text: c.indexed });
+      const touched = new Set<string>();
+      this.#reindexing = { name, touched };
+      try {
+        const ids = this.ids(name, '');
+        for (let i = 0; i < ids.length; i += 256) {
+          this.#live();
+          for (const id of ids.slice(i, i + 256)) fresh.update(id, await this.read(c, id));
+          await new Promise((resolve) => setTimeout(resolve, 0));
+        }
+        // Ids written while the index was rebuilt are read again until none is left, then it takes over.
+        while (touched.size > 0) {
+          const again = [...touched];
+          touched.clear();
+          for (const id of again) fresh.update(id, await this.read(c, id));
+        }
+        c.lexical = Promise.resolve(fresh);
+        this.#indexDirty.add(name);
+      } finally {
+        this.#reindexing = undefined;
+      }
+    }
+  }
+
+  /** Decrypts every live record of the migrated collections; all must open, and only withheld or failed ones may be left behind. */
+  async #verifyMigrated(m: MigrationRecord): Promise<void> {
+    let behind = 0;
+    const problems: string[] = [];
+    for (const name of m.collections) {
+      const c = this.#collections.get(name) ?? new Collection(this, name, compileSchema(this.#manifest.collections[name].schema));
+      const ids = this.ids(name, '');
+      for (let i = 0; i < ids.length; i += 512) {
+        this.#live();
+        for (const id of ids.slice(i, i + 512)) {
+          const loc = this.#dir.get(name)?.get(id);
+          if (loc === undefined) continue;
+          if (loc.generation !== m.generation) behind++;
+          try {
+            await this.read(c, id);
+          } catch (e) {
+            if (problems.length < 20) problems.push(`${name}/${id}: ${e instanceof Error ? e.message : String(e)}`);
+          }
+        }
+        await new Promise((resolve) => setTimeout(resolve, 0));
+      }
+    }
+    if (behind > m.counts.withheld + m.counts.failed) problems.push(`${behind} records remain outside generation ${m.generation}, but only ${m.counts.withheld + m.counts.failed} were withheld or failed`);
+    if (problems.length > 0) throw new PqdbError('CORRUPTION', `migration verification failed: ${problems.join('; ')}`);
+  }
+
   /** Waits for pending commits, wipes every key and releases the storage. Idempotent. */
   async close(): Promise<void> {
     if (!this.#open) return;
+    this.#closing = true;
+    await this.#queue;
+    await this.#migrationRun?.catch(() => undefined);
     await this.#queue;
     this.#open = false;
     this.#keys.close();
