@@ -12,6 +12,7 @@ import { openMemoryPageStore, verifyStore, PqdbError } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
 import { readHeader } from '../src/crypto/record';
 import { tokenize } from '../src/engine/lexical';
+import { hex } from './cases/_util';
 
 const schema = { lemma: 'string', gloss: 'string', n: 'integer' } as const;
 type Doc = { lemma: string; gloss: string; n: number };
@@ -109,5 +110,84 @@ describe('live migration', () => {
     await pages.close();
     expect(report.problems).toEqual([]);
     expect(report.counts.leaves).toEqual({ 1: 1001, 2: 1001 });
+  });
+});
+
+describe('live migration: pause, authority, errors', () => {
+  const openMem = (medium: MemoryMedium, extra: Record<string, unknown> = {}) => async (create = false) =>
+    openStore({ storage: await openMemoryPageStore({ medium }), create, recipients: [recipient.publicKey], unlock: recipient.secretKey, suite: 'gcmsiv-hkdf256', autoCheckpoint: false, ...extra });
+
+  it('pauses on abort and resumes on the next migrate(); authority withholds records', async () => {
+    const medium = new MemoryMedium();
+    const open = openMem(medium, { authority: ({ governance }: { governance: { scope?: string } }) => governance.scope !== 'restricted' });
+    const { store, model } = await fill(open, 600);
+    const ac = new AbortController();
+    const paused = await store.migrate({ to: 'gcmsiv-hkdf384', chunkRecords: 50, signal: ac.signal, onProgress: () => ac.abort() }).catch((e) => e);
+    expect(paused).toBeInstanceOf(PqdbError);
+    expect(paused.code).toBe('ABORTED');
+    expect(store.migration()).toMatchObject({ phase: 'copying', copied: 50, running: false });
+    await expect(store.migrate({ to: 'cnsa2-gcm-hkdf384-commit' })).rejects.toThrow(/under way/);
+    const done = await store.migrate({ to: 'gcmsiv-hkdf384' });
+    const restricted = [...model.keys()].filter((id) => Number(id.slice(1)) % 50 === 7).length;
+    expect(done).toMatchObject({ phase: 'done', withheld: restricted, copied: 600 - restricted, failed: 0, total: 600 });
+    await checkAll(store, model); // withheld records stay readable in their old generation
+    await store.close();
+  });
+
+  it('refuses what it cannot do', async () => {
+    const medium = new MemoryMedium();
+    const { store } = await fill(openMem(medium), 10);
+    expect(() => store.migrate({ to: 'nope' as never })).toThrow(RangeError);
+    expect(() => store.migrate({ to: 'gcmsiv-hkdf384', collection: 'missing' })).toThrow(RangeError);
+    expect(() => store.migrate({ to: 'gcmsiv-hkdf384', chunkRecords: 0 })).toThrow(RangeError);
+    await store.registry.setState('cnsa2-gcm-hkdf384-commit', 'quarantined');
+    await expect(store.migrate({ to: 'cnsa2-gcm-hkdf384-commit' })).rejects.toMatchObject({ code: 'SUITE_QUARANTINED' });
+    expect(store.info().generations).toEqual([1]);
+    await store.close();
+    const pages = await openMemoryPageStore({ medium });
+    const ro = await openStore({ storage: pages, unlock: recipient.secretKey, readOnly: true });
+    expect(() => ro.migrate({ to: 'gcmsiv-hkdf384' })).toThrow(expect.objectContaining({ code: 'READ_ONLY' }));
+    await expect(ro.collection('words', { schema, index: { text: ['lemma', 'gloss'] } }).put('x', doc(1))).rejects.toMatchObject({ code: 'READ_ONLY' });
+    await ro.close();
+  });
+});
+
+describe('live migration across a kill', () => {
+  it('a SIGKILLed migrator resumes from its durable cursor in a new process; nothing is lost or doubled', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pqdb-migrate-'));
+    dirs.push(dir);
+    const open = (create = false) => openStore({ location: dir, create, recipients: [recipient.publicKey], unlock: recipient.secretKey, suite: 'gcmsiv-hkdf256', autoCheckpoint: false });
+    const { store, model } = await fill(open, 2000);
+    await store.close();
+    // The migrator is killed once it has reported about half the records copied.
+    const killedAt = await new Promise<number>((resolve, reject) => {
+      const child = fork('node-tests/support/migrator.mjs', [dir, hex(recipient.secretKey), 'gcmsiv-hkdf384', '100'], { stdio: 'ignore' });
+      let copied = 0;
+      child.on('message', (m: { progress?: { copied: number } }) => {
+        copied = m.progress?.copied ?? copied;
+        if (copied >= 1000) child.kill('SIGKILL');
+      });
+      child.on('exit', (code, signal) => (signal === 'SIGKILL' ? resolve(copied) : reject(new Error(`migrator exited with ${code}`))));
+    });
+    expect(killedAt).toBeGreaterThanOrEqual(1000);
+    expect(killedAt).toBeLessThan(2000);
+    // Reopening resumes it; migrate() with the same target awaits that migration.
+    const again = await open();
+    expect(again.migration()).toMatchObject({ phase: 'copying', to: 'gcmsiv-hkdf384' });
+    expect(again.migration()!.copied).toBeGreaterThanOrEqual(killedAt);
+    const words = again.collection('words', { schema, index: { text: ['lemma', 'gloss'] } });
+    await words.put('late', doc(7));
+    model.set('late', doc(7));
+    const result = await again.migrate({ to: 'gcmsiv-hkdf384' });
+    expect(result).toMatchObject({ phase: 'done', copied: 2000, superseded: 0, deleted: 0, withheld: 0, failed: 0, inserted: 1, total: 2001 });
+    await checkAll(again, model);
+    await again.close();
+    // Cold, read-only: every record decrypts and the logs hold each copy exactly once.
+    const pages = await openNodeFsPageStore(dir, { readOnly: true, create: false });
+    const report = await verifyStore(pages, { unlock: recipient.secretKey });
+    await pages.close();
+    expect(report.problems).toEqual([]);
+    expect(report.counts.collections).toEqual({ words: 2001 });
+    expect(report.counts.leaves[2]).toBe(2001);
   });
 });
