@@ -50,14 +50,14 @@ function copy(name: string): string {
 
 const segments = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.pqs')).sort();
 
-describe('pqdb verify', () => {
-  beforeAll(async () => {
-    base = mkdtempSync(join(tmpdir(), 'pqdb-verify-'));
-    good = join(base, 'good');
-    await fill(good);
-  });
-  afterAll(() => rmSync(base, { recursive: true, force: true }));
+beforeAll(async () => {
+  base = mkdtempSync(join(tmpdir(), 'pqdb-verify-'));
+  good = join(base, 'good');
+  await fill(good);
+});
+afterAll(() => rmSync(base, { recursive: true, force: true }));
 
+describe('pqdb verify', () => {
   it('passes a good store and changes nothing on disk', () => {
     const before = readdirSync(good).map((f) => [f, statSync(join(good, f)).size, statSync(join(good, f)).mtimeMs]);
     const r = cli(['verify', good, '--json'], keys);
@@ -183,5 +183,30 @@ describe('verifyStore', () => {
     const report = await check();
     expect(report.ok).toBe(false);
     expect(report.problems).toContainEqual(expect.objectContaining({ where: `record c/k9 (page ${pageId})`, code: 'AUTH_FAILED' }));
+  });
+});
+
+describe('pqdb migrate and pqdb status', () => {
+  it('migrates a file store from the command line, reports status, and the result verifies', () => {
+    const dir = copy('cli-migrate');
+    const signerEnv = { ...keys, PQDB_SIGNER: b64(signer.secretKey) };
+    const before = cli(['status', dir, '--json'], keys);
+    expect(before.status).toBe(0);
+    expect(before.json()).toMatchObject({ authenticated: true, collections: { words: { suite: 'gcmsiv-hkdf384', records: 239 } }, checkpoints: 3 });
+    const bare = cli(['status', dir]);
+    expect(bare.status).toBe(0);
+    expect(bare.stdout).toMatch(/manifest not authenticated[\s\S]*gcmsiv-hkdf384 active/);
+    expect(cli(['migrate', dir, '--to', 'nope'], signerEnv).status).toBe(2);
+    expect(cli(['migrate', dir, '--to', 'gcmsiv-hkdf256']).status).toBe(2); // no key
+    const r = cli(['migrate', dir, '--to', 'gcmsiv-hkdf256', '--chunk', '50', '--json'], signerEnv);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.json()).toMatchObject({ phase: 'done', to: 'gcmsiv-hkdf256', copied: 239, failed: 0, total: 239, generation: 2 });
+    const after = cli(['status', dir, '--json'], keys).json();
+    expect(after.collections.words).toEqual({ suite: 'gcmsiv-hkdf256', records: 239 });
+    expect(after.registry).toContainEqual(expect.objectContaining({ suite: 'gcmsiv-hkdf384', state: 'decrypt-only' }));
+    expect(after.migration).toMatchObject({ phase: 'done', copied: 239 });
+    const v = cli(['verify', dir, '--json'], keys);
+    expect(v.status, v.stdout).toBe(0);
+    expect(v.json().counts).toMatchObject({ leaves: { 1: 241, 2: 239 }, checkpoints: 4, signaturesVerified: 4, inclusionProofs: 239, indexPages: 1 });
   });
 });

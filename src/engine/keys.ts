@@ -38,6 +38,7 @@ export class KeyRing {
   readonly #derived = new Map<string, Uint8Array>();
   readonly #cacheSize: number;
   #closed = false;
+  #unlockedBy?: Uint8Array;
 
   constructor(records: readonly GenerationRecord[] = [], cacheSize = DEFAULT_KEY_CACHE) {
     this.#cacheSize = integer('cacheSize', cacheSize, 1, 1 << 20);
@@ -95,7 +96,8 @@ export class KeyRing {
    */
   unlock(secretKey: Uint8Array): number {
     this.live();
-    const ids = publicKeysOf(secretKey).map((pk) => hexOf(recipientId(pk)));
+    const publicKeys = publicKeysOf(secretKey);
+    const ids = publicKeys.map((pk) => hexOf(recipientId(pk)));
     let opened = 0;
     for (const r of this.#generations.values()) {
       if (this.#roots.has(r.generation)) {
@@ -104,11 +106,25 @@ export class KeyRing {
       }
       const env = r.envelopes.find((e) => ids.includes(hexOf(readEnvelope(e).recipientId)));
       if (env === undefined) continue;
+      this.#unlockedBy = publicKeys[ids.indexOf(hexOf(readEnvelope(env).recipientId))];
       this.#roots.set(r.generation, unwrapRoot(env, secretKey));
       opened++;
     }
     if (opened === 0) throw new PqdbError('AUTH_FAILED', 'the secret key opens none of the store\'s key envelopes');
     return opened;
+  }
+
+  /**
+   * The recipients new generations can be wrapped for when the store lists none: the unlocking
+   * recipient, if every generation has it as its only envelope (otherwise undefined, since wrapping
+   * for it alone would lock the others out).
+   */
+  soleRecipient(): Uint8Array | undefined {
+    const pk = this.#unlockedBy;
+    if (pk === undefined) return undefined;
+    const id = hexOf(recipientId(pk));
+    const sole = [...this.#generations.values()].every((r) => r.envelopes.length === 1 && hexOf(readEnvelope(r.envelopes[0]).recipientId) === id);
+    return sole ? pk.slice() : undefined;
   }
 
   /** Wraps every unlocked root for one more recipient (no record is re-encrypted). */

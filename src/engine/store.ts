@@ -13,6 +13,7 @@ import { bytes } from '../_args';
 import type { PageStore } from '../storage/page-store';
 import { sealRecord, sealedLength, openRecord, canonicalGovernanceText, type Governance } from '../crypto/record';
 import { utf8Length } from '../_utf8';
+import { readVarint } from '../_varint';
 import { suite as suiteOf, DEFAULT_SUITE, type SuiteName } from '../crypto/suites';
 import { LexicalIndex, type SearchOptions } from './lexical';
 import { compileSchema, encodeValueInto, decodeValue, ValueWriter, type CompiledSchema, type Schema, type Value } from './codec';
@@ -292,6 +293,28 @@ export class Collection {
   }
 }
 
+/** Lets queued I/O callbacks and timers run (setImmediate where there is one: no 1 ms clamp). */
+function yieldToEventLoop(): Promise<void> {
+  const immediate = (globalThis as { setImmediate?: (f: () => void) => void }).setImmediate;
+  return new Promise((resolve) => (immediate !== undefined ? immediate(resolve) : setTimeout(resolve, 0)));
+}
+
+/** The fields a serialized lexical index was built over ("PQLX" ‖ version ‖ varint(n) ‖ n × str). */
+function indexedFields(bytes: Uint8Array): string[] {
+  const fail = (why: string) => new PqdbError('CORRUPTION', `lexical index does not decode: ${why}`);
+  if (bytes.length < 6 || bytes[0] !== 0x50 || bytes[1] !== 0x51 || bytes[2] !== 0x4c || bytes[3] !== 0x58) throw fail('not a lexical index');
+  let [n, at] = readVarint(bytes, 5, bytes.length, fail);
+  const fields: string[] = [];
+  for (; n > 0; n--) {
+    let len: number;
+    [len, at] = readVarint(bytes, at, bytes.length, fail);
+    if (at + len > bytes.length) throw fail('truncated');
+    fields.push(new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(at, at + len)));
+    at += len;
+  }
+  return fields;
+}
+
 /** Puts `target` back to the JSON snapshot `saved` (fields added since are removed). */
 function restore(target: object, saved: string): void {
   for (const k of Object.keys(target)) delete (target as Record<string, unknown>)[k];
@@ -344,6 +367,8 @@ export class Store {
   #migrationQueue?: SourceQueue;
   /** While an index is being rebuilt: the collection and the ids committed meanwhile. */
   #reindexing?: { name: string; touched: Set<string> };
+  /** When the migration's work time was last accounted (performance.now()). */
+  #migrationMark = 0;
 
   private constructor(pages: PageStore, keys: KeyRing, registry: Registry, manifest: ManifestJson, signer?: Uint8Array) {
     this.#pages = pages;
@@ -1022,7 +1047,9 @@ export class Store {
     this.#writable();
     const state = this.#registry.state(to);
     if (state === 'quarantined' || state === 'retired') this.#registry.checkWrite(to); // refuses
-    const recipients = (this.#manifest.recipients ?? []).map(unb64);
+    const listed = (this.#manifest.recipients ?? []).map(unb64);
+    const sole = listed.length === 0 ? this.#keys.soleRecipient() : undefined;
+    const recipients = sole !== undefined ? [sole] : listed;
     if (recipients.length === 0) {
       throw new TypeError("the store does not list its recipients' public keys: add them with addRecipient(publicKey) before migrating");
     }
@@ -1038,6 +1065,7 @@ export class Store {
       await this.#commit([], [], (m) => {
         for (const n of names) m.collections[n] = { ...m.collections[n], suite: to };
         if (collection === undefined) m.defaultSuite = to;
+        if (sole !== undefined) m.recipients = [b64(sole)];
         m.migration = {
           id: hex(id), collections: names, to, generation: g, fromSuites, phase: 'copying', cursor: null,
           counts: { copied: 0, superseded: 0, deleted: 0, withheld: 0, failed: 0, inserted: 0, total },
@@ -1059,16 +1087,16 @@ export class Store {
 
   /** Runs the migration's remaining phases; each step is one queued task, so writes interleave. */
   async #runMigration(): Promise<MigrationStatus> {
+    this.#migrationMark = performance.now();
     try {
       for (;;) {
         const m = this.#manifest.migration;
         if (m === undefined) throw new PqdbError('NOT_OPEN', 'no migration under way');
         if (this.#closing) throw new PqdbError('NOT_OPEN', 'the store is closing; the migration resumes when it is reopened');
         if (this.#migrationHooks.signal?.aborted) throw new PqdbError('ABORTED', 'the migration was paused; migrate() or reopening resumes it');
-        const started = performance.now();
         const phase = m.phase;
         let next: MigrationPhase | undefined;
-        if (phase === 'copying') next = (await this.#enqueue(() => this.#copyChunk(started))) ? undefined : 'indexing';
+        if (phase === 'copying') next = (await this.#enqueue(() => this.#copyChunk())) ? undefined : 'indexing';
         else if (phase === 'indexing') {
           await this.#rebuildIndexes(m);
           next = 'verifying';
@@ -1079,10 +1107,10 @@ export class Store {
           if (this.#signer !== undefined && this.#signerPublic !== undefined) await this.checkpoint();
           next = 'done';
         }
-        if (next !== undefined) await this.#enqueue(() => this.#advance(next!, started));
+        if (next !== undefined) await this.#enqueue(() => this.#advance(next!));
         this.#report();
         if (next === 'done') return this.#status(this.#manifest.migrations!.at(-1)!);
-        await new Promise((resolve) => setTimeout(resolve, 0)); // let reads and other work in
+        await yieldToEventLoop(); // let reads and other work in
       }
     } finally {
       this.#migrationRun = undefined;
@@ -1096,15 +1124,13 @@ export class Store {
   }
 
   /** Persists the move to the next phase (and, at 'done', activation: registry, history). */
-  async #advance(next: MigrationPhase, started: number): Promise<void> {
+  async #advance(next: MigrationPhase): Promise<void> {
     this.#live();
     const registry = this.#registry.records();
     try {
       await this.#commit([], [], (mm) => {
         const r = mm.migration!;
-        const ms = performance.now() - started;
-        r.workMs += ms;
-        r.phaseMs[r.phase] = (r.phaseMs[r.phase] ?? 0) + ms;
+        this.#accountWork(r);
         r.phase = next;
         if (next !== 'done') return;
         r.finishedAt = new Date().toISOString();
@@ -1120,6 +1146,18 @@ export class Store {
       this.#registry = new Registry({ records: registry });
       throw e;
     }
+  }
+
+  /**
+   * Adds the wall-clock time since the last accounting to the migration's work time (and its
+   * phase's): the time a process spent migrating, commits included; an outage adds nothing.
+   */
+  #accountWork(r: MigrationRecord): void {
+    const now = performance.now();
+    const ms = now - this.#migrationMark;
+    this.#migrationMark = now;
+    r.workMs += ms;
+    r.phaseMs[r.phase] = (r.phaseMs[r.phase] ?? 0) + ms;
   }
 
   /** Source records to visit: live records of the migrated collections outside the target generation, after the cursor. */
@@ -1140,7 +1178,7 @@ export class Store {
   }
 
   /** Copies up to chunkRecords source records into the target generation in one commit; false when none are left. */
-  async #copyChunk(started: number): Promise<boolean> {
+  async #copyChunk(): Promise<boolean> {
     this.#live();
     const m = this.#manifest.migration!;
     const queue = (this.#migrationQueue ??= this.#sourceQueue(m));
@@ -1199,9 +1237,7 @@ export class Store {
         r.counts.withheld += delta.withheld;
         r.counts.failed += delta.failed;
         r.failures.push(...failures);
-        const ms = performance.now() - started;
-        r.workMs += ms;
-        r.phaseMs.copying = (r.phaseMs.copying ?? 0) + ms;
+        this.#accountWork(r);
       });
     } catch (e) {
       this.#manifest.nextSequence = base;
@@ -1242,9 +1278,20 @@ export class Store {
   /** Rebuilds the lexical index of each migrated collection opened with one, from the records, in small steps. */
   async #rebuildIndexes(m: MigrationRecord): Promise<void> {
     for (const name of m.collections) {
-      const c = this.#collections.get(name);
-      if (c === undefined || c.indexed.length === 0) continue;
-      const fresh = new LexicalIndex({ text: c.indexed });
+      // The fields: those the collection was opened with, else those of its persisted index.
+      let c = this.#collections.get(name);
+      let fields = c?.indexed ?? [];
+      const snapshot = this.#manifest.indexes?.[name];
+      if (fields.length === 0 && snapshot !== undefined) {
+        const page = await this.#pages.readPage(snapshot.pageId);
+        if (page === undefined) throw new PqdbError('CORRUPTION', `lexical index page ${snapshot.pageId} is missing`);
+        const bytes = decodeIndexPage(snapshot.pageId, this.#keys.generationKey(indexPageGeneration(page), 'lexical', lexicalKey), name, page);
+        fields = indexedFields(bytes);
+        bytes.fill(0);
+        if (c === undefined) this.#collections.set(name, (c = new Collection(this, name, compileSchema(this.#manifest.collections[name].schema), fields)));
+      }
+      if (c === undefined || fields.length === 0) continue;
+      const fresh = new LexicalIndex({ text: fields });
       const touched = new Set<string>();
       this.#reindexing = { name, touched };
       try {
@@ -1252,7 +1299,7 @@ export class Store {
         for (let i = 0; i < ids.length; i += 256) {
           this.#live();
           for (const id of ids.slice(i, i + 256)) fresh.update(id, await this.read(c, id));
-          await new Promise((resolve) => setTimeout(resolve, 0));
+          await yieldToEventLoop();
         }
         // Ids written while the index was rebuilt are read again until none is left, then it takes over.
         while (touched.size > 0) {
@@ -1287,7 +1334,7 @@ export class Store {
             if (problems.length < 20) problems.push(`${name}/${id}: ${e instanceof Error ? e.message : String(e)}`);
           }
         }
-        await new Promise((resolve) => setTimeout(resolve, 0));
+        await yieldToEventLoop();
       }
     }
     if (behind > m.counts.withheld + m.counts.failed) problems.push(`${behind} records remain outside generation ${m.generation}, but only ${m.counts.withheld + m.counts.failed} were withheld or failed`);
