@@ -246,7 +246,7 @@ interface ManifestSummary {
   registry: { suite: number; state: string; since: string }[];
   collections: Record<string, { suite: number }>;
   defaultSuite: number;
-  checkpoints?: string[];
+  checkpointPages?: number[];
   migration?: unknown;
   migrations?: unknown[];
 }
@@ -278,7 +278,7 @@ async function status(location: string, json: boolean, unlock: Uint8Array | unde
       registry: m.registry.map((r) => ({ suite: suiteOf(r.suite).name, state: r.state, since: r.since })),
       defaultSuite: suiteOf(m.defaultSuite).name,
       collections: Object.fromEntries(Object.entries(m.collections).map(([k, v]) => [k, { suite: suiteOf(v.suite).name, records: counts?.[k] ?? (counts ? 0 : undefined) }])),
-      checkpoints: m.checkpoints?.length ?? 0,
+      checkpoints: m.checkpointPages?.length ?? 0,
       migration: migration ?? m.migration ?? m.migrations?.at(-1),
     };
     if (json) {

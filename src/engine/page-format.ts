@@ -39,6 +39,7 @@ const PAGE_MAGIC = [0x50, 0x51, 0x44, 0x50]; // PQDP
 const MANIFEST_MAGIC = [0x50, 0x51, 0x44, 0x4d]; // PQDM
 const LOG_MAGIC = [0x50, 0x51, 0x44, 0x47]; // PQDG
 const INDEX_MAGIC = [0x50, 0x51, 0x44, 0x49]; // PQDI
+const CHECKPOINT_MAGIC = [0x50, 0x51, 0x44, 0x43]; // PQDC: a signed checkpoint (src/crypto/proofs.ts) is its own page
 const HASH_BYTES = 48;
 export const PAGE_VERSION = 1;
 export const MANIFEST_VERSION = 1;
@@ -66,9 +67,9 @@ export function lexicalKey(root: Uint8Array, salt: Uint8Array): Uint8Array {
 }
 
 /** What kind of page `page` is, from its magic (undefined for none of pqdb's). */
-export function pageKind(page: Uint8Array): 'commit' | 'log' | 'index' | undefined {
+export function pageKind(page: Uint8Array): 'commit' | 'log' | 'index' | 'checkpoint' | undefined {
   const is = (magic: number[]) => page.length >= 4 && magic.every((m, i) => page[i] === m);
-  return is(PAGE_MAGIC) ? 'commit' : is(LOG_MAGIC) ? 'log' : is(INDEX_MAGIC) ? 'index' : undefined;
+  return is(PAGE_MAGIC) ? 'commit' : is(LOG_MAGIC) ? 'log' : is(INDEX_MAGIC) ? 'index' : is(CHECKPOINT_MAGIC) ? 'checkpoint' : undefined;
 }
 
 /** A log page holding the first `hashes.length / 48` leaf hashes of a generation's log. */

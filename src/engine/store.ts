@@ -175,8 +175,8 @@ interface ManifestJson {
   collections: Record<string, CollectionMeta>;
   /** The suite new collections write with unless they name one. */
   defaultSuite: number;
-  /** Signed checkpoints (base64), oldest first. */
-  checkpoints?: string[];
+  /** The pages holding the signed checkpoints, oldest first (a page each: the manifest stays small). */
+  checkpointPages?: number[];
   /** Per generation, the page holding its log's leaf hashes as of the last checkpoint. */
   logs?: Record<string, { pageId: number; size: number }>;
   /** Per collection, the sealed lexical index as of the last checkpoint and the last commit page it includes. */
@@ -356,6 +356,8 @@ export class Store {
   #auto: { records: number; ms: number } | undefined;
   #lastCheckpointAt = Date.now();
   #autoError?: unknown;
+  /** Every signed checkpoint, oldest first (read from their pages on open). */
+  #checkpoints: Uint8Array[] = [];
   #readOnly = false;
   #closing = false;
   #authority?: AuthorityCheck;
@@ -453,6 +455,12 @@ export class Store {
       logPages.add(pageId);
     }
     for (const { pageId } of Object.values(this.#manifest.indexes ?? {})) logPages.add(pageId);
+    for (const pageId of this.#manifest.checkpointPages ?? []) {
+      const page = await this.#pages.readPage(pageId);
+      if (page === undefined || decodeCheckpoint(page) === undefined) throw new PqdbError('CORRUPTION', `checkpoint page ${pageId} is missing or malformed`);
+      this.#checkpoints.push(page);
+      logPages.add(pageId);
+    }
     for (const pageId of await this.#pages.listPages()) {
       if (logPages.has(pageId)) continue;
       if (pageId >= this.#manifest.nextPageId) {
@@ -679,9 +687,8 @@ export class Store {
 
   /** The newest checkpoint of generation `g`. */
   #lastCheckpoint(g: number): Checkpoint | undefined {
-    const list = this.#manifest.checkpoints ?? [];
-    for (let i = list.length - 1; i >= 0; i--) {
-      const c = decodeCheckpoint(unb64(list[i]))!;
+    for (let i = this.#checkpoints.length - 1; i >= 0; i--) {
+      const c = decodeCheckpoint(this.#checkpoints[i])!;
       if (c.generation === g) return c;
     }
     return undefined;
@@ -905,19 +912,20 @@ export class Store {
       if (this.#signer === undefined || this.#signerPublic === undefined) throw new TypeError('checkpoints need the "signer" and "signerPublicKey" options');
       const g = this.#keys.current();
       const tree = this.#tree(g, this.#log(g).length / HASH_BYTES);
-      const list = this.#manifest.checkpoints ?? [];
-      const previous = list.length > 0 ? checkpointHash(unb64(list[list.length - 1])) : new Uint8Array(48);
+      const list = this.#manifest.checkpointPages ?? [];
+      const last = this.#checkpoints.at(-1);
+      const previous = last !== undefined ? checkpointHash(last) : new Uint8Array(48);
       const c: Checkpoint = { storeId: this.#storeId, generation: g, size: tree.size, root: tree.root(), previous };
       const signed = signCheckpoint(c, this.#signer, this.#signerPublic);
       // The log's leaf hashes go with the checkpoint, so reopening does not rehash every record.
       const logs = { ...(this.#manifest.logs ?? {}) };
       const previousLog = logs[g];
-      const logPage = { id: this.#manifest.nextPageId, bytes: encodeLogPage(g, this.#log(g).subarray(0, tree.size * HASH_BYTES)) };
-      logs[g] = { pageId: logPage.id, size: tree.size };
-      const saved = { checkpoints: list, logs: this.#manifest.logs, indexes: this.#manifest.indexes, nextPageId: this.#manifest.nextPageId };
+      const saved = { checkpointPages: list, logs: this.#manifest.logs, indexes: this.#manifest.indexes, nextPageId: this.#manifest.nextPageId };
       const afterPage = this.#manifest.nextPageId - 1;
-      this.#manifest.nextPageId++;
-      const pages = [logPage];
+      const logPage = { id: this.#manifest.nextPageId++, bytes: encodeLogPage(g, this.#log(g).subarray(0, tree.size * HASH_BYTES)) };
+      logs[g] = { pageId: logPage.id, size: tree.size };
+      const checkpointPage = { id: this.#manifest.nextPageId++, bytes: signed };
+      const pages = [logPage, checkpointPage];
       const deletes = previousLog ? [previousLog.pageId] : [];
       // Lexical indexes changed since they were last persisted go with the checkpoint, sealed.
       const indexes = { ...(this.#manifest.indexes ?? {}) };
@@ -932,7 +940,7 @@ export class Store {
         if (indexes[name] !== undefined) deletes.push(indexes[name].pageId);
         indexes[name] = { pageId: id, afterPage };
       }
-      this.#manifest.checkpoints = [...list, b64(signed)];
+      this.#manifest.checkpointPages = [...list, checkpointPage.id];
       this.#manifest.logs = logs;
       this.#manifest.indexes = indexes;
       try {
@@ -942,6 +950,7 @@ export class Store {
         throw e;
       }
       for (const name of dirty) this.#indexDirty.delete(name);
+      this.#checkpoints.push(signed);
       this.#lastCheckpointAt = Date.now();
       return { ...c, signed };
     });
@@ -949,8 +958,8 @@ export class Store {
 
   /** Every signed checkpoint, oldest first. */
   checkpoints(): (Checkpoint & { signed: Uint8Array })[] {
-    return (this.#manifest.checkpoints ?? []).map((b) => {
-      const signed = unb64(b);
+    return this.#checkpoints.map((b) => {
+      const signed = b.slice();
       return { ...decodeCheckpoint(signed)!, signed };
     });
   }

@@ -85,7 +85,7 @@ interface ManifestView {
   macGeneration: number;
   nextPageId: number;
   keyring: { generation: number; suite: number; salt: string; envelopes: string[] }[];
-  checkpoints?: string[];
+  checkpointPages?: number[];
   logs?: Record<string, { pageId: number; size: number }>;
   indexes?: Record<string, { pageId: number; afterPage: number }>;
 }
@@ -155,6 +155,9 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
     const persisted = new Map<number, Uint8Array>();
     for (const [g, { pageId, size }] of Object.entries(manifest.logs ?? {})) special.set(pageId, `log:${g}:${size}`);
     for (const [name, { pageId }] of Object.entries(manifest.indexes ?? {})) special.set(pageId, `index:${name}`);
+    const checkpointPages = manifest.checkpointPages ?? [];
+    checkpointPages.forEach((pageId, i) => special.set(pageId, `checkpoint:${i}`));
+    const signedCheckpoints: (Uint8Array | undefined)[] = checkpointPages.map(() => undefined);
     let ids: number[] = [];
     try {
       ids = await pages.listPages();
@@ -187,6 +190,8 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
           const [, g, size] = role.split(':');
           persisted.set(Number(g), decodeLogPage(page, Number(g), Number(size)));
           counts.logPages++;
+        } else if (role?.startsWith('checkpoint:')) {
+          signedCheckpoints[Number(role.slice(11))] = page;
         } else if (role?.startsWith('index:')) {
           const name = role.slice(6);
           counts.indexPages++;
@@ -249,34 +254,28 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       if (t === undefined) trees.set(k, (t = new MerkleHashTree(logOf.get(g)!.subarray(0, size * HASH_BYTES))));
       return t;
     };
-    const list = manifest.checkpoints ?? [];
+    const list = signedCheckpoints;
     if (list.length > 0 && options.signerPublicKey === undefined) skipped.push('checkpoint signatures (no trusted signer public key)');
     let previous: Uint8Array = new Uint8Array(48);
     const lastOf = new Map<number, Checkpoint>();
-    list.forEach((b, i) => {
+    list.forEach((signed, i) => {
       const where = `checkpoint ${i + 1}`;
       counts.checkpoints++;
-      let signed: Uint8Array;
-      let c: Checkpoint | undefined;
-      try {
-        signed = unb64(b);
-        c = decodeCheckpoint(signed);
-      } catch {
-        c = undefined;
-      }
+      if (signed === undefined) return; // its page failed above
+      const c = decodeCheckpoint(signed);
       if (c === undefined) {
         problems.push({ where, code: 'CORRUPTION', message: 'the checkpoint does not decode' });
         return;
       }
       if (options.signerPublicKey !== undefined) {
-        if (verifyCheckpoint(signed!, options.signerPublicKey) === undefined) {
-          const named = equalBytes(signed!.subarray(CHECKPOINT_BYTES, CHECKPOINT_BYTES + KEY_ID_BYTES), signerKeyId(options.signerPublicKey)) ? 'its signature does not verify' : 'it names another signer key';
+        if (verifyCheckpoint(signed, options.signerPublicKey) === undefined) {
+          const named = equalBytes(signed.subarray(CHECKPOINT_BYTES, CHECKPOINT_BYTES + KEY_ID_BYTES), signerKeyId(options.signerPublicKey)) ? 'its signature does not verify' : 'it names another signer key';
           problems.push({ where, code: 'AUTH_FAILED', message: `the checkpoint is not signed by the trusted signer key: ${named}` });
         } else counts.signaturesVerified++;
       }
       if (!equalBytes(c.storeId, storeId)) problems.push({ where, code: 'MISMATCH', message: 'the checkpoint names another store' });
       if (!equalBytes(c.previous, previous)) problems.push({ where, code: 'MISMATCH', message: 'the checkpoint does not chain to the one before it' });
-      previous = checkpointHash(signed!);
+      previous = checkpointHash(signed);
       const before = lastOf.get(c.generation);
       if (before !== undefined && c.size < before.size) problems.push({ where, code: 'MISMATCH', message: `the log shrank from ${before.size} to ${c.size} leaves` });
       const log = logOf.get(c.generation);
@@ -353,7 +352,7 @@ export function formatVerifyReport(r: VerifyReport, location = ''): string {
   const n = (x: number) => x.toLocaleString('en-US');
   const c = r.counts;
   const lines = [`pqdb verify ${location}`.trimEnd(), `  store          ${r.storeId ?? '(unknown)'} (${r.storage})`];
-  lines.push(`  pages          ${n(c.pages)} read: ${n(c.commitPages)} commit, ${n(c.logPages)} log, ${n(c.indexPages)} lexical index`);
+  lines.push(`  pages          ${n(c.pages)} read: ${n(c.commitPages)} commit, ${n(c.logPages)} log, ${n(c.checkpoints)} checkpoint, ${n(c.indexPages)} lexical index`);
   if (c.recordsDecrypted > 0 || Object.keys(c.collections).length > 0) {
     const cols = Object.entries(c.collections).map(([k, v]) => `${k} ${n(v)}`).join(', ');
     lines.push(`  records        ${n(c.recordsDecrypted)} versions decrypted; live: ${cols || 'none'}`);
