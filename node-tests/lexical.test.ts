@@ -200,6 +200,37 @@ describe('LexicalIndex search', () => {
     );
   });
 
+  it('property: ties in matched terms and frequency are broken by id in UTF-16 order, whatever prefix the ids share', () => {
+    // Ids of up to 9 parts from an alphabet with NUL, U+FFFF and a surrogate pair, so that ids share
+    // the first six units (which ranking compares as packed numbers) or differ only past them or in
+    // length; two words, so most documents tie; removals let doc numbers be reused by other ids.
+    const unitArb = fc.constantFrom('a', 'b', '\0', '\uffff', '\u{1F600}', 'é');
+    const longIdArb = fc
+      .tuple(fc.constantFrom('', 'aa', 'aaa', 'aaaaa', 'aaaaaa'), fc.array(unitArb, { minLength: 1, maxLength: 5 }))
+      .map(([shared, u]) => shared + u.join(''));
+    const tieOpArb = fc.oneof(
+      { weight: 4, arbitrary: fc.record({ kind: fc.constant('put' as const), id: longIdArb, doc: fc.record({ lemma: fc.constantFrom('x', 'y', 'x y', 'x x', 'y y x', 'xa', 'x xa') }) }) },
+      { weight: 1, arbitrary: fc.record({ kind: fc.constant('remove' as const), id: longIdArb }) },
+    );
+    const tieQueryArb = fc.record({
+      q: fc.constantFrom('x', 'y', 'x y', 'xa', 'x', 'x x'),
+      mode: fc.constantFrom<'all' | 'any'>('all', 'any'),
+      prefix: fc.boolean(),
+      limit: fc.integer({ min: 1, max: 6 }),
+    });
+    fc.assert(
+      fc.property(fc.array(tieOpArb, { maxLength: 80 }), fc.array(tieQueryArb, { minLength: 1, maxLength: 6 }), (ops, queries) => {
+        const ix = new LexicalIndex(OPTIONS);
+        const model = new Map<string, Doc>();
+        for (const op of ops) apply(ix, model, op);
+        for (const q of queries) expect(ix.search(q.q, q)).toEqual(bruteForce(model, OPTIONS.text, q));
+        const back = LexicalIndex.deserialize(ix.serialize(), OPTIONS);
+        for (const q of queries) expect(back.search(q.q, q)).toEqual(bruteForce(model, OPTIONS.text, q));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('agrees with the brute-force scan at scale, across rebuilds of the sorted term list (timing-free)', () => {
     // 20,000 WordNet-like documents (a lemma and a ~12-word gloss from a 3,000-word vocabulary),
     // more than FRESH_SCAN_MAX new terms between prefix searches, deletes and re-puts.
@@ -270,6 +301,28 @@ describe('LexicalIndex serialization', () => {
       }),
       { numRuns: 150 },
     );
+  });
+
+  it('prefix search after deserialize, for terms whose code point order differs from their UTF-16 order', () => {
+    // U+FA0E (a CJK letter NFKC keeps) sorts before U+20000 by code point, after it in UTF-16.
+    const model = new Map<string, Doc>([
+      ['n1', { lemma: '\uFA0E \uFA0Ea', gloss: 'a' }],
+      ['n2', { lemma: '\u{20000} \u{20000}b' }],
+      ['n3', { lemma: 'ab \uFA0E' }],
+    ]);
+    const ordered = new Map<string, Doc>([['n1', { lemma: 'ab abc b' }], ['n2', { lemma: 'a b ba' }]]);
+    for (const docs of [model, ordered]) {
+      const ix = new LexicalIndex(OPTIONS);
+      for (const [id, doc] of docs) ix.update(id, doc);
+      const back = LexicalIndex.deserialize(ix.serialize(), OPTIONS);
+      const queries: Query[] = ['\uFA0E', '\u{20000}', 'a', 'b', '\uD840', 'ab \uFA0E'].flatMap((q) => [{ q, prefix: true }, { q, prefix: true, mode: 'any' as const }]);
+      for (const q of queries) expect(back.search(q.q, q)).toEqual(bruteForce(docs, OPTIONS.text, q));
+      back.update('n4', { lemma: '\u{20000}c \uFA0Eb' });
+      docs.set('n4', { lemma: '\u{20000}c \uFA0Eb' });
+      back.remove('n2');
+      docs.delete('n2');
+      for (const q of queries) expect(back.search(q.q, q)).toEqual(bruteForce(docs, OPTIONS.text, q));
+    }
   });
 
   it('reads bytes at an unaligned offset of a larger buffer', () => {

@@ -143,6 +143,136 @@ function checkId(id: unknown): string {
 }
 
 /**
+ * 'all' mode, group `g` (0-based), one posting list: an id takes part only when it matched groups
+ * 0..g-1 (matched = g); its first posting in the group raises it to g + 1, later ones (other terms
+ * of the same prefix range) only add their frequency. Group 0 appends the ids it raises to
+ * `touched` from `at`. Returns how many ids it raised. Mutates `matched`, `tf`, `touched`.
+ */
+function scanAll(p: number[], g: number, matched: Uint32Array, tf: Float64Array, touched: Int32Array, at: number): number {
+  const next = g + 1;
+  let raised = 0;
+  for (let i = 0; i < p.length; i += 3) {
+    const d = p[i];
+    const m = matched[d];
+    if (m === g) {
+      matched[d] = next;
+      if (g === 0) touched[at + raised] = d;
+      raised++;
+      tf[d] += p[i + 1];
+    } else if (m === next) {
+      tf[d] += p[i + 1];
+    }
+  }
+  return raised;
+}
+
+/**
+ * 'any' mode, one posting list of the group marked `mark`: an id counts the group once (`seen`),
+ * however many of the group's terms it holds, and adds every frequency. Returns the new number of
+ * touched ids. Mutates `matched`, `seen`, `tf`, `touched`.
+ */
+function scanAny(p: number[], mark: number, matched: Uint32Array, seen: Uint32Array, tf: Float64Array, touched: Int32Array, nTouched: number): number {
+  for (let i = 0; i < p.length; i += 3) {
+    const d = p[i];
+    if (seen[d] !== mark) {
+      seen[d] = mark;
+      if (matched[d]++ === 0) touched[nTouched++] = d;
+    }
+    tf[d] += p[i + 1];
+  }
+  return nTouched;
+}
+
+/**
+ * The best `limit` of the (doc, matched, tf) entries offered, by matched (more first), then tf
+ * (more first), then id (UTF-16 order): a bounded heap whose root is the worst entry kept. Once it
+ * is full, an entry below the root costs a few number comparisons; ids are compared by their
+ * packed keys (LexicalIndex #key0/#key1), and as strings only when those are equal.
+ */
+class Top {
+  readonly d: number[] = [];
+  readonly m: number[] = [];
+  readonly t: number[] = [];
+
+  constructor(
+    readonly limit: number,
+    readonly docs: readonly (Doc | undefined)[],
+    readonly key0: Float64Array,
+    readonly key1: Float64Array,
+  ) {}
+
+  /** Doc a's id comes after doc b's (UTF-16 order), by their packed keys when these differ. */
+  after(a: number, b: number): boolean {
+    const x = this.key0[a];
+    const y = this.key0[b];
+    if (x !== y) return x > y;
+    const u = this.key1[a];
+    const v = this.key1[b];
+    if (u !== v) return u > v;
+    return this.docs[a]!.id > this.docs[b]!.id;
+  }
+
+  /** Heap entry i ranks below heap entry j. */
+  below(i: number, j: number): boolean {
+    const { m, t } = this;
+    if (m[i] !== m[j]) return m[i] < m[j];
+    if (t[i] !== t[j]) return t[i] < t[j];
+    return this.after(this.d[i], this.d[j]);
+  }
+
+  swap(i: number, j: number): void {
+    const { d, m, t } = this;
+    let x = d[i];
+    d[i] = d[j];
+    d[j] = x;
+    x = m[i];
+    m[i] = m[j];
+    m[j] = x;
+    x = t[i];
+    t[i] = t[j];
+    t[j] = x;
+  }
+
+  offer(doc: number, matched: number, tf: number): void {
+    const { d, m, t } = this;
+    const n = d.length;
+    if (n < this.limit) {
+      d.push(doc);
+      m.push(matched);
+      t.push(tf);
+      for (let i = n; i > 0; ) {
+        const up = (i - 1) >>> 1;
+        if (!this.below(i, up)) break;
+        this.swap(i, up);
+        i = up;
+      }
+      return;
+    }
+    if (matched < m[0] || (matched === m[0] && (tf < t[0] || (tf === t[0] && this.after(doc, d[0]))))) return;
+    d[0] = doc;
+    m[0] = matched;
+    t[0] = tf;
+    for (let i = 0; ; ) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let w = i;
+      if (l < n && this.below(l, w)) w = l;
+      if (r < n && this.below(r, w)) w = r;
+      if (w === i) break;
+      this.swap(i, w);
+      i = w;
+    }
+  }
+
+  /** The ids kept, best first. */
+  ids(): string[] {
+    const order = this.d.map((_, i) => i);
+    order.sort((i, j) => (this.below(i, j) ? 1 : this.below(j, i) ? -1 : 0));
+    return order.map((i) => this.docs[this.d[i]]!.id);
+  }
+}
+
+/**
  * An in-memory inverted index: term → postings (doc number, term frequency), plus each id's term
  * list for O(tokens) removal. Not thread-shared; all methods are synchronous.
  * @example
@@ -173,6 +303,15 @@ export class LexicalIndex {
   #matched = new Uint32Array(0);
   #seen = new Uint32Array(0);
   #tf = new Float64Array(0);
+  /**
+   * Per doc number, its id's first six UTF-16 units packed three to a number (16 bits each, an
+   * absent unit as 0): comparing keys orders ids as `<` does, except that equal keys (a shared
+   * six-unit prefix, or a NUL against the end) leave it to the strings. Ranking reads these typed
+   * arrays instead of each doc's id string: ties in (matched, tf) are the rule for common terms
+   * (most postings have tf 1), and reading both ids at every tie dominated the search time.
+   */
+  #key0 = new Float64Array(0);
+  #key1 = new Float64Array(0);
   /** Doc numbers a search touched. A typed buffer, not push(): growing a JS array by push cost
    * ~60 ns per element here (heap allocation), 50x the rest of the accumulation loop. */
   #touched = new Int32Array(0);
@@ -275,7 +414,23 @@ export class LexicalIndex {
       p.push(d, counts.get(t)!, k);
     }
     this.#docs[d] = { id, terms, pos };
+    this.#setKey(d, id);
     this.#ids.set(id, d);
+  }
+
+  #setKey(d: number, id: string): void {
+    if (d >= this.#key0.length) {
+      const n = Math.max(64, d + 1, this.#key0.length * 2);
+      const k0 = new Float64Array(n);
+      const k1 = new Float64Array(n);
+      k0.set(this.#key0);
+      k1.set(this.#key1);
+      this.#key0 = k0;
+      this.#key1 = k1;
+    }
+    const u = (i: number): number => (i < id.length ? id.charCodeAt(i) : 0);
+    this.#key0[d] = u(0) * 2 ** 32 + u(1) * 2 ** 16 + u(2);
+    this.#key1[d] = u(3) * 2 ** 32 + u(4) * 2 ** 16 + u(5);
   }
 
   /** First index in #sorted whose term is ≥ `t`. */
@@ -374,6 +529,14 @@ export class LexicalIndex {
       else if (all) return [];
     }
     if (groups.length === 0) return [];
+    // One exact term: each id occurs once in its postings, so they are ranked as they stand (tf,
+    // then id), without per-doc counters to fill and zero again.
+    if (groups.length === 1 && !groups[0].prefix) {
+      const top = new Top(limit, this.#docs, this.#key0, this.#key1);
+      const p = groups[0].lists[0];
+      for (let i = 0; i < p.length; i += 3) top.offer(p[i], 1, p[i + 1]);
+      return top.ids();
+    }
     // 'all': the rarest term first, so later terms only advance ids that matched every earlier one.
     if (all) groups.sort((x, y) => x.size - y.size);
 
@@ -391,20 +554,6 @@ export class LexicalIndex {
     const touched = this.#touched;
     let nTouched = 0;
     let alive = 0; // 'all': ids that matched every group so far
-    const scan = (p: number[], g: number): void => {
-      const mark = g + 1;
-      for (let i = 0; i < p.length; i += 3) {
-        const d = p[i];
-        if (seen[d] !== mark) {
-          if (all && matched[d] !== g) continue; // missed an earlier term
-          if (matched[d] === 0) touched[nTouched++] = d;
-          matched[d]++;
-          seen[d] = mark;
-          alive++;
-        }
-        tf[d] += p[i + 1];
-      }
-    };
     for (let g = 0; g < groups.length; g++) {
       const group = groups[g];
       if (all && g > 0 && alive * PROBE_COST < group.size) {
@@ -428,55 +577,29 @@ export class LexicalIndex {
           }
         }
         alive = next;
-      } else {
+      } else if (all) {
         alive = 0;
-        for (const p of group.lists) scan(p, g);
-        for (let i = group.lo; i < group.hi; i++) scan(this.#sortedLists[i], g);
+        for (const p of group.lists) alive += scanAll(p, g, matched, tf, touched, nTouched + alive);
+        for (let i = group.lo; i < group.hi; i++) alive += scanAll(this.#sortedLists[i], g, matched, tf, touched, nTouched + alive);
+        if (g === 0) nTouched = alive;
+      } else {
+        for (const p of group.lists) nTouched = scanAny(p, g + 1, matched, seen, tf, touched, nTouched);
+        for (let i = group.lo; i < group.hi; i++) nTouched = scanAny(this.#sortedLists[i], g + 1, matched, seen, tf, touched, nTouched);
       }
       if (all && alive === 0) break;
     }
 
-    // Top `limit` by a bounded heap whose root is the worst kept id: O(candidates · log limit).
-    const docs = this.#docs;
-    const worse = (a: number, b: number): boolean =>
-      matched[a] !== matched[b] ? matched[a] < matched[b] : tf[a] !== tf[b] ? tf[a] < tf[b] : docs[a]!.id > docs[b]!.id;
-    const heap: number[] = [];
     const need = all ? groups.length : 1;
+    const top = new Top(limit, this.#docs, this.#key0, this.#key1);
     for (let j = 0; j < nTouched; j++) {
       const d = touched[j];
-      if (matched[d] < need) continue;
-      if (heap.length < limit) {
-        let i = heap.length;
-        heap.push(d);
-        while (i > 0) {
-          const up = (i - 1) >>> 1;
-          if (!worse(heap[i], heap[up])) break;
-          [heap[i], heap[up]] = [heap[up], heap[i]];
-          i = up;
-        }
-      } else if (worse(heap[0], d)) {
-        heap[0] = d;
-        for (let i = 0; ; ) {
-          const l = 2 * i + 1;
-          const r = l + 1;
-          let m = i;
-          if (l < heap.length && worse(heap[l], heap[m])) m = l;
-          if (r < heap.length && worse(heap[r], heap[m])) m = r;
-          if (m === i) break;
-          [heap[i], heap[m]] = [heap[m], heap[i]];
-          i = m;
-        }
-      }
-    }
-    heap.sort((a, b) => (worse(a, b) ? 1 : worse(b, a) ? -1 : 0));
-    const out = heap.map((d) => docs[d]!.id);
-    for (let j = 0; j < nTouched; j++) {
-      const d = touched[j];
+      const m = matched[d];
+      if (m >= need) top.offer(d, m, tf[d]);
       matched[d] = 0;
       seen[d] = 0;
       tf[d] = 0;
     }
-    return out;
+    return top.ids();
   }
 
   /**
@@ -620,13 +743,23 @@ export class LexicalIndex {
         list.push(d, f, j);
       }
       ix.#docs.push({ id, terms: docTerms, pos });
+      ix.#setKey(d, id);
       ix.#ids.set(id, d);
     }
     if (p !== end) throw corrupt('trailing bytes');
+    // Terms come in code point order, which is also the UTF-16 order of #sorted unless two of them
+    // differ first at an astral character: then they wait in #fresh for the first prefix search.
+    let ordered = true;
     for (let i = 0; i < terms.length; i++) {
       if (postings[i].length === 0) throw corrupt('a term without postings');
       ix.#postings.set(terms[i], postings[i]);
-      ix.#fresh.add(terms[i]);
+      if (i > 0 && !(terms[i - 1] < terms[i])) ordered = false;
+    }
+    if (ordered) {
+      ix.#sorted = terms;
+      ix.#sortedLists = postings;
+    } else {
+      for (const t of terms) ix.#fresh.add(t);
     }
     if (fields.length !== ix.#fields.length || fields.some((f, i) => f !== ix.#fields[i])) {
       throw new RangeError(`"options.text" expected the indexed fields ${JSON.stringify(fields)}, got ${JSON.stringify(ix.#fields)}`);
