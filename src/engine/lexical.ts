@@ -609,8 +609,13 @@ export class LexicalIndex {
    */
   serialize(): Uint8Array {
     const terms = [...this.#postings.keys()].sort(compareCodePoints);
+    // One lookup per (id, term) below: the term's index and its postings, by term.
     const index = new Map<string, number>();
-    for (let i = 0; i < terms.length; i++) index.set(terms[i], i);
+    const lists: number[][] = new Array(terms.length);
+    for (let i = 0; i < terms.length; i++) {
+      index.set(terms[i], i);
+      lists[i] = this.#postings.get(terms[i])!;
+    }
     const w = new ValueWriter();
     w.bytes(Uint8Array.from(MAGIC));
     w.byte(FORMAT_VERSION);
@@ -630,13 +635,30 @@ export class LexicalIndex {
     }
     const ids = [...this.#ids.keys()].sort(compareCodePoints);
     w.varint(ids.length);
+    // Per id, (term index, frequency) pairs in term order, packed as ti·2^21 + f into one reused
+    // Float64Array so sorting is numeric and allocates nothing (a frequency this large never occurs
+    // in practice; it is written through the slow path all the same).
+    let packed = new Float64Array(64);
+    const SHIFT = 2 ** 21;
     for (const id of ids) {
       const doc = this.#docs[this.#ids.get(id)!]!;
       w.str(id);
-      const entries = doc.terms.map((t, k) => [index.get(t)!, this.#postings.get(t)![doc.pos[k] * 3 + 1]]).sort((x, y) => x[0] - y[0]);
-      w.varint(entries.length);
+      const k = doc.terms.length;
+      if (packed.length < k) packed = new Float64Array(2 * k);
+      let big = false;
+      for (let j = 0; j < k; j++) {
+        const ti = index.get(doc.terms[j])!;
+        const f = lists[ti][doc.pos[j] * 3 + 1];
+        if (f >= SHIFT) big = true;
+        packed[j] = ti * SHIFT + Math.min(f, SHIFT - 1);
+      }
+      const view = packed.subarray(0, k).sort();
+      w.varint(k);
       let at = 0;
-      for (const [ti, f] of entries) {
+      for (let j = 0; j < k; j++) {
+        const ti = Math.floor(view[j] / SHIFT);
+        let f = view[j] - ti * SHIFT;
+        if (big && f === SHIFT - 1) f = lists[ti][doc.pos[doc.terms.indexOf(terms[ti])] * 3 + 1];
         w.varint(ti - at);
         w.varint(f);
         at = ti;
@@ -666,6 +688,8 @@ export class LexicalIndex {
     if (bytes[4] !== FORMAT_VERSION) throw new PqdbError('FORMAT_VERSION', `lexical index format ${bytes[4]} is not supported`);
     let p = 5;
     const varint = (): number => {
+      // One byte (a value below 128) is the common case: read it without the general decoder.
+      if (p < end && bytes[p] < 0x80) return bytes[p++];
       const [v, next] = readVarint(bytes, p, end, corrupt);
       p = next;
       return v;
