@@ -35,6 +35,7 @@ const OPS: Op[] = [
   ['merkle.inclusionProof', (a, b) => merkle.inclusionProof([a, b, a, b, a], 4)],
   ['merkle.verifyInclusion', (a, b) => merkle.verifyInclusion(b, 1, 3, merkle.inclusionProof([a, b, a], 1), merkle.root([a, b, a]))],
   ['MerkleAppender', (a, b) => new MerkleAppender().appendMany([a, b, a]).root()],
+  ['MerkleAppender.appendHashes', (a) => new MerkleAppender().appendHashes(merkle.leafHash(a)).appendHashes(new Uint8Array(96).fill(a[0] ?? 1)).root()],
   // AEAD: key = b[0, 32), nonce = b[32, 44), aad = b[44, 100), plaintext = a.
   ['gcm seal + open', (a, b) => { const c = gcm(b.subarray(0, 32), b.subarray(32, 44), b.subarray(44, 100)); return c.decrypt(c.encrypt(a)); }],
   ['gcmsiv seal + open', (a, b) => { const c = gcmsiv(b.subarray(0, 32), b.subarray(32, 44), b.subarray(44, 100)); return [c.encrypt(a), c.decrypt(c.encrypt(a))]; }],

@@ -41,6 +41,17 @@ describe.each(FLAVORS)('merkle (%s)', (flavor) => {
     const cp = merkle.consistencyProof(leaves, 3001);
     expect(merkle.verifyConsistency(3001, 5000, ref.mth(0, 3001), root, cp)).toBe(true);
     expect(new MerkleAppender().appendMany(leaves).root()).toEqual(root);
+    // Leaf hashes appended in uneven runs (as the store appends each commit's) give the same roots.
+    const hashes = new Uint8Array(leaves.length * 48);
+    leaves.forEach((l, i) => hashes.set(merkle.leafHash(l), i * 48));
+    const byHash = new MerkleAppender();
+    for (let at = 0, run = 1; at < leaves.length; at += run, run = (run * 7 + 3) % 1500) {
+      const end = Math.min(leaves.length, at + run);
+      byHash.appendHashes(hashes.subarray(at * 48, end * 48));
+      expect(byHash.size).toBe(end);
+      expect(byHash.root(), `size ${end}`).toEqual(ref.mth(0, end));
+    }
+    expect(() => new MerkleAppender().appendHashes(new Uint8Array(47))).toThrow(RangeError);
   });
 
   it('verification arithmetic holds for sizes beyond 2^32', () => {

@@ -13,6 +13,7 @@ import {
   nodeHash as kernelNodeHash,
   levelUp,
   frontierAppend,
+  frontierAppendHashes,
   frontierRoot,
   frontierSize,
 } from '../kernels/merkle-hash';
@@ -330,6 +331,15 @@ export class MerkleAppender {
     checkLeaves(leaves);
     if (this.#size + leaves.length > MAX_SIZE) throw new RangeError('tree size would exceed 2^53 - 1');
     this.#size = frontierAppend(this.#frontier, this.#size, leaves);
+    return this;
+  }
+
+  /** Appends leaves given by their hashes (48 bytes each, back to back), e.g. from a persisted log. */
+  appendHashes(leafHashes: Uint8Array): this {
+    bytes('leafHashes', leafHashes);
+    if (leafHashes.length % HASH_BYTES !== 0) throw new RangeError(`"leafHashes" expected a multiple of ${HASH_BYTES} bytes, got length=${leafHashes.length}`);
+    if (this.#size + leafHashes.length / HASH_BYTES > MAX_SIZE) throw new RangeError('tree size would exceed 2^53 - 1');
+    this.#size = frontierAppendHashes(this.#frontier, this.#size, leafHashes);
     return this;
   }
 

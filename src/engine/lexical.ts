@@ -106,6 +106,15 @@ export function tokenize(text: string): string[] {
 }
 
 /** Compares strings by code point (= UTF-8 byte order), unlike `<`, which compares UTF-16 units. */
+/**
+ * Sorts strings in code point order: the engine's native sort (UTF-16 order, the same unless a
+ * string holds a surrogate) when none does, compareCodePoints otherwise.
+ */
+function sortCodePoints(a: string[]): string[] {
+  return a.some((x) => SURROGATE.test(x)) ? a.sort(compareCodePoints) : a.sort();
+}
+const SURROGATE = /[\uD800-\uDFFF]/;
+
 function compareCodePoints(a: string, b: string): number {
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) {
@@ -608,7 +617,27 @@ export class LexicalIndex {
    * @example const sealed = seal(ix.serialize());
    */
   serialize(): Uint8Array {
-    const terms = [...this.#postings.keys()].sort(compareCodePoints);
+    const steps = this.#serializeSteps();
+    for (let r = steps.next(); ; r = steps.next()) if (r.done === true) return r.value;
+  }
+
+  /**
+   * serialize(), awaiting `pause()` every few thousand ids so a large index does not hold the
+   * event loop for the whole encoding. The index must not change until the promise settles (the
+   * store serializes inside its commit queue, where no write runs meanwhile).
+   */
+  async serializeAsync(pause: () => Promise<void>): Promise<Uint8Array> {
+    const steps = this.#serializeSteps();
+    for (let r = steps.next(); ; r = steps.next()) {
+      if (r.done === true) return r.value;
+      await pause();
+    }
+  }
+
+  /** The encoding of serialize(), yielding between bounded steps. */
+  *#serializeSteps(): Generator<void, Uint8Array> {
+    const terms = sortCodePoints([...this.#postings.keys()]);
+    yield;
     // One lookup per (id, term) below: the term's index and its postings, by term.
     const index = new Map<string, number>();
     const lists: number[][] = new Array(terms.length);
@@ -633,14 +662,18 @@ export class LexicalIndex {
       w.bytes(b.subarray(shared));
       prev = b;
     }
-    const ids = [...this.#ids.keys()].sort(compareCodePoints);
+    yield;
+    const ids = sortCodePoints([...this.#ids.keys()]);
+    yield;
     w.varint(ids.length);
     // Per id, (term index, frequency) pairs in term order, packed as ti·2^21 + f into one reused
     // Float64Array so sorting is numeric and allocates nothing (a frequency this large never occurs
     // in practice; it is written through the slow path all the same).
     let packed = new Float64Array(64);
     const SHIFT = 2 ** 21;
+    let step = 0;
     for (const id of ids) {
+      if (++step % 4096 === 0) yield;
       const doc = this.#docs[this.#ids.get(id)!]!;
       w.str(id);
       const k = doc.terms.length;
@@ -677,6 +710,20 @@ export class LexicalIndex {
    * @example const ix = LexicalIndex.deserialize(open(sealed), { text: ['lemma', 'gloss'] });
    */
   static deserialize(bytes: Uint8Array, options: LexicalOptions): LexicalIndex {
+    const steps = LexicalIndex.#deserializeSteps(bytes, options);
+    for (let r = steps.next(); ; r = steps.next()) if (r.done === true) return r.value;
+  }
+
+  /** deserialize(), awaiting `pause()` every few thousand ids (see serializeAsync). */
+  static async deserializeAsync(bytes: Uint8Array, options: LexicalOptions, pause: () => Promise<void>): Promise<LexicalIndex> {
+    const steps = LexicalIndex.#deserializeSteps(bytes, options);
+    for (let r = steps.next(); ; r = steps.next()) {
+      if (r.done === true) return r.value;
+      await pause();
+    }
+  }
+
+  static *#deserializeSteps(bytes: Uint8Array, options: LexicalOptions): Generator<void, LexicalIndex> {
     checkBytes('bytes', bytes);
     const ix = new LexicalIndex(options);
     const corrupt = (why: string) => new PqdbError('CORRUPTION', `lexical index does not decode: ${why}`);
@@ -745,7 +792,9 @@ export class LexicalIndex {
     const postings: number[][] = terms.map(() => []);
     prev = new Uint8Array(0);
     const nDocs = count(4);
+    yield;
     for (let d = 0; d < nDocs; d++) {
+      if (d % 4096 === 4095) yield;
       const idBytes = raw(varint());
       if (idBytes.length === 0 || (d > 0 && !increasing(prev, idBytes))) throw corrupt('ids out of order');
       prev = idBytes;

@@ -20,7 +20,7 @@ import { compileSchema, encodeValueInto, decodeValue, ValueWriter, type Compiled
 import { KeyRing, type GenerationRecord } from './keys';
 import { Registry, type RegistryRecord, type SuiteState, type RegistryEntry } from './registry';
 import { recordLeafHashes, signCheckpoint, checkpointHash, decodeCheckpoint, encodeExport, leafData, type Checkpoint } from '../crypto/proofs';
-import { MerkleHashTree, HASH_BYTES } from '../crypto/merkle';
+import { MerkleHashTree, MerkleAppender, HASH_BYTES } from '../crypto/merkle';
 import {
   encodePage, decodePage, pageGeneration, pageKey, metaKey, lexicalKey, encodeManifest, readManifestJson, verifyManifest,
   encodeLogPage, decodeLogPage, encodeIndexPage, decodeIndexPage, indexPageGeneration, type PageWriteOp, type IndexedOp,
@@ -343,6 +343,8 @@ export class Store {
   #leaves = new Map<number, { buf: Uint8Array; n: number }>();
   /** While opening: leaf hashes read from log pages, by generation. */
   #known = new Map<number, Uint8Array>();
+  /** Per generation: the compact range (frontier) of its log, for checkpoint roots. */
+  #appenders = new Map<number, MerkleAppender>();
   /** Trees built for proofs, by "generation/size" (cleared when the log grows). */
   #trees = new Map<string, MerkleHashTree>();
   #signerPublic?: Uint8Array;
@@ -481,7 +483,8 @@ export class Store {
       if (seen.has(c.generation)) continue;
       seen.add(c.generation);
       const log = this.#log(c.generation);
-      if (log.length >= c.size * HASH_BYTES && !equalBytes(this.#tree(c.generation, c.size).root(), c.root)) {
+      const root = () => (log.length === c.size * HASH_BYTES ? this.#appender(c.generation).root() : this.#tree(c.generation, c.size).root());
+      if (log.length >= c.size * HASH_BYTES && !equalBytes(root(), c.root)) {
         throw new PqdbError('CORRUPTION', `the log of generation ${c.generation} does not match its checkpoint of size ${c.size}`);
       }
     }
@@ -525,6 +528,7 @@ export class Store {
       log.buf = grown;
     }
     log.buf.set(leaves, log.n * HASH_BYTES);
+    this.#appender(generation).appendHashes(leaves);
     this.#trees.clear();
     const indexes = this.#manifest.indexes;
     for (const op of ops) {
@@ -792,7 +796,7 @@ export class Store {
       const bytes = decodeIndexPage(snapshot.pageId, key, c.name, page);
       let index: LexicalIndex | undefined;
       try {
-        index = LexicalIndex.deserialize(bytes, { text: c.indexed });
+        index = await LexicalIndex.deserializeAsync(bytes, { text: c.indexed }, yieldToEventLoop);
       } catch (e) {
         if (!(e instanceof RangeError)) throw e; // other fields than persisted: build anew below
       } finally {
@@ -888,6 +892,13 @@ export class Store {
     return log === undefined ? new Uint8Array(0) : log.buf.subarray(0, log.n * HASH_BYTES);
   }
 
+  /** The compact range of a generation's whole log (its root in O(log n)). */
+  #appender(generation: number): MerkleAppender {
+    let a = this.#appenders.get(generation);
+    if (a === undefined) this.#appenders.set(generation, (a = new MerkleAppender()));
+    return a;
+  }
+
   /** The tree of the first `size` leaves of a generation (cached: proofs for many records reuse it). */
   #tree(generation: number, size: number): MerkleHashTree {
     const key = `${generation}/${size}`;
@@ -911,7 +922,9 @@ export class Store {
       this.#writable();
       if (this.#signer === undefined || this.#signerPublic === undefined) throw new TypeError('checkpoints need the "signer" and "signerPublicKey" options');
       const g = this.#keys.current();
-      const tree = this.#tree(g, this.#log(g).length / HASH_BYTES);
+      // The root comes from the generation's compact range, kept current by every commit: no
+      // rehashing of the log, however long it is.
+      const tree = this.#appender(g);
       const list = this.#manifest.checkpointPages ?? [];
       const last = this.#checkpoints.at(-1);
       const previous = last !== undefined ? checkpointHash(last) : new Uint8Array(48);
@@ -933,7 +946,7 @@ export class Store {
       for (const name of dirty) {
         const lexical = this.#collections.get(name)?.lexical;
         if (lexical === undefined) continue;
-        const serialized = (await lexical).serialize();
+        const serialized = await (await lexical).serializeAsync(yieldToEventLoop);
         const id = this.#manifest.nextPageId++;
         pages.push({ id, bytes: encodeIndexPage(id, g, this.#keys.generationKey(g, 'lexical', lexicalKey), name, serialized) });
         serialized.fill(0);

@@ -153,6 +153,22 @@ export function frontierAppend(
   return count;
 }
 
+/** Appends leaf hashes (48 bytes each, back to back) to the compact range `frontier`; returns the new count. */
+export function frontierAppendHashes(frontier: Uint8Array, count: number, hashes: Uint8Array): number {
+  const k = kernel();
+  const max = Math.floor(k.IN_BYTES / HASH_BYTES) * HASH_BYTES;
+  for (let i = 0; i < hashes.length; ) {
+    const len = Math.min(max, hashes.length - i);
+    loadFrontier(k, frontier, count);
+    k.mem.set(hashes.subarray(i, i + len), k.IN);
+    k.x.merkle_append_hashes(len / HASH_BYTES, count);
+    count += len / HASH_BYTES;
+    i += len;
+    storeFrontier(k, frontier, count);
+  }
+  return count;
+}
+
 /** Root of the tree of `count` leaves whose compact range is `frontier`. */
 export function frontierRoot(frontier: Uint8Array, count: number): Uint8Array {
   const k = kernel();
