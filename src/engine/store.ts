@@ -1318,9 +1318,9 @@ export class Store {
       this.#reindexing = { name, touched };
       try {
         const ids = this.ids(name, '');
-        for (let i = 0; i < ids.length; i += 256) {
+        for (let i = 0; i < ids.length; i += 64) {
           this.#live();
-          for (const id of ids.slice(i, i + 256)) fresh.update(id, await this.read(c, id));
+          for (const id of ids.slice(i, i + 64)) fresh.update(id, await this.read(c, id));
           await yieldToEventLoop();
         }
         // Ids written while the index was rebuilt are read again until none is left, then it takes over.
@@ -1344,9 +1344,9 @@ export class Store {
     for (const name of m.collections) {
       const c = this.#collections.get(name) ?? new Collection(this, name, compileSchema(this.#manifest.collections[name].schema));
       const ids = this.ids(name, '');
-      for (let i = 0; i < ids.length; i += 512) {
+      for (let i = 0; i < ids.length; i += 128) {
         this.#live();
-        for (const id of ids.slice(i, i + 512)) {
+        for (const id of ids.slice(i, i + 128)) {
           const loc = this.#dir.get(name)?.get(id);
           if (loc === undefined) continue;
           if (loc.generation !== m.generation) behind++;
