@@ -1,0 +1,80 @@
+// Shared pieces of the live-migration evaluation (bench/migration-eval.mjs): the fixture's
+// collection, the canonical value hash the expected-data manifest holds, a seeded PRNG, the
+// process-independent clock every timestamp uses, nearest-rank percentiles and a tokenizer that
+// mirrors the lexical index's (docs/lexical-index.md) for the brute-force search check.
+//
+// Hashes use node:crypto's SHA-384, not pqdb's, so the check does not trust the engine under test.
+
+import { createHash } from 'node:crypto';
+
+export const COLLECTION = 'synsets';
+export const SCHEMA = Object.freeze({ lemma: 'string', pos: 'string', gloss: 'string', offset: 'integer' });
+export const INDEX = Object.freeze({ text: ['lemma', 'gloss'] });
+export const FROM_SUITE = 'gcmsiv-hkdf256';
+export const TO_SUITE = 'gcmsiv-hkdf384';
+/** Suite id of TO_SUITE in a sealed record's header (docs/format.md, byte 1). */
+export const TO_SUITE_ID = 2;
+
+/** JSON with object keys sorted at every level: the same value always gives the same text. */
+export function canonicalJson(v) {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  if (v !== null && typeof v === 'object') {
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
+/** Hex SHA-384 of a value's canonical JSON (what the manifest records per id). */
+export function valueHash(v) {
+  return createHash('sha384').update(canonicalJson(v)).digest('hex');
+}
+
+/** Milliseconds since the Unix epoch with sub-millisecond resolution, comparable across processes. */
+export const wallMs = () => performance.timeOrigin + performance.now();
+
+/** mulberry32: a small seeded PRNG returning floats in [0, 1). */
+export function prng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Nearest-rank percentile of ascending `sorted` (p in 0..100); undefined when empty. */
+export function nearestRank(sorted, p) {
+  if (sorted.length === 0) return undefined;
+  const rank = Math.max(1, Math.ceil((p / 100) * sorted.length));
+  return sorted[Math.min(sorted.length, rank) - 1];
+}
+
+const WORD = /[\p{L}\p{N}][\p{L}\p{N}\p{M}]*/gu;
+const MAX_TOKEN_CODE_POINTS = 64;
+
+/**
+ * The index terms of `text` as the lexical index defines them (docs/lexical-index.md): NFKC, lower
+ * case, runs of letters and numbers with the marks inside words, at most 64 code points each.
+ */
+export function tokenize(text) {
+  const ascii = /^[\x00-\x7f]*$/.test(text);
+  const s = ascii ? text.toLowerCase() : text.normalize('NFKC').toLowerCase().normalize('NFKC');
+  const out = [];
+  for (const m of s.matchAll(WORD)) {
+    let t = m[0];
+    if (t.length > MAX_TOKEN_CODE_POINTS) {
+      const cps = Array.from(t);
+      if (cps.length > MAX_TOKEN_CODE_POINTS) t = cps.slice(0, MAX_TOKEN_CODE_POINTS).join('');
+    }
+    out.push(t);
+  }
+  return out;
+}
+
+export const hexOf = (u8) => Buffer.from(u8).toString('hex');
+export const fromHex = (h) => new Uint8Array(Buffer.from(h, 'hex'));

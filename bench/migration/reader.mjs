@@ -1,0 +1,100 @@
+// A reader process of the migration evaluation: follows a fixed schedule (request k at
+// t0 + k·interval, whatever happened to earlier requests), each a GET of a random existing id drawn
+// from a seeded PRNG, and records scheduled, send and response times, the outcome and the SHA-384
+// of the value returned against the expected-data manifest. A request's deadline runs from its
+// *scheduled* time, so dispatch delay counts; a late response is still timed (up to a hard cap).
+//
+// Forked; IPC from the parent: { load: { port, intervalMs, deadlineMs, capMs, seed, reader,
+// manifestPath } } (answered { loaded } once the manifest is read), { start: { t0 } }, then
+// { stop: { at } } (no request scheduled at or after `at`); once every request it sent has
+// settled it answers { requests: [...] }.
+
+import http from 'node:http';
+import { readFileSync } from 'node:fs';
+import { prng, valueHash, wallMs } from './common.mjs';
+
+let cfg;
+let ids;
+let expected;
+let rand;
+let stopAt = Infinity;
+let timer;
+const requests = [];
+const pending = new Set();
+
+function get(port, path, capMs) {
+  return new Promise((resolve) => {
+    const req = http.get({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+      const parts = [];
+      res.on('data', (c) => parts.push(c));
+      res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(parts).toString('utf8'), at: wallMs() }));
+      res.on('error', (e) => resolve({ error: e.code ?? e.message, at: wallMs() }));
+    });
+    req.setTimeout(capMs, () => req.destroy(Object.assign(new Error('hard cap'), { code: 'CAP' })));
+    req.on('error', (e) => resolve({ error: e.code ?? e.message, at: wallMs() }));
+  });
+}
+
+async function fire(k) {
+  const scheduledAt = cfg.t0 + k * cfg.intervalMs;
+  const id = ids[Math.floor(rand() * ids.length)];
+  const sentAt = wallMs();
+  const r = await get(cfg.port, `/record/${encodeURIComponent(id)}`, Math.max(1, scheduledAt + cfg.capMs - sentAt));
+  const rec = { reader: cfg.reader, k, id, scheduledAt, sentAt, endedAt: r.at, latencyMs: r.at - scheduledAt, status: r.status ?? null };
+  if (r.error !== undefined) {
+    rec.error = r.error;
+    rec.outcome = r.at - scheduledAt > cfg.deadlineMs ? 'timeout' : 'error';
+  } else {
+    rec.outcome = r.at - scheduledAt > cfg.deadlineMs ? 'timeout' : 'ok';
+    if (r.status === 200) {
+      try {
+        rec.hash = valueHash(JSON.parse(r.body));
+      } catch {
+        rec.hash = 'unparsable';
+      }
+    } else rec.hash = null;
+    // Against the manifest as written before the run; the parent re-checks ids changed during it.
+    rec.matchesManifest = rec.hash === expected[id];
+  }
+  requests.push(rec);
+}
+
+let armed = false;
+let nextK = 0;
+
+function schedule(k) {
+  const at = cfg.t0 + k * cfg.intervalMs;
+  armed = at < stopAt;
+  if (!armed) return;
+  nextK = k;
+  timer = setTimeout(() => {
+    const p = fire(k).finally(() => pending.delete(p));
+    pending.add(p);
+    schedule(k + 1);
+  }, Math.max(0, at - wallMs()));
+}
+
+process.on('message', async (m) => {
+  if (m.load !== undefined) {
+    cfg = m.load;
+    const manifest = JSON.parse(readFileSync(cfg.manifestPath, 'utf8'));
+    ids = manifest.order;
+    expected = manifest.hashes;
+    rand = prng(cfg.seed);
+    valueHash({ warm: 'up' });
+    process.send({ loaded: true });
+  } else if (m.start !== undefined) {
+    cfg.t0 = m.start.t0;
+    schedule(0);
+  } else if (m.stop !== undefined) {
+    stopAt = m.stop.at;
+    // A timer armed for a time at or after stopAt is cancelled; an earlier one still fires.
+    if (armed && cfg.t0 + nextK * cfg.intervalMs >= stopAt) {
+      clearTimeout(timer);
+      armed = false;
+    }
+    while (armed || pending.size > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    requests.sort((a, b) => a.k - b.k);
+    process.send({ requests }, () => process.disconnect());
+  }
+});
