@@ -3,6 +3,8 @@
 //   /kat         browser-tests/page/kat.html (the known-answer test page, readable by a person)
 //   /storage     browser-tests/page/storage.html (the PageStore conformance suite over IndexedDB)
 //   /store       browser-tests/page/store.html (the shared store cases: proofs and search on IndexedDB)
+//   /migration   browser-tests/page/migration.html (the live-migration evaluation, driven by
+//                bench/migration-browser.mjs and browser-tests/migration.spec.mjs)
 //   /page/*.js   the page bundles, built here with esbuild (pqdb/crypto stays external)
 //   /dist/*      the built package, exactly as published
 //   /vectors/*   ../shared/vectors or $PQDB_VECTORS
@@ -20,7 +22,7 @@ const vectors = process.env.PQDB_VECTORS ?? join(repo, '..', 'shared', 'vectors'
 const port = Number(process.argv[2] ?? process.env.PQDB_TEST_PORT ?? 41731);
 
 const bundle = await esbuild.build({
-  entryPoints: { suite: join(here, 'page', 'suite.ts'), kat: join(here, 'page', 'kat.ts'), storage: join(here, 'page', 'storage.ts'), store: join(here, 'page', 'store.ts') },
+  entryPoints: { suite: join(here, 'page', 'suite.ts'), kat: join(here, 'page', 'kat.ts'), storage: join(here, 'page', 'storage.ts'), store: join(here, 'page', 'store.ts'), migration: join(here, 'page', 'migration.ts') },
   bundle: true,
   format: 'esm',
   target: ['es2022', 'chrome120'],
@@ -46,6 +48,7 @@ createServer(async (req, res) => {
   else if (url.pathname === '/kat') file = join(here, 'page', 'kat.html');
   else if (url.pathname === '/storage') file = join(here, 'page', 'storage.html');
   else if (url.pathname === '/store') file = join(here, 'page', 'store.html');
+  else if (url.pathname === '/migration') file = join(here, 'page', 'migration.html');
   else if (pages[url.pathname] !== undefined) body = pages[url.pathname];
   else if (url.pathname.startsWith('/dist/')) file = under(join(repo, 'dist'), url.pathname.slice(6));
   else if (url.pathname.startsWith('/vectors/')) file = under(vectors, decodeURIComponent(url.pathname.slice(9)));
