@@ -37,7 +37,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:net';
 import { hostInfo, synsets } from './harness.mjs';
-import { valueHash, prng, nearestRank, tokenize } from './migration/common.mjs';
+import { valueHash, prng, nearestRank, tokenize, phaseWalls } from './migration/common.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const TO_SUITE = 'gcmsiv-hkdf384';
@@ -451,16 +451,8 @@ function assemble({ o, N, fixture, timeline, reload, progress, longTasks, writes
     byReader: Array.from({ length: o.readers }, (_, r) => list.filter((x) => x.reader === r).length),
   };
 
-  // Phase wall times: a phase's first progress report marks the end of the one before it.
-  const firstAt = (phase) => progress.find((p) => p.phase === phase)?.at;
   const downMs = timeline.reloadAt !== undefined ? timeline.readersStarted2 - timeline.reloadAt : 0;
-  const bounds = [['copying', timeline.migrateAt, firstAt('indexing')], ['indexing', firstAt('indexing'), firstAt('verifying')], ['verifying', firstAt('verifying'), firstAt('activating')], ['activating', firstAt('activating'), timeline.doneAt]];
-  const wallPhases = {};
-  for (const [phase, a, b] of bounds) {
-    if (a === undefined || b === undefined) continue;
-    const overlap = timeline.reloadAt !== undefined ? Math.max(0, Math.min(b, timeline.readersStarted2) - Math.max(a, timeline.reloadAt)) : 0;
-    wallPhases[phase] = { wallMs: b - a, downMs: overlap, wallExcludingDownMs: b - a - overlap };
-  }
+  const wallPhases = phaseWalls(progress, timeline.migrateAt, timeline.doneAt, timeline.reloadAt, timeline.readersStarted2);
   // Main-thread tasks over 50 ms while the readers ran, per migration phase (a task is put in the
   // phase of the last progress report before it; 'lead' before the migration, 'tail' after it).
   const phaseAt = (at) => {

@@ -32,7 +32,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hostInfo } from './harness.mjs';
 import { buildFixture } from './migration/fixture.mjs';
-import { TO_SUITE, COLLECTION, valueHash, wallMs, nearestRank } from './migration/common.mjs';
+import { TO_SUITE, COLLECTION, valueHash, wallMs, nearestRank, phaseWalls } from './migration/common.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const PART = (name) => join(HERE, 'migration', name);
@@ -377,16 +377,8 @@ function assemble({ o, N, fixture, fixtureBytes, storeBytes, timeline, processes
     byReader: Array.from({ length: o.readers }, (_, r) => requests.filter((x) => x.reader === r).length),
   };
 
-  // Phase wall times: a phase's first progress report marks the end of the phase before it.
-  const firstAt = (phase) => progress.find((p) => p.phase === phase)?.at;
   const downMs = timeline.killAt !== undefined ? timeline.ready2 - timeline.killAt : 0;
-  const bounds = [['copying', timeline.migrateAt, firstAt('indexing')], ['indexing', firstAt('indexing'), firstAt('verifying')], ['verifying', firstAt('verifying'), firstAt('activating')], ['activating', firstAt('activating'), timeline.doneAt]];
-  const wallPhases = {};
-  for (const [phase, a, b] of bounds) {
-    if (a === undefined || b === undefined) continue;
-    const overlap = timeline.killAt !== undefined ? Math.max(0, Math.min(b, timeline.ready2) - Math.max(a, timeline.killAt)) : 0;
-    wallPhases[phase] = { wallMs: b - a, downMs: overlap, wallExcludingDownMs: b - a - overlap };
-  }
+  const wallPhases = phaseWalls(progress, timeline.migrateAt, timeline.doneAt, timeline.killAt, timeline.ready2);
   const migrationWallMs = timeline.doneAt - timeline.migrateAt;
   const migration = {
     engineWorkMs: accounting.workMs,

@@ -78,3 +78,20 @@ export function tokenize(text) {
 
 export const hexOf = (u8) => Buffer.from(u8).toString('hex');
 export const fromHex = (h) => new Uint8Array(Buffer.from(h, 'hex'));
+
+/**
+ * Wall-clock time of each migration phase, from the progress reports ({ phase, at }, in order):
+ * a phase's first report marks the end of the one before it. [downFrom, downTo) is the time the
+ * store was down (kill or reload to serving again), subtracted where it overlaps a phase.
+ */
+export function phaseWalls(progress, migrateAt, doneAt, downFrom, downTo) {
+  const firstAt = (phase) => progress.find((p) => p.phase === phase)?.at;
+  const bounds = [['copying', migrateAt, firstAt('indexing')], ['indexing', firstAt('indexing'), firstAt('verifying')], ['verifying', firstAt('verifying'), firstAt('activating')], ['activating', firstAt('activating'), doneAt]];
+  const walls = {};
+  for (const [phase, a, b] of bounds) {
+    if (a === undefined || b === undefined) continue;
+    const overlap = downFrom !== undefined ? Math.max(0, Math.min(b, downTo) - Math.max(a, downFrom)) : 0;
+    walls[phase] = { wallMs: b - a, downMs: overlap, wallExcludingDownMs: b - a - overlap };
+  }
+  return walls;
+}

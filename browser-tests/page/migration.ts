@@ -72,17 +72,8 @@ interface ReadRecord {
   done: boolean;
 }
 
-interface ProgressReport {
-  at: number;
-  phase: string;
-  copied: number;
-  superseded: number;
-  deleted: number;
-  withheld: number;
-  failed: number;
-  inserted: number;
-  total: number;
-}
+/** A progress report of the migration, with when it arrived. */
+type ProgressReport = pqdb.MigrationProgress & { at: number };
 
 interface WriteRecord {
   kind: 'update' | 'insert' | 'delete';

@@ -107,13 +107,39 @@ export function tokenize(text: string): string[] {
 
 /** Compares strings by code point (= UTF-8 byte order), unlike `<`, which compares UTF-16 units. */
 /**
- * Sorts strings in code point order: the engine's native sort (UTF-16 order, the same unless a
- * string holds a surrogate) when none does, compareCodePoints otherwise.
+ * Sorts strings in code point order in bounded steps: runs of SORT_RUN strings are sorted, then
+ * merged pairwise, yielding after each run and every SORT_RUN merged strings, so sorting 100,000
+ * ids never holds the event loop for more than a few milliseconds. Returns the sorted array.
  */
-function sortCodePoints(a: string[]): string[] {
-  return a.some((x) => SURROGATE.test(x)) ? a.sort(compareCodePoints) : a.sort();
+function* sortCodePointsSteps(a: string[]): Generator<void, string[]> {
+  const n = a.length;
+  for (let i = 0; i < n; i += SORT_RUN) {
+    const run = a.slice(i, i + SORT_RUN).sort(compareCodePoints);
+    for (let j = 0; j < run.length; j++) a[i + j] = run[j];
+    if (n > SORT_RUN) yield;
+  }
+  let src = a;
+  let dst: string[] = new Array(n);
+  let budget = 0;
+  for (let width = SORT_RUN; width < n; width *= 2) {
+    for (let lo = 0; lo < n; lo += 2 * width) {
+      const mid = Math.min(lo + width, n);
+      const hi = Math.min(lo + 2 * width, n);
+      let i = lo;
+      let j = mid;
+      for (let k = lo; k < hi; k++) {
+        dst[k] = i < mid && (j >= hi || compareCodePoints(src[i], src[j]) <= 0) ? src[i++] : src[j++];
+        if (++budget === SORT_RUN) {
+          budget = 0;
+          yield;
+        }
+      }
+    }
+    [src, dst] = [dst, src];
+  }
+  return src;
 }
-const SURROGATE = /[\uD800-\uDFFF]/;
+const SORT_RUN = 4096;
 
 function compareCodePoints(a: string, b: string): number {
   const n = Math.min(a.length, b.length);
@@ -636,8 +662,7 @@ export class LexicalIndex {
 
   /** The encoding of serialize(), yielding between bounded steps. */
   *#serializeSteps(): Generator<void, Uint8Array> {
-    const terms = sortCodePoints([...this.#postings.keys()]);
-    yield;
+    const terms = yield* sortCodePointsSteps([...this.#postings.keys()]);
     // One lookup per (id, term) below: the term's index and its postings, by term.
     const index = new Map<string, number>();
     const lists: number[][] = new Array(terms.length);
@@ -652,7 +677,9 @@ export class LexicalIndex {
     for (const f of this.#fields) w.str(f);
     w.varint(terms.length);
     let prev: Uint8Array = new Uint8Array(0);
+    let written = 0;
     for (const t of terms) {
+      if (++written % 8192 === 0) yield;
       const b = utf8(t);
       let shared = 0;
       const n = Math.min(prev.length, b.length);
@@ -663,8 +690,7 @@ export class LexicalIndex {
       prev = b;
     }
     yield;
-    const ids = sortCodePoints([...this.#ids.keys()]);
-    yield;
+    const ids = yield* sortCodePointsSteps([...this.#ids.keys()]);
     w.varint(ids.length);
     // Per id, (term index, frequency) pairs in term order, packed as ti·2^21 + f into one reused
     // Float64Array so sorting is numeric and allocates nothing (a frequency this large never occurs
@@ -673,7 +699,7 @@ export class LexicalIndex {
     const SHIFT = 2 ** 21;
     let step = 0;
     for (const id of ids) {
-      if (++step % 4096 === 0) yield;
+      if (++step % 1024 === 0) yield;
       const doc = this.#docs[this.#ids.get(id)!]!;
       w.str(id);
       const k = doc.terms.length;
@@ -794,7 +820,7 @@ export class LexicalIndex {
     const nDocs = count(4);
     yield;
     for (let d = 0; d < nDocs; d++) {
-      if (d % 4096 === 4095) yield;
+      if (d % 1024 === 1023) yield;
       const idBytes = raw(varint());
       if (idBytes.length === 0 || (d > 0 && !increasing(prev, idBytes))) throw corrupt('ids out of order');
       prev = idBytes;

@@ -18,11 +18,13 @@
 //   K_meta_g = HKDF-SHA384(R_g, salt_g, "pqdb manifest mac v1", 32), g = json.macGeneration
 // The JSON is readable (it carries the key envelopes needed to unlock) but authenticated.
 //
-// Log page (a generation's Merkle leaf hashes as of a checkpoint; public hashes, not sealed):
-//   "PQDG" ‖ 1 ‖ be32(generation) ‖ be64(size) ‖ leaf hashes (48 each)
+// Log page (leaf hashes a checkpoint added to a generation's Merkle log; public, not sealed):
+//   "PQDG" ‖ 1 ‖ be32(generation) ‖ be64(from) ‖ be64(to) ‖ leaf hashes [from, to) (48 each)
 // Lexical index page (a collection's search index as of a checkpoint):
-//   "PQDI" ‖ 1 ‖ be32(generation) ‖ AES-256-GCM-SIV(K_lex_g, nonce = 0^8 ‖ be32(page id),
-//                                                   aad = first 9 bytes ‖ be32(page id) ‖ str(collection))
+//   "PQDI" ‖ 1 ‖ be32(generation) ‖ be32(n) ‖ n × (be32(|part|) ‖ part), part i =
+//   AES-256-GCM-SIV(K_lex_g, nonce = be32(i) ‖ 0^4 ‖ be32(page id),
+//                   aad = first 9 bytes ‖ be32(page id) ‖ str(collection) ‖ be32(i) ‖ be32(n))
+//   of the serialized index's bytes [i·256 KiB, (i+1)·256 KiB)
 //   K_lex_g = HKDF-SHA384(R_g, salt_g, "pqdb lexical index key v1", 32); the plaintext is
 //   LexicalIndex.serialize() (terms and ids), so no token is stored in the clear.
 
@@ -72,63 +74,118 @@ export function pageKind(page: Uint8Array): 'commit' | 'log' | 'index' | 'checkp
   return is(PAGE_MAGIC) ? 'commit' : is(LOG_MAGIC) ? 'log' : is(INDEX_MAGIC) ? 'index' : is(CHECKPOINT_MAGIC) ? 'checkpoint' : undefined;
 }
 
-/** A log page holding the first `hashes.length / 48` leaf hashes of a generation's log. */
-export function encodeLogPage(generation: number, hashes: Uint8Array): Uint8Array {
-  const out = new Uint8Array(17 + hashes.length);
+/** A log page holding leaves [from, from + hashes.length / 48) of a generation's log. */
+export function encodeLogPage(generation: number, from: number, hashes: Uint8Array): Uint8Array {
+  const out = new Uint8Array(25 + hashes.length);
   out.set(LOG_MAGIC);
   out[4] = PAGE_VERSION;
   const dv = new DataView(out.buffer);
   dv.setUint32(5, generation);
-  setU64(dv, 9, hashes.length / HASH_BYTES);
-  out.set(hashes, 17);
+  setU64(dv, 9, from);
+  setU64(dv, 17, from + hashes.length / HASH_BYTES);
+  out.set(hashes, 25);
   return out;
 }
 
 /**
- * The leaf hashes of a log page (a view into `page`), checked against the generation and size the
- * manifest names. @throws PqdbError CORRUPTION, FORMAT_VERSION
+ * The leaf hashes of a log page (a view into `page`), checked against the generation and range
+ * [from, to) the manifest names. @throws PqdbError CORRUPTION, FORMAT_VERSION
  */
-export function decodeLogPage(page: Uint8Array, generation: number, size: number): Uint8Array {
-  if (page.length < 17 || pageKind(page) !== 'log') throw new PqdbError('CORRUPTION', 'not a pqdb log page');
+export function decodeLogPage(page: Uint8Array, generation: number, from: number, to: number): Uint8Array {
+  if (page.length < 25 || pageKind(page) !== 'log') throw new PqdbError('CORRUPTION', 'not a pqdb log page');
   if (page[4] !== PAGE_VERSION) throw new PqdbError('FORMAT_VERSION', `log page version ${page[4]} is not supported`);
   const dv = new DataView(page.buffer, page.byteOffset, page.length);
   if (dv.getUint32(5) !== generation) throw new PqdbError('CORRUPTION', `log page is of generation ${dv.getUint32(5)}, expected ${generation}`);
-  if (getU64(dv, 9) !== size || page.length !== 17 + size * HASH_BYTES) throw new PqdbError('CORRUPTION', `log page does not hold the ${size} leaves its manifest entry names`);
-  return page.subarray(17);
+  if (getU64(dv, 9) !== from || getU64(dv, 17) !== to || page.length !== 25 + (to - from) * HASH_BYTES) {
+    throw new PqdbError('CORRUPTION', `log page does not hold the leaves [${from}, ${to}) its manifest entry names`);
+  }
+  return page.subarray(25);
 }
 
-function indexAad(head: Uint8Array, pageId: number, collection: string): Uint8Array {
+/** Bytes of serialized index per sealed part of an index page: each part seals in a few milliseconds. */
+export const INDEX_PART_BYTES = 256 * 1024;
+
+function indexAad(head: Uint8Array, pageId: number, collection: string, part: number, parts: number): Uint8Array {
   const aad = new Out();
   aad.push(head.subarray(0, 9));
-  aad.push(Uint8Array.of(pageId >>> 24, (pageId >>> 16) & 0xff, (pageId >>> 8) & 0xff, pageId & 0xff));
+  aad.push(be32(pageId));
   aad.str(collection);
+  aad.push(be32(part));
+  aad.push(be32(parts));
   return aad.bytes();
 }
 
-/** Seals a collection's serialized lexical index into an index page. */
-export function encodeIndexPage(pageId: number, generation: number, key: Uint8Array, collection: string, serialized: Uint8Array): Uint8Array {
+const be32 = (v: number) => Uint8Array.of(v >>> 24, (v >>> 16) & 0xff, (v >>> 8) & 0xff, v & 0xff);
+
+/** Nonce of part `part` of index page `pageId`: be32(part) ‖ 0^4 ‖ be32(page id), unique under K_lex. */
+function indexNonce(pageId: number, part: number): Uint8Array {
+  const n = new Uint8Array(12);
+  n.set(be32(part), 0);
+  n.set(be32(pageId), 8);
+  return n;
+}
+
+/**
+ * Seals a collection's serialized lexical index into an index page, in parts of INDEX_PART_BYTES,
+ * awaiting `pause()` between parts so a large index does not hold the event loop.
+ */
+export async function encodeIndexPage(
+  pageId: number, generation: number, key: Uint8Array, collection: string, serialized: Uint8Array, pause: () => Promise<void> = async () => undefined,
+): Promise<Uint8Array> {
   const head = new Uint8Array(9);
   head.set(INDEX_MAGIC);
   head[4] = PAGE_VERSION;
   new DataView(head.buffer).setUint32(5, generation);
-  const sealed = gcmsiv(key, pageNonce(pageId), indexAad(head, pageId, collection)).encrypt(serialized);
-  const out = new Uint8Array(9 + sealed.length);
+  const parts = Math.max(1, Math.ceil(serialized.length / INDEX_PART_BYTES));
+  const sealed: Uint8Array[] = [];
+  for (let i = 0; i < parts; i++) {
+    if (i > 0) await pause();
+    const body = serialized.subarray(i * INDEX_PART_BYTES, (i + 1) * INDEX_PART_BYTES);
+    sealed.push(gcmsiv(key, indexNonce(pageId, i), indexAad(head, pageId, collection, i, parts)).encrypt(body));
+  }
+  const out = new Uint8Array(13 + sealed.reduce((n, p) => n + 4 + p.length, 0));
   out.set(head);
-  out.set(sealed, 9);
+  const dv = new DataView(out.buffer);
+  dv.setUint32(9, parts);
+  let at = 13;
+  for (const p of sealed) {
+    dv.setUint32(at, p.length);
+    out.set(p, at + 4);
+    at += 4 + p.length;
+  }
   return out;
 }
 
 /** The generation an index page was sealed under. @throws PqdbError CORRUPTION, FORMAT_VERSION */
 export function indexPageGeneration(page: Uint8Array): number {
-  if (page.length < 9 + 16 || pageKind(page) !== 'index') throw new PqdbError('CORRUPTION', 'not a pqdb lexical index page');
+  if (page.length < 13 || pageKind(page) !== 'index') throw new PqdbError('CORRUPTION', 'not a pqdb lexical index page');
   if (page[4] !== PAGE_VERSION) throw new PqdbError('FORMAT_VERSION', `index page version ${page[4]} is not supported`);
   return new DataView(page.buffer, page.byteOffset).getUint32(5);
 }
 
-/** Opens an index page of `collection`. @throws PqdbError AUTH_FAILED, CORRUPTION */
+/** Opens an index page of `collection` (every part, in order). @throws PqdbError AUTH_FAILED, CORRUPTION */
 export function decodeIndexPage(pageId: number, key: Uint8Array, collection: string, page: Uint8Array): Uint8Array {
   indexPageGeneration(page);
-  return gcmsiv(key, pageNonce(pageId), indexAad(page, pageId, collection)).decrypt(page.subarray(9));
+  const dv = new DataView(page.buffer, page.byteOffset, page.length);
+  const parts = dv.getUint32(9);
+  const opened: Uint8Array[] = [];
+  let at = 13;
+  for (let i = 0; i < parts; i++) {
+    if (at + 4 > page.length) throw new PqdbError('CORRUPTION', 'lexical index page is truncated');
+    const len = dv.getUint32(at);
+    if (at + 4 + len > page.length || len < 16) throw new PqdbError('CORRUPTION', 'lexical index page is truncated');
+    opened.push(gcmsiv(key, indexNonce(pageId, i), indexAad(page, pageId, collection, i, parts)).decrypt(page.subarray(at + 4, at + 4 + len)));
+    at += 4 + len;
+  }
+  if (at !== page.length || parts === 0) throw new PqdbError('CORRUPTION', 'lexical index page has trailing bytes');
+  const out = new Uint8Array(opened.reduce((n, p) => n + p.length, 0));
+  let o = 0;
+  for (const p of opened) {
+    out.set(p, o);
+    o += p.length;
+    p.fill(0);
+  }
+  return out;
 }
 
 /** A growable byte buffer (one allocation per doubling, not one per field). */

@@ -128,6 +128,13 @@ export interface MigrateOptions {
   authority?: AuthorityCheck;
 }
 
+/** A log page: the leaf hashes [from, to) of its generation's log, written by a checkpoint. */
+export interface LogPageRef {
+  pageId: number;
+  from: number;
+  to: number;
+}
+
 /** Source records of a migration still to visit, in (generation, leaf index) order. */
 type SourceQueue = { items: { g: number; leaf: number; collection: string; id: string }[]; pos: number };
 
@@ -178,7 +185,7 @@ interface ManifestJson {
   /** The pages holding the signed checkpoints, oldest first (a page each: the manifest stays small). */
   checkpointPages?: number[];
   /** Per generation, the page holding its log's leaf hashes as of the last checkpoint. */
-  logs?: Record<string, { pageId: number; size: number }>;
+  logs?: Record<string, LogPageRef[]>;
   /** Per collection, the sealed lexical index as of the last checkpoint and the last commit page it includes. */
   indexes?: Record<string, { pageId: number; afterPage: number }>;
   /** Recipient public keys (base64): new key generations are wrapped for each. */
@@ -291,6 +298,16 @@ export class Collection {
   get size(): number {
     return this.store.ids(this.name, '').length;
   }
+}
+
+function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }
 
 /** Lets queued I/O callbacks and timers run (setImmediate where there is one: no 1 ms clamp). */
@@ -450,11 +467,18 @@ export class Store {
     const orphans: number[] = [];
     // Leaf hashes persisted at the last checkpoint of each generation: replay hashes only the rest.
     const logPages = new Set<number>();
-    for (const [g, { pageId, size }] of Object.entries(this.#manifest.logs ?? {})) {
-      const page = await this.#pages.readPage(pageId);
-      if (page === undefined) throw new PqdbError('CORRUPTION', `log page ${pageId} is missing`);
-      this.#known.set(Number(g), decodeLogPage(page, Number(g), size));
-      logPages.add(pageId);
+    for (const [g, refs] of Object.entries(this.#manifest.logs ?? {})) {
+      const parts: Uint8Array[] = [];
+      let at = 0;
+      for (const { pageId, from, to } of refs) {
+        const page = await this.#pages.readPage(pageId);
+        if (page === undefined) throw new PqdbError('CORRUPTION', `log page ${pageId} is missing`);
+        if (from !== at) throw new PqdbError('CORRUPTION', `the log pages of generation ${g} are not contiguous at leaf ${at}`);
+        parts.push(decodeLogPage(page, Number(g), from, to));
+        at = to;
+        logPages.add(pageId);
+      }
+      this.#known.set(Number(g), concatBytes(parts));
     }
     for (const { pageId } of Object.values(this.#manifest.indexes ?? {})) logPages.add(pageId);
     for (const pageId of this.#manifest.checkpointPages ?? []) {
@@ -932,14 +956,18 @@ export class Store {
       const signed = signCheckpoint(c, this.#signer, this.#signerPublic);
       // The log's leaf hashes go with the checkpoint, so reopening does not rehash every record.
       const logs = { ...(this.#manifest.logs ?? {}) };
-      const previousLog = logs[g];
+      const persistedTo = logs[g]?.at(-1)?.to ?? 0;
       const saved = { checkpointPages: list, logs: this.#manifest.logs, indexes: this.#manifest.indexes, nextPageId: this.#manifest.nextPageId };
       const afterPage = this.#manifest.nextPageId - 1;
-      const logPage = { id: this.#manifest.nextPageId++, bytes: encodeLogPage(g, this.#log(g).subarray(0, tree.size * HASH_BYTES)) };
-      logs[g] = { pageId: logPage.id, size: tree.size };
       const checkpointPage = { id: this.#manifest.nextPageId++, bytes: signed };
-      const pages = [logPage, checkpointPage];
-      const deletes = previousLog ? [previousLog.pageId] : [];
+      const pages = [checkpointPage];
+      const deletes: number[] = [];
+      // Only the leaves added since the last log page are written: a checkpoint costs what it adds.
+      if (tree.size > persistedTo) {
+        const logPage = { id: this.#manifest.nextPageId++, bytes: encodeLogPage(g, persistedTo, this.#log(g).subarray(persistedTo * HASH_BYTES, tree.size * HASH_BYTES)) };
+        logs[g] = [...(logs[g] ?? []), { pageId: logPage.id, from: persistedTo, to: tree.size }];
+        pages.push(logPage);
+      }
       // Lexical indexes changed since they were last persisted go with the checkpoint, sealed.
       const indexes = { ...(this.#manifest.indexes ?? {}) };
       const dirty = [...this.#indexDirty];
@@ -948,7 +976,7 @@ export class Store {
         if (lexical === undefined) continue;
         const serialized = await (await lexical).serializeAsync(yieldToEventLoop);
         const id = this.#manifest.nextPageId++;
-        pages.push({ id, bytes: encodeIndexPage(id, g, this.#keys.generationKey(g, 'lexical', lexicalKey), name, serialized) });
+        pages.push({ id, bytes: await encodeIndexPage(id, g, this.#keys.generationKey(g, 'lexical', lexicalKey), name, serialized, yieldToEventLoop) });
         serialized.fill(0);
         if (indexes[name] !== undefined) deletes.push(indexes[name].pageId);
         indexes[name] = { pageId: id, afterPage };

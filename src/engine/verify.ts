@@ -86,7 +86,7 @@ interface ManifestView {
   nextPageId: number;
   keyring: { generation: number; suite: number; salt: string; envelopes: string[] }[];
   checkpointPages?: number[];
-  logs?: Record<string, { pageId: number; size: number }>;
+  logs?: Record<string, { pageId: number; from: number; to: number }[]>;
   indexes?: Record<string, { pageId: number; afterPage: number }>;
 }
 
@@ -153,7 +153,11 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
     // ---- pages ----
     const special = new Map<number, string>();
     const persisted = new Map<number, Uint8Array>();
-    for (const [g, { pageId, size }] of Object.entries(manifest.logs ?? {})) special.set(pageId, `log:${g}:${size}`);
+    const logParts = new Map<number, (Uint8Array | undefined)[]>();
+    for (const [g, refs] of Object.entries(manifest.logs ?? {})) {
+      logParts.set(Number(g), refs.map(() => undefined));
+      refs.forEach(({ pageId, from, to }, i) => special.set(pageId, `log:${g}:${i}:${from}:${to}`));
+    }
     for (const [name, { pageId }] of Object.entries(manifest.indexes ?? {})) special.set(pageId, `index:${name}`);
     const checkpointPages = manifest.checkpointPages ?? [];
     checkpointPages.forEach((pageId, i) => special.set(pageId, `checkpoint:${i}`));
@@ -187,8 +191,8 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       const role = special.get(pageId);
       try {
         if (role?.startsWith('log:')) {
-          const [, g, size] = role.split(':');
-          persisted.set(Number(g), decodeLogPage(page, Number(g), Number(size)));
+          const [, g, i, from, to] = role.split(':').map(Number);
+          logParts.get(g)![i] = decodeLogPage(page, g, from, to);
           counts.logPages++;
         } else if (role?.startsWith('checkpoint:')) {
           signedCheckpoints[Number(role.slice(11))] = page;
@@ -227,6 +231,12 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       }
     }
     options.onProgress?.({ phase: 'pages', done: ids.length, total: ids.length });
+    for (const [g, parts] of logParts) {
+      const refs = manifest.logs![g];
+      const contiguous = refs.every((r, i) => r.from === (i === 0 ? 0 : refs[i - 1].to));
+      if (!contiguous) problems.push({ where: `generation ${g}`, code: 'CORRUPTION', message: `the log pages of generation ${g} are not contiguous` });
+      else if (parts.every((p) => p !== undefined)) persisted.set(g, concat(parts as Uint8Array[]));
+    }
 
     // ---- the Merkle log of each generation ----
     const logOf = new Map<number, Uint8Array>();
