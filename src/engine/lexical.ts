@@ -667,9 +667,11 @@ export class LexicalIndex {
     const index = new Map<string, number>();
     const lists: number[][] = new Array(terms.length);
     for (let i = 0; i < terms.length; i++) {
+      if (i % 8192 === 8191) yield;
       index.set(terms[i], i);
       lists[i] = this.#postings.get(terms[i])!;
     }
+    yield;
     const w = new ValueWriter();
     w.bytes(Uint8Array.from(MAGIC));
     w.byte(FORMAT_VERSION);
@@ -723,7 +725,11 @@ export class LexicalIndex {
         at = ti;
       }
     }
-    const crc = crc32c(w.buf.subarray(0, w.n));
+    let crc = 0;
+    for (let at = 0; at < w.n; at += 1 << 20) {
+      crc = crc32c(w.buf.subarray(at, Math.min(w.n, at + (1 << 20))), crc);
+      yield;
+    }
     w.bytes(Uint8Array.of(crc & 0xff, (crc >>> 8) & 0xff, (crc >>> 16) & 0xff, crc >>> 24));
     return w.done();
   }

@@ -143,6 +143,7 @@ export async function encodeIndexPage(
     const body = serialized.subarray(i * INDEX_PART_BYTES, (i + 1) * INDEX_PART_BYTES);
     sealed.push(gcmsiv(key, indexNonce(pageId, i), indexAad(head, pageId, collection, i, parts)).encrypt(body));
   }
+  await pause();
   const out = new Uint8Array(13 + sealed.reduce((n, p) => n + 4 + p.length, 0));
   out.set(head);
   const dv = new DataView(out.buffer);

@@ -14,6 +14,7 @@ import type { PageStore } from '../storage/page-store';
 import { sealRecord, sealedLength, openRecord, canonicalGovernanceText, type Governance } from '../crypto/record';
 import { utf8Length } from '../_utf8';
 import { readVarint } from '../_varint';
+import { yieldToEventLoop } from '../_yield';
 import { suite as suiteOf, DEFAULT_SUITE, type SuiteName } from '../crypto/suites';
 import { LexicalIndex, type SearchOptions } from './lexical';
 import { compileSchema, encodeValueInto, decodeValue, ValueWriter, type CompiledSchema, type Schema, type Value } from './codec';
@@ -308,12 +309,6 @@ function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
     at += p.length;
   }
   return out;
-}
-
-/** Lets queued I/O callbacks and timers run (setImmediate where there is one: no 1 ms clamp). */
-function yieldToEventLoop(): Promise<void> {
-  const immediate = (globalThis as { setImmediate?: (f: () => void) => void }).setImmediate;
-  return new Promise((resolve) => (immediate !== undefined ? immediate(resolve) : setTimeout(resolve, 0)));
 }
 
 /** The fields a serialized lexical index was built over ("PQLX" ‖ version ‖ varint(n) ‖ n × str). */
@@ -617,7 +612,7 @@ export class Store {
       pageGen = g;
     }
     try {
-      await this.#pages.commit({ pages: page ? [page] : [], manifest: this.#manifestBytes() });
+      await this.#pages.commit({ pages: page ? [page] : [], manifest: this.#manifestBytes(), transfer: true });
     } catch (e) {
       restore(m, saved); // the commit did not happen: nothing changes
       throw e;
@@ -985,7 +980,7 @@ export class Store {
       this.#manifest.logs = logs;
       this.#manifest.indexes = indexes;
       try {
-        await this.#pages.commit({ pages, deletes, manifest: this.#manifestBytes() });
+        await this.#pages.commit({ pages, deletes, manifest: this.#manifestBytes(), transfer: true });
       } catch (e) {
         Object.assign(this.#manifest, saved);
         throw e;
@@ -1211,10 +1206,13 @@ export class Store {
   }
 
   /** Source records to visit: live records of the migrated collections outside the target generation, after the cursor. */
-  #sourceQueue(m: MigrationRecord): SourceQueue {
+  async #sourceQueue(m: MigrationRecord): Promise<SourceQueue> {
     const byGen = new Map<number, { g: number; leaf: number; collection: string; id: string }[]>();
+    let n = 0;
     for (const name of m.collections) {
+      // Built in steps: entries changed meanwhile are checked again when the copy reaches them.
       for (const [id, loc] of this.#dir.get(name) ?? []) {
+        if (++n % 8192 === 0) await yieldToEventLoop();
         if (loc.generation === m.generation) continue;
         if (m.cursor !== null && (loc.generation < m.cursor[0] || (loc.generation === m.cursor[0] && loc.leafIndex <= m.cursor[1]))) continue;
         let slots = byGen.get(loc.generation);
@@ -1231,7 +1229,7 @@ export class Store {
   async #copyChunk(): Promise<boolean> {
     this.#live();
     const m = this.#manifest.migration!;
-    const queue = (this.#migrationQueue ??= this.#sourceQueue(m));
+    const queue = (this.#migrationQueue ??= await this.#sourceQueue(m));
     const authority = this.#migrationHooks.authority ?? this.#authority;
     const g = this.#keys.current();
     if (g !== m.generation) throw new PqdbError('CORRUPTION', `the migration targets generation ${m.generation}, the store writes ${g}`);

@@ -23,6 +23,7 @@ import {
   BasePageStore,
   corruption,
   crc32c,
+  crc32cAsync,
   mediumError,
   type CheckedBatch,
   type PageStore,
@@ -187,7 +188,9 @@ class IndexedDbPageStore extends BasePageStore {
 
   protected async _commit(batch: CheckedBatch): Promise<void> {
     this.#live();
-    const added = batch.pages.map((p) => ({ id: p.id, entry: { length: p.bytes.length, crc: crc32c(p.bytes) } }));
+    // Checksums first, in steps (nothing but IDB may be awaited once the transaction is open).
+    const added: { id: number; entry: { length: number; crc: number } }[] = [];
+    for (const p of batch.pages) added.push({ id: p.id, entry: { length: p.bytes.length, crc: await crc32cAsync(p.bytes) } });
     let tx;
     const requests: Promise<unknown>[] = [];
     try {

@@ -116,8 +116,10 @@ class MemoryPageStore extends BasePageStore {
     }
     // Synchronous from here on: a commit is applied entirely or not at all.
     for (const id of batch.deletes) m.pages.delete(id);
-    for (const p of batch.pages) m.pages.set(p.id, { bytes: p.bytes, crc: crc32c(p.bytes) }); // batch bytes are already copies
-    if (batch.manifest !== undefined) m.manifest = { bytes: batch.manifest, crc: crc32c(batch.manifest) };
+    // The medium keeps its own copies (a batch may hand its buffers over: `transfer`), so what a
+    // test does to the medium never reaches a caller's buffers, and the other way round.
+    for (const p of batch.pages) m.pages.set(p.id, { bytes: copyBytes(p.bytes), crc: crc32c(p.bytes) });
+    if (batch.manifest !== undefined) m.manifest = { bytes: copyBytes(batch.manifest), crc: crc32c(batch.manifest) };
   }
 
   protected async _stats(): Promise<PageStoreStats> {

@@ -27,6 +27,7 @@ import {
   BasePageStore,
   corruption,
   crc32c,
+  crc32cAsync,
   mediumError,
   type CheckedBatch,
   type PageStore,
@@ -308,7 +309,7 @@ class NodeFsPageStore extends BasePageStore {
     }
     const crcs: number[] = [];
     for (const p of batch.pages) {
-      const crc = crc32c(p.bytes);
+      const crc = await crc32cAsync(p.bytes);
       crcs.push(crc);
       records.push(recordHeader(KIND_PAGE, p.id, p.bytes.length, crc), p.bytes);
       total += RECORD_HEADER_BYTES + p.bytes.length;

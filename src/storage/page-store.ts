@@ -15,6 +15,7 @@
 
 import { PqdbError } from '../errors';
 import { bytes as checkBytes, copyBytes, integer } from '../_args';
+import { yieldToEventLoop } from '../_yield';
 
 /** Largest page id: ids are u32. */
 export const MAX_PAGE_ID = 0xffff_ffff;
@@ -37,6 +38,12 @@ export interface CommitBatch {
   readonly manifest?: Uint8Array;
   /** Pages to drop (garbage collection). Ids not in the store are ignored. */
   readonly deletes?: readonly number[];
+  /**
+   * The caller hands the page and manifest buffers over instead of having them copied: it must
+   * never change them afterwards. The engine does this for its (immutable) pages, so a commit of
+   * many megabytes costs no copy on the main thread.
+   */
+  readonly transfer?: boolean;
 }
 
 /** Sizes, for accounting and quotas. */
@@ -139,7 +146,7 @@ export function checkBatch(batch: unknown): { pages: PageWrite[]; manifest: Uint
       }
       if (seen.has(id)) throw new RangeError(`"pages[${i}].id" page ${id} appears twice in one commit`);
       seen.add(id);
-      pages.push({ id, bytes: copyBytes(data) });
+      pages.push({ id, bytes: b.transfer === true ? data : copyBytes(data) });
     });
   }
   let manifest: Uint8Array | undefined;
@@ -148,7 +155,7 @@ export function checkBatch(batch: unknown): { pages: PageWrite[]; manifest: Uint
     if (m.length > MAX_MANIFEST_BYTES) {
       throw new RangeError(`"manifest" expected at most ${MAX_MANIFEST_BYTES} bytes, got length=${m.length}`);
     }
-    manifest = copyBytes(m);
+    manifest = b.transfer === true ? m : copyBytes(m);
   }
   const deletes = b.deletes === undefined ? [] : checkIds('deletes', b.deletes);
   for (const id of deletes) {
@@ -307,6 +314,23 @@ const CRC_TABLES = ((): Uint32Array => {
   }
   return t;
 })();
+
+/** Bytes checksummed per step by crc32cAsync. */
+const CRC_STEP = 1 << 20;
+
+/**
+ * crc32c of a large buffer in 1 MiB steps, yielding to the event loop between them (a 10 MB page
+ * would otherwise hold it for tens of milliseconds). Small buffers are done at once.
+ */
+export async function crc32cAsync(data: Uint8Array): Promise<number> {
+  let crc = 0;
+  for (let at = 0; at < data.length || at === 0; at += CRC_STEP) {
+    if (at > 0) await yieldToEventLoop();
+    crc = crc32c(data.subarray(at, at + CRC_STEP), crc);
+    if (data.length <= CRC_STEP) break;
+  }
+  return crc;
+}
 
 /**
  * CRC-32C of `data` (RFC 3720 appendix B.4), continuing from `crc` when given.
