@@ -1,9 +1,12 @@
 // Yielding to the event loop between bounded steps of long work (migration, index encoding,
 // checksums of large pages), so reads and timers run in between. Node: setImmediate (no 1 ms
-// clamp). Browsers: scheduler.yield where it exists, else a MessageChannel message (setTimeout is
-// clamped to 4 ms once nested, which would make many small steps slow).
+// clamp). Browsers: a task posted with scheduler.postTask at the default priority, else a
+// MessageChannel message: queued behind the timers and events already waiting. Not
+// scheduler.yield: its continuation runs ahead of other tasks, so a long run of steps would keep
+// the page's timers waiting. Not setTimeout: nested timers are clamped to 4 ms, which would make
+// thousands of small steps slow.
 
-type Scheduler = { yield?: () => Promise<void> };
+type Scheduler = { postTask?: (f: () => void, options?: { priority?: string }) => Promise<void> };
 
 let channel: MessageChannel | undefined;
 const waiting: (() => void)[] = [];
@@ -12,7 +15,7 @@ const waiting: (() => void)[] = [];
 export function yieldToEventLoop(): Promise<void> {
   const g = globalThis as { setImmediate?: (f: () => void) => void; scheduler?: Scheduler };
   if (g.setImmediate !== undefined) return new Promise((resolve) => g.setImmediate!(resolve));
-  if (typeof g.scheduler?.yield === 'function') return g.scheduler.yield();
+  if (typeof g.scheduler?.postTask === 'function') return g.scheduler.postTask(() => undefined, { priority: 'user-visible' });
   if (typeof MessageChannel === 'function') {
     if (channel === undefined) {
       channel = new MessageChannel();
