@@ -137,12 +137,17 @@ line('4. The store on WordNet 3.1');
   }
   const schema = { lemma: 'string', pos: 'string', gloss: 'string', offset: 'integer' };
   let t0 = performance.now();
+  let openMs = 0;
+  let indexMs = 0;
   let store;
   let words;
   try {
     store = await openStore({ location, create: true, ...keys, autoCheckpoint: false });
+    openMs = performance.now() - t0;
     words = store.collection('synsets', { schema, index: { text: ['lemma', 'gloss'] } });
-    await words.search('cat'); // an index page from an older format fails here
+    const t = performance.now();
+    await words.search('cat'); // the first search loads the sealed index (an older format fails here)
+    indexMs = performance.now() - t;
   } catch (e) {
     // A store left by an older build (or damaged): the demo starts over rather than stopping.
     line(`   the store at ${location} does not open (${e.code ?? e.message}); starting a new one`);
@@ -153,7 +158,7 @@ line('4. The store on WordNet 3.1');
     words = store.collection('synsets', { schema, index: { text: ['lemma', 'gloss'] } });
   }
   const have = words.size;
-  line(have === 0 ? `   new store at ${location}` : `   reopened the store at ${location} in ${(performance.now() - t0).toFixed(0)} ms: ${have.toLocaleString('en-US')} synsets already there`);
+  line(have === 0 ? `   new store at ${location}` : `   reopened the store at ${location} in ${openMs.toFixed(0)} ms: ${have.toLocaleString('en-US')} synsets already there`);
   const bar = (label, done, total) => {
     if (!process.stdout.isTTY) return; // a progress bar only where it can redraw itself
     const w = 30;
@@ -173,9 +178,9 @@ line('4. The store on WordNet 3.1');
     const ingestS = (performance.now() - t1) / 1000;
     line(`   ${missing.length.toLocaleString('en-US')} synsets sealed in ${ingestS.toFixed(2)} s (${Math.round(missing.length / ingestS).toLocaleString('en-US')} records/s)`);
   }
-  const t3 = performance.now();
-  await words.search('cat');
-  line(`   lexical index over lemma and gloss ready in ${(performance.now() - t3).toFixed(0)} ms (${have > 0 && missing.length === 0 ? 'unsealed from the last checkpoint' : 'kept current while ingesting'})`);
+  line(have > 0 && missing.length === 0
+    ? `   lexical index over lemma and gloss unsealed from the last checkpoint in ${indexMs.toFixed(0)} ms`
+    : '   lexical index over lemma and gloss kept current while ingesting');
   for (const [q, o] of [['large feline', {}], ['purr', {}], ['quantum', { prefix: true }], ['winter holiday', { mode: 'any' }]]) {
     const t = performance.now();
     const hits = await words.search(q, { limit: 5, ...o });

@@ -463,6 +463,7 @@ export class Store {
     // Leaf hashes persisted at the last checkpoint of each generation: replay hashes only the rest.
     const logPages = new Set<number>();
     for (const [g, refs] of Object.entries(this.#manifest.logs ?? {})) {
+      if (!Array.isArray(refs)) throw new PqdbError('FORMAT_VERSION', 'the store lists its Merkle log in a format of an earlier pre-release; recreate it');
       const parts: Uint8Array[] = [];
       let at = 0;
       for (const { pageId, from, to } of refs) {
