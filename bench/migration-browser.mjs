@@ -37,7 +37,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:net';
 import { hostInfo, synsets } from './harness.mjs';
-import { valueHash, prng, nearestRank, tokenize, phaseWalls } from './migration/common.mjs';
+import { valueHash, prng, nearestRank, tokenize, phaseWalls, readStats, sortedLatencies } from './migration/common.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const TO_SUITE = 'gcmsiv-hkdf384';
@@ -428,27 +428,13 @@ function assemble({ o, N, fixture, timeline, reload, progress, longTasks, writes
   }
   list.sort((a, b) => a.scheduledAt - b.scheduledAt);
   const measured = list.filter((r) => r.class !== 'excluded' && r.class !== 'interrupted');
-  const latencies = measured.map((r) => (r.class === 'ok' || r.class === 'late' ? r.latencyMs : Infinity)).sort((a, b) => a - b);
-  const count = (c) => list.filter((r) => r.class === c).length;
-  const pct = (p) => nearestRank(latencies, p);
-  const dispatch = list.filter((r) => r.dispatchMs !== undefined).map((r) => r.dispatchMs).sort((a, b) => a - b);
+  const dispatchMs = list.filter((r) => r.dispatchMs !== undefined).map((r) => r.dispatchMs);
+  const base = readStats(list, dispatchMs, ['excluded', 'interrupted', 'late', 'error', 'wrong', 'lost'], o.readers);
   const duringMigration = measured.filter((r) => r.scheduledAt >= timeline.migrateAt && r.scheduledAt < timeline.doneAt);
-  const migLat = duringMigration.map((r) => (r.class === 'ok' || r.class === 'late' ? r.latencyMs : Infinity)).sort((a, b) => a - b);
+  const migLat = sortedLatencies(duringMigration);
   const stats = {
-    scheduled: list.length,
-    measured: measured.length,
-    withinDeadline: count('ok'),
-    missedDeadline: measured.length - count('ok'),
-    excluded: count('excluded'),
-    interrupted: count('interrupted'),
-    late: count('late'),
-    error: count('error'),
-    wrong: count('wrong'),
-    lost: count('lost'),
-    latencyMs: { p50: pct(50), p95: pct(95), p99: pct(99), max: latencies.at(-1) },
+    ...base,
     duringMigration: { measured: duringMigration.length, p50: nearestRank(migLat, 50), p95: nearestRank(migLat, 95), p99: nearestRank(migLat, 99), max: migLat.at(-1) },
-    dispatchDelayMs: { p50: nearestRank(dispatch, 50), p99: nearestRank(dispatch, 99), max: dispatch.at(-1) },
-    byReader: Array.from({ length: o.readers }, (_, r) => list.filter((x) => x.reader === r).length),
   };
 
   const downMs = timeline.reloadAt !== undefined ? timeline.readersStarted2 - timeline.reloadAt : 0;

@@ -32,7 +32,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hostInfo } from './harness.mjs';
 import { buildFixture } from './migration/fixture.mjs';
-import { TO_SUITE, COLLECTION, valueHash, wallMs, nearestRank, phaseWalls } from './migration/common.mjs';
+import { TO_SUITE, COLLECTION, valueHash, wallMs, phaseWalls, readStats } from './migration/common.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const PART = (name) => join(HERE, 'migration', name);
@@ -356,26 +356,7 @@ function assemble({ o, N, fixture, fixtureBytes, storeBytes, timeline, processes
     else if (!r.verified) r.class = 'wrong';
     else r.class = r.outcome === 'ok' ? 'ok' : 'late';
   }
-  const measured = requests.filter((r) => r.class !== 'excluded' && r.class !== 'interrupted');
-  const latencies = measured.map((r) => (r.class === 'ok' || r.class === 'late' ? r.latencyMs : Infinity)).sort((a, b) => a - b);
-  const count = (c) => requests.filter((r) => r.class === c).length;
-  const pct = (p) => nearestRank(latencies, p);
-  const dispatch = requests.map((r) => r.sentAt - r.scheduledAt).sort((a, b) => a - b);
-  const stats = {
-    scheduled: requests.length,
-    measured: measured.length,
-    withinDeadline: count('ok'),
-    missedDeadline: measured.length - count('ok'),
-    excluded: count('excluded'),
-    interrupted: count('interrupted'),
-    late: count('late'),
-    timeout: count('timeout'),
-    error: count('error'),
-    wrong: count('wrong'),
-    latencyMs: { p50: pct(50), p95: pct(95), p99: pct(99), max: latencies.at(-1) },
-    dispatchDelayMs: { p50: nearestRank(dispatch, 50), p99: nearestRank(dispatch, 99), max: dispatch.at(-1) },
-    byReader: Array.from({ length: o.readers }, (_, r) => requests.filter((x) => x.reader === r).length),
-  };
+  const stats = readStats(requests, requests.map((r) => r.sentAt - r.scheduledAt), ['excluded', 'interrupted', 'late', 'timeout', 'error', 'wrong'], o.readers);
 
   const downMs = timeline.killAt !== undefined ? timeline.ready2 - timeline.killAt : 0;
   const wallPhases = phaseWalls(progress, timeline.migrateAt, timeline.doneAt, timeline.killAt, timeline.ready2);

@@ -95,3 +95,29 @@ export function phaseWalls(progress, migrateAt, doneAt, downFrom, downTo) {
   }
   return walls;
 }
+
+/** Latencies of requests sorted ascending, a failed or wrong read counting as ∞. */
+export function sortedLatencies(requests) {
+  return requests.map((r) => (r.class === 'ok' || r.class === 'late' ? r.latencyMs : Infinity)).sort((a, b) => a - b);
+}
+
+/**
+ * The read statistics of an evaluation: counts per outcome class (`classes`, beyond 'ok'), and
+ * nearest-rank latency percentiles of the measured requests (neither excluded nor interrupted).
+ */
+export function readStats(requests, dispatchMs, classes, readers) {
+  const measured = requests.filter((r) => r.class !== 'excluded' && r.class !== 'interrupted');
+  const latencies = sortedLatencies(measured);
+  const count = (c) => requests.filter((r) => r.class === c).length;
+  const dispatch = [...dispatchMs].sort((a, b) => a - b);
+  return {
+    scheduled: requests.length,
+    measured: measured.length,
+    withinDeadline: count('ok'),
+    missedDeadline: measured.length - count('ok'),
+    ...Object.fromEntries(classes.map((c) => [c, count(c)])),
+    latencyMs: { p50: nearestRank(latencies, 50), p95: nearestRank(latencies, 95), p99: nearestRank(latencies, 99), max: latencies.at(-1) },
+    dispatchDelayMs: { p50: nearestRank(dispatch, 50), p99: nearestRank(dispatch, 99), max: dispatch.at(-1) },
+    byReader: Array.from({ length: readers }, (_, r) => requests.filter((x) => x.reader === r).length),
+  };
+}

@@ -26,7 +26,7 @@ import {
   encodePage, decodePage, pageGeneration, pageKey, metaKey, lexicalKey, encodeManifest, readManifestJson, verifyManifest,
   encodeLogPage, decodeLogPage, encodeIndexPage, decodeIndexPage, indexPageGeneration, type PageWriteOp, type IndexedOp,
 } from './page-format';
-import { equalBytes } from '../_bytes';
+import { concatBytes, equalBytes } from '../_bytes';
 
 /** Bound of the cache of sealed commit pages (they hold only ciphertext). */
 const PAGE_CACHE_BYTES = 64 * 1024 * 1024;
@@ -299,16 +299,6 @@ export class Collection {
   get size(): number {
     return this.store.ids(this.name, '').length;
   }
-}
-
-function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 /** The fields a serialized lexical index was built over ("PQLX" ‖ version ‖ varint(n) ‖ n × str). */

@@ -25,7 +25,7 @@ import {
   decodePage, pageGeneration, pageKey, metaKey, lexicalKey, readManifestJson, verifyManifest, decodeLogPage,
   decodeIndexPage, indexPageGeneration, type IndexedOp,
 } from './page-format';
-import { equalBytes } from '../_bytes';
+import { concatBytes, equalBytes } from '../_bytes';
 
 export interface VerifyOptions {
   /** A recipient secret key: decrypts and authenticates everything sealed. */
@@ -235,14 +235,14 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       const refs = manifest.logs![g];
       const contiguous = refs.every((r, i) => r.from === (i === 0 ? 0 : refs[i - 1].to));
       if (!contiguous) problems.push({ where: `generation ${g}`, code: 'CORRUPTION', message: `the log pages of generation ${g} are not contiguous` });
-      else if (parts.every((p) => p !== undefined)) persisted.set(g, concat(parts as Uint8Array[]));
+      else if (parts.every((p) => p !== undefined)) persisted.set(g, concatBytes(parts as Uint8Array[]));
     }
 
     // ---- the Merkle log of each generation ----
     const logOf = new Map<number, Uint8Array>();
     if (keys !== undefined) {
       for (const [g, parts] of leaves) {
-        const all = concat(parts);
+        const all = concatBytes(parts);
         logOf.set(g, all);
         const kept = persisted.get(g);
         if (kept !== undefined && (kept.length > all.length || !equalBytes(kept, all.subarray(0, kept.length)))) {
@@ -345,16 +345,6 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       }
     }
   }
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 /** A short readable summary of a report (what `pqdb verify` prints). */
