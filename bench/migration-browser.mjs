@@ -37,7 +37,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createServer } from 'node:net';
 import { hostInfo, synsets } from './harness.mjs';
-import { valueHash, prng, nearestRank, tokenize, phaseWalls, readStats, sortedLatencies } from './migration/common.mjs';
+import { valueHash, prng, nearestRank, tokenize, phaseWalls, readStats, migrationMarkdown, sortedLatencies } from './migration/common.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const TO_SUITE = 'gcmsiv-hkdf384';
@@ -524,18 +524,7 @@ export function summarize(e) {
     '',
     `Dispatch delay (timer lateness) p50 / p99 / max: ${ms(st.dispatchDelayMs.p50, 2)} / ${ms(st.dispatchDelayMs.p99, 2)} / ${ms(st.dispatchDelayMs.max, 2)}.`,
     '',
-    '## Migration',
-    '',
-    '| | copied | superseded | deleted | inserted | withheld | failed | total |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
-    `| accounting | ${a.copied} | ${a.superseded} | ${a.deleted} | ${a.inserted} | ${a.withheld} | ${a.failed} | ${a.total} |`,
-    `| expected | ${e.expectedAccounting.copied} | 1 | 1 | 1 | 0 | 0 | ${e.expectedAccounting.total} |`,
-    '',
-    `Wall clock ${sec(m.wallMs)}, of which down ${sec(m.downMs)}; **without the down window ${sec(m.wallExcludingDownMs)}**; engine work time (accounting.workMs) ${sec(m.engineWorkMs)}.`,
-    '',
-    '| phase | engine phaseMs | wall (down window excluded) |',
-    '|---|---:|---:|',
-    ...['copying', 'indexing', 'verifying', 'activating'].map((p) => `| ${p} | ${ms(m.enginePhaseMs?.[p], 0)} | ${ms(m.wallPhases[p]?.wallExcludingDownMs, 0)} |`),
+    ...migrationMarkdown(a, e.expectedAccounting, m, 'reload → store reopened and readers running'),
     '',
     'Main-thread tasks over 50 ms (Long Tasks API) while the readers ran; a read cannot start during one:',
     '',

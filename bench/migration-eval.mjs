@@ -32,7 +32,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hostInfo } from './harness.mjs';
 import { buildFixture } from './migration/fixture.mjs';
-import { TO_SUITE, COLLECTION, valueHash, wallMs, phaseWalls, readStats } from './migration/common.mjs';
+import { TO_SUITE, COLLECTION, valueHash, wallMs, phaseWalls, readStats, migrationMarkdown } from './migration/common.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const PART = (name) => join(HERE, 'migration', name);
@@ -437,18 +437,7 @@ export function summarize(e) {
     '|---:|---:|---:|---:|---:|',
     `| ${ms(st.latencyMs.p50, 2)} | ${ms(st.latencyMs.p95, 2)} | ${ms(st.latencyMs.p99, 2)} | ${ms(st.latencyMs.max, 2)} | ${ms(st.dispatchDelayMs.p99, 2)} / ${ms(st.dispatchDelayMs.max, 2)} |`,
     '',
-    '## Migration',
-    '',
-    '| | copied | superseded | deleted | inserted | withheld | failed | total |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
-    `| accounting | ${a.copied} | ${a.superseded} | ${a.deleted} | ${a.inserted} | ${a.withheld} | ${a.failed} | ${a.total} |`,
-    `| expected | ${e.expectedAccounting.copied} | 1 | 1 | 1 | 0 | 0 | ${e.expectedAccounting.total} |`,
-    '',
-    `Wall clock ${s(m.wallMs)}, of which down ${s(m.downMs)} (kill → serving again); **without the down window ${s(m.wallExcludingDownMs)}**; engine work time (accounting.workMs) ${s(m.engineWorkMs)}.`,
-    '',
-    '| phase | engine phaseMs | wall (down window excluded) |',
-    '|---|---:|---:|',
-    ...['copying', 'indexing', 'verifying', 'activating'].map((p) => `| ${p} | ${ms(m.enginePhaseMs[p], 0)} | ${ms(m.wallPhases[p]?.wallExcludingDownMs, 0)} |`),
+    ...migrationMarkdown(a, e.expectedAccounting, m, 'kill → serving again'),
     '',
     '## Cold verification (separate process, read-only)',
     '',

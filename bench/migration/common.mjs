@@ -121,3 +121,28 @@ export function readStats(requests, dispatchMs, classes, readers) {
     byReader: Array.from({ length: readers }, (_, r) => requests.filter((x) => x.reader === r).length),
   };
 }
+
+/**
+ * The "Migration" section of an evaluation's summary.md: the accounting against the expected one,
+ * the wall and work times, and each phase's time. `down` names the down window ("kill → serving
+ * again", "reload → reopened").
+ */
+export function migrationMarkdown(accounting, expected, m, down) {
+  const ms = (v) => (v === undefined ? '—' : `${Math.round(v)} ms`);
+  const s = (v) => `${(v / 1000).toFixed(2)} s`;
+  const a = accounting;
+  return [
+    '## Migration',
+    '',
+    '| | copied | superseded | deleted | inserted | withheld | failed | total |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    `| accounting | ${a.copied} | ${a.superseded} | ${a.deleted} | ${a.inserted} | ${a.withheld} | ${a.failed} | ${a.total} |`,
+    `| expected | ${expected.copied} | 1 | 1 | 1 | 0 | 0 | ${expected.total} |`,
+    '',
+    `Wall clock ${s(m.wallMs)}, of which down ${s(m.downMs)} (${down}); **without the down window ${s(m.wallExcludingDownMs)}**; engine work time (accounting.workMs) ${s(m.engineWorkMs)}.`,
+    '',
+    '| phase | engine phaseMs | wall (down window excluded) |',
+    '|---|---:|---:|',
+    ...['copying', 'indexing', 'verifying', 'activating'].map((p) => `| ${p} | ${ms(m.enginePhaseMs?.[p])} | ${ms(m.wallPhases[p]?.wallExcludingDownMs)} |`),
+  ];
+}

@@ -4,7 +4,8 @@
 // throws on failure, so a runner can register it as a test or collect a Summary.
 
 import type { PageStore } from '../../src/storage/page-store';
-import { Rng, equalBytes, summary, type Summary } from './_util';
+import { Rng, equalBytes, type Summary } from './_util';
+import { CheckFailed, runStoreCases } from './_store';
 
 /** One store location. Every check gets a fresh one. */
 export interface PageStoreFixture {
@@ -23,7 +24,6 @@ export interface PageStoreCase {
   readonly run: () => Promise<void>;
 }
 
-class CheckFailed extends Error {}
 
 function ok(cond: unknown, what: string): asserts cond {
   if (!cond) throw new CheckFailed(what);
@@ -348,18 +348,8 @@ export function pageStoreCases(factory: PageStoreFixtureFactory): PageStoreCase[
 }
 
 /** Runs every check and returns one Summary (for the browser page and plain runners). */
-export async function runPageStoreCases(name: string, factory: PageStoreFixtureFactory): Promise<Summary> {
-  const s = summary(`PageStore conformance (${name})`);
-  for (const c of pageStoreCases(factory)) {
-    s.total++;
-    try {
-      await c.run();
-      s.passed++;
-    } catch (e) {
-      s.failures.push(`${c.name}: ${e instanceof Error ? `${e.name === 'Error' || e instanceof CheckFailed ? '' : e.name + ' '}${e.message}` : String(e)}`);
-    }
-  }
-  return s;
+export function runPageStoreCases(name: string, factory: PageStoreFixtureFactory): Promise<Summary> {
+  return runStoreCases(`PageStore conformance (${name})`, pageStoreCases(factory));
 }
 
 /**

@@ -19,7 +19,7 @@ import { hkdf, expand } from '../kernels/hmac';
 import { sha384 } from '../kernels/sha2';
 import { gcm, gcmsiv, type KeyedAead } from '../kernels/aead';
 import { suite as suiteOf, type Suite, type SuiteName } from './suites';
-import { getU64, setU64 } from '../_bytes';
+import { concatBytes, getU64, setU64 } from '../_bytes';
 
 export const RECORD_VERSION = 1;
 export const HEADER_BYTES = 16;
@@ -68,16 +68,6 @@ function be64(n: number): Uint8Array {
   return b;
 }
 
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of parts) {
-    out.set(p, o);
-    o += p.length;
-  }
-  return out;
-}
-
 /**
  * The data key of (root, suite, generation, governance): HKDF with the suite's hash. Never stored.
  * @throws RangeError for a root or salt of the wrong length, an unknown suite or a bad generation.
@@ -88,7 +78,7 @@ export function deriveDataKey(root: Uint8Array, salt: Uint8Array, suiteName: Sui
   const s = suiteOf(suiteName);
   integer('generation', generation, 0, 2 ** 32 - 1);
   const canonical = typeof governance === 'string' ? utf8(governance) : canonicalGovernance(governance);
-  const info = concat(DATA_KEY_LABEL, new Uint8Array([s.id]), be32(generation), sha384(canonical));
+  const info = concatBytes([DATA_KEY_LABEL, new Uint8Array([s.id]), be32(generation), sha384(canonical)]);
   return hkdf(s.kdf, root, salt, info, 32);
 }
 
@@ -165,8 +155,8 @@ function recordKeys(s: Suite, dataKey: Uint8Array, sequence: number): { key: Uin
   if (!s.commitment) return { key: dataKey };
   const seq = be64(sequence);
   return {
-    key: expand(s.kdf, dataKey, concat(RECORD_KEY_LABEL, seq), 32),
-    commitment: expand(s.kdf, dataKey, concat(COMMIT_LABEL, seq), COMMITMENT_BYTES),
+    key: expand(s.kdf, dataKey, concatBytes([RECORD_KEY_LABEL, seq]), 32),
+    commitment: expand(s.kdf, dataKey, concatBytes([COMMIT_LABEL, seq]), COMMITMENT_BYTES),
   };
 }
 
