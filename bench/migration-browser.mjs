@@ -35,9 +35,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createServer } from 'node:net';
 import { hostInfo, synsets } from './harness.mjs';
-import { valueHash, prng, nearestRank, tokenize, phaseWalls, readStats, migrationMarkdown, sortedLatencies } from './migration/common.mjs';
+import { valueHash, prng, nearestRank, tokenize, phaseWalls, readStats, migrationMarkdown, freePort, sortedLatencies } from './migration/common.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const TO_SUITE = 'gcmsiv-hkdf384';
@@ -544,16 +543,6 @@ export function summarize(e) {
   ].join('\n');
 }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function defaultOut() {
   const date = new Date().toISOString().slice(0, 10);

@@ -26,13 +26,12 @@
 import { fork } from 'node:child_process';
 import { mkdirSync, writeFileSync, existsSync, rmSync, readdirSync, statSync } from 'node:fs';
 import http from 'node:http';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hostInfo } from './harness.mjs';
 import { buildFixture } from './migration/fixture.mjs';
-import { TO_SUITE, COLLECTION, valueHash, wallMs, phaseWalls, readStats, migrationMarkdown } from './migration/common.mjs';
+import { TO_SUITE, COLLECTION, valueHash, wallMs, phaseWalls, readStats, migrationMarkdown, freePort } from './migration/common.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const PART = (name) => join(HERE, 'migration', name);
@@ -61,16 +60,6 @@ export const TARGETS = Object.freeze({ p99Ms: 25, migrationMs: 15_000, deadlineM
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function duBytes(path) {
   const st = statSync(path);

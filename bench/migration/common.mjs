@@ -6,6 +6,7 @@
 // Hashes use node:crypto's SHA-384, not pqdb's, so the check does not trust the engine under test.
 
 import { createHash } from 'node:crypto';
+import { createServer } from 'node:net';
 
 export const COLLECTION = 'synsets';
 export const SCHEMA = Object.freeze({ lemma: 'string', pos: 'string', gloss: 'string', offset: 'integer' });
@@ -94,6 +95,18 @@ export function phaseWalls(progress, migrateAt, doneAt, downFrom, downTo) {
     walls[phase] = { wallMs: b - a, downMs: overlap, wallExcludingDownMs: b - a - overlap };
   }
   return walls;
+}
+
+/** A TCP port on 127.0.0.1 that was free a moment ago. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
 }
 
 /** Latencies of requests sorted ascending, a failed or wrong read counting as ∞. */
