@@ -485,6 +485,8 @@ export class Store {
       const g = pageGeneration(page);
       const key = this.#keys.generationKey(g, 'page', pageKey);
       this.#applyPage(pageId, g, page, decodePage(pageId, key, page));
+      // Kept for the first reads (bounded; the newest pages stay when the store is larger).
+      this.#cachePage(pageId, page);
     }
     this.#known.clear();
     // A persisted log must agree with the last checkpoint of its generation.
@@ -610,8 +612,7 @@ export class Store {
     }
     if (page !== undefined) {
       this.#applyPage(page.id, pageGen, page.bytes, indexed);
-      this.#pageCache.set(page.id, page.bytes);
-      this.#pageCacheBytes += page.bytes.length;
+      this.#cachePage(page.id, page.bytes);
     }
   }
 
@@ -746,6 +747,13 @@ export class Store {
     }
     const page = await this.#pages.readPage(pageId);
     if (page === undefined) throw new PqdbError('CORRUPTION', `commit page ${pageId} is missing`);
+    this.#cachePage(pageId, page);
+    return page;
+  }
+
+  /** Adds a commit page to the cache, evicting the least recently used beyond PAGE_CACHE_BYTES. */
+  #cachePage(pageId: number, page: Uint8Array): void {
+    if (this.#pageCache.has(pageId)) return;
     this.#pageCache.set(pageId, page);
     this.#pageCacheBytes += page.length;
     while (this.#pageCacheBytes > PAGE_CACHE_BYTES && this.#pageCache.size > 1) {
@@ -753,7 +761,6 @@ export class Store {
       this.#pageCache.delete(id);
       this.#pageCacheBytes -= p.length;
     }
-    return page;
   }
 
   /**
