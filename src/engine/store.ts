@@ -485,8 +485,6 @@ export class Store {
       const g = pageGeneration(page);
       const key = this.#keys.generationKey(g, 'page', pageKey);
       this.#applyPage(pageId, g, page, decodePage(pageId, key, page));
-      // Kept for the first reads (bounded; the newest pages stay when the store is larger).
-      this.#cachePage(pageId, page);
     }
     this.#known.clear();
     // A persisted log must agree with the last checkpoint of its generation.
