@@ -360,6 +360,11 @@ export class LexicalIndex {
   }
 
   /** Number of ids indexed (an id whose fields hold no token is not indexed). */
+  /** The indexed fields (sorted). */
+  get fields(): readonly string[] {
+    return this.#fields;
+  }
+
   get size(): number {
     return this.#ids.size;
   }
@@ -808,6 +813,7 @@ export class LexicalIndex {
     const terms: string[] = new Array(count(2));
     prev = new Uint8Array(0);
     for (let i = 0; i < terms.length; i++) {
+      if (i % 4096 === 4095) yield;
       const shared = varint();
       const suffix = raw(varint());
       if (shared > prev.length || suffix.length === 0) throw corrupt('bad term');
@@ -826,7 +832,7 @@ export class LexicalIndex {
     const nDocs = count(4);
     yield;
     for (let d = 0; d < nDocs; d++) {
-      if (d % 1024 === 1023) yield;
+      if (d % 256 === 255) yield;
       const idBytes = raw(varint());
       if (idBytes.length === 0 || (d > 0 && !increasing(prev, idBytes))) throw corrupt('ids out of order');
       prev = idBytes;
@@ -856,6 +862,7 @@ export class LexicalIndex {
     // differ first at an astral character: then they wait in #fresh for the first prefix search.
     let ordered = true;
     for (let i = 0; i < terms.length; i++) {
+      if (i % 8192 === 8191) yield;
       if (postings[i].length === 0) throw corrupt('a term without postings');
       ix.#postings.set(terms[i], postings[i]);
       if (i > 0 && !(terms[i - 1] < terms[i])) ordered = false;

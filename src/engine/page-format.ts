@@ -6,8 +6,8 @@
 //   sealed index = AES-256-GCM-SIV(K_page_g, nonce = 0^8 ‖ be32(page id), aad = first 9 bytes ‖ be32(page id))
 //   K_page_g     = HKDF-SHA384(R_g, salt_g, "pqdb page key v1", 32)
 //   index        = varint(n) then per operation:
-//                  kind(1: put, 2: delete) ‖ str(collection) ‖ str(id) ‖ be64(sequence)
-//                  put only: str(canonical governance) ‖ varint(blob offset) ‖ varint(blob length)
+//                  kind(1: put, 2: delete, 3: put by a migration's copy) ‖ str(collection) ‖ str(id) ‖ be64(sequence)
+//                  put and copy: str(canonical governance) ‖ varint(blob offset) ‖ varint(blob length)
 //   str(s) = varint(UTF-8 length) ‖ UTF-8; record blobs are sealed records (src/crypto/record.ts).
 // The index is sealed, so collection names, ids and governance states are not readable from the
 // medium; each record blob authenticates itself and its place (AAD), and the index entry's sequence
@@ -53,7 +53,7 @@ export type PageOp =
 
 /** Where a put's record blob sits in its page. */
 export type IndexedOp =
-  | { kind: 'put'; collection: string; id: string; sequence: number; governance: string; offset: number; length: number }
+  | { kind: 'put'; collection: string; id: string; sequence: number; governance: string; offset: number; length: number; copy?: boolean }
   | { kind: 'delete'; collection: string; id: string; sequence: number };
 
 export function pageKey(root: Uint8Array, salt: Uint8Array): Uint8Array {
@@ -166,6 +166,20 @@ export function indexPageGeneration(page: Uint8Array): number {
 
 /** Opens an index page of `collection` (every part, in order). @throws PqdbError AUTH_FAILED, CORRUPTION */
 export function decodeIndexPage(pageId: number, key: Uint8Array, collection: string, page: Uint8Array): Uint8Array {
+  const steps = decodeIndexPageSteps(pageId, key, collection, page);
+  for (let r = steps.next(); ; r = steps.next()) if (r.done === true) return r.value;
+}
+
+/** decodeIndexPage, awaiting `pause()` between parts. */
+export async function decodeIndexPageAsync(pageId: number, key: Uint8Array, collection: string, page: Uint8Array, pause: () => Promise<void>): Promise<Uint8Array> {
+  const steps = decodeIndexPageSteps(pageId, key, collection, page);
+  for (let r = steps.next(); ; r = steps.next()) {
+    if (r.done === true) return r.value;
+    await pause();
+  }
+}
+
+function* decodeIndexPageSteps(pageId: number, key: Uint8Array, collection: string, page: Uint8Array): Generator<void, Uint8Array> {
   indexPageGeneration(page);
   const dv = new DataView(page.buffer, page.byteOffset, page.length);
   const parts = dv.getUint32(9);
@@ -177,6 +191,7 @@ export function decodeIndexPage(pageId: number, key: Uint8Array, collection: str
     if (at + 4 + len > page.length || len < 16) throw new PqdbError('CORRUPTION', 'lexical index page is truncated');
     opened.push(gcmsiv(key, indexNonce(pageId, i), indexAad(page, pageId, collection, i, parts)).decrypt(page.subarray(at + 4, at + 4 + len)));
     at += 4 + len;
+    yield;
   }
   if (at !== page.length || parts === 0) throw new PqdbError('CORRUPTION', 'lexical index page has trailing bytes');
   const out = new Uint8Array(opened.reduce((n, p) => n + p.length, 0));
@@ -276,7 +291,7 @@ function pageNonce(pageId: number): Uint8Array {
 
 /** An operation to write: puts give their sealed length and a function sealing into their slot. */
 export type PageWriteOp =
-  | { kind: 'put'; collection: string; id: string; sequence: number; governance: string; length: number; seal: (slot: Uint8Array) => void }
+  | { kind: 'put'; collection: string; id: string; sequence: number; governance: string; length: number; seal: (slot: Uint8Array) => void; copy?: boolean }
   | { kind: 'delete'; collection: string; id: string; sequence: number };
 
 /**
@@ -289,7 +304,7 @@ export function encodePage(pageId: number, generation: number, key: Uint8Array, 
   let blobOffset = 0;
   const located: IndexedOp[] = [];
   for (const op of ops) {
-    index.byte(op.kind === 'put' ? 1 : 2);
+    index.byte(op.kind === 'delete' ? 2 : op.copy === true ? 3 : 1);
     index.str(op.collection);
     index.str(op.id);
     index.u64(op.sequence);
@@ -297,7 +312,7 @@ export function encodePage(pageId: number, generation: number, key: Uint8Array, 
       index.str(op.governance);
       index.varint(blobOffset);
       index.varint(op.length);
-      located.push({ kind: 'put', collection: op.collection, id: op.id, sequence: op.sequence, governance: op.governance, offset: blobOffset, length: op.length });
+      located.push({ kind: 'put', collection: op.collection, id: op.id, sequence: op.sequence, governance: op.governance, offset: blobOffset, length: op.length, ...(op.copy === true ? { copy: true } : {}) });
       blobOffset += op.length;
     } else located.push(op);
   }
@@ -353,12 +368,12 @@ export function decodePage(pageId: number, key: Uint8Array, page: Uint8Array): I
     const collection = index.str();
     const id = index.str();
     const sequence = index.u64();
-    if (kind === 1) {
+    if (kind === 1 || kind === 3) {
       const governance = index.str();
       const offset = base + index.varint();
       const length = index.varint();
       if (offset + length > page.length) throw new PqdbError('CORRUPTION', 'commit page record lies outside the page');
-      ops.push({ kind: 'put', collection, id, sequence, governance, offset, length });
+      ops.push({ kind: 'put', collection, id, sequence, governance, offset, length, ...(kind === 3 ? { copy: true } : {}) });
     } else if (kind === 2) {
       ops.push({ kind: 'delete', collection, id, sequence });
     } else index.fail();

@@ -24,7 +24,7 @@ import { recordLeafHashes, signCheckpoint, checkpointHash, decodeCheckpoint, enc
 import { MerkleHashTree, MerkleAppender, HASH_BYTES } from '../crypto/merkle';
 import {
   encodePage, decodePage, pageGeneration, pageKey, metaKey, lexicalKey, encodeManifest, readManifestJson, verifyManifest,
-  encodeLogPage, decodeLogPage, encodeIndexPage, decodeIndexPage, indexPageGeneration, type PageWriteOp, type IndexedOp,
+  encodeLogPage, decodeLogPage, encodeIndexPage, decodeIndexPage, decodeIndexPageAsync, indexPageGeneration, type PageWriteOp, type IndexedOp,
 } from './page-format';
 import { concatBytes, equalBytes } from '../_bytes';
 
@@ -543,7 +543,9 @@ export class Store {
     const indexes = this.#manifest.indexes;
     for (const op of ops) {
       const snapshot = indexes?.[op.collection];
-      if (snapshot !== undefined && pageId > snapshot.afterPage && this.#collections.get(op.collection)?.lexical === undefined) {
+      // A migration's copy changes no value, so a persisted index stays right for it.
+      const copy = op.kind === 'put' && op.copy === true;
+      if (!copy && snapshot !== undefined && pageId > snapshot.afterPage && this.#collections.get(op.collection)?.lexical === undefined) {
         let pending = this.#indexPending.get(op.collection);
         if (pending === undefined) this.#indexPending.set(op.collection, (pending = new Set()));
         pending.add(op.id);
@@ -808,7 +810,7 @@ export class Store {
       const page = await this.#pages.readPage(snapshot.pageId);
       if (page === undefined) throw new PqdbError('CORRUPTION', `lexical index page ${snapshot.pageId} is missing`);
       const key = this.#keys.generationKey(indexPageGeneration(page), 'lexical', lexicalKey);
-      const bytes = decodeIndexPage(snapshot.pageId, key, c.name, page);
+      const bytes = await decodeIndexPageAsync(snapshot.pageId, key, c.name, page, yieldToEventLoop);
       let index: LexicalIndex | undefined;
       try {
         index = await LexicalIndex.deserializeAsync(bytes, { text: c.indexed }, yieldToEventLoop);
@@ -1266,7 +1268,7 @@ export class Store {
       const kk = k;
       const address = { collection: it.collection, id: it.id, generation: g, sequence };
       ops.push({
-        kind: 'put', collection: it.collection, id: it.id, sequence, governance: loc.governance,
+        kind: 'put', copy: true, collection: it.collection, id: it.id, sequence, governance: loc.governance,
         length: sealedLength(m.to, plaintext.length),
         seal: (slot: Uint8Array) => void sealRecord(m.to, kk, address, plaintext, 0, slot),
       });
@@ -1335,6 +1337,16 @@ export class Store {
         if (c === undefined) this.#collections.set(name, (c = new Collection(this, name, compileSchema(this.#manifest.collections[name].schema), fields)));
       }
       if (c === undefined || fields.length === 0) continue;
+      // A migration changes no value: an index kept current by the commits (or persisted, plus the
+      // writes since) is the index of the migrated records. It is carried over, loaded if needed,
+      // and persisted at the activation checkpoint; only a collection without one is indexed anew.
+      if (c.lexical !== undefined || snapshot !== undefined) {
+        const index = await (c.lexical ??= this.buildIndex(c));
+        if (index.fields.length === fields.length && fields.every((f) => index.fields.includes(f))) {
+          this.#indexDirty.add(name);
+          continue;
+        }
+      }
       const fresh = new LexicalIndex({ text: fields });
       const touched = new Set<string>();
       this.#reindexing = { name, touched };
