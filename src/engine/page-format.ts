@@ -33,7 +33,7 @@ import { gcmsiv } from '../kernels/aead';
 import { hkdf, hmac } from '../kernels/hmac';
 import { sha384 } from '../kernels/sha2';
 import { utf8Length, writeUtf8 } from '../_utf8';
-import { getU64, setU64 } from '../_bytes';
+import { concatBytes, getU64, setU64 } from '../_bytes';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder('utf-8', { fatal: true });
@@ -194,13 +194,8 @@ function* decodeIndexPageSteps(pageId: number, key: Uint8Array, collection: stri
     yield;
   }
   if (at !== page.length || parts === 0) throw new PqdbError('CORRUPTION', 'lexical index page has trailing bytes');
-  const out = new Uint8Array(opened.reduce((n, p) => n + p.length, 0));
-  let o = 0;
-  for (const p of opened) {
-    out.set(p, o);
-    o += p.length;
-    p.fill(0);
-  }
+  const out = concatBytes(opened);
+  for (const p of opened) p.fill(0);
   return out;
 }
 

@@ -13,7 +13,6 @@ import { bytes } from '../_args';
 import type { PageStore } from '../storage/page-store';
 import { sealRecord, sealedLength, openRecord, canonicalGovernanceText, type Governance } from '../crypto/record';
 import { utf8Length } from '../_utf8';
-import { readVarint } from '../_varint';
 import { yieldToEventLoop } from '../_yield';
 import { suite as suiteOf, DEFAULT_SUITE, type SuiteName } from '../crypto/suites';
 import { LexicalIndex, type SearchOptions } from './lexical';
@@ -24,7 +23,7 @@ import { recordLeafHashes, signCheckpoint, checkpointHash, decodeCheckpoint, enc
 import { MerkleHashTree, MerkleAppender, HASH_BYTES } from '../crypto/merkle';
 import {
   encodePage, decodePage, pageGeneration, pageKey, metaKey, lexicalKey, encodeManifest, readManifestJson, verifyManifest,
-  encodeLogPage, decodeLogPage, encodeIndexPage, decodeIndexPage, decodeIndexPageAsync, indexPageGeneration, type PageWriteOp, type IndexedOp,
+  encodeLogPage, decodeLogPage, encodeIndexPage, decodeIndexPageAsync, indexPageGeneration, type PageWriteOp, type IndexedOp,
 } from './page-format';
 import { concatBytes, equalBytes } from '../_bytes';
 
@@ -188,7 +187,7 @@ interface ManifestJson {
   /** Per generation, the page holding its log's leaf hashes as of the last checkpoint. */
   logs?: Record<string, LogPageRef[]>;
   /** Per collection, the sealed lexical index as of the last checkpoint and the last commit page it includes. */
-  indexes?: Record<string, { pageId: number; afterPage: number }>;
+  indexes?: Record<string, { pageId: number; afterPage: number; fields?: string[] }>;
   /** Recipient public keys (base64): new key generations are wrapped for each. */
   recipients?: string[];
   /** The migration under way, if any. */
@@ -297,24 +296,14 @@ export class Collection {
 
   /** Number of live records. */
   get size(): number {
-    return this.store.ids(this.name, '').length;
+    return this.store.count(this.name);
   }
 }
 
-/** The fields a serialized lexical index was built over ("PQLX" ‖ version ‖ varint(n) ‖ n × str). */
-function indexedFields(bytes: Uint8Array): string[] {
-  const fail = (why: string) => new PqdbError('CORRUPTION', `lexical index does not decode: ${why}`);
-  if (bytes.length < 6 || bytes[0] !== 0x50 || bytes[1] !== 0x51 || bytes[2] !== 0x4c || bytes[3] !== 0x58) throw fail('not a lexical index');
-  let [n, at] = readVarint(bytes, 5, bytes.length, fail);
-  const fields: string[] = [];
-  for (; n > 0; n--) {
-    let len: number;
-    [len, at] = readVarint(bytes, at, bytes.length, fail);
-    if (at + len > bytes.length) throw fail('truncated');
-    fields.push(new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(at, at + len)));
-    at += len;
-  }
-  return fields;
+/** The last element of `list` that satisfies `test`. */
+function lastWhere<T>(list: readonly T[], test: (x: T) => boolean): T | undefined {
+  for (let i = list.length - 1; i >= 0; i--) if (test(list[i])) return list[i];
+  return undefined;
 }
 
 /** Puts `target` back to the JSON snapshot `saved` (fields added since are removed). */
@@ -360,8 +349,8 @@ export class Store {
   #auto: { records: number; ms: number } | undefined;
   #lastCheckpointAt = Date.now();
   #autoError?: unknown;
-  /** Every signed checkpoint, oldest first (read from their pages on open). */
-  #checkpoints: Uint8Array[] = [];
+  /** Every signed checkpoint with its decoded fields, oldest first (read from their pages on open). */
+  #checkpoints: (Checkpoint & { signed: Uint8Array })[] = [];
   #readOnly = false;
   #closing = false;
   #authority?: AuthorityCheck;
@@ -469,8 +458,9 @@ export class Store {
     for (const { pageId } of Object.values(this.#manifest.indexes ?? {})) logPages.add(pageId);
     for (const pageId of this.#manifest.checkpointPages ?? []) {
       const page = await this.#pages.readPage(pageId);
-      if (page === undefined || decodeCheckpoint(page) === undefined) throw new PqdbError('CORRUPTION', `checkpoint page ${pageId} is missing or malformed`);
-      this.#checkpoints.push(page);
+      const c = page && decodeCheckpoint(page);
+      if (page === undefined || c === undefined) throw new PqdbError('CORRUPTION', `checkpoint page ${pageId} is missing or malformed`);
+      this.#checkpoints.push({ ...c, signed: page });
       logPages.add(pageId);
     }
     for (const pageId of await this.#pages.listPages()) {
@@ -489,7 +479,7 @@ export class Store {
     this.#known.clear();
     // A persisted log must agree with the last checkpoint of its generation.
     const seen = new Set<number>();
-    for (const c of this.checkpoints().reverse()) {
+    for (const c of [...this.#checkpoints].reverse()) {
       if (seen.has(c.generation)) continue;
       seen.add(c.generation);
       const log = this.#log(c.generation);
@@ -689,7 +679,7 @@ export class Store {
   #maybeCheckpoint(): void {
     if (this.#auto === undefined || this.#signerPublic === undefined) return;
     const g = this.#keys.current();
-    const size = this.#log(g).length / HASH_BYTES;
+    const size = this.#appender(g).size;
     const last = this.#lastCheckpoint(g)?.size ?? 0;
     const due = size - last >= this.#auto.records || (size > last && Date.now() - this.#lastCheckpointAt >= this.#auto.ms);
     if (!due) return;
@@ -702,16 +692,17 @@ export class Store {
 
   /** The newest checkpoint of generation `g`. */
   #lastCheckpoint(g: number): Checkpoint | undefined {
-    for (let i = this.#checkpoints.length - 1; i >= 0; i--) {
-      const c = decodeCheckpoint(this.#checkpoints[i])!;
-      if (c.generation === g) return c;
-    }
-    return undefined;
+    return lastWhere(this.#checkpoints, (c) => c.generation === g);
   }
 
   /** @internal */
   has(collection: string, id: string): boolean {
     return this.#dir.get(collection)?.has(id) ?? false;
+  }
+
+  /** @internal Number of live records of a collection. */
+  count(collection: string): number {
+    return this.#dir.get(collection)?.size ?? 0;
   }
 
   /** @internal Sorted ids with a prefix. */
@@ -790,7 +781,7 @@ export class Store {
     if (c === undefined) {
       this.#collections.set(name, (c = new Collection(this, name, schema, text)));
       // The index of an empty collection starts built: commits keep it current from the first put.
-      if (text.length > 0 && this.ids(name, '').length === 0 && this.#manifest.indexes?.[name] === undefined) {
+      if (text.length > 0 && this.count(name) === 0 && this.#manifest.indexes?.[name] === undefined) {
         c.lexical = Promise.resolve(new LexicalIndex({ text }));
       }
     }
@@ -806,7 +797,8 @@ export class Store {
     const snapshot = this.#manifest.indexes?.[c.name];
     const pending = this.#indexPending.get(c.name) ?? new Set<string>();
     this.#indexPending.delete(c.name);
-    if (snapshot !== undefined) {
+    const sameFields = snapshot?.fields === undefined || (snapshot.fields.length === c.indexed.length && c.indexed.every((f) => snapshot.fields!.includes(f)));
+    if (snapshot !== undefined && sameFields) {
       const page = await this.#pages.readPage(snapshot.pageId);
       if (page === undefined) throw new PqdbError('CORRUPTION', `lexical index page ${snapshot.pageId} is missing`);
       const key = this.#keys.generationKey(indexPageGeneration(page), 'lexical', lexicalKey);
@@ -830,7 +822,7 @@ export class Store {
       }
     }
     const index = new LexicalIndex({ text: c.indexed });
-    for (const id of this.ids(c.name, '')) index.update(id, await this.read(c, id));
+    for (const id of [...(this.#dir.get(c.name)?.keys() ?? [])]) index.update(id, await this.read(c, id));
     this.#indexDirty.add(c.name);
     return index;
   }
@@ -944,7 +936,7 @@ export class Store {
       const tree = this.#appender(g);
       const list = this.#manifest.checkpointPages ?? [];
       const last = this.#checkpoints.at(-1);
-      const previous = last !== undefined ? checkpointHash(last) : new Uint8Array(48);
+      const previous = last !== undefined ? checkpointHash(last.signed) : new Uint8Array(48);
       const c: Checkpoint = { storeId: this.#storeId, generation: g, size: tree.size, root: tree.root(), previous };
       const signed = signCheckpoint(c, this.#signer, this.#signerPublic);
       // The log's leaf hashes go with the checkpoint, so reopening does not rehash every record.
@@ -972,7 +964,7 @@ export class Store {
         pages.push({ id, bytes: await encodeIndexPage(id, g, this.#keys.generationKey(g, 'lexical', lexicalKey), name, serialized, yieldToEventLoop) });
         serialized.fill(0);
         if (indexes[name] !== undefined) deletes.push(indexes[name].pageId);
-        indexes[name] = { pageId: id, afterPage };
+        indexes[name] = { pageId: id, afterPage, fields: [...(await lexical).fields] };
       }
       this.#manifest.checkpointPages = [...list, checkpointPage.id];
       this.#manifest.logs = logs;
@@ -984,7 +976,7 @@ export class Store {
         throw e;
       }
       for (const name of dirty) this.#indexDirty.delete(name);
-      this.#checkpoints.push(signed);
+      this.#checkpoints.push({ ...c, signed });
       this.#lastCheckpointAt = Date.now();
       return { ...c, signed };
     });
@@ -992,10 +984,7 @@ export class Store {
 
   /** Every signed checkpoint, oldest first. */
   checkpoints(): (Checkpoint & { signed: Uint8Array })[] {
-    return this.#checkpoints.map((b) => {
-      const signed = b.slice();
-      return { ...decodeCheckpoint(signed)!, signed };
-    });
+    return this.#checkpoints.map((c) => ({ ...c, signed: c.signed.slice() }));
   }
 
   /**
@@ -1016,7 +1005,7 @@ export class Store {
     checkId(id);
     const loc = this.#dir.get(c.name)?.get(id);
     if (loc === undefined) throw new RangeError(`no record "${id}" in collection "${c.name}"`);
-    let cp = this.checkpoints().reverse().find((x) => x.generation === loc.generation && x.size > loc.leafIndex);
+    let cp = lastWhere(this.#checkpoints, (x) => x.generation === loc.generation && x.size > loc.leafIndex);
     if (cp === undefined) cp = await this.checkpoint();
     if (cp.generation !== loc.generation || cp.size <= loc.leafIndex) throw new PqdbError('NOT_OPEN', 'no checkpoint covers this record');
     const page = await this.#page(loc.pageId);
@@ -1326,26 +1315,17 @@ export class Store {
     for (const name of m.collections) {
       // The fields: those the collection was opened with, else those of its persisted index.
       let c = this.#collections.get(name);
-      let fields = c?.indexed ?? [];
       const snapshot = this.#manifest.indexes?.[name];
-      if (fields.length === 0 && snapshot !== undefined) {
-        const page = await this.#pages.readPage(snapshot.pageId);
-        if (page === undefined) throw new PqdbError('CORRUPTION', `lexical index page ${snapshot.pageId} is missing`);
-        const bytes = decodeIndexPage(snapshot.pageId, this.#keys.generationKey(indexPageGeneration(page), 'lexical', lexicalKey), name, page);
-        fields = indexedFields(bytes);
-        bytes.fill(0);
-        if (c === undefined) this.#collections.set(name, (c = new Collection(this, name, compileSchema(this.#manifest.collections[name].schema), fields)));
-      }
-      if (c === undefined || fields.length === 0) continue;
+      const fields = c !== undefined && c.indexed.length > 0 ? c.indexed : (snapshot?.fields ?? []);
+      if (fields.length === 0) continue;
+      if (c === undefined) this.#collections.set(name, (c = new Collection(this, name, compileSchema(this.#manifest.collections[name].schema), fields)));
       // A migration changes no value: an index kept current by the commits (or persisted, plus the
       // writes since) is the index of the migrated records. It is carried over, loaded if needed,
       // and persisted at the activation checkpoint; only a collection without one is indexed anew.
       if (c.lexical !== undefined || snapshot !== undefined) {
-        const index = await (c.lexical ??= this.buildIndex(c));
-        if (index.fields.length === fields.length && fields.every((f) => index.fields.includes(f))) {
-          this.#indexDirty.add(name);
-          continue;
-        }
+        await (c.lexical ??= this.buildIndex(c));
+        this.#indexDirty.add(name);
+        continue;
       }
       const fresh = new LexicalIndex({ text: fields });
       const touched = new Set<string>();

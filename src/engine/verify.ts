@@ -168,7 +168,8 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
     } catch (e) {
       fail('pages', e);
     }
-    for (const pageId of special.keys()) if (!ids.includes(pageId)) fail(`page ${pageId}`, new PqdbError('CORRUPTION', `page ${pageId} named by the manifest is missing`));
+    const listed = new Set(ids);
+    for (const pageId of special.keys()) if (!listed.has(pageId)) fail(`page ${pageId}`, new PqdbError('CORRUPTION', `page ${pageId} named by the manifest is missing`));
     const leaves = new Map<number, Uint8Array[]>();
     const live = new Map<string, Map<string, { generation: number; leafIndex: number }>>();
     const leafCount = new Map<number, number>();

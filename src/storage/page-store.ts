@@ -323,11 +323,10 @@ const CRC_STEP = 1 << 20;
  * would otherwise hold it for tens of milliseconds). Small buffers are done at once.
  */
 export async function crc32cAsync(data: Uint8Array): Promise<number> {
-  let crc = 0;
-  for (let at = 0; at < data.length || at === 0; at += CRC_STEP) {
-    if (at > 0) await yieldToEventLoop();
+  let crc = crc32c(data.subarray(0, CRC_STEP));
+  for (let at = CRC_STEP; at < data.length; at += CRC_STEP) {
+    await yieldToEventLoop();
     crc = crc32c(data.subarray(at, at + CRC_STEP), crc);
-    if (data.length <= CRC_STEP) break;
   }
   return crc;
 }
