@@ -353,6 +353,23 @@ describe('LexicalIndex serialization', () => {
     }
   });
 
+  it('serializeParts gives the bytes of serialize() in parts of the size asked for', async () => {
+    const ix = new LexicalIndex(OPTIONS);
+    for (let i = 0; i < 3000; i++) ix.update(`n${i}`, { lemma: `w${i % 97}`, gloss: `g${i % 1013} h${(i * 7) % 389} common words here` });
+    const whole = ix.serialize();
+    let pauses = 0;
+    const parts = await ix.serializeParts(1024, async () => void pauses++);
+    expect(parts.length).toBe(Math.ceil(whole.length / 1024));
+    for (const p of parts.slice(0, -1)) expect(p.length).toBe(1024);
+    const joined = new Uint8Array(whole.length);
+    let at = 0;
+    for (const p of parts) (joined.set(p, at), (at += p.length));
+    expect(at).toBe(whole.length);
+    expect(equalBytes(joined, whole)).toBe(true);
+    expect(pauses).toBeGreaterThan(0);
+    await expect(ix.serializeParts(10, async () => undefined)).rejects.toThrow(RangeError);
+  });
+
   it('reads bytes at an unaligned offset of a larger buffer', () => {
     const ix = new LexicalIndex(OPTIONS);
     ix.update('n1', { lemma: 'entity', gloss: 'that which is perceived' });

@@ -21,6 +21,7 @@ import { readVarint } from '../_varint';
 import { bytes as checkBytes, integer } from '../_args';
 import { utf8 } from '../_utf8';
 import { crc32c } from '../storage/page-store';
+import { concatBytes } from '../_bytes';
 import { ValueWriter } from './codec';
 
 /** Longest token, in code points; longer words are cut to their first 64 code points. */
@@ -337,6 +338,44 @@ class ShardedMap {
     const gone = this.#shard(key).delete(key);
     if (gone) this.#size--;
     return gone;
+  }
+}
+
+/**
+ * A ValueWriter cut into parts of `size` bytes as it fills (call cut() between entries), with a
+ * running CRC-32C: no buffer larger than a part (plus one entry) is allocated, grown or copied.
+ */
+class PartWriter {
+  readonly parts: Uint8Array[] = [];
+  readonly w = new ValueWriter();
+  #crc = 0;
+
+  constructor(readonly size: number) {
+    this.w.buf = new Uint8Array(size + 4096);
+  }
+
+  /** Moves every full part out of the writer. */
+  cut(): void {
+    const w = this.w;
+    while (w.n >= this.size) {
+      const part = w.buf.subarray(0, this.size);
+      this.#crc = crc32c(part, this.#crc);
+      this.parts.push(part);
+      const next = new Uint8Array(Math.max(this.size + 4096, w.n - this.size));
+      next.set(w.buf.subarray(this.size, w.n));
+      w.buf = next;
+      w.n -= this.size;
+    }
+  }
+
+  /** Appends le32(CRC-32C of everything written) and returns the parts. */
+  finish(): Uint8Array[] {
+    this.cut();
+    const crc = crc32c(this.w.buf.subarray(0, this.w.n), this.#crc);
+    this.w.bytes(Uint8Array.of(crc & 0xff, (crc >>> 8) & 0xff, (crc >>> 16) & 0xff, crc >>> 24));
+    this.cut();
+    if (this.w.n > 0 || this.parts.length === 0) this.parts.push(this.w.buf.subarray(0, this.w.n));
+    return this.parts;
   }
 }
 
@@ -816,25 +855,29 @@ export class LexicalIndex {
    * @example const sealed = seal(ix.serialize());
    */
   serialize(): Uint8Array {
-    const steps = this.#serializeSteps();
-    for (let r = steps.next(); ; r = steps.next()) if (r.done === true) return r.value;
+    const steps = this.#serializeSteps(1 << 20);
+    for (let r = steps.next(); ; r = steps.next()) if (r.done === true) return concatBytes(r.value);
   }
 
   /**
-   * serialize(), awaiting `pause()` every few thousand ids so a large index does not hold the
-   * event loop for the whole encoding. The index must not change until the promise settles (the
-   * store serializes inside its commit queue, where no write runs meanwhile).
+   * serialize() as consecutive parts of `partBytes` (the last one shorter), awaiting `pause()`
+   * every few thousand ids so a large index does not hold the event loop for the whole encoding.
+   * No large buffer is grown or copied, and each part can be sealed on its own. The index must not
+   * change until the promise settles (the store serializes inside its commit queue, where no write
+   * runs meanwhile).
+   * @example const parts = await ix.serializeParts(256 * 1024, () => new Promise(setImmediate));
    */
-  async serializeAsync(pause: () => Promise<void>): Promise<Uint8Array> {
-    const steps = this.#serializeSteps();
+  async serializeParts(partBytes: number, pause: () => Promise<void>): Promise<Uint8Array[]> {
+    integer('partBytes', partBytes, 1024, 2 ** 30);
+    const steps = this.#serializeSteps(partBytes);
     for (let r = steps.next(); ; r = steps.next()) {
       if (r.done === true) return r.value;
       await pause();
     }
   }
 
-  /** The encoding of serialize(), yielding between bounded steps. */
-  *#serializeSteps(): Generator<void, Uint8Array> {
+  /** The encoding of serialize(), in parts of `partBytes`, yielding between bounded steps. */
+  *#serializeSteps(partBytes: number): Generator<void, Uint8Array[]> {
     const terms = yield* sortCodePointsSteps(this.#termStr.filter((_, t) => this.#pLen[t] > 0));
     // Term number → its place in `terms`.
     const rank = new Int32Array(this.#termStr.length);
@@ -843,7 +886,8 @@ export class LexicalIndex {
       rank[this.#termNo.get(terms[i])!] = i;
     }
     yield;
-    const w = new ValueWriter();
+    const out = new PartWriter(partBytes);
+    const w = out.w;
     w.bytes(Uint8Array.from(MAGIC));
     w.byte(FORMAT_VERSION);
     w.varint(this.#fields.length);
@@ -853,6 +897,7 @@ export class LexicalIndex {
     let written = 0;
     for (const s of terms) {
       if (++written % 8192 === 0) yield;
+      out.cut();
       const b = utf8(s);
       let shared = 0;
       const n = Math.min(prev.length, b.length);
@@ -877,6 +922,7 @@ export class LexicalIndex {
     for (const id of ids) {
       if (++step % 1024 === 0) yield;
       const d = this.#ids.get(id)!;
+      out.cut();
       w.str(id);
       const at = this.#dAt[d];
       const k = this.#dLen[d];
@@ -901,13 +947,7 @@ export class LexicalIndex {
         prevRank = r;
       }
     }
-    let crc = 0;
-    for (let at = 0; at < w.n; at += 1 << 20) {
-      crc = crc32c(w.buf.subarray(at, Math.min(w.n, at + (1 << 20))), crc);
-      yield;
-    }
-    w.bytes(Uint8Array.of(crc & 0xff, (crc >>> 8) & 0xff, (crc >>> 16) & 0xff, crc >>> 24));
-    return w.done();
+    return out.finish();
   }
 
   /**

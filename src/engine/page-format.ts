@@ -33,7 +33,7 @@ import { gcmsiv } from '../kernels/aead';
 import { hkdf, hmac } from '../kernels/hmac';
 import { sha384 } from '../kernels/sha2';
 import { utf8Length, writeUtf8 } from '../_utf8';
-import { concatBytes, getU64, setU64 } from '../_bytes';
+import { getU64, setU64 } from '../_bytes';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder('utf-8', { fatal: true });
@@ -126,33 +126,34 @@ function indexNonce(pageId: number, part: number): Uint8Array {
 }
 
 /**
- * Seals a collection's serialized lexical index into an index page, in parts of INDEX_PART_BYTES,
- * awaiting `pause()` between parts so a large index does not hold the event loop.
+ * Seals a collection's serialized lexical index into an index page, one sealed part per element of
+ * `parts` (LexicalIndex.serializeParts; a single array is cut into parts of INDEX_PART_BYTES),
+ * awaiting `pause()` between parts so a large index does not hold the event loop. Each part is
+ * sealed in place into the page, so no step copies the whole page.
  */
 export async function encodeIndexPage(
-  pageId: number, generation: number, key: Uint8Array, collection: string, serialized: Uint8Array, pause: () => Promise<void> = async () => undefined,
+  pageId: number, generation: number, key: Uint8Array, collection: string, parts: Uint8Array | readonly Uint8Array[], pause: () => Promise<void> = async () => undefined,
 ): Promise<Uint8Array> {
+  if (parts instanceof Uint8Array) {
+    const whole = parts;
+    parts = Array.from({ length: Math.max(1, Math.ceil(whole.length / INDEX_PART_BYTES)) }, (_, i) => whole.subarray(i * INDEX_PART_BYTES, (i + 1) * INDEX_PART_BYTES));
+  }
+  if (parts.length === 0) throw new RangeError('"parts" expected at least one part');
   const head = new Uint8Array(9);
   head.set(INDEX_MAGIC);
   head[4] = PAGE_VERSION;
   new DataView(head.buffer).setUint32(5, generation);
-  const parts = Math.max(1, Math.ceil(serialized.length / INDEX_PART_BYTES));
-  const sealed: Uint8Array[] = [];
-  for (let i = 0; i < parts; i++) {
-    if (i > 0) await pause();
-    const body = serialized.subarray(i * INDEX_PART_BYTES, (i + 1) * INDEX_PART_BYTES);
-    sealed.push(gcmsiv(key, indexNonce(pageId, i), indexAad(head, pageId, collection, i, parts)).encrypt(body));
-  }
-  await pause();
-  const out = new Uint8Array(13 + sealed.reduce((n, p) => n + 4 + p.length, 0));
+  const out = new Uint8Array(13 + parts.reduce((n, p) => n + 4 + p.length + 16, 0));
   out.set(head);
   const dv = new DataView(out.buffer);
-  dv.setUint32(9, parts);
+  dv.setUint32(9, parts.length);
   let at = 13;
-  for (const p of sealed) {
-    dv.setUint32(at, p.length);
-    out.set(p, at + 4);
-    at += 4 + p.length;
+  for (let i = 0; i < parts.length; i++) {
+    if (i > 0) await pause();
+    const len = parts[i].length + 16;
+    dv.setUint32(at, len);
+    gcmsiv(key, indexNonce(pageId, i), indexAad(head, pageId, collection, i, parts.length)).encrypt(parts[i], out.subarray(at + 4, at + 4 + len));
+    at += 4 + len;
   }
   return out;
 }
@@ -183,19 +184,32 @@ function* decodeIndexPageSteps(pageId: number, key: Uint8Array, collection: stri
   indexPageGeneration(page);
   const dv = new DataView(page.buffer, page.byteOffset, page.length);
   const parts = dv.getUint32(9);
-  const opened: Uint8Array[] = [];
+  // The framing first (lengths only), then each part opened in place into the output.
+  const lens: number[] = [];
   let at = 13;
   for (let i = 0; i < parts; i++) {
     if (at + 4 > page.length) throw new PqdbError('CORRUPTION', 'lexical index page is truncated');
     const len = dv.getUint32(at);
     if (at + 4 + len > page.length || len < 16) throw new PqdbError('CORRUPTION', 'lexical index page is truncated');
-    opened.push(gcmsiv(key, indexNonce(pageId, i), indexAad(page, pageId, collection, i, parts)).decrypt(page.subarray(at + 4, at + 4 + len)));
+    lens.push(len);
     at += 4 + len;
-    yield;
   }
   if (at !== page.length || parts === 0) throw new PqdbError('CORRUPTION', 'lexical index page has trailing bytes');
-  const out = concatBytes(opened);
-  for (const p of opened) p.fill(0);
+  const out = new Uint8Array(lens.reduce((n, len) => n + len - 16, 0));
+  let from = 13;
+  let to = 0;
+  try {
+    for (let i = 0; i < parts; i++) {
+      const len = lens[i];
+      gcmsiv(key, indexNonce(pageId, i), indexAad(page, pageId, collection, i, parts)).decrypt(page.subarray(from + 4, from + 4 + len), out.subarray(to, to + len - 16));
+      from += 4 + len;
+      to += len - 16;
+      yield;
+    }
+  } catch (e) {
+    out.fill(0);
+    throw e;
+  }
   return out;
 }
 

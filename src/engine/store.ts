@@ -23,7 +23,7 @@ import { recordLeafHashes, signCheckpoint, checkpointHash, decodeCheckpoint, enc
 import { MerkleHashTree, MerkleAppender, HASH_BYTES } from '../crypto/merkle';
 import {
   encodePage, decodePage, pageGeneration, pageKey, metaKey, lexicalKey, encodeManifest, readManifestJson, verifyManifest,
-  encodeLogPage, decodeLogPage, encodeIndexPage, decodeIndexPageAsync, indexPageGeneration, type PageWriteOp, type IndexedOp,
+  encodeLogPage, decodeLogPage, encodeIndexPage, decodeIndexPageAsync, indexPageGeneration, INDEX_PART_BYTES, type PageWriteOp, type IndexedOp,
 } from './page-format';
 import { concatBytes, equalBytes } from '../_bytes';
 
@@ -959,10 +959,10 @@ export class Store {
       for (const name of dirty) {
         const lexical = this.#collections.get(name)?.lexical;
         if (lexical === undefined) continue;
-        const serialized = await (await lexical).serializeAsync(yieldToEventLoop);
+        const parts = await (await lexical).serializeParts(INDEX_PART_BYTES, yieldToEventLoop);
         const id = this.#manifest.nextPageId++;
-        pages.push({ id, bytes: await encodeIndexPage(id, g, this.#keys.generationKey(g, 'lexical', lexicalKey), name, serialized, yieldToEventLoop) });
-        serialized.fill(0);
+        pages.push({ id, bytes: await encodeIndexPage(id, g, this.#keys.generationKey(g, 'lexical', lexicalKey), name, parts, yieldToEventLoop) });
+        for (const p of parts) p.fill(0);
         if (indexes[name] !== undefined) deletes.push(indexes[name].pageId);
         indexes[name] = { pageId: id, afterPage, fields: [...(await lexical).fields] };
       }
