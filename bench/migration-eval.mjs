@@ -31,7 +31,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hostInfo } from './harness.mjs';
 import { buildFixture } from './migration/fixture.mjs';
-import { TO_SUITE, COLLECTION, valueHash, wallMs, phaseWalls, readStats, migrationMarkdown, freePort } from './migration/common.mjs';
+import { TO_SUITE, COLLECTION, valueHash, wallMs, phaseWalls, stallsByPhase, readStats, migrationMarkdown, freePort } from './migration/common.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const PART = (name) => join(HERE, 'migration', name);
@@ -157,6 +157,7 @@ export async function runEvaluation(options) {
     const port = await freePort();
     const timeline = { loadAtStart: os.loadavg() };
     const progress = [];
+    const stalls = [];
     const processes = [];
     const startStore = async (n) => {
       const forkedAt = wallMs();
@@ -165,6 +166,7 @@ export async function runEvaluation(options) {
       processes.push({ n, pid: child.pid, forkedAt, openMs: message.openMs, listenAt: message.listenAt, migrationAtOpen: message.migration });
       child.on('message', (m) => {
         if (m.progress !== undefined) progress.push({ process: n, at: m.at, ...m.progress });
+        if (m.stall !== undefined) stalls.push({ process: n, ...m.stall });
       });
       return child;
     };
@@ -309,7 +311,7 @@ export async function runEvaluation(options) {
     verification.wallMs = wallMs() - verifyStarted;
 
     // 6. Figures.
-    const evidence = assemble({ o, N, fixture, fixtureBytes, storeBytes, timeline, processes, progress, writes, accounting, requests, verification, killedAt: firstRun.killedAt });
+    const evidence = assemble({ o, N, fixture, fixtureBytes, storeBytes, timeline, processes, progress, stalls, writes, accounting, requests, verification, killedAt: firstRun.killedAt });
     writeFileSync(join(o.out, 'evidence.json'), JSON.stringify(evidence, null, 1));
     writeFileSync(join(o.out, 'summary.md'), summarize(evidence));
     log(`wrote ${join(o.out, 'evidence.json')} and summary.md`);
@@ -324,7 +326,7 @@ export async function runEvaluation(options) {
 }
 
 /** Classifies every request and puts the evidence together. */
-function assemble({ o, N, fixture, fixtureBytes, storeBytes, timeline, processes, progress, writes, accounting, requests, verification, killedAt }) {
+function assemble({ o, N, fixture, fixtureBytes, storeBytes, timeline, processes, progress, stalls, writes, accounting, requests, verification, killedAt }) {
   const killAt = timeline.killAt ?? Infinity;
   const downEnd = timeline.ready2 ?? -Infinity;
   const byId = new Map(writes.map((w) => [w.id, w]));
@@ -361,6 +363,7 @@ function assemble({ o, N, fixture, fixtureBytes, storeBytes, timeline, processes
     wallPhases,
     killedAt: killedAt && { phase: killedAt.phase, copied: killedAt.copied, superseded: killedAt.superseded, deleted: killedAt.deleted, total: killedAt.total, accounted: accounted(killedAt) },
     resumedAt: processes[1]?.migrationAtOpen ?? null,
+    stalls: stallsByPhase(stalls, progress, timeline.migrateAt, timeline.doneAt),
   };
   const expectedAccounting = { copied: N - 2, superseded: 1, deleted: 1, withheld: 0, failed: 0, inserted: 1, total: N + 1 };
   const accountingOk = Object.entries(expectedAccounting).every(([k, v]) => accounting[k] === v) && accounting.phase === 'done';
@@ -387,6 +390,7 @@ function assemble({ o, N, fixture, fixtureBytes, storeBytes, timeline, processes
     targets,
     verification,
     progress,
+    stalls,
     requests,
   };
 }
@@ -453,7 +457,7 @@ export function summarizeRuns(list) {
   const row = (e, i) => {
     const st = e.stats;
     const m = e.migration;
-    return `| ${i + 1} | ${st.withinDeadline} / ${st.measured} | ${st.excluded} | ${st.interrupted} | ${ms(st.latencyMs.p50, 2)} | ${ms(st.latencyMs.p95, 2)} | ${ms(st.latencyMs.p99, 2)} | ${ms(st.latencyMs.max, 2)} | ${s(m.wallExcludingDownMs)} | ${s(m.engineWorkMs)} | ${e.accounting.copied}/${e.accounting.superseded}/${e.accounting.deleted}/${e.accounting.inserted}/${e.accounting.failed} | ${e.verification.ok && e.accountingOk ? '100%' : 'FAILED'} |`;
+    return `| ${i + 1} | ${st.withinDeadline} / ${st.measured} | ${st.excluded} | ${st.interrupted} | ${ms(st.latencyMs.p50, 2)} | ${ms(st.latencyMs.p95, 2)} | ${ms(st.latencyMs.p99, 2)} | ${ms(st.latencyMs.max, 2)} | ${s(m.wallExcludingDownMs)} | ${s(m.engineWorkMs)} | ${e.accounting.copied}/${e.accounting.superseded}/${e.accounting.deleted}/${e.accounting.inserted}/${e.accounting.failed} | ${e.verification.ok && e.accountingOk ? '100%' : 'FAILED'} | ${longestStall(m)} |`;
   };
   const e0 = list[0];
   return [
@@ -461,13 +465,20 @@ export function summarizeRuns(list) {
     '',
     `${e0.host.cpu} (${e0.host.cores} cores, ${e0.host.arch}) · ${e0.host.runtime} · outage ${e0.options.outageMs} ms · chunk ${e0.options.chunkRecords}`,
     '',
-    '| run | within deadline | excluded | interrupted | p50 | p95 | p99 | max | migration (down excluded) | engine work | copied/superseded/deleted/inserted/failed | cold verification |',
-    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|',
+    '| run | within deadline | excluded | interrupted | p50 | p95 | p99 | max | migration (down excluded) | engine work | copied/superseded/deleted/inserted/failed | cold verification | longest stall (migrating) |',
+    '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|',
     ...list.map(row),
     '',
     'Each run has its own directory (run-<i>/) with evidence.json and summary.md.',
     '',
   ].join('\n');
+}
+
+/** The store process's longest event-loop stall during the migration's phases. */
+function longestStall(m) {
+  if (m.stalls === undefined) return '–';
+  const worst = Math.max(0, ...['copying', 'indexing', 'verifying', 'activating'].map((p) => m.stalls[p].maxMs));
+  return worst === 0 ? '< 10 ms' : `${worst.toFixed(1)} ms`;
 }
 
 function defaultOut(records) {

@@ -97,6 +97,23 @@ export function phaseWalls(progress, migrateAt, doneAt, downFrom, downTo) {
   return walls;
 }
 
+/**
+ * Event-loop stalls of the store process ({ process, at, ms }: a gap of `ms` ending at `at`) by
+ * migration phase (bounds as in phaseWalls; 'other' before the migration or after it).
+ */
+export function stallsByPhase(stalls, progress, migrateAt, doneAt) {
+  const firstAt = (phase) => progress.find((p) => p.phase === phase)?.at ?? Infinity;
+  const edges = [['copying', migrateAt], ['indexing', firstAt('indexing')], ['verifying', firstAt('verifying')], ['activating', firstAt('activating')], ['other', doneAt]];
+  const out = Object.fromEntries([...edges.map(([p]) => p)].map((p) => [p, { count: 0, maxMs: 0 }]));
+  for (const s of stalls) {
+    let phase = 'other';
+    for (const [p, at] of edges) if (s.at - s.ms / 2 >= at) phase = p;
+    out[phase].count++;
+    out[phase].maxMs = Math.max(out[phase].maxMs, s.ms);
+  }
+  return out;
+}
+
 /** A TCP port on 127.0.0.1 that was free a moment ago. */
 export function freePort() {
   return new Promise((resolve, reject) => {
@@ -157,5 +174,15 @@ export function migrationMarkdown(accounting, expected, m, down) {
     '| phase | engine phaseMs | wall (down window excluded) |',
     '|---|---:|---:|',
     ...['copying', 'indexing', 'verifying', 'activating'].map((p) => `| ${p} | ${ms(m.enginePhaseMs?.[p])} | ${ms(m.wallPhases[p]?.wallExcludingDownMs)} |`),
+    ...(m.stalls === undefined
+      ? []
+      : [
+          '',
+          'Event-loop stalls of the store process (a 2 ms tick arriving ≥ 10 ms late; reads wait through them):',
+          '',
+          '| phase | stalls ≥ 10 ms | longest |',
+          '|---|---:|---:|',
+          ...Object.entries(m.stalls).map(([p, x]) => `| ${p} | ${x.count} | ${x.count === 0 ? '—' : `${x.maxMs.toFixed(1)} ms`} |`),
+        ]),
   ];
 }

@@ -9,7 +9,7 @@
 //   POST /put/<id>       body: the value; 200 { ackAt } once the write is durable
 //   POST /delete/<id>    200 { existed, ackAt } once the delete is durable
 //   GET  /migration      200 store.migration()
-// IPC to the parent: { ready, openMs, listenAt, migration }, { progress, at }, { done, at },
+// IPC to the parent: { ready, openMs, listenAt, migration }, { progress, at }, { stall }, { done, at },
 // { failed }, { closed }. From the parent: { migrate: { to, chunkRecords } }, { close: true }.
 
 import http from 'node:http';
@@ -68,6 +68,17 @@ async function handle(req, res) {
 const server = http.createServer((req, res) => {
   handle(req, res).catch((e) => reply(res, 500, { error: e instanceof Error ? `${e.name}: ${e.message}` : String(e) }));
 });
+// Event-loop stalls: a 2 ms tick that arrives 10 ms or more after the previous one reports the gap
+// (time the loop could not run anything, reads included) to the parent.
+const STALL_TICK_MS = 2;
+let lastTick = performance.now();
+setInterval(() => {
+  const now = performance.now();
+  const gap = now - lastTick;
+  lastTick = now;
+  if (gap >= 10) send({ stall: { at: wallMs(), ms: gap } });
+}, STALL_TICK_MS).unref();
+
 server.listen(Number(portArg), '127.0.0.1', () => send({ ready: true, openMs, listenAt: wallMs(), pid: process.pid, migration: store.migration() ?? null }));
 
 process.on('message', (m) => {

@@ -157,7 +157,7 @@ class IndexedDbPageStore extends BasePageStore {
       throw mediumError(`indexeddb: read page ${id}`, e);
     }
     if (value === undefined && !this.#index.has(id)) return undefined; // deleted meanwhile
-    if (!(value instanceof Uint8Array) || value.length !== entry.length || crc32c(value) !== entry.crc) {
+    if (!(value instanceof Uint8Array) || value.length !== entry.length || (await crc32cAsync(value)) !== entry.crc) {
       throw corruption(`indexeddb "${this.#name}": page ${id}: checksum mismatch`);
     }
     return value; // a fresh structured clone: the caller owns it

@@ -13,6 +13,7 @@ import {
   checkPageId,
   corruption,
   crc32c,
+  crc32cAsync,
   type CheckedBatch,
   type PageStore,
   type PageStoreStats,
@@ -86,7 +87,7 @@ class MemoryPageStore extends BasePageStore {
   protected async _readPage(id: number): Promise<Uint8Array | undefined> {
     const p = this.#m.pages.get(id);
     if (p === undefined) return undefined;
-    if (crc32c(p.bytes) !== p.crc) throw corruption(`memory page ${id}: checksum mismatch`);
+    if ((await crc32cAsync(p.bytes)) !== p.crc) throw corruption(`memory page ${id}: checksum mismatch`);
     return copyBytes(p.bytes);
   }
 
