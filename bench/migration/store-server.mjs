@@ -71,12 +71,17 @@ const server = http.createServer((req, res) => {
 // Event-loop stalls: a 2 ms tick that arrives 10 ms or more after the previous one reports the gap
 // (time the loop could not run anything, reads included) to the parent.
 const STALL_TICK_MS = 2;
+// `cpuMs` is the process's CPU time (user + system, all threads) over the gap: about `ms` when the
+// process itself was busy, much less when it was waiting for a core.
 let lastTick = performance.now();
+let lastCpu = process.cpuUsage();
 setInterval(() => {
   const now = performance.now();
+  const cpu = process.cpuUsage();
   const gap = now - lastTick;
+  if (gap >= 10) send({ stall: { at: wallMs(), ms: gap, cpuMs: (cpu.user - lastCpu.user + cpu.system - lastCpu.system) / 1000, sysMs: (cpu.system - lastCpu.system) / 1000 } });
   lastTick = now;
-  if (gap >= 10) send({ stall: { at: wallMs(), ms: gap } });
+  lastCpu = cpu;
 }, STALL_TICK_MS).unref();
 
 server.listen(Number(portArg), '127.0.0.1', () => send({ ready: true, openMs, listenAt: wallMs(), pid: process.pid, migration: store.migration() ?? null }));

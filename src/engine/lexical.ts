@@ -134,7 +134,7 @@ function* sortCodePointsSteps(a: string[]): Generator<void, string[]> {
   }
   return src;
 }
-const SORT_RUN = 4096;
+const SORT_RUN = 1024;
 
 /** Compares strings by code point (= UTF-8 byte order), unlike `<`, which compares UTF-16 units. */
 function compareCodePoints(a: string, b: string): number {
@@ -882,7 +882,7 @@ export class LexicalIndex {
     // Term number → its place in `terms`.
     const rank = new Int32Array(this.#termStr.length);
     for (let i = 0; i < terms.length; i++) {
-      if (i % 8192 === 8191) yield;
+      if (i % 4096 === 4095) yield;
       rank[this.#termNo.get(terms[i])!] = i;
     }
     yield;
@@ -896,7 +896,7 @@ export class LexicalIndex {
     let prev: Uint8Array = new Uint8Array(0);
     let written = 0;
     for (const s of terms) {
-      if (++written % 8192 === 0) yield;
+      if (++written % 1024 === 0) yield;
       out.cut();
       const b = utf8(s);
       let shared = 0;
@@ -920,7 +920,7 @@ export class LexicalIndex {
     const freq = (at: number): number => post[this.#pAt[dterm[at]] + 3 * dterm[at + 1] + 1];
     let step = 0;
     for (const id of ids) {
-      if (++step % 1024 === 0) yield;
+      if (++step % 256 === 0) yield;
       const d = this.#ids.get(id)!;
       out.cut();
       w.str(id);
@@ -1066,7 +1066,7 @@ export class LexicalIndex {
     prev = new Uint8Array(0);
     yield;
     for (let d = 0; d < nDocs; d++) {
-      if (d % 512 === 511) yield;
+      if (d % 256 === 255) yield;
       const idBytes = raw(varint());
       if (idBytes.length === 0 || (d > 0 && !increasing(prev, idBytes))) throw corrupt('ids out of order');
       prev = idBytes;
@@ -1129,7 +1129,10 @@ export class LexicalIndex {
     // Terms come in code point order, which is also the UTF-16 order of #sorted unless two of them
     // differ first at an astral character: then they wait in #fresh for the first prefix search.
     let ordered = true;
-    for (let t = 1; t < nTerms && ordered; t++) if (!(ix.#termStr[t - 1] < ix.#termStr[t])) ordered = false;
+    for (let t = 1; t < nTerms && ordered; t++) {
+      if (t % 8192 === 0) yield;
+      if (!(ix.#termStr[t - 1] < ix.#termStr[t])) ordered = false;
+    }
     if (ordered) ix.#sorted = Array.from({ length: nTerms }, (_, t) => t);
     else for (let t = 0; t < nTerms; t++) ix.#fresh.add(t);
     return ix;

@@ -949,7 +949,7 @@ export class Store {
       const deletes: number[] = [];
       // Only the leaves added since the last log page are written: a checkpoint costs what it adds.
       if (tree.size > persistedTo) {
-        const logPage = { id: this.#manifest.nextPageId++, bytes: encodeLogPage(g, persistedTo, this.#log(g).subarray(persistedTo * HASH_BYTES, tree.size * HASH_BYTES)) };
+        const logPage = { id: this.#manifest.nextPageId++, bytes: await encodeLogPage(g, persistedTo, this.#log(g).subarray(persistedTo * HASH_BYTES, tree.size * HASH_BYTES), yieldToEventLoop) };
         logs[g] = [...(logs[g] ?? []), { pageId: logPage.id, from: persistedTo, to: tree.size }];
         pages.push(logPage);
       }
@@ -1227,7 +1227,11 @@ export class Store {
     const failures: string[] = [];
     let cursor = m.cursor;
     const keyed = new Map<string, ReturnType<KeyRing['aeadFor']>>();
+    let visited = 0;
     while (ops.length < m.chunkRecords && queue.pos < queue.items.length) {
+      // Reads get in every 64 records (this runs inside the commit queue: no write changes the
+      // directory meanwhile).
+      if (++visited % 64 === 0) await yieldToEventLoop();
       const it = queue.items[queue.pos++];
       cursor = [it.g, it.leaf];
       const loc = this.#dir.get(it.collection)?.get(it.id);
