@@ -1,7 +1,8 @@
 // A reader process of the migration evaluation: follows a fixed schedule (request k at
 // t0 + k·interval, whatever happened to earlier requests), each a GET of a random existing id drawn
 // from a seeded PRNG, and records scheduled, send and response times, the outcome and the SHA-384
-// of the value returned against the expected-data manifest. A request's deadline runs from its
+// of the value returned against the expected-data manifest, and the store's own timing of its
+// answer (x-arrived-at, x-handler-ms). A request's deadline runs from its
 // *scheduled* time, so dispatch delay counts; a late response is still timed (up to a hard cap).
 //
 // Forked; IPC from the parent: { load: { port, intervalMs, deadlineMs, capMs, seed, reader,
@@ -27,7 +28,9 @@ function get(port, path, capMs) {
     const req = http.get({ host: '127.0.0.1', port, path, agent: false }, (res) => {
       const parts = [];
       res.on('data', (c) => parts.push(c));
-      res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(parts).toString('utf8'), at: wallMs() }));
+      const arrivedAt = Number(res.headers['x-arrived-at'] ?? NaN);
+      const handlerMs = Number(res.headers['x-handler-ms'] ?? NaN);
+      res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(parts).toString('utf8'), at: wallMs(), arrivedAt, handlerMs }));
       res.on('error', (e) => resolve({ error: e.code ?? e.message, at: wallMs() }));
     });
     req.setTimeout(capMs, () => req.destroy(Object.assign(new Error('hard cap'), { code: 'CAP' })));
@@ -41,6 +44,9 @@ async function fire(k) {
   const sentAt = wallMs();
   const r = await get(cfg.port, `/record/${encodeURIComponent(id)}`, Math.max(1, scheduledAt + cfg.capMs - sentAt));
   const rec = { reader: cfg.reader, k, id, scheduledAt, sentAt, endedAt: r.at, latencyMs: r.at - scheduledAt, status: r.status ?? null };
+  // The store's side, when it answered: when its handler started, and for how long it ran.
+  if (Number.isFinite(r.arrivedAt)) rec.arrivedAt = r.arrivedAt;
+  if (Number.isFinite(r.handlerMs)) rec.handlerMs = r.handlerMs;
   if (r.error !== undefined) {
     rec.error = r.error;
     rec.outcome = r.at - scheduledAt > cfg.deadlineMs ? 'timeout' : 'error';

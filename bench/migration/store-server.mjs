@@ -33,7 +33,10 @@ const openMs = wallMs() - openedAt;
 
 function reply(res, status, body) {
   const text = body === undefined ? '' : JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  // When the handler started and how long it took, so a reader can tell time spent in the store
+  // from time spent reaching it.
+  const timing = res.timing === undefined ? {} : { 'x-arrived-at': String(res.timing.arrivedAt), 'x-handler-ms': String(performance.now() - res.timing.start) };
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...timing });
   res.end(text);
 }
 
@@ -66,6 +69,7 @@ async function handle(req, res) {
 }
 
 const server = http.createServer((req, res) => {
+  res.timing = { arrivedAt: wallMs(), start: performance.now() };
   handle(req, res).catch((e) => reply(res, 500, { error: e instanceof Error ? `${e.name}: ${e.message}` : String(e) }));
 });
 // Event-loop stalls: a 2 ms tick that arrives 10 ms or more after the previous one reports the gap

@@ -1324,11 +1324,17 @@ export class Store {
       if (fields.length === 0) continue;
       if (c === undefined) this.#collections.set(name, (c = new Collection(this, name, compileSchema(this.#manifest.collections[name].schema), fields)));
       // A migration changes no value: an index kept current by the commits (or persisted, plus the
-      // writes since) is the index of the migrated records. It is carried over, loaded if needed,
-      // and persisted at the activation checkpoint; only a collection without one is indexed anew.
-      if (c.lexical !== undefined || snapshot !== undefined) {
-        await (c.lexical ??= this.buildIndex(c));
+      // writes since) is the index of the migrated records. One in memory is persisted at the
+      // activation checkpoint; a persisted one that is not loaded is sealed again, unchanged, under
+      // the target generation (its page is opened and resealed part by part, never decoded), and
+      // still covers what it covered. Only a collection without one is indexed anew.
+      if (c.lexical !== undefined) {
+        await c.lexical;
         this.#indexDirty.add(name);
+        continue;
+      }
+      if (snapshot !== undefined && (snapshot.fields === undefined || (snapshot.fields.length === fields.length && fields.every((f) => snapshot.fields!.includes(f))))) {
+        await this.#resealIndex(name, m.generation);
         continue;
       }
       const fresh = new LexicalIndex({ text: fields });
@@ -1352,6 +1358,39 @@ export class Store {
       } finally {
         this.#reindexing = undefined;
       }
+    }
+  }
+
+  /**
+   * Seals collection `name`'s persisted index page again under generation `g`, in its own commit
+   * (the old page is deleted in it). The content and so `afterPage` stay. Nothing to do when the
+   * page is already of generation `g` (resealed before a restart, or written by a checkpoint).
+   */
+  async #resealIndex(name: string, g: number): Promise<void> {
+    const snapshot = this.#manifest.indexes?.[name];
+    if (snapshot === undefined) return;
+    const page = await this.#pages.readPage(snapshot.pageId);
+    if (page === undefined) throw new PqdbError('CORRUPTION', `lexical index page ${snapshot.pageId} is missing`);
+    const from = indexPageGeneration(page);
+    if (from === g) return;
+    const bytes = await decodeIndexPageAsync(snapshot.pageId, this.#keys.generationKey(from, 'lexical', lexicalKey), name, page, yieldToEventLoop);
+    try {
+      await this.#enqueue(async () => {
+        this.#live();
+        if (this.#manifest.indexes?.[name]?.pageId !== snapshot.pageId) return; // replaced meanwhile by a checkpoint
+        const saved = { indexes: this.#manifest.indexes, nextPageId: this.#manifest.nextPageId };
+        const id = this.#manifest.nextPageId++;
+        const sealed = await encodeIndexPage(id, g, this.#keys.generationKey(g, 'lexical', lexicalKey), name, bytes, yieldToEventLoop);
+        this.#manifest.indexes = { ...this.#manifest.indexes, [name]: { ...snapshot, pageId: id } };
+        try {
+          await this.#pages.commit({ pages: [{ id, bytes: sealed }], deletes: [snapshot.pageId], manifest: this.#manifestBytes(), transfer: true });
+        } catch (e) {
+          Object.assign(this.#manifest, saved);
+          throw e;
+        }
+      });
+    } finally {
+      bytes.fill(0);
     }
   }
 
