@@ -35,7 +35,7 @@ function reply(res, status, body) {
   const text = body === undefined ? '' : JSON.stringify(body);
   // When the handler started and how long it took, so a reader can tell time spent in the store
   // from time spent reaching it.
-  const timing = res.timing === undefined ? {} : { 'x-arrived-at': String(res.timing.arrivedAt), 'x-handler-ms': String(performance.now() - res.timing.start) };
+  const timing = res.timing === undefined ? {} : { 'x-accepted-at': String(res.timing.acceptedAt), 'x-arrived-at': String(res.timing.arrivedAt), 'x-handler-ms': String(performance.now() - res.timing.start) };
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...timing });
   res.end(text);
 }
@@ -69,7 +69,7 @@ async function handle(req, res) {
 }
 
 const server = http.createServer((req, res) => {
-  res.timing = { arrivedAt: wallMs(), start: performance.now() };
+  res.timing = { acceptedAt: req.socket.acceptedAt, arrivedAt: wallMs(), start: performance.now() };
   handle(req, res).catch((e) => reply(res, 500, { error: e instanceof Error ? `${e.name}: ${e.message}` : String(e) }));
 });
 // Event-loop stalls: a 2 ms tick that arrives 10 ms or more after the previous one reports the gap
@@ -88,6 +88,9 @@ setInterval(() => {
   lastCpu = cpu;
 }, STALL_TICK_MS).unref();
 
+server.on('connection', (socket) => {
+  socket.acceptedAt = wallMs();
+});
 server.listen(Number(portArg), '127.0.0.1', () => send({ ready: true, openMs, listenAt: wallMs(), pid: process.pid, migration: store.migration() ?? null }));
 
 process.on('message', (m) => {
