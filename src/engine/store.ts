@@ -1199,7 +1199,7 @@ export class Store {
     for (const name of m.collections) {
       // Built in steps: entries changed meanwhile are checked again when the copy reaches them.
       for (const [id, loc] of this.#dir.get(name) ?? []) {
-        if (++n % 8192 === 0) await yieldToEventLoop();
+        if (++n % 2048 === 0) await yieldToEventLoop();
         if (loc.generation === m.generation) continue;
         if (m.cursor !== null && (loc.generation < m.cursor[0] || (loc.generation === m.cursor[0] && loc.leafIndex <= m.cursor[1]))) continue;
         let slots = byGen.get(loc.generation);
@@ -1208,7 +1208,13 @@ export class Store {
       }
     }
     const items: { g: number; leaf: number; collection: string; id: string }[] = [];
-    for (const g of [...byGen.keys()].sort((a, b) => a - b)) for (const it of byGen.get(g)!) if (it !== undefined) items.push(it);
+    for (const g of [...byGen.keys()].sort((a, b) => a - b)) {
+      const slots = byGen.get(g)!;
+      for (let i = 0; i < slots.length; i++) {
+        if (i % 8192 === 8191) await yieldToEventLoop();
+        if (slots[i] !== undefined) items.push(slots[i]);
+      }
+    }
     return { items, pos: 0 };
   }
 
