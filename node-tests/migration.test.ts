@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore, generateRecipient, generateSigner, openNodeFsPageStore } from '../src/node';
-import { openMemoryPageStore, verifyStore, PqdbError } from '../src/index';
+import { openMemoryPageStore, verifyStore, verifySealed, openSealed, PqdbError } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
 import { readHeader } from '../src/crypto/record';
 import { tokenize } from '../src/engine/lexical';
@@ -127,11 +127,55 @@ describe('live migration: pause, authority, errors', () => {
     expect(paused.code).toBe('ABORTED');
     expect(store.migration()).toMatchObject({ phase: 'copying', copied: 50, running: false });
     await expect(store.migrate({ to: 'cnsa2-gcm-hkdf384-commit' })).rejects.toThrow(/under way/);
+    await expect(store.retireGenerations()).rejects.toMatchObject({ code: 'GENERATION_IN_USE', message: expect.stringMatching(/migration is under way/) });
     const done = await store.migrate({ to: 'gcmsiv-hkdf384' });
     const restricted = [...model.keys()].filter((id) => Number(id.slice(1)) % 50 === 7).length;
     expect(done).toMatchObject({ phase: 'done', withheld: restricted, copied: 600 - restricted, failed: 0, total: 600 });
     await checkAll(store, model); // withheld records stay readable in their old generation
+    // So their generation cannot be retired, and a refusal changes nothing.
+    await expect(store.retireGenerations()).rejects.toMatchObject({ code: 'GENERATION_IN_USE', message: expect.stringMatching(new RegExp(`^${restricted} live record`)) });
+    await checkAll(store, model);
     await store.close();
+  });
+
+  it('retires the old generation after a migration: its pages and keys go, its log and checkpoints stay', async () => {
+    const medium = new MemoryMedium();
+    const open = openMem(medium, { signer: signer.secretKey, signerPublicKey: signer.publicKey });
+    const { store, words, model } = await fill(open, 800);
+    await store.checkpoint();
+    await words.put('w00001', doc(901));
+    model.set('w00001', doc(901));
+    await store.checkpoint();
+    const oldExport = await words.exportSealed('w00002'); // generation 1, proven by the second checkpoint
+    expect(await store.retireGenerations()).toEqual([]); // only one generation so far
+    await store.migrate({ to: 'gcmsiv-hkdf384' });
+    expect(await store.retireGenerations()).toEqual([1]);
+    expect(await store.retireGenerations()).toEqual([]);
+    await checkAll(store, model);
+    expect(() => store.dataKeyFor(1, 1, '{"scope":"public"}')).toThrow();
+    // The old export still verifies against its signed checkpoint, but nothing opens it any more.
+    expect(verifySealed(oldExport, signer.publicKey).valid).toBe(true);
+    expect(() => openSealed(oldExport, (suite, generation, governance) => store.dataKeyFor(suite.id, generation, governance))).toThrow();
+    const cps = store.checkpoints();
+    expect(cps.filter((c) => c.generation === 1)).toHaveLength(2);
+    expect(store.consistencyProof(0, 1).length).toBeGreaterThan(0);
+    await words.put('new', doc(5));
+    model.set('new', doc(5));
+    await store.close();
+    // Reopened: the keyring holds generation 2 only; the store, its index and its proofs check out.
+    const again = await open();
+    await checkAll(again, model);
+    expect(again.checkpoints().map((c) => [c.generation, c.size])).toEqual(cps.map((c) => [c.generation, c.size]));
+    expect(again.consistencyProof(0, 1)).toEqual(store.consistencyProof(0, 1));
+    const fresh = again.collection('words', { schema, index: { text: ['lemma', 'gloss'] } });
+    expect(verifySealed(await fresh.exportSealed('new'), signer.publicKey).valid).toBe(true);
+    await again.close();
+    const pages = await openMemoryPageStore({ medium });
+    const report = await verifyStore(pages, { unlock: recipient.secretKey, signerPublicKey: signer.publicKey });
+    await pages.close();
+    expect(report.problems).toEqual([]);
+    expect(report.counts.leaves).toMatchObject({ 1: 801, 2: 801 });
+    expect(report.counts.collections).toEqual({ words: 801 });
   });
 
   it('refuses what it cannot do', async () => {

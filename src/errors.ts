@@ -18,6 +18,7 @@ export const ERROR_CODES = [
   'INVALID_KEY', // a key fails its validity check (FIPS 203 §7 key checks, low-order X25519 points)
   'SCHEMA_MISMATCH', // a record value does not match its collection's schema (nothing is written)
   'READ_ONLY', // the store or page store was opened for reading only
+  'GENERATION_IN_USE', // a key generation cannot be retired: a live record or a migration still needs it
 ] as const;
 
 export type PqdbErrorCode = (typeof ERROR_CODES)[number];

@@ -194,6 +194,8 @@ interface ManifestJson {
   migration?: MigrationRecord;
   /** Finished migrations with their accounting, oldest first. */
   migrations?: MigrationRecord[];
+  /** Retired key generations: roots destroyed, commit pages deleted; their logs and checkpoints stay. */
+  retired?: number[];
 }
 
 export interface PutOptions {
@@ -334,6 +336,8 @@ export class Store {
   #leaves = new Map<number, { buf: Uint8Array; n: number }>();
   /** While opening: leaf hashes read from log pages, by generation. */
   #known = new Map<number, Uint8Array>();
+  /** Generation of every live commit page (retiring a generation deletes its pages). */
+  #commitPages = new Map<number, number>();
   /** Per generation: the compact range (frontier) of its log, for checkpoint roots. */
   #appenders = new Map<number, MerkleAppender>();
   /** Trees built for proofs, by "generation/size" (cleared when the log grows). */
@@ -476,6 +480,12 @@ export class Store {
       const key = this.#keys.generationKey(g, 'page', pageKey);
       this.#applyPage(pageId, g, page, decodePage(pageId, key, page));
     }
+    // A retired generation has no commit pages left: its log is the persisted one.
+    for (const g of this.#manifest.retired ?? []) {
+      const known = this.#known.get(g) ?? new Uint8Array(0);
+      this.#leaves.set(g, { buf: known, n: known.length / HASH_BYTES });
+      this.#appender(g).appendHashes(known);
+    }
     this.#known.clear();
     // A persisted log must agree with the last checkpoint of its generation.
     const seen = new Set<number>();
@@ -505,6 +515,7 @@ export class Store {
   /** Applies a commit page's operations to the key directory and appends its puts to the log. */
   #applyPage(pageId: number, generation: number, page: Uint8Array, ops: readonly IndexedOp[]): void {
     const storeId = this.#storeId;
+    this.#commitPages.set(pageId, generation);
     const puts = ops.filter((op): op is Extract<IndexedOp, { kind: 'put' }> => op.kind === 'put');
     let log = this.#leaves.get(generation);
     if (log === undefined) this.#leaves.set(generation, (log = { buf: new Uint8Array(HASH_BYTES * 1024), n: 0 }));
@@ -979,6 +990,100 @@ export class Store {
       this.#checkpoints.push({ ...c, signed });
       this.#lastCheckpointAt = Date.now();
       return { ...c, signed };
+    });
+  }
+
+  /**
+   * Retires every key generation older than the current one, once no live record is left in them
+   * (after a migration of every collection; see docs/migration.md). In one commit their commit
+   * pages are deleted and their roots leave the keyring (and are wiped from memory): what they
+   * sealed, the old versions of records and sealed exports of them, can no longer be opened by
+   * anyone holding the store's keys. Their Merkle logs (completed in a log page if needed) and the
+   * signed checkpoints stay, so those checkpoints still verify, chain and prove consistency. A
+   * lexical index page still sealed under one of them is sealed again under the current one.
+   * Returns the generations retired (none when only the current one exists).
+   * @throws PqdbError GENERATION_IN_USE while a migration is under way or when a live record is
+   * still in an older generation (withheld or failed by a migration, or in a collection that was
+   * not migrated); READ_ONLY; NOT_OPEN.
+   * @example await store.migrate({ to: 'gcmsiv-hkdf384' }); await store.retireGenerations(); // [1]
+   */
+  retireGenerations(): Promise<number[]> {
+    return this.#enqueue(async () => {
+      this.#live();
+      this.#writable();
+      if (this.#manifest.migration !== undefined) throw new PqdbError('GENERATION_IN_USE', 'a migration is under way: retire the older generations once it is done');
+      const current = this.#keys.current();
+      const old = this.#keys.generations().filter((g) => g < current);
+      if (old.length === 0) return [];
+      let inUse = 0;
+      let example = '';
+      for (const [name, m] of this.#dir) {
+        let n = 0;
+        for (const [id, loc] of m) {
+          if (++n % 8192 === 0) await yieldToEventLoop();
+          if (loc.generation === current) continue;
+          if (inUse++ === 0) example = `${name}/${id} (generation ${loc.generation})`;
+        }
+      }
+      if (inUse > 0) throw new PqdbError('GENERATION_IN_USE', `${inUse} live record(s) are still in an older generation, such as ${example}: migrate them (or delete them) first`);
+      const retiring = new Set(old);
+      const m = this.#manifest;
+      const saved = JSON.stringify(m);
+      const pages: { id: number; bytes: Uint8Array }[] = [];
+      const deletes = [...this.#commitPages].filter(([, g]) => retiring.has(g)).map(([id]) => id);
+      // Each retired log is kept whole in log pages: its commit pages, which it could be recomputed
+      // from, are going.
+      const logs = { ...(m.logs ?? {}) };
+      for (const g of old) {
+        const size = this.#log(g).length / HASH_BYTES;
+        const persistedTo = logs[g]?.at(-1)?.to ?? 0;
+        if (size <= persistedTo) continue;
+        const id = m.nextPageId++;
+        pages.push({ id, bytes: await encodeLogPage(g, persistedTo, this.#log(g).subarray(persistedTo * HASH_BYTES), yieldToEventLoop) });
+        logs[g] = [...(logs[g] ?? []), { pageId: id, from: persistedTo, to: size }];
+      }
+      // Index pages sealed under a retiring generation are sealed again, unchanged.
+      const indexes = { ...(m.indexes ?? {}) };
+      for (const [name, snapshot] of Object.entries(indexes)) {
+        const page = await this.#pages.readPage(snapshot.pageId);
+        if (page === undefined) throw new PqdbError('CORRUPTION', `lexical index page ${snapshot.pageId} is missing`);
+        const from = indexPageGeneration(page);
+        if (!retiring.has(from)) continue;
+        const bytes = await decodeIndexPageAsync(snapshot.pageId, this.#keys.generationKey(from, 'lexical', lexicalKey), name, page, yieldToEventLoop);
+        const id = m.nextPageId++;
+        try {
+          pages.push({ id, bytes: await encodeIndexPage(id, current, this.#keys.generationKey(current, 'lexical', lexicalKey), name, bytes, yieldToEventLoop) });
+        } finally {
+          bytes.fill(0);
+        }
+        deletes.push(snapshot.pageId);
+        indexes[name] = { ...snapshot, pageId: id };
+      }
+      m.logs = logs;
+      m.indexes = indexes;
+      m.retired = [...(m.retired ?? []), ...old];
+      if (retiring.has(m.macGeneration)) m.macGeneration = current;
+      m.keyring = this.#keys
+        .records()
+        .filter((r) => !retiring.has(r.generation))
+        .map((r) => ({ generation: r.generation, suite: r.suite, salt: b64(r.salt), envelopes: r.envelopes.map(b64) }));
+      m.registry = this.#registry.records();
+      try {
+        await this.#pages.commit({ pages, deletes, manifest: encodeManifest(m, this.#keys.generationKey(m.macGeneration, 'meta', metaKey)), transfer: true });
+      } catch (e) {
+        restore(m, saved);
+        throw e;
+      }
+      for (const g of old) this.#keys.discardGeneration(g);
+      for (const id of deletes) {
+        this.#commitPages.delete(id);
+        const cached = this.#pageCache.get(id);
+        if (cached !== undefined) {
+          this.#pageCache.delete(id);
+          this.#pageCacheBytes -= cached.length;
+        }
+      }
+      return old;
     });
   }
 

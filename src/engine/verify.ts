@@ -88,6 +88,7 @@ interface ManifestView {
   checkpointPages?: number[];
   logs?: Record<string, { pageId: number; from: number; to: number }[]>;
   indexes?: Record<string, { pageId: number; afterPage: number }>;
+  retired?: number[];
 }
 
 const unb64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
@@ -250,7 +251,14 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
           problems.push({ where: `generation ${g}`, code: 'MISMATCH', message: `the persisted log of generation ${g} differs from the leaves recomputed from its records` });
         }
       }
-      for (const [g] of persisted) if (!leaves.has(g)) problems.push({ where: `generation ${g}`, code: 'MISMATCH', message: `generation ${g} has a persisted log but no records` });
+      const retired = new Set(manifest.retired ?? []);
+      for (const [g, kept] of persisted) {
+        if (leaves.has(g)) continue;
+        // A retired generation's records are gone with its keys: its log stands on its log pages.
+        if (retired.has(g)) logOf.set(g, kept);
+        else problems.push({ where: `generation ${g}`, code: 'MISMATCH', message: `generation ${g} has a persisted log but no records` });
+      }
+      for (const g of retired) if (leaves.has(g)) problems.push({ where: `generation ${g}`, code: 'MISMATCH', message: `generation ${g} is retired but still has commit pages` });
       for (const [name, m] of live) if (m.size > 0) counts.collections[name] = m.size;
     } else {
       for (const [g, kept] of persisted) logOf.set(g, kept);
