@@ -208,5 +208,14 @@ describe('pqdb migrate and pqdb status', () => {
     const v = cli(['verify', dir, '--json'], keys);
     expect(v.status, v.stdout).toBe(0);
     expect(v.json().counts).toMatchObject({ leaves: { 1: 241, 2: 239 }, checkpoints: 4, signaturesVerified: 4, inclusionProofs: 239, indexPages: 1 });
+    // Again, and retire the generations left behind.
+    const again = cli(['migrate', dir, '--to', 'gcmsiv-hkdf384', '--retire', '--json'], signerEnv);
+    expect(again.status, again.stderr).toBe(0);
+    expect(again.json()).toMatchObject({ phase: 'done', copied: 239, generation: 3, retired: [1, 2] });
+    const st = cli(['status', dir, '--json'], keys).json();
+    expect(st).toMatchObject({ generations: [{ generation: 3, suite: 'gcmsiv-hkdf384' }], retired: [1, 2], collections: { words: { records: 239 } } });
+    const v2 = cli(['verify', dir, '--json'], keys);
+    expect(v2.status, v2.stdout).toBe(0);
+    expect(v2.json().counts).toMatchObject({ leaves: { 1: 241, 2: 239, 3: 239 }, checkpoints: 5, signaturesVerified: 5, inclusionProofs: 239 });
   });
 });

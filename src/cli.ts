@@ -22,14 +22,15 @@ import { suite as suiteOf, type SuiteName } from './crypto/suites';
 import { PqdbError } from './errors';
 
 const USAGE = `usage: pqdb verify <location> [--unlock FILE] [--signer-public FILE] [--json] [--quiet]
-       pqdb migrate <location> --to SUITE [--collection NAME] [--chunk N] [--unlock FILE] [--signer FILE --signer-public FILE] [--json]
+       pqdb migrate <location> --to SUITE [--collection NAME] [--chunk N] [--retire] [--unlock FILE] [--signer FILE --signer-public FILE] [--json]
        pqdb status <location> [--unlock FILE] [--json]
 
   verify   opens the store at <location> read-only and checks every page, record, Merkle leaf,
            checkpoint signature and proof; prints a summary (--json: the full report)
   migrate  moves every record (of NAME, or of every collection) to SUITE (gcmsiv-hkdf256,
            gcmsiv-hkdf384, cnsa2-gcm-hkdf384-commit) while the store stays usable; resumes an
-           unfinished migration; Ctrl-C pauses it; prints the accounting
+           unfinished migration; Ctrl-C pauses it; prints the accounting; --retire then retires
+           the older key generations (their pages deleted, their roots destroyed)
   status   the store's generations, suites and their states, collections, checkpoints and migration
 
 keys (base64 in the environment, raw or base64 in files):
@@ -87,6 +88,7 @@ export async function main(argv: string[]): Promise<number> {
         to: { type: 'string' },
         collection: { type: 'string' },
         chunk: { type: 'string' },
+        retire: { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
         quiet: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
@@ -156,7 +158,7 @@ function formatAccounting(r: MigrationStatus | MigrationProgress): string {
 
 async function migrate(
   location: string,
-  values: { to?: string; collection?: string; chunk?: string; json?: boolean; quiet?: boolean },
+  values: { to?: string; collection?: string; chunk?: string; retire?: boolean; json?: boolean; quiet?: boolean },
   unlock: Uint8Array | undefined,
   signer: Uint8Array | undefined,
   signerPublicKey: Uint8Array | undefined,
@@ -214,13 +216,15 @@ async function migrate(
   try {
     const result = await store.migrate({ to, collection: values.collection, chunkRecords: chunk, signal: ac.signal, onProgress });
     if (tty) process.stderr.write('\n');
-    if (values.json) process.stdout.write(`${JSON.stringify({ location, ...result }, null, 2)}\n`);
+    const retired = values.retire === true ? await store.retireGenerations() : undefined;
+    if (values.json) process.stdout.write(`${JSON.stringify({ location, ...result, ...(retired && { retired }) }, null, 2)}\n`);
     else {
       process.stdout.write(`pqdb migrate ${location}: ${result.collections.join(', ') || '(no collections)'} → ${result.to} (generation ${result.generation})\n`);
       process.stdout.write(`  ${formatAccounting(result)}\n`);
       const phases = Object.entries(result.phaseMs).map(([k, v]) => `${k} ${((v ?? 0) / 1000).toFixed(2)} s`).join(', ');
       process.stdout.write(`  work ${(result.workMs / 1000).toFixed(2)} s (${phases})\n`);
       for (const f of result.failures) process.stdout.write(`  failed: ${f}\n`);
+      if (retired !== undefined) process.stdout.write(`  retired generation(s): ${retired.join(', ') || 'none'}\n`);
     }
     return result.failed > 0 ? 1 : 0;
   } catch (e) {
@@ -249,6 +253,7 @@ interface ManifestSummary {
   checkpointPages?: number[];
   migration?: unknown;
   migrations?: unknown[];
+  retired?: number[];
 }
 
 async function status(location: string, json: boolean, unlock: Uint8Array | undefined): Promise<number> {
@@ -275,6 +280,7 @@ async function status(location: string, json: boolean, unlock: Uint8Array | unde
     const out = {
       location, storeId: m.storeId, authenticated,
       generations: m.keyring.map((k) => ({ generation: k.generation, suite: suiteOf(k.suite).name })),
+      retired: m.retired ?? [],
       registry: m.registry.map((r) => ({ suite: suiteOf(r.suite).name, state: r.state, since: r.since })),
       defaultSuite: suiteOf(m.defaultSuite).name,
       collections: Object.fromEntries(Object.entries(m.collections).map(([k, v]) => [k, { suite: suiteOf(v.suite).name, records: counts?.[k] ?? (counts ? 0 : undefined) }])),
@@ -286,7 +292,7 @@ async function status(location: string, json: boolean, unlock: Uint8Array | unde
       return 0;
     }
     const lines = [`pqdb status ${location}${authenticated ? '' : ' (manifest not authenticated: no --unlock)'}`, `  store        ${out.storeId}`];
-    lines.push(`  generations  ${out.generations.map((g) => `${g.generation} (${g.suite})`).join(', ')}`);
+    lines.push(`  generations  ${out.generations.map((g) => `${g.generation} (${g.suite})`).join(', ')}${out.retired.length > 0 ? `; retired ${out.retired.join(', ')}` : ''}`);
     lines.push(`  suites       ${out.registry.map((r) => `${r.suite} ${r.state}`).join(', ')}`);
     for (const [k, v] of Object.entries(out.collections)) lines.push(`  collection   ${k}: ${v.suite}${v.records !== undefined ? `, ${v.records.toLocaleString('en-US')} records` : ''}`);
     lines.push(`  checkpoints  ${out.checkpoints}`);
