@@ -1092,6 +1092,16 @@ export class LexicalIndex {
       }
     }
     if (p !== end) throw corrupt('trailing bytes');
+    // The room taken for the pairs was an upper bound (about twice what WordNet needs): keep what
+    // is used, copied a megabyte per step.
+    if (dt.data.length > dt.end + (dt.end >>> 3) + 64) {
+      const exact = new Int32Array(dt.end + (dt.end >>> 3) + 64);
+      for (let at = 0; at < dt.end; at += 1 << 18) {
+        exact.set(dt.data.subarray(at, Math.min(dt.end, at + (1 << 18))), at);
+        yield;
+      }
+      dt.data = exact;
+    }
     ix.#pAt = new Int32Array(nTerms);
     ix.#pLen = new Int32Array(nTerms);
     ix.#pCap = counts;
