@@ -138,6 +138,19 @@ describe('live migration: pause, authority, errors', () => {
     await store.close();
   });
 
+  it('seals right when a commit or a copy chunk holds more governance states than the key cache', async () => {
+    const medium = new MemoryMedium();
+    const store = await openMem(medium, { keyCacheSize: 2 })(true);
+    const words = store.collection('words', { schema });
+    await store.batch((tx) => {
+      for (let i = 0; i < 30; i++) tx.put(words, `k${i}`, doc(i), { governance: { scope: `s${i % 5}` } });
+    });
+    for (let i = 0; i < 30; i++) expect(await words.get(`k${i}`)).toEqual(doc(i));
+    expect(await store.migrate({ to: 'cnsa2-gcm-hkdf384-commit', chunkRecords: 10 })).toMatchObject({ phase: 'done', copied: 30, failed: 0 });
+    for (let i = 0; i < 30; i++) expect(await words.get(`k${i}`)).toEqual(doc(i));
+    await store.close();
+  });
+
   it('retires the old generation after a migration: its pages and keys go, its log and checkpoints stay', async () => {
     const medium = new MemoryMedium();
     const open = openMem(medium, { signer: signer.secretKey, signerPublicKey: signer.publicKey });

@@ -647,21 +647,18 @@ export class Store {
       // Sealing happens in commit order, so write sequences (and so nonces) are unique and ordered.
       const g = this.#keys.current();
       const base = this.#manifest.nextSequence;
-      // One keyed AEAD per (suite, governance) in this commit; records seal straight into the page.
-      const keyedFor = new Map<string, ReturnType<KeyRing['aeadFor']>>();
+      // Records seal straight into the page. The keyed AEAD is looked up as each record seals, not
+      // before: the key cache may evict (and wipe) an entry when a commit holds more governance
+      // states than it has room for.
       const ops: PageWriteOp[] = checked.map((c, i) => {
         const sequence = base + i;
         const { collection, id } = c.p;
         if (c.p.kind === 'delete') return { kind: 'delete', collection: collection.name, id, sequence };
-        const cacheKey = `${c.suiteId}/${c.governance}`;
-        let keyed = keyedFor.get(cacheKey);
-        if (keyed === undefined) keyedFor.set(cacheKey, (keyed = this.#keys.aeadFor(c.suiteId!, g, c.governance!)));
-        const k = keyed;
         const address = { collection: collection.name, id, generation: g, sequence };
         return {
           kind: 'put', collection: collection.name, id, sequence, governance: c.governance!,
           length: sealedLength(c.suiteId!, spans[c.i][1] - spans[c.i][0]),
-          seal: (slot: Uint8Array) => void sealRecord(c.suiteId!, k, address, plaintextOf(c.i), 0, slot),
+          seal: (slot: Uint8Array) => void sealRecord(c.suiteId!, this.#keys.aeadFor(c.suiteId!, g, c.governance!), address, plaintextOf(c.i), 0, slot),
         };
       });
       this.#manifest.nextSequence = base + ops.length;
@@ -1337,7 +1334,6 @@ export class Store {
     const delta = { copied: 0, withheld: 0, failed: 0 };
     const failures: string[] = [];
     let cursor = m.cursor;
-    const keyed = new Map<string, ReturnType<KeyRing['aeadFor']>>();
     let visited = 0;
     while (ops.length < m.chunkRecords && queue.pos < queue.items.length) {
       // Reads get in every 64 records (this runs inside the commit queue: no write changes the
@@ -1366,15 +1362,14 @@ export class Store {
       }
       plaintexts.push(plaintext);
       const sequence = base + ops.length;
-      const cacheKey = `${m.to}/${loc.governance}`;
-      let k = keyed.get(cacheKey);
-      if (k === undefined) keyed.set(cacheKey, (k = this.#keys.aeadFor(m.to, g, loc.governance)));
-      const kk = k;
       const address = { collection: it.collection, id: it.id, generation: g, sequence };
+      const governance = loc.governance;
       ops.push({
-        kind: 'put', copy: true, collection: it.collection, id: it.id, sequence, governance: loc.governance,
+        kind: 'put', copy: true, collection: it.collection, id: it.id, sequence, governance,
         length: sealedLength(m.to, plaintext.length),
-        seal: (slot: Uint8Array) => void sealRecord(m.to, kk, address, plaintext, 0, slot),
+        // The key is looked up as the record seals (see commitOps): reads between here and the
+        // commit may evict and wipe a cached one.
+        seal: (slot: Uint8Array) => void sealRecord(m.to, this.#keys.aeadFor(m.to, g, governance), address, plaintext, 0, slot),
       });
       delta.copied++;
     }
