@@ -138,6 +138,28 @@ describe('live migration: pause, authority, errors', () => {
     await store.close();
   });
 
+  it('retiring keeps a persisted index whole when the pages it would re-index from are deleted', async () => {
+    const medium = new MemoryMedium();
+    const open = openMem(medium, { signer: signer.secretKey, signerPublicKey: signer.publicKey });
+    const { store, words, model } = await fill(open, 400);
+    await store.checkpoint(); // the index is persisted here
+    await words.put('w00003', { lemma: 'zircon', gloss: 'after the checkpoint', n: 3 }); // only in a generation-1 page after it
+    model.set('w00003', { lemma: 'zircon', gloss: 'after the checkpoint', n: 3 });
+    await words.delete('w00004');
+    model.delete('w00004');
+    await store.close();
+    const again = await open(); // the index is not loaded: the migration reseals it as it is
+    again.collection('words', { schema, index: { text: ['lemma', 'gloss'] } });
+    await again.migrate({ to: 'gcmsiv-hkdf384' });
+    expect(await again.retireGenerations()).toEqual([1]);
+    await again.close();
+    const third = await open();
+    const w = third.collection('words', { schema, index: { text: ['lemma', 'gloss'] } });
+    expect((await w.search('zircon')).map((r) => r.id)).toEqual(['w00003']);
+    await checkAll(third, model);
+    await third.close();
+  });
+
   it('seals right when a commit or a copy chunk holds more governance states than the key cache', async () => {
     const medium = new MemoryMedium();
     const store = await openMem(medium, { keyCacheSize: 2 })(true);

@@ -216,8 +216,19 @@ async function migrate(
   try {
     const result = await store.migrate({ to, collection: values.collection, chunkRecords: chunk, signal: ac.signal, onProgress });
     if (tty) process.stderr.write('\n');
-    const retired = values.retire === true ? await store.retireGenerations() : undefined;
-    if (values.json) process.stdout.write(`${JSON.stringify({ location, ...result, ...(retired && { retired }) }, null, 2)}\n`);
+    // Retiring comes after the migration's own report is settled; a refusal (a record withheld or
+    // left in an older generation) is reported on its own and leaves the migration as it is.
+    let retired: number[] | undefined;
+    let refused: string | undefined;
+    if (values.retire === true) {
+      try {
+        retired = await store.retireGenerations();
+      } catch (e) {
+        if (!(e instanceof PqdbError && e.code === 'GENERATION_IN_USE')) throw e;
+        refused = e.message;
+      }
+    }
+    if (values.json) process.stdout.write(`${JSON.stringify({ location, ...result, ...(retired && { retired }), ...(refused !== undefined && { retireRefused: refused }) }, null, 2)}\n`);
     else {
       process.stdout.write(`pqdb migrate ${location}: ${result.collections.join(', ') || '(no collections)'} → ${result.to} (generation ${result.generation})\n`);
       process.stdout.write(`  ${formatAccounting(result)}\n`);
@@ -226,7 +237,8 @@ async function migrate(
       for (const f of result.failures) process.stdout.write(`  failed: ${f}\n`);
       if (retired !== undefined) process.stdout.write(`  retired generation(s): ${retired.join(', ') || 'none'}\n`);
     }
-    return result.failed > 0 ? 1 : 0;
+    if (refused !== undefined) process.stderr.write(`pqdb migrate: the older generations were not retired: ${refused}\n`);
+    return result.failed > 0 || refused !== undefined ? 1 : 0;
   } catch (e) {
     if (tty) process.stderr.write('\n');
     if (e instanceof PqdbError && e.code === 'ABORTED') {

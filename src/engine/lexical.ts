@@ -363,6 +363,7 @@ class PartWriter {
       this.parts.push(part);
       const next = new Uint8Array(Math.max(this.size + 4096, w.n - this.size));
       next.set(w.buf.subarray(this.size, w.n));
+      w.buf.fill(0, this.size, w.n); // the part's buffer keeps no plaintext beyond the part
       w.buf = next;
       w.n -= this.size;
     }
@@ -393,7 +394,7 @@ class Arena {
   end = 0;
   dead = 0;
 
-  /** Returns the start of a new region of `n` ints; `live` lists the regions kept if it compacts. */
+  /** Returns the start of a new region of `n` ints; `compact` moves the live regions to a fresh array when most of this one is dead. */
   alloc(n: number, compact: () => void): number {
     if (this.end + n > this.data.length) {
       // Mostly dead: copy the live regions into a fresh array instead of doubling this one.
@@ -962,7 +963,7 @@ export class LexicalIndex {
     for (let r = steps.next(); ; r = steps.next()) if (r.done === true) return r.value;
   }
 
-  /** deserialize(), awaiting `pause()` every few thousand ids (see serializeAsync). */
+  /** deserialize(), awaiting `pause()` between bounded steps (a few hundred ids, a megabyte of copying). */
   static async deserializeAsync(bytes: Uint8Array, options: LexicalOptions, pause: () => Promise<void>): Promise<LexicalIndex> {
     const steps = LexicalIndex.#deserializeSteps(bytes, options);
     for (let r = steps.next(); ; r = steps.next()) {

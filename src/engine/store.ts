@@ -239,7 +239,7 @@ export class Collection {
   async search(query: string, options: SearchOptions = {}): Promise<{ id: string; value: Value }[]> {
     if (this.indexed.length === 0) throw new TypeError(`collection "${this.name}" has no lexical index (open it with index: { text: [...] })`);
     if (typeof query !== 'string') throw new TypeError('"query" expected a string');
-    const index = await (this.lexical ??= this.store.buildIndex(this));
+    const index = await this.store.lexicalOf(this);
     const out: { id: string; value: Value }[] = [];
     for (const id of index.search(query, options)) {
       const value = await this.get(id);
@@ -336,6 +336,8 @@ export class Store {
   #leaves = new Map<number, { buf: Uint8Array; n: number }>();
   /** While opening: leaf hashes read from log pages, by generation. */
   #known = new Map<number, Uint8Array>();
+  /** Collections whose index must be built from the records next time (a load failed). */
+  #indexFromRecords = new Set<string>();
   /** Generation of every live commit page (retiring a generation deletes its pages). */
   #commitPages = new Map<number, number>();
   /** Per generation: the compact range (frontier) of its log, for checkpoint roots. */
@@ -797,6 +799,19 @@ export class Store {
   }
 
   /**
+   * @internal The collection's lexical index, loaded or built on first use. A failed load is not
+   * kept: the next use builds the index from the records (the ids to re-index after the persisted
+   * page may be lost with the failed attempt).
+   */
+  lexicalOf(c: Collection): Promise<LexicalIndex> {
+    return (c.lexical ??= this.buildIndex(c).catch((e: unknown) => {
+      c.lexical = undefined;
+      this.#indexFromRecords.add(c.name);
+      throw e;
+    }));
+  }
+
+  /**
    * @internal A collection's lexical index, in memory (it holds plaintext terms): loaded from the
    * sealed index page of the last checkpoint and brought up to date with the ids committed since,
    * or built from the records when there is none (or it indexes other fields).
@@ -806,7 +821,7 @@ export class Store {
     const pending = this.#indexPending.get(c.name) ?? new Set<string>();
     this.#indexPending.delete(c.name);
     const sameFields = snapshot?.fields === undefined || (snapshot.fields.length === c.indexed.length && c.indexed.every((f) => snapshot.fields!.includes(f)));
-    if (snapshot !== undefined && sameFields) {
+    if (snapshot !== undefined && sameFields && !this.#indexFromRecords.has(c.name)) {
       const page = await this.#pages.readPage(snapshot.pageId);
       if (page === undefined) throw new PqdbError('CORRUPTION', `lexical index page ${snapshot.pageId} is missing`);
       const key = this.#keys.generationKey(indexPageGeneration(page), 'lexical', lexicalKey);
@@ -832,6 +847,7 @@ export class Store {
     const index = new LexicalIndex({ text: c.indexed });
     for (const id of [...(this.#dir.get(c.name)?.keys() ?? [])]) index.update(id, await this.read(c, id));
     this.#indexDirty.add(c.name);
+    this.#indexFromRecords.delete(c.name);
     return index;
   }
 
@@ -1026,6 +1042,7 @@ export class Store {
       const retiring = new Set(old);
       const m = this.#manifest;
       const saved = JSON.stringify(m);
+      const afterPage = m.nextPageId - 1; // every commit page so far: what an index persisted here covers
       const pages: { id: number; bytes: Uint8Array }[] = [];
       const deletes = [...this.#commitPages].filter(([, g]) => retiring.has(g)).map(([id]) => id);
       // Each retired log is kept whole in log pages: its commit pages, which it could be recomputed
@@ -1039,9 +1056,39 @@ export class Store {
         pages.push({ id, bytes: await encodeLogPage(g, persistedTo, this.#log(g).subarray(persistedTo * HASH_BYTES), yieldToEventLoop) });
         logs[g] = [...(logs[g] ?? []), { pageId: id, from: persistedTo, to: size }];
       }
-      // Index pages sealed under a retiring generation are sealed again, unchanged.
+      // A persisted index is made whole by re-indexing the ids written after it, found in the
+      // commit pages after its `afterPage`. If some of those pages are going, the index is brought
+      // up to date (loaded if need be) and persisted now; otherwise a page sealed under a retiring
+      // generation is sealed again, unchanged.
       const indexes = { ...(m.indexes ?? {}) };
+      const lastDeleted = deletes.reduce((a, b) => Math.max(a, b), 0);
+      const persisted: string[] = [];
       for (const [name, snapshot] of Object.entries(indexes)) {
+        if (snapshot.afterPage < lastDeleted) {
+          let c = this.#collections.get(name);
+          const fields = c !== undefined && c.indexed.length > 0 ? c.indexed : (snapshot.fields ?? []);
+          if (c === undefined || c.indexed.length === 0) {
+            if (fields.length === 0 || m.collections[name] === undefined) {
+              deletes.push(snapshot.pageId); // nothing to load it with: rebuilt from the records when next used
+              delete indexes[name];
+              continue;
+            }
+            c = new Collection(this, name, compileSchema(m.collections[name].schema), fields);
+            this.#collections.set(name, c);
+          }
+          const index = await this.lexicalOf(c);
+          const parts = await index.serializeParts(INDEX_PART_BYTES, yieldToEventLoop);
+          const id = m.nextPageId++;
+          try {
+            pages.push({ id, bytes: await encodeIndexPage(id, current, this.#keys.generationKey(current, 'lexical', lexicalKey), name, parts, yieldToEventLoop) });
+          } finally {
+            for (const p of parts) p.fill(0);
+          }
+          deletes.push(snapshot.pageId);
+          indexes[name] = { pageId: id, afterPage, fields: [...index.fields] };
+          persisted.push(name);
+          continue;
+        }
         const page = await this.#pages.readPage(snapshot.pageId);
         if (page === undefined) throw new PqdbError('CORRUPTION', `lexical index page ${snapshot.pageId} is missing`);
         const from = indexPageGeneration(page);
@@ -1072,6 +1119,7 @@ export class Store {
         throw e;
       }
       for (const g of old) this.#keys.discardGeneration(g);
+      for (const name of persisted) this.#indexDirty.delete(name);
       for (const id of deletes) {
         this.#commitPages.delete(id);
         const cached = this.#pageCache.get(id);
@@ -1476,7 +1524,10 @@ export class Store {
     const snapshot = this.#manifest.indexes?.[name];
     if (snapshot === undefined) return;
     const page = await this.#pages.readPage(snapshot.pageId);
-    if (page === undefined) throw new PqdbError('CORRUPTION', `lexical index page ${snapshot.pageId} is missing`);
+    if (page === undefined) {
+      if (this.#manifest.indexes?.[name]?.pageId !== snapshot.pageId) return; // a checkpoint replaced it meanwhile
+      throw new PqdbError('CORRUPTION', `lexical index page ${snapshot.pageId} is missing`);
+    }
     const from = indexPageGeneration(page);
     if (from === g) return;
     const bytes = await decodeIndexPageAsync(snapshot.pageId, this.#keys.generationKey(from, 'lexical', lexicalKey), name, page, yieldToEventLoop);
