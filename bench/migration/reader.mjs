@@ -85,25 +85,10 @@ function schedule(k) {
   if (!armed) return;
   nextK = k;
   timer = setTimeout(() => {
-    const p = fire(k)
-      .finally(() => pending.delete(p))
-      .then(() => collectWhileIdle(k + 1));
+    const p = fire(k).finally(() => pending.delete(p));
     pending.add(p);
     schedule(k + 1);
   }, Math.max(0, at - wallMs()));
-}
-
-let settled = 0;
-
-/**
- * This process is test equipment: it collects its own garbage between requests, when nothing is
- * in flight and the next request is at least 100 ms away, so its collections fall outside the
- * requests it times as far as it can (those that still overlap one are recorded as readerGcMs).
- */
-function collectWhileIdle(nextK) {
-  settled++;
-  if (globalThis.gc === undefined || pending.size > 0 || cfg.t0 + nextK * cfg.intervalMs - wallMs() < 100) return;
-  globalThis.gc({ type: settled % 8 === 0 ? 'major' : 'minor' });
 }
 
 /** Keeps the manifest's ids and its hashes as bytes; the parsed JSON is garbage on return. */
