@@ -94,19 +94,26 @@ export function synsets(limit) {
 
 /** Host facts for the JSON report. */
 export function hostInfo() {
-  let emulated = false;
-  try {
-    // Under qemu-user the kernel reports the host's architecture, not the process's.
-    emulated = os.machine() !== process.arch && !(os.machine() === 'x86_64' && process.arch === 'x64') && !(os.machine() === 'aarch64' && process.arch === 'arm64');
-  } catch {
-    emulated = false;
-  }
   let cpu = os.cpus()[0]?.model ?? 'unknown';
   try {
     if (cpu === 'unknown' || cpu.trim() === '') cpu = execSync('lscpu').toString().match(/Model name:\s*(.*)/)?.[1] ?? cpu;
   } catch {
     /* keep os.cpus() */
   }
+  let emulated = false;
+  try {
+    // Under qemu-user, uname reports the emulated machine (aarch64) while the CPU model read from
+    // /proc/cpuinfo stays the host's (an x86 one); a machine that disagrees with the process's
+    // architecture is emulation too. PQDB_EMULATED=1 or 0 overrides.
+    const machine = os.machine();
+    const x86Model = /\b(AMD|Intel|EPYC|Xeon|Ryzen|Core\(TM\))\b/i.test(cpu);
+    emulated =
+      (machine !== process.arch && !(machine === 'x86_64' && process.arch === 'x64') && !(machine === 'aarch64' && process.arch === 'arm64')) ||
+      (process.arch === 'arm64' && x86Model);
+  } catch {
+    emulated = false;
+  }
+  if (process.env.PQDB_EMULATED === '1' || process.env.PQDB_EMULATED === '0') emulated = process.env.PQDB_EMULATED === '1';
   let pqdbVersion = 'unknown';
   try {
     pqdbVersion = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;

@@ -3,13 +3,16 @@
 // reason for each skip). Exit code 1 on any failure or missing case.
 //
 //   npm run kat [-- --vectors DIR] [--flavor simd|scalar] [--slow]
+//   node scripts/kat.mjs --bundle-only FILE     write the bundled suites to FILE and stop
+//   node scripts/kat.mjs --bundled FILE         run suites bundled before (no esbuild needed: for a
+//                                               runtime esbuild has no binary for, e.g. arm64 Node
+//                                               under qemu on an x64 host)
 // Vectors: --vectors DIR, else $PQDB_VECTORS, else ../shared/vectors.
 
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { tmpdir } from 'node:os';
-import * as esbuild from 'esbuild';
 import * as pqdb from '../dist/crypto.js';
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -24,17 +27,26 @@ if (!existsSync(join(vectors, 'README.md'))) {
   process.exit(2);
 }
 
-const bundled = join(tmpdir(), `pqdb-kat-${process.pid}.mjs`);
-await esbuild.build({
-  entryPoints: [join(repo, 'node-tests/cases/kat.ts')],
-  bundle: true,
-  format: 'esm',
-  platform: 'node',
-  outfile: bundled,
-  logLevel: 'warning',
-});
+const bundleOnly = opt('--bundle-only');
+const prebuilt = opt('--bundled');
+const bundled = bundleOnly ?? prebuilt ?? join(tmpdir(), `pqdb-kat-${process.pid}.mjs`);
+if (prebuilt === undefined) {
+  const esbuild = await import('esbuild');
+  await esbuild.build({
+    entryPoints: [join(repo, 'node-tests/cases/kat.ts')],
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    outfile: bundled,
+    logLevel: 'warning',
+  });
+  if (bundleOnly !== undefined) {
+    console.log(`bundled the known-answer suites into ${bundled}`);
+    process.exit(0);
+  }
+}
 const { allKatSuites, katProblems } = await import(pathToFileURL(bundled).href);
-rmSync(bundled, { force: true });
+if (prebuilt === undefined) rmSync(bundled, { force: true });
 
 const load = async (p) => JSON.parse(readFileSync(join(vectors, p), 'utf8'));
 let problems = 0;
