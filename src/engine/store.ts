@@ -585,8 +585,12 @@ export class Store {
   }
 
   /** The manifest as persisted now. */
-  #manifestBytes(): Uint8Array {
-    this.#manifest.keyring = this.#keys.records().map((r) => ({ generation: r.generation, suite: r.suite, salt: b64(r.salt), envelopes: r.envelopes.map(b64) }));
+  /** The manifest, keyring and registry refreshed, MACed; `without`: generations left out of the keyring. */
+  #manifestBytes(without?: ReadonlySet<number>): Uint8Array {
+    this.#manifest.keyring = this.#keys
+      .records()
+      .filter((r) => without?.has(r.generation) !== true)
+      .map((r) => ({ generation: r.generation, suite: r.suite, salt: b64(r.salt), envelopes: r.envelopes.map(b64) }));
     this.#manifest.registry = this.#registry.records();
     return encodeManifest(this.#manifest, this.#keys.generationKey(this.#manifest.macGeneration, 'meta', metaKey));
   }
@@ -762,11 +766,49 @@ export class Store {
     if (this.#pageCache.has(pageId)) return;
     this.#pageCache.set(pageId, page);
     this.#pageCacheBytes += page.length;
-    while (this.#pageCacheBytes > PAGE_CACHE_BYTES && this.#pageCache.size > 1) {
-      const [id, p] = this.#pageCache.entries().next().value as [number, Uint8Array];
-      this.#pageCache.delete(id);
-      this.#pageCacheBytes -= p.length;
-    }
+    while (this.#pageCacheBytes > PAGE_CACHE_BYTES && this.#pageCache.size > 1) this.#uncachePage(this.#pageCache.keys().next().value as number);
+  }
+
+  #uncachePage(pageId: number): void {
+    const p = this.#pageCache.get(pageId);
+    if (p === undefined) return;
+    this.#pageCache.delete(pageId);
+    this.#pageCacheBytes -= p.length;
+  }
+
+  /** Generation g's key for lexical index pages. */
+  #lexicalKey(g: number): Uint8Array {
+    return this.#keys.generationKey(g, 'lexical', lexicalKey);
+  }
+
+  /**
+   * Reads and opens collection `name`'s index page `pageId`: its plaintext (the caller wipes it)
+   * and the generation it is sealed under; undefined, without opening it, when that is `skip`.
+   * @throws PqdbError CORRUPTION when the page is missing; AUTH_FAILED when it does not open.
+   */
+  async #openIndexPage(name: string, pageId: number, skip?: number): Promise<{ generation: number; bytes: Uint8Array } | undefined> {
+    const page = await this.#pages.readPage(pageId);
+    if (page === undefined) throw new PqdbError('CORRUPTION', `lexical index page ${pageId} is missing`);
+    const generation = indexPageGeneration(page);
+    if (generation === skip) return undefined;
+    return { generation, bytes: await decodeIndexPageAsync(pageId, this.#lexicalKey(generation), name, page, yieldToEventLoop) };
+  }
+
+  /** A new index page of collection `name` holding `plaintext`, sealed under generation g (its id taken from the manifest). */
+  async #sealIndexPage(name: string, g: number, plaintext: Uint8Array | readonly Uint8Array[]): Promise<{ id: number; bytes: Uint8Array }> {
+    const id = this.#manifest.nextPageId++;
+    return { id, bytes: await encodeIndexPage(id, g, this.#lexicalKey(g), name, plaintext, yieldToEventLoop) };
+  }
+
+  /** Adds to `pages` a log page of generation g's leaves not yet in one (if any), and its entry to `logs`. */
+  async #pushLogPage(g: number, logs: Record<string, LogPageRef[]>, pages: { id: number; bytes: Uint8Array }[]): Promise<void> {
+    const log = this.#log(g);
+    const size = log.length / HASH_BYTES;
+    const persistedTo = logs[g]?.at(-1)?.to ?? 0;
+    if (size <= persistedTo) return;
+    const id = this.#manifest.nextPageId++;
+    pages.push({ id, bytes: await encodeLogPage(g, persistedTo, log.subarray(persistedTo * HASH_BYTES), yieldToEventLoop) });
+    logs[g] = [...(logs[g] ?? []), { pageId: id, from: persistedTo, to: size }];
   }
 
   /**
@@ -827,10 +869,7 @@ export class Store {
     this.#indexPending.delete(c.name);
     const sameFields = snapshot?.fields === undefined || (snapshot.fields.length === c.indexed.length && c.indexed.every((f) => snapshot.fields!.includes(f)));
     if (snapshot !== undefined && sameFields && !this.#indexFromRecords.has(c.name)) {
-      const page = await this.#pages.readPage(snapshot.pageId);
-      if (page === undefined) throw new PqdbError('CORRUPTION', `lexical index page ${snapshot.pageId} is missing`);
-      const key = this.#keys.generationKey(indexPageGeneration(page), 'lexical', lexicalKey);
-      const bytes = await decodeIndexPageAsync(snapshot.pageId, key, c.name, page, yieldToEventLoop);
+      const { bytes } = (await this.#openIndexPage(c.name, snapshot.pageId))!;
       let index: LexicalIndex | undefined;
       try {
         index = await LexicalIndex.deserializeAsync(bytes, { text: c.indexed }, yieldToEventLoop);
@@ -970,18 +1009,13 @@ export class Store {
       const signed = signCheckpoint(c, this.#signer, this.#signerPublic);
       // The log's leaf hashes go with the checkpoint, so reopening does not rehash every record.
       const logs = { ...(this.#manifest.logs ?? {}) };
-      const persistedTo = logs[g]?.at(-1)?.to ?? 0;
       const saved = { checkpointPages: list, logs: this.#manifest.logs, indexes: this.#manifest.indexes, nextPageId: this.#manifest.nextPageId };
       const afterPage = this.#manifest.nextPageId - 1;
       const checkpointPage = { id: this.#manifest.nextPageId++, bytes: signed };
       const pages = [checkpointPage];
       const deletes: number[] = [];
       // Only the leaves added since the last log page are written: a checkpoint costs what it adds.
-      if (tree.size > persistedTo) {
-        const logPage = { id: this.#manifest.nextPageId++, bytes: await encodeLogPage(g, persistedTo, this.#log(g).subarray(persistedTo * HASH_BYTES, tree.size * HASH_BYTES), yieldToEventLoop) };
-        logs[g] = [...(logs[g] ?? []), { pageId: logPage.id, from: persistedTo, to: tree.size }];
-        pages.push(logPage);
-      }
+      await this.#pushLogPage(g, logs, pages);
       // Lexical indexes changed since they were last persisted go with the checkpoint, sealed.
       const indexes = { ...(this.#manifest.indexes ?? {}) };
       const dirty = [...this.#indexDirty];
@@ -989,11 +1023,11 @@ export class Store {
         const lexical = this.#collections.get(name)?.lexical;
         if (lexical === undefined) continue;
         const parts = await (await lexical).serializeParts(INDEX_PART_BYTES, yieldToEventLoop);
-        const id = this.#manifest.nextPageId++;
-        pages.push({ id, bytes: await encodeIndexPage(id, g, this.#keys.generationKey(g, 'lexical', lexicalKey), name, parts, yieldToEventLoop) });
+        const page = await this.#sealIndexPage(name, g, parts);
         for (const p of parts) p.fill(0);
+        pages.push(page);
         if (indexes[name] !== undefined) deletes.push(indexes[name].pageId);
-        indexes[name] = { pageId: id, afterPage, fields: [...(await lexical).fields] };
+        indexes[name] = { pageId: page.id, afterPage, fields: [...(await lexical).fields] };
       }
       this.#manifest.checkpointPages = [...list, checkpointPage.id];
       this.#manifest.logs = logs;
@@ -1053,14 +1087,7 @@ export class Store {
       // Each retired log is kept whole in log pages: its commit pages, which it could be recomputed
       // from, are going.
       const logs = { ...(m.logs ?? {}) };
-      for (const g of old) {
-        const size = this.#log(g).length / HASH_BYTES;
-        const persistedTo = logs[g]?.at(-1)?.to ?? 0;
-        if (size <= persistedTo) continue;
-        const id = m.nextPageId++;
-        pages.push({ id, bytes: await encodeLogPage(g, persistedTo, this.#log(g).subarray(persistedTo * HASH_BYTES), yieldToEventLoop) });
-        logs[g] = [...(logs[g] ?? []), { pageId: id, from: persistedTo, to: size }];
-      }
+      for (const g of old) await this.#pushLogPage(g, logs, pages);
       // A persisted index is made whole by re-indexing the ids written after it, found in the
       // commit pages after its `afterPage`. If some of those pages are going, the index is brought
       // up to date (loaded if need be) and persisted now; otherwise a page sealed under a retiring
@@ -1083,42 +1110,35 @@ export class Store {
           }
           const index = await this.lexicalOf(c);
           const parts = await index.serializeParts(INDEX_PART_BYTES, yieldToEventLoop);
-          const id = m.nextPageId++;
           try {
-            pages.push({ id, bytes: await encodeIndexPage(id, current, this.#keys.generationKey(current, 'lexical', lexicalKey), name, parts, yieldToEventLoop) });
+            const page = await this.#sealIndexPage(name, current, parts);
+            pages.push(page);
+            indexes[name] = { pageId: page.id, afterPage, fields: [...index.fields] };
           } finally {
             for (const p of parts) p.fill(0);
           }
           deletes.push(snapshot.pageId);
-          indexes[name] = { pageId: id, afterPage, fields: [...index.fields] };
           persisted.push(name);
           continue;
         }
-        const page = await this.#pages.readPage(snapshot.pageId);
-        if (page === undefined) throw new PqdbError('CORRUPTION', `lexical index page ${snapshot.pageId} is missing`);
-        const from = indexPageGeneration(page);
-        if (!retiring.has(from)) continue;
-        const bytes = await decodeIndexPageAsync(snapshot.pageId, this.#keys.generationKey(from, 'lexical', lexicalKey), name, page, yieldToEventLoop);
-        const id = m.nextPageId++;
+        // Older generations are all retiring, so only a page of the current one stays as it is.
+        const opened = await this.#openIndexPage(name, snapshot.pageId, current);
+        if (opened === undefined) continue;
         try {
-          pages.push({ id, bytes: await encodeIndexPage(id, current, this.#keys.generationKey(current, 'lexical', lexicalKey), name, bytes, yieldToEventLoop) });
+          const page = await this.#sealIndexPage(name, current, opened.bytes);
+          pages.push(page);
+          indexes[name] = { ...snapshot, pageId: page.id };
         } finally {
-          bytes.fill(0);
+          opened.bytes.fill(0);
         }
         deletes.push(snapshot.pageId);
-        indexes[name] = { ...snapshot, pageId: id };
       }
       m.logs = logs;
       m.indexes = indexes;
       m.retired = [...(m.retired ?? []), ...old];
       if (retiring.has(m.macGeneration)) m.macGeneration = current;
-      m.keyring = this.#keys
-        .records()
-        .filter((r) => !retiring.has(r.generation))
-        .map((r) => ({ generation: r.generation, suite: r.suite, salt: b64(r.salt), envelopes: r.envelopes.map(b64) }));
-      m.registry = this.#registry.records();
       try {
-        await this.#pages.commit({ pages, deletes, manifest: encodeManifest(m, this.#keys.generationKey(m.macGeneration, 'meta', metaKey)), transfer: true });
+        await this.#pages.commit({ pages, deletes, manifest: this.#manifestBytes(retiring), transfer: true });
       } catch (e) {
         restore(m, saved);
         throw e;
@@ -1127,11 +1147,7 @@ export class Store {
       for (const name of persisted) this.#indexDirty.delete(name);
       for (const id of deletes) {
         this.#commitPages.delete(id);
-        const cached = this.#pageCache.get(id);
-        if (cached !== undefined) {
-          this.#pageCache.delete(id);
-          this.#pageCacheBytes -= cached.length;
-        }
+        this.#uncachePage(id);
       }
       return old;
     });
@@ -1501,8 +1517,8 @@ export class Store {
       // A migration changes no value: an index kept current by the commits (or persisted, plus the
       // writes since) is the index of the migrated records. One in memory is persisted at the
       // activation checkpoint; a persisted one that is not loaded is sealed again, unchanged, under
-      // the target generation (its page is opened and resealed part by part, never decoded), and
-      // still covers what it covered. Only a collection without one is indexed anew.
+      // the target generation (its page is opened and sealed again, never parsed into an index),
+      // and still covers what it covered. Only a collection without one is indexed anew.
       if (c.lexical !== undefined) {
         await c.lexical;
         this.#indexDirty.add(name);
@@ -1544,24 +1560,24 @@ export class Store {
   async #resealIndex(name: string, g: number): Promise<void> {
     const snapshot = this.#manifest.indexes?.[name];
     if (snapshot === undefined) return;
-    const page = await this.#pages.readPage(snapshot.pageId);
-    if (page === undefined) {
+    let opened: { bytes: Uint8Array } | undefined;
+    try {
+      opened = await this.#openIndexPage(name, snapshot.pageId, g);
+    } catch (e) {
       if (this.#manifest.indexes?.[name]?.pageId !== snapshot.pageId) return; // a checkpoint replaced it meanwhile
-      throw new PqdbError('CORRUPTION', `lexical index page ${snapshot.pageId} is missing`);
+      throw e;
     }
-    const from = indexPageGeneration(page);
-    if (from === g) return;
-    const bytes = await decodeIndexPageAsync(snapshot.pageId, this.#keys.generationKey(from, 'lexical', lexicalKey), name, page, yieldToEventLoop);
+    if (opened === undefined) return;
+    const { bytes } = opened;
     try {
       await this.#enqueue(async () => {
         this.#live();
         if (this.#manifest.indexes?.[name]?.pageId !== snapshot.pageId) return; // replaced meanwhile by a checkpoint
         const saved = { indexes: this.#manifest.indexes, nextPageId: this.#manifest.nextPageId };
-        const id = this.#manifest.nextPageId++;
-        const sealed = await encodeIndexPage(id, g, this.#keys.generationKey(g, 'lexical', lexicalKey), name, bytes, yieldToEventLoop);
-        this.#manifest.indexes = { ...this.#manifest.indexes, [name]: { ...snapshot, pageId: id } };
+        const page = await this.#sealIndexPage(name, g, bytes);
+        this.#manifest.indexes = { ...this.#manifest.indexes, [name]: { ...snapshot, pageId: page.id } };
         try {
-          await this.#pages.commit({ pages: [{ id, bytes: sealed }], deletes: [snapshot.pageId], manifest: this.#manifestBytes(), transfer: true });
+          await this.#pages.commit({ pages: [page], deletes: [snapshot.pageId], manifest: this.#manifestBytes(), transfer: true });
         } catch (e) {
           Object.assign(this.#manifest, saved);
           throw e;
