@@ -85,7 +85,15 @@ export function synsets(limit) {
       if (line.length === 0 || line.startsWith('  ')) continue;
       const bar = line.indexOf(' | ');
       const head = line.slice(0, bar < 0 ? line.length : bar).split(' ');
-      out.push({ id: `${head[2]}${head[0]}`, value: { lemma: head[4].replace(/_/g, ' '), pos: head[2], gloss: bar < 0 ? '' : line.slice(bar + 3).trim(), offset: Number(head[0]) } });
+      out.push({
+        id: `${head[2]}${head[0]}`,
+        value: {
+          lemma: head[4].replace(/_/g, ' '),
+          pos: head[2],
+          gloss: bar < 0 ? '' : line.slice(bar + 3).trim(),
+          offset: Number(head[0]),
+        },
+      });
       if (out.length >= limit) return out;
     }
   }
@@ -96,7 +104,11 @@ export function synsets(limit) {
 export function hostInfo() {
   let cpu = os.cpus()[0]?.model ?? 'unknown';
   try {
-    if (cpu === 'unknown' || cpu.trim() === '') cpu = execSync('lscpu').toString().match(/Model name:\s*(.*)/)?.[1] ?? cpu;
+    if (cpu === 'unknown' || cpu.trim() === '')
+      cpu =
+        execSync('lscpu')
+          .toString()
+          .match(/Model name:\s*(.*)/)?.[1] ?? cpu;
   } catch {
     /* keep os.cpus() */
   }
@@ -108,12 +120,15 @@ export function hostInfo() {
     const machine = os.machine();
     const x86Model = /\b(AMD|Intel|EPYC|Xeon|Ryzen|Core\(TM\))\b/i.test(cpu);
     emulated =
-      (machine !== process.arch && !(machine === 'x86_64' && process.arch === 'x64') && !(machine === 'aarch64' && process.arch === 'arm64')) ||
+      (machine !== process.arch &&
+        !(machine === 'x86_64' && process.arch === 'x64') &&
+        !(machine === 'aarch64' && process.arch === 'arm64')) ||
       (process.arch === 'arm64' && x86Model);
   } catch {
     emulated = false;
   }
-  if (process.env.PQDB_EMULATED === '1' || process.env.PQDB_EMULATED === '0') emulated = process.env.PQDB_EMULATED === '1';
+  if (process.env.PQDB_EMULATED === '1' || process.env.PQDB_EMULATED === '0')
+    emulated = process.env.PQDB_EMULATED === '1';
   let pqdbVersion = 'unknown';
   try {
     pqdbVersion = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version;

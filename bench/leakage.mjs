@@ -70,7 +70,9 @@ function run(prepare, op, secretBytes) {
 
 const report = { host: hostInfo(), samples: SAMPLES, reps: REPS, results: [] };
 
-console.log(`leakage check (dudect-style Welch t), ${SAMPLES} timings of ${REPS} calls each; |t| < 4.5: no leak detected\n`);
+console.log(
+  `leakage check (dudect-style Welch t), ${SAMPLES} timings of ${REPS} calls each; |t| < 4.5: no leak detected\n`,
+);
 
 // Positive control: an early-exit comparison leaks by construction; the method must flag it.
 {
@@ -78,12 +80,20 @@ console.log(`leakage check (dudect-style Welch t), ${SAMPLES} timings of ${REPS}
   let cur = ref;
   let sink = 0;
   const r = run(
-    (secret) => { cur = secret; },
-    () => { let i = 0; while (i < 256 && cur[i % cur.length] === ref[i]) i++; sink += i; },
+    (secret) => {
+      cur = secret;
+    },
+    () => {
+      let i = 0;
+      while (i < 256 && cur[i % cur.length] === ref[i]) i++;
+      sink += i;
+    },
     256,
   );
   globalThis.__sink = sink;
-  console.log(`  [control] early-exit comparison (leaks by design)            |t| = ${Math.abs(r.t).toFixed(2).padStart(6)}  ${Math.abs(r.t) >= 4.5 ? 'leak detected, as it must be' : 'NOT DETECTED: the method is too weak here'}`);
+  console.log(
+    `  [control] early-exit comparison (leaks by design)            |t| = ${Math.abs(r.t).toFixed(2).padStart(6)}  ${Math.abs(r.t) >= 4.5 ? 'leak detected, as it must be' : 'NOT DETECTED: the method is too weak here'}`,
+  );
   report.control = { check: 'early-exit comparison', t: r.t };
 }
 for (const flavor of flavors) {
@@ -127,11 +137,16 @@ for (const flavor of flavors) {
   for (const c of checks) {
     const r = run(c.prepare, c.op, c.secretBytes);
     const verdict = Math.abs(r.t) < 4.5 ? 'no leak detected' : 'POSSIBLE LEAK';
-    console.log(`  [${flavor.padEnd(6)}] ${c.name.padEnd(48)} |t| = ${Math.abs(r.t).toFixed(2).padStart(6)}  ${verdict}  (${r.meanFixedNs.toFixed(0)} / ${r.meanRandomNs.toFixed(0)} ns)`);
+    console.log(
+      `  [${flavor.padEnd(6)}] ${c.name.padEnd(48)} |t| = ${Math.abs(r.t).toFixed(2).padStart(6)}  ${verdict}  (${r.meanFixedNs.toFixed(0)} / ${r.meanRandomNs.toFixed(0)} ns)`,
+    );
     report.results.push({ flavor, check: c.name, t: r.t, meanFixedNs: r.meanFixedNs, meanRandomNs: r.meanRandomNs });
   }
 }
-const out = arg('--out', `bench/results/leakage-${report.host.arch}-${report.host.date.slice(0, 19).replace(/[:T]/g, '-')}.json`);
+const out = arg(
+  '--out',
+  `bench/results/leakage-${report.host.arch}-${report.host.date.slice(0, 19).replace(/[:T]/g, '-')}.json`,
+);
 mkdirSync(dirname(out), { recursive: true });
 writeFileSync(out, JSON.stringify(report, null, 2) + '\n');
 console.log(`\nreport: ${out}`);

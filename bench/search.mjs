@@ -55,7 +55,8 @@ function rng(seed) {
   };
 }
 
-const versionOf = (pkg) => JSON.parse(readFileSync(new URL(`../node_modules/${pkg}/package.json`, import.meta.url), 'utf8')).version;
+const versionOf = (pkg) =>
+  JSON.parse(readFileSync(new URL(`../node_modules/${pkg}/package.json`, import.meta.url), 'utf8')).version;
 
 /** Nearest-rank percentile of sorted `a`. */
 const rank = (a, p) => a[Math.max(0, Math.ceil((p / 100) * a.length) - 1)];
@@ -64,7 +65,10 @@ const records = synsets(N);
 const schema = { lemma: 'string', pos: 'string', gloss: 'string', offset: 'integer' };
 const text = (v) => `${v.lemma} ${v.gloss}`;
 // Words as pqdb's tokenizer sees ASCII text (WordNet is ASCII but for a few Latin-1 letters).
-const wordsOf = (v) => text(v).toLowerCase().match(/[\p{L}\p{N}][\p{L}\p{N}\p{M}]*/gu) ?? [];
+const wordsOf = (v) =>
+  text(v)
+    .toLowerCase()
+    .match(/[\p{L}\p{N}][\p{L}\p{N}\p{M}]*/gu) ?? [];
 
 // ---- queries ----------------------------------------------------------------------------------
 const random = rng(SEED);
@@ -88,25 +92,37 @@ const KINDS = [
   { kind: "'all', 2 words", mode: 'all', prefix: false, make: () => wordsFrom(2).join(' ') },
   { kind: "'any', 2 words", mode: 'any', prefix: false, make: () => `${wordsFrom(1)[0]} ${wordsFrom(1)[0]}` },
   { kind: 'prefix, 1 word (2–4 letters)', mode: 'all', prefix: true, make: () => cut(wordsFrom(1, 2)[0]) },
-  { kind: "prefix, 'all', word + 2–4 letters", mode: 'all', prefix: true, make: () => { const [a, b] = wordsFrom(2, 2); return `${a} ${cut(b)}`; } },
+  {
+    kind: "prefix, 'all', word + 2–4 letters",
+    mode: 'all',
+    prefix: true,
+    make: () => {
+      const [a, b] = wordsFrom(2, 2);
+      return `${a} ${cut(b)}`;
+    },
+  },
 ];
 for (const k of KINDS) {
   k.warmup = Array.from({ length: WARMUP }, k.make);
   k.queries = Array.from({ length: QUERIES }, k.make);
 }
 
-console.log(`search bench: ${records.length} WordNet 3.1 synsets (lemma + gloss), ${QUERIES} queries per kind, limit ${LIMIT}, seed ${SEED}\n`);
+console.log(
+  `search bench: ${records.length} WordNet 3.1 synsets (lemma + gloss), ${QUERIES} queries per kind, limit ${LIMIT}, seed ${SEED}\n`,
+);
 
 // ---- pqdb: file store, ingest, first search (index build) -------------------------------------
 const base = mkdtempSync(join(tmpdir(), 'pqdb-bench-search-'));
 const who = generateRecipient();
-const openIt = (create) => openStore({ location: join(base, 'pqdb'), create, recipients: [who.publicKey], unlock: who.secretKey });
+const openIt = (create) =>
+  openStore({ location: join(base, 'pqdb'), create, recipients: [who.publicKey], unlock: who.secretKey });
 let store = await openIt(true);
 let words = store.collection('synsets', { schema, index: { text: ['lemma', 'gloss'] } });
 let t0 = now();
 for (let i = 0; i < records.length; i += BATCH) {
   await store.batch((tx) => {
-    for (let j = i; j < Math.min(i + BATCH, records.length); j++) tx.put(words, records[j].id, records[j].value, { governance: { scope: 'public' } });
+    for (let j = i; j < Math.min(i + BATCH, records.length); j++)
+      tx.put(words, records[j].id, records[j].value, { governance: { scope: 'public' } });
   });
 }
 const ingestMs = now() - t0;
@@ -143,7 +159,9 @@ const pqdb = {
   heapMiB: pqdbHeapMiB,
   indexMiB,
 };
-console.log(`pqdb       ingest ${(ingestMs / 1000).toFixed(1)} s; first search after reopening (index built from the sealed records) ${(firstSearchMs / 1000).toFixed(2)} s; deserialize + first prefix search ${deserializeMs.toFixed(0)} ms; ${index.terms} terms; serialized index ${(serialized / 1e6).toFixed(2)} MB (${(serialized / records.length).toFixed(1)} B/record); memory (heap and array buffers) +${pqdbHeapMiB.toFixed(0)} MiB for the store after its first search, ${indexMiB.toFixed(0)} MiB for the index alone`);
+console.log(
+  `pqdb       ingest ${(ingestMs / 1000).toFixed(1)} s; first search after reopening (index built from the sealed records) ${(firstSearchMs / 1000).toFixed(2)} s; deserialize + first prefix search ${deserializeMs.toFixed(0)} ms; ${index.terms} terms; serialized index ${(serialized / 1e6).toFixed(2)} MB (${(serialized / records.length).toFixed(1)} B/record); memory (heap and array buffers) +${pqdbHeapMiB.toFixed(0)} MiB for the store after its first search, ${indexMiB.toFixed(0)} MiB for the index alone`,
+);
 
 // ---- peers: built from the same documents -------------------------------------------------------
 const values = new Map(records.map((r) => [r.id, r.value]));
@@ -159,7 +177,9 @@ if (PEERS) {
   const miniBuildMs = now() - t0;
   const miniHeapMiB = heapMiB() - heap0;
   const miniJsonBytes = JSON.stringify(mini).length;
-  console.log(`MiniSearch build ${(miniBuildMs / 1000).toFixed(2)} s; memory +${miniHeapMiB.toFixed(0)} MiB; JSON ${(miniJsonBytes / 1e6).toFixed(2)} MB`);
+  console.log(
+    `MiniSearch build ${(miniBuildMs / 1000).toFixed(2)} s; memory +${miniHeapMiB.toFixed(0)} MiB; JSON ${(miniJsonBytes / 1e6).toFixed(2)} MB`,
+  );
 
   heap0 = heapMiB();
   t0 = now();
@@ -173,27 +193,56 @@ if (PEERS) {
   }
   const flexBuildMs = now() - t0;
   const flexHeapMiB = heapMiB() - heap0;
-  console.log(`FlexSearch build ${(flexBuildMs / 1000).toFixed(2)} s (strict + forward indexes); memory +${flexHeapMiB.toFixed(0)} MiB\n`);
-  peers.minisearch = { version: versionOf('minisearch'), buildMs: miniBuildMs, heapMiB: miniHeapMiB, jsonBytes: miniJsonBytes, storage: 'in-memory plaintext index and values' };
-  peers.flexsearch = { version: versionOf('flexsearch'), buildMs: flexBuildMs, heapMiB: flexHeapMiB, indexes: 'strict + forward', storage: 'in-memory plaintext index and values' };
+  console.log(
+    `FlexSearch build ${(flexBuildMs / 1000).toFixed(2)} s (strict + forward indexes); memory +${flexHeapMiB.toFixed(0)} MiB\n`,
+  );
+  peers.minisearch = {
+    version: versionOf('minisearch'),
+    buildMs: miniBuildMs,
+    heapMiB: miniHeapMiB,
+    jsonBytes: miniJsonBytes,
+    storage: 'in-memory plaintext index and values',
+  };
+  peers.flexsearch = {
+    version: versionOf('flexsearch'),
+    buildMs: flexBuildMs,
+    heapMiB: flexHeapMiB,
+    indexes: 'strict + forward',
+    storage: 'in-memory plaintext index and values',
+  };
 }
 
 // ---- engines --------------------------------------------------------------------------------------
 const fetch = (ids) => ids.slice(0, LIMIT).map((id) => ({ id, value: values.get(id) }));
 const ENGINES = [
-  { name: 'pqdb store (search + unseal)', run: (q, k) => words.search(q, { mode: k.mode, prefix: k.prefix, limit: LIMIT }) },
+  {
+    name: 'pqdb store (search + unseal)',
+    run: (q, k) => words.search(q, { mode: k.mode, prefix: k.prefix, limit: LIMIT }),
+  },
   { name: 'pqdb index only (ids)', run: (q, k) => index.search(q, { mode: k.mode, prefix: k.prefix, limit: LIMIT }) },
-].concat(PEERS ? [
-  {
-    name: 'MiniSearch (+ Map)',
-    run: (q, k) =>
-      fetch(mini.search(q, { combineWith: k.mode === 'all' ? 'AND' : 'OR', prefix: k.prefix ? (_t, i, ts) => i === ts.length - 1 : false }).map((r) => r.id)),
-  },
-  {
-    name: 'FlexSearch (+ Map)',
-    run: (q, k) => fetch((k.prefix ? flexPrefix : flexExact).search(q, { limit: LIMIT, suggest: k.mode === 'any' })),
-  },
-] : []);
+].concat(
+  PEERS
+    ? [
+        {
+          name: 'MiniSearch (+ Map)',
+          run: (q, k) =>
+            fetch(
+              mini
+                .search(q, {
+                  combineWith: k.mode === 'all' ? 'AND' : 'OR',
+                  prefix: k.prefix ? (_t, i, ts) => i === ts.length - 1 : false,
+                })
+                .map((r) => r.id),
+            ),
+        },
+        {
+          name: 'FlexSearch (+ Map)',
+          run: (q, k) =>
+            fetch((k.prefix ? flexPrefix : flexExact).search(q, { limit: LIMIT, suggest: k.mode === 'any' })),
+        },
+      ]
+    : [],
+);
 
 const kinds = [];
 let sink = 0;
@@ -216,11 +265,25 @@ for (const [n, k] of KINDS.entries()) {
   }
   const engines = ENGINES.map((e, j) => {
     const s = times[j].sort();
-    return { name: e.name, p50: rank(s, 50), p95: rank(s, 95), p99: rank(s, 99), max: s[s.length - 1], meanHits: hits[j] / s.length };
+    return {
+      name: e.name,
+      p50: rank(s, 50),
+      p95: rank(s, 95),
+      p99: rank(s, 99),
+      max: s[s.length - 1],
+      meanHits: hits[j] / s.length,
+    };
   });
   const ref = engines[0];
   for (const e of engines.slice(1)) e.ratio = { p50: e.p50 / ref.p50, p99: e.p99 / ref.p99 };
-  kinds.push({ kind: k.kind, mode: k.mode, prefix: k.prefix, queries: k.queries.length, examples: k.queries.slice(0, 5), engines });
+  kinds.push({
+    kind: k.kind,
+    mode: k.mode,
+    prefix: k.prefix,
+    queries: k.queries.length,
+    examples: k.queries.slice(0, 5),
+    engines,
+  });
 }
 globalThis.__benchSink = sink;
 await store.close();
@@ -228,21 +291,39 @@ rmSync(base, { recursive: true, force: true });
 
 // ---- report -----------------------------------------------------------------------------------------
 const ms = (x) => `${x.toFixed(x < 10 ? 2 : 1)} ms`.padStart(9);
-console.log(`${'query kind / engine'.padEnd(40)}${'p50'.padStart(9)}${'p95'.padStart(9)}${'p99'.padStart(9)}${'max'.padStart(9)}  hits   ratio p50 / p99 (peer ÷ pqdb store)`);
+console.log(
+  `${'query kind / engine'.padEnd(40)}${'p50'.padStart(9)}${'p95'.padStart(9)}${'p99'.padStart(9)}${'max'.padStart(9)}  hits   ratio p50 / p99 (peer ÷ pqdb store)`,
+);
 for (const k of kinds) {
-  console.log(`${k.kind}   e.g. ${k.examples.slice(0, 3).map((q) => JSON.stringify(q)).join(', ')}`);
+  console.log(
+    `${k.kind}   e.g. ${k.examples
+      .slice(0, 3)
+      .map((q) => JSON.stringify(q))
+      .join(', ')}`,
+  );
   for (const e of k.engines) {
     const ratio = e.ratio ? `${e.ratio.p50.toFixed(2)} / ${e.ratio.p99.toFixed(2)}` : '';
-    console.log(`  ${e.name.padEnd(38)}${ms(e.p50)}${ms(e.p95)}${ms(e.p99)}${ms(e.max)}${e.meanHits.toFixed(1).padStart(6)}   ${ratio}`);
+    console.log(
+      `  ${e.name.padEnd(38)}${ms(e.p50)}${ms(e.p95)}${ms(e.p99)}${ms(e.max)}${e.meanHits.toFixed(1).padStart(6)}   ${ratio}`,
+    );
   }
 }
-console.log('\nMiniSearch and FlexSearch hold plaintext indexes and plaintext values in memory; pqdb unseals each returned record (AES-256-GCM-SIV).');
-console.log('Ranking and matching differ: MiniSearch ranks by BM25 and returns every match (sliced to 20 here); FlexSearch normalises letters');
-console.log("(default encoder) and its \"forward\" index treats every query word as a prefix; 'any' is FlexSearch's suggest mode.");
+console.log(
+  '\nMiniSearch and FlexSearch hold plaintext indexes and plaintext values in memory; pqdb unseals each returned record (AES-256-GCM-SIV).',
+);
+console.log(
+  'Ranking and matching differ: MiniSearch ranks by BM25 and returns every match (sliced to 20 here); FlexSearch normalises letters',
+);
+console.log(
+  "(default encoder) and its \"forward\" index treats every query word as a prefix; 'any' is FlexSearch's suggest mode.",
+);
 
 const host = hostInfo();
 const stamp = host.date.slice(0, 19).replace(/[:T]/g, '-');
-const out = arg('--out', `bench/results/search-${process.arch}-node${process.versions.node.split('.')[0]}-${stamp}.json`);
+const out = arg(
+  '--out',
+  `bench/results/search-${process.arch}-node${process.versions.node.split('.')[0]}-${stamp}.json`,
+);
 mkdirSync(dirname(out), { recursive: true });
 writeFileSync(
   out,
@@ -257,7 +338,9 @@ writeFileSync(
       unit: 'ms per query; ratio = peer time ÷ pqdb store time',
       pqdb,
       peers,
-      medians: Object.fromEntries(kinds.map((k) => [k.kind, Object.fromEntries(k.engines.map((e) => [e.name, e.p50]))])),
+      medians: Object.fromEntries(
+        kinds.map((k) => [k.kind, Object.fromEntries(k.engines.map((e) => [e.name, e.p50]))]),
+      ),
       kinds,
     },
     null,

@@ -23,16 +23,34 @@ outer: for (const f of ['data.noun', 'data.verb', 'data.adj', 'data.adv']) {
     if (line.length === 0 || line.startsWith('  ')) continue;
     const bar = line.indexOf(' | ');
     const head = line.slice(0, bar < 0 ? line.length : bar).split(' ');
-    records.push([`${head[2]}${head[0]}`, head[4].replace(/_/g, ' '), head[2], bar < 0 ? '' : line.slice(bar + 3).trim(), Number(head[0])]);
+    records.push([
+      `${head[2]}${head[0]}`,
+      head[4].replace(/_/g, ' '),
+      head[2],
+      bar < 0 ? '' : line.slice(bar + 3).trim(),
+      Number(head[0]),
+    ]);
     if (records.length >= N) break outer;
   }
 }
 
-const server = spawn(process.execPath, [new URL('../browser-tests/server.mjs', import.meta.url).pathname, String(PORT)], { stdio: ['ignore', 'pipe', 'inherit'] });
+const server = spawn(
+  process.execPath,
+  [new URL('../browser-tests/server.mjs', import.meta.url).pathname, String(PORT)],
+  { stdio: ['ignore', 'pipe', 'inherit'] },
+);
 await new Promise((resolve) => server.stdout.once('data', resolve));
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic', '--no-first-run'],
+  args: [
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+    '--disable-quic',
+    '--no-first-run',
+  ],
 });
 try {
   const page = await browser.newPage();
@@ -43,12 +61,18 @@ try {
       const who = pqdb.generateRecipient();
       const name = `bench-${Date.now()}`;
       const schema = { lemma: 'string', pos: 'string', gloss: 'string', offset: 'integer' };
-      let store = await pqdb.openStore({ location: name, create: true, recipients: [who.publicKey], unlock: who.secretKey });
+      let store = await pqdb.openStore({
+        location: name,
+        create: true,
+        recipients: [who.publicKey],
+        unlock: who.secretKey,
+      });
       let words = store.collection('synsets', { schema });
       const t0 = performance.now();
       for (let i = 0; i < records.length; i += batch) {
         await store.batch((tx) => {
-          for (const [id, lemma, pos, gloss, offset] of records.slice(i, i + batch)) tx.put(words, id, { lemma, pos, gloss, offset }, { governance: { scope: 'public' } });
+          for (const [id, lemma, pos, gloss, offset] of records.slice(i, i + batch))
+            tx.put(words, id, { lemma, pos, gloss, offset }, { governance: { scope: 'public' } });
         });
       }
       const ingestMs = performance.now() - t0;
@@ -80,8 +104,13 @@ try {
     coldOpenMs: result.openMs,
     readRecordsPerSec: records.length / (result.readMs / 1000),
   };
-  console.log(`Chromium ${browser.version()}, IndexedDB store, ${records.length} WordNet synsets: ingest ${(result.ingestMs / 1000).toFixed(2)} s (${report.ingestRecordsPerSec.toFixed(0)} rec/s), open ${result.openMs.toFixed(0)} ms, random read ${report.readRecordsPerSec.toFixed(0)} rec/s`);
-  const out = arg('--out', `bench/results/store-chromium-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')}.json`);
+  console.log(
+    `Chromium ${browser.version()}, IndexedDB store, ${records.length} WordNet synsets: ingest ${(result.ingestMs / 1000).toFixed(2)} s (${report.ingestRecordsPerSec.toFixed(0)} rec/s), open ${result.openMs.toFixed(0)} ms, random read ${report.readRecordsPerSec.toFixed(0)} rec/s`,
+  );
+  const out = arg(
+    '--out',
+    `bench/results/store-chromium-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')}.json`,
+  );
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, JSON.stringify(report, null, 2) + '\n');
   console.log(`report: ${out}`);

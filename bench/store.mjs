@@ -89,13 +89,16 @@ async function measure(name, { ingest, read, reopen, dir, close }) {
     bytesPerRecord: bytes / records.length,
   };
   results.push(r);
-  console.log(`${name.padEnd(40)} ingest ${r.ingestRecordsPerSec.toFixed(0).padStart(8)} rec/s   random read ${r.readRecordsPerSec.toFixed(0).padStart(8)} rec/s   open ${openMs.toFixed(1).padStart(7)} ms   ${r.bytesPerRecord.toFixed(1)} B/record`);
+  console.log(
+    `${name.padEnd(40)} ingest ${r.ingestRecordsPerSec.toFixed(0).padStart(8)} rec/s   random read ${r.readRecordsPerSec.toFixed(0).padStart(8)} rec/s   open ${openMs.toFixed(1).padStart(7)} ms   ${r.bytesPerRecord.toFixed(1)} B/record`,
+  );
 }
 
 console.log(`store bench: ${records.length} WordNet 3.1 synsets, batches of ${BATCH}\n`);
 
 const proofFigures = {};
-{ // pqdb, file store
+{
+  // pqdb, file store
   const dir = join(base, 'pqdb');
   const who = generateRecipient();
   const signer = generateSigner();
@@ -103,7 +106,15 @@ const proofFigures = {};
   let words;
   const openIt = async (create) => {
     // No automatic checkpoints: the one measured below covers every freshly written record.
-    store = await openStore({ location: dir, create, recipients: [who.publicKey], unlock: who.secretKey, signer: signer.secretKey, signerPublicKey: signer.publicKey, autoCheckpoint: false });
+    store = await openStore({
+      location: dir,
+      create,
+      recipients: [who.publicKey],
+      unlock: who.secretKey,
+      signer: signer.secretKey,
+      signerPublicKey: signer.publicKey,
+      autoCheckpoint: false,
+    });
     words = store.collection('synsets', { schema });
   };
   await measure('pqdb (node-fs, gcmsiv-hkdf384)', {
@@ -112,7 +123,8 @@ const proofFigures = {};
       await openIt(true);
       for (let i = 0; i < records.length; i += BATCH) {
         await store.batch((tx) => {
-          for (let j = i; j < Math.min(i + BATCH, records.length); j++) tx.put(words, records[j].id, records[j].value, { governance: { scope: 'public' } });
+          for (let j = i; j < Math.min(i + BATCH, records.length); j++)
+            tx.put(words, records[j].id, records[j].value, { governance: { scope: 'public' } });
         });
       }
     },
@@ -137,28 +149,38 @@ const proofFigures = {};
         for (const e of exports) if (!verifySealed(e, signer.publicKey).valid) throw new Error('export did not verify');
         proofFigures.verifySealedMsPerRecord = (now() - t) / ids.length;
         proofFigures.exportBytes = exports[0].length;
-        console.log(`pqdb checkpoint of ${records.length} records ${proofFigures.checkpointMs.toFixed(1)} ms; exportSealed (record + inclusion proof) ${proofFigures.exportMsPerRecord.toFixed(3)} ms, verifySealed ${proofFigures.verifySealedColdMs.toFixed(2)} ms for the first, then ${proofFigures.verifySealedMsPerRecord.toFixed(3)} ms per record; an export is ${proofFigures.exportBytes} B`);
+        console.log(
+          `pqdb checkpoint of ${records.length} records ${proofFigures.checkpointMs.toFixed(1)} ms; exportSealed (record + inclusion proof) ${proofFigures.exportMsPerRecord.toFixed(3)} ms, verifySealed ${proofFigures.verifySealedColdMs.toFixed(2)} ms for the first, then ${proofFigures.verifySealedMsPerRecord.toFixed(3)} ms per record; an export is ${proofFigures.exportBytes} B`,
+        );
       }
       await store.close();
       if (proofFigures.verifierCliMs === undefined) {
         // The verifier command on the whole store: read-only, every record decrypted, every proof checked.
         const t = now();
         const r = spawnSync(process.execPath, [join(repo, 'bin', 'pqdb.mjs'), 'verify', dir, '--json'], {
-          encoding: 'utf8', maxBuffer: 64 << 20,
-          env: { ...process.env, PQDB_UNLOCK: Buffer.from(who.secretKey).toString('base64'), PQDB_SIGNER_PUBLIC: Buffer.from(signer.publicKey).toString('base64') },
+          encoding: 'utf8',
+          maxBuffer: 64 << 20,
+          env: {
+            ...process.env,
+            PQDB_UNLOCK: Buffer.from(who.secretKey).toString('base64'),
+            PQDB_SIGNER_PUBLIC: Buffer.from(signer.publicKey).toString('base64'),
+          },
         });
         proofFigures.verifierCliMs = now() - t;
         const report = JSON.parse(r.stdout);
         if (r.status !== 0 || !report.complete) throw new Error(`pqdb verify failed: ${r.stdout.slice(0, 2000)}`);
         proofFigures.verifierCounts = report.counts;
         proofFigures.verifierReportMs = report.ms;
-        console.log(`pqdb verify of ${records.length} records: ${(proofFigures.verifierCliMs / 1000).toFixed(2)} s for the command (${(report.ms / 1000).toFixed(2)} s checking), ${report.counts.recordsDecrypted} records decrypted, ${report.counts.inclusionProofs} inclusion proofs`);
+        console.log(
+          `pqdb verify of ${records.length} records: ${(proofFigures.verifierCliMs / 1000).toFixed(2)} s for the command (${(report.ms / 1000).toFixed(2)} s checking), ${report.counts.recordsDecrypted} records decrypted, ${report.counts.inclusionProofs} inclusion proofs`,
+        );
       }
     },
   });
 }
 
-{ // better-sqlite3 + node:crypto
+{
+  // better-sqlite3 + node:crypto
   const dir = join(base, 'sqlite');
   mkdirSync(dir);
   let db;
@@ -188,7 +210,8 @@ const proofFigures = {};
   });
 }
 
-{ // classic-level + node:crypto
+{
+  // classic-level + node:crypto
   const dir = join(base, 'level');
   let db;
   await measure('classic-level + node:crypto AES-256-GCM', {
@@ -197,7 +220,10 @@ const proofFigures = {};
       db = new ClassicLevel(dir, { keyEncoding: 'utf8', valueEncoding: 'buffer' });
       await db.open();
       for (let i = 0; i < records.length; i += BATCH) {
-        await db.batch(records.slice(i, i + BATCH).map((r) => ({ type: 'put', key: r.id, value: seal(r.value, enc.encode(r.id)) })), { sync: true });
+        await db.batch(
+          records.slice(i, i + BATCH).map((r) => ({ type: 'put', key: r.id, value: seal(r.value, enc.encode(r.id)) })),
+          { sync: true },
+        );
       }
     },
     read: async (id) => {
@@ -214,7 +240,10 @@ const proofFigures = {};
 }
 
 rmSync(base, { recursive: true, force: true });
-const out = arg('--out', `bench/results/store-${process.arch}-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')}.json`);
+const out = arg(
+  '--out',
+  `bench/results/store-${process.arch}-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')}.json`,
+);
 mkdirSync(dirname(out), { recursive: true });
 writeFileSync(out, JSON.stringify({ host: hostInfo(), batch: BATCH, results, proofs: proofFigures }, null, 2) + '\n');
 console.log(`\nreport: ${out}`);

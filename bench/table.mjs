@@ -6,8 +6,10 @@ import { fmtTime } from './harness.mjs';
 
 const report = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const h = report.host;
-console.log(`Measured ${h.date.slice(0, 10)} on ${h.cpu} (${h.cores} cores, ${h.arch}${h.emulated ? ', emulated' : ''}), ${h.runtime}.`);
-console.log('Medians; the ratio is the peer\'s median over the faster pqdb build\'s (higher is better for pqdb).\n');
+console.log(
+  `Measured ${h.date.slice(0, 10)} on ${h.cpu} (${h.cores} cores, ${h.arch}${h.emulated ? ', emulated' : ''}), ${h.runtime}.`,
+);
+console.log("Medians; the ratio is the peer's median over the faster pqdb build's (higher is better for pqdb).\n");
 console.log('| benchmark | implementation | median | p90 | throughput | pqdb speed-up |');
 console.log('|---|---|---:|---:|---:|---:|');
 for (const b of report.benches) {

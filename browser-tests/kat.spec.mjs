@@ -13,7 +13,8 @@ test('KAT page: every known-answer suite passes on both builds', async ({ page }
   expect(result.error).toBeUndefined();
   expect(result.map((r) => r.flavor)).toEqual(['simd', 'scalar']);
   for (const r of result) {
-    for (const s of r.suites) console.log(`[kat ${r.flavor}] ${s.name}: ${s.passed} passed, ${s.failures.length} failed, ${s.skipped} skipped`);
+    for (const s of r.suites)
+      console.log(`[kat ${r.flavor}] ${s.name}: ${s.passed} passed, ${s.failures.length} failed, ${s.skipped} skipped`);
     expect(r.problems).toEqual([]);
     expect(r.suites.length).toBeGreaterThanOrEqual(17);
   }

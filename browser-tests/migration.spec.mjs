@@ -10,8 +10,21 @@ import { runBrowserMigration } from '../bench/migration-browser.mjs';
 
 const N = 1000;
 
-test('live migration on IndexedDB: reload mid-copy, resume, accounting and cold verification', async ({ page, baseURL, browser }) => {
-  const e = await runBrowserMigration({ page, baseURL, browserVersion: browser.version(), records: N, chunkRecords: 4, queries: 500, exports: 200, quiet: true });
+test('live migration on IndexedDB: reload mid-copy, resume, accounting and cold verification', async ({
+  page,
+  baseURL,
+  browser,
+}) => {
+  const e = await runBrowserMigration({
+    page,
+    baseURL,
+    browserVersion: browser.version(),
+    records: N,
+    chunkRecords: 4,
+    queries: 500,
+    exports: 200,
+    quiet: true,
+  });
   expect(e.pageErrors).toEqual([]);
   // The reload was issued while records were still being copied, and the new page found that
   // migration unfinished and resumed it (the old page runs on until it unloads, so on a loaded
@@ -20,8 +33,21 @@ test('live migration on IndexedDB: reload mid-copy, resume, accounting and cold 
   expect(e.migration.reloadedAt.accounted).toBeLessThan(N);
   expect(e.migration.resumedAt).toMatchObject({ to: 'gcmsiv-hkdf384', running: true });
   expect(['copying', 'indexing', 'verifying', 'activating']).toContain(e.migration.resumedAt.phase);
-  expect(e.writes.map((w) => [w.kind, w.ackAt !== undefined, w.error])).toEqual([['update', true, undefined], ['insert', true, undefined], ['delete', true, undefined]]);
-  expect(e.accounting).toMatchObject({ phase: 'done', copied: N - 2, superseded: 1, deleted: 1, inserted: 1, withheld: 0, failed: 0, total: N + 1 });
+  expect(e.writes.map((w) => [w.kind, w.ackAt !== undefined, w.error])).toEqual([
+    ['update', true, undefined],
+    ['insert', true, undefined],
+    ['delete', true, undefined],
+  ]);
+  expect(e.accounting).toMatchObject({
+    phase: 'done',
+    copied: N - 2,
+    superseded: 1,
+    deleted: 1,
+    inserted: 1,
+    withheld: 0,
+    failed: 0,
+    total: N + 1,
+  });
   expect(e.accountingOk).toBe(true);
   // Every read outside the down window answered correctly within its deadline.
   expect(e.stats.measured).toBeGreaterThan(0);
@@ -30,7 +56,14 @@ test('live migration on IndexedDB: reload mid-copy, resume, accounting and cold 
   // Cold: records, sealed suites, search, verifyStore.
   const v = e.verification;
   expect(v.problems).toEqual([]);
-  expect(v.records).toMatchObject({ expected: N, matched: N, mismatched: 0, missing: 0, unexpected: 0, deletedAbsent: 1 });
+  expect(v.records).toMatchObject({
+    expected: N,
+    matched: N,
+    mismatched: 0,
+    missing: 0,
+    unexpected: 0,
+    deletedAbsent: 1,
+  });
   expect(v.sealed.targetSuite).toBe(v.sealed.checked);
   expect(v.sealed.proofsVerified).toBe(v.sealed.proofSample);
   expect(v.search.equalBrute).toBe(500);

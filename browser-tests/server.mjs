@@ -22,7 +22,13 @@ const vectors = process.env.PQDB_VECTORS ?? join(repo, '..', 'shared', 'vectors'
 const port = Number(process.argv[2] ?? process.env.PQDB_TEST_PORT ?? 41731);
 
 const bundle = await esbuild.build({
-  entryPoints: { suite: join(here, 'page', 'suite.ts'), kat: join(here, 'page', 'kat.ts'), storage: join(here, 'page', 'storage.ts'), store: join(here, 'page', 'store.ts'), migration: join(here, 'page', 'migration.ts') },
+  entryPoints: {
+    suite: join(here, 'page', 'suite.ts'),
+    kat: join(here, 'page', 'kat.ts'),
+    storage: join(here, 'page', 'storage.ts'),
+    store: join(here, 'page', 'store.ts'),
+    migration: join(here, 'page', 'migration.ts'),
+  },
   bundle: true,
   format: 'esm',
   target: ['es2022', 'chrome120'],
@@ -33,7 +39,12 @@ const bundle = await esbuild.build({
 });
 const pages = Object.fromEntries(bundle.outputFiles.map((f) => [f.path, f.contents]));
 
-const TYPES = { '.js': 'text/javascript', '.json': 'application/json', '.html': 'text/html', '.map': 'application/json' };
+const TYPES = {
+  '.js': 'text/javascript',
+  '.json': 'application/json',
+  '.html': 'text/html',
+  '.map': 'application/json',
+};
 
 function under(rootDir, rel) {
   const p = normalize(join(rootDir, rel));

@@ -11,12 +11,22 @@ test('store on IndexedDB: create, write, reopen, refuse a wrong key and a second
     const name = `e2e-${Math.random().toString(36).slice(2)}`;
     const r = pqdb.generateRecipient();
     const schema = { lemma: 'string', pos: 'string', gloss: 'string', offset: 'integer' };
-    const store = await pqdb.openStore({ location: name, create: true, recipients: [r.publicKey], unlock: r.secretKey });
+    const store = await pqdb.openStore({
+      location: name,
+      create: true,
+      recipients: [r.publicKey],
+      unlock: r.secretKey,
+    });
     const words = store.collection('synsets', { schema });
     await store.batch((tx) => {
-      for (let i = 0; i < 50; i++) tx.put(words, `n${1000 + i}`, { lemma: `w${i}`, pos: 'n', gloss: 'g'.repeat(i), offset: i });
+      for (let i = 0; i < 50; i++)
+        tx.put(words, `n${1000 + i}`, { lemma: `w${i}`, pos: 'n', gloss: 'g'.repeat(i), offset: i });
     });
-    await words.put('n0001', { lemma: 'entity', pos: 'n', gloss: 'that which is', offset: 1740 }, { governance: { scope: 'public' } });
+    await words.put(
+      'n0001',
+      { lemma: 'entity', pos: 'n', gloss: 'that which is', offset: 1740 },
+      { governance: { scope: 'public' } },
+    );
     let locked = '';
     try {
       await pqdb.openStore({ location: name, unlock: r.secretKey });

@@ -19,7 +19,9 @@ export default class SummaryReporter {
   }
 
   onEnd() {
-    process.stdout.write(`\nplaywright: ${this.passed} passed, ${this.failed + this.errors} failed, ${this.skipped} skipped\n`);
+    process.stdout.write(
+      `\nplaywright: ${this.passed} passed, ${this.failed + this.errors} failed, ${this.skipped} skipped\n`,
+    );
   }
 
   printsToStdio() {

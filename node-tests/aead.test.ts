@@ -13,11 +13,13 @@ const nodeGcm = (key: Uint8Array, nonce: Uint8Array, aad: Uint8Array, pt: Uint8A
 };
 const nodeOracle: AeadOracle = {
   name: 'node:crypto (GCM) / @noble/ciphers (GCM-SIV)',
-  seal: (mode, key, nonce, aad, pt) => (mode === 'gcm' ? nodeGcm(key, nonce, aad, pt) : nobleGcmsiv(key, nonce, aad).encrypt(pt)),
+  seal: (mode, key, nonce, aad, pt) =>
+    mode === 'gcm' ? nodeGcm(key, nonce, aad, pt) : nobleGcmsiv(key, nonce, aad).encrypt(pt),
 };
 const nobleOracle: AeadOracle = {
   name: '@noble/ciphers',
-  seal: (mode, key, nonce, aad, pt) => (mode === 'gcm' ? nobleGcm(key, nonce, aad) : nobleGcmsiv(key, nonce, aad)).encrypt(pt),
+  seal: (mode, key, nonce, aad, pt) =>
+    (mode === 'gcm' ? nobleGcm(key, nonce, aad) : nobleGcmsiv(key, nonce, aad)).encrypt(pt),
 };
 
 describe.each(FLAVORS)('AEAD (%s)', (flavor) => {
@@ -65,11 +67,15 @@ describe.each(FLAVORS)('AEAD (%s)', (flavor) => {
     it(`${mode}: misuse throws RangeError/TypeError; short input is AUTH_FAILED; destroy() wipes`, () => {
       const key = new Uint8Array(32);
       const nonce = new Uint8Array(12);
-      expect(() => api[mode](new Uint8Array(16), nonce)).toThrow(new RangeError('"key" expected Uint8Array of length 32, got length=16'));
+      expect(() => api[mode](new Uint8Array(16), nonce)).toThrow(
+        new RangeError('"key" expected Uint8Array of length 32, got length=16'),
+      );
       expect(() => api[mode](key, new Uint8Array(0))).toThrow(RangeError);
       if (mode === 'gcmsiv') expect(() => api[mode](key, new Uint8Array(16))).toThrow(RangeError);
       expect(() => api[mode](key, nonce, 'aad' as unknown as Uint8Array)).toThrow(TypeError);
-      expect(() => api[mode](key, nonce).decrypt(new Uint8Array(15))).toThrow(expect.objectContaining({ code: 'AUTH_FAILED' }));
+      expect(() => api[mode](key, nonce).decrypt(new Uint8Array(15))).toThrow(
+        expect.objectContaining({ code: 'AUTH_FAILED' }),
+      );
       const k = api[mode].withKey(key);
       k.destroy();
       expect(() => k.encrypt(nonce, new Uint8Array(1))).toThrow(TypeError);
@@ -122,7 +128,9 @@ describe.each(FLAVORS)('AEAD (%s)', (flavor) => {
       const key = randomBytes(32);
       const nonce = randomBytes(n);
       const pt = randomBytes(100);
-      expect(Buffer.from(api.gcm(key, nonce).encrypt(pt)).equals(Buffer.from(nodeGcm(key, nonce, new Uint8Array(0), pt)))).toBe(true);
+      expect(
+        Buffer.from(api.gcm(key, nonce).encrypt(pt)).equals(Buffer.from(nodeGcm(key, nonce, new Uint8Array(0), pt))),
+      ).toBe(true);
     }
   });
 });

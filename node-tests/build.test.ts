@@ -74,7 +74,11 @@ describe('build', () => {
       const r = JSON.parse(out);
       expect(r.flavor).toBe('PQDB_WASM' in env ? 'scalar' : 'simd');
       expect(r.d).toBe(createHash('sha384').update('abc').digest('hex'));
-      expect(r.root).toBe(createHash('sha384').update(Buffer.from([0, 1])).digest('hex'));
+      expect(r.root).toBe(
+        createHash('sha384')
+          .update(Buffer.from([0, 1]))
+          .digest('hex'),
+      );
       expect(r.e).toBe('function');
     }
   });

@@ -17,7 +17,11 @@ const schema = { round: 'integer', i: 'integer', payload: 'string' } as const;
 function runAndKill(round: number, pub: string, sec: string, batch: number, delayMs: number): Promise<string[]> {
   return new Promise((resolve, reject) => {
     const acked: string[] = [];
-    const child = fork(new URL('./support/crash-writer.mjs', import.meta.url), [dir, String(round), pub, sec, String(batch)], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+    const child = fork(
+      new URL('./support/crash-writer.mjs', import.meta.url),
+      [dir, String(round), pub, sec, String(batch)],
+      { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] },
+    );
     let stderr = '';
     child.stderr?.on('data', (d) => (stderr += d));
     child.on('message', (m: { ready?: boolean; acked?: number; count?: number }) => {
@@ -32,32 +36,42 @@ function runAndKill(round: number, pub: string, sec: string, batch: number, dela
 }
 
 describe('crash safety (SIGKILL during commits)', () => {
-  it(`${KILLS} kills: every acknowledged commit survives, nothing else is corrupt`, async () => {
-    const r = generateRecipient('classical'); // classical keeps the writer's start-up short; the format is the same
-    const rng = new Rng(Number(process.env.PQDB_SEED ?? 99));
-    const allAcked = new Set<string>();
-    let recoveries = 0;
-    for (let round = 0; round < KILLS; round++) {
-      const acked = await runAndKill(round, hex(r.publicKey), hex(r.secretKey), round % 3 === 0 ? 25 : 1, 20 + rng.int(180));
-      acked.forEach((k) => allAcked.add(k));
-      const store = await openStore({ location: dir, unlock: r.secretKey });
-      const c = store.collection('crash', { schema });
-      // Every acknowledged record is there and decrypts to what was written.
-      for (const key of allAcked) {
-        const v = await c.get(key);
-        expect(v, key).toBeDefined();
-        expect(`r${v!.round}-${v!.i}`).toBe(key);
+  it(
+    `${KILLS} kills: every acknowledged commit survives, nothing else is corrupt`,
+    async () => {
+      const r = generateRecipient('classical'); // classical keeps the writer's start-up short; the format is the same
+      const rng = new Rng(Number(process.env.PQDB_SEED ?? 99));
+      const allAcked = new Set<string>();
+      let recoveries = 0;
+      for (let round = 0; round < KILLS; round++) {
+        const acked = await runAndKill(
+          round,
+          hex(r.publicKey),
+          hex(r.secretKey),
+          round % 3 === 0 ? 25 : 1,
+          20 + rng.int(180),
+        );
+        acked.forEach((k) => allAcked.add(k));
+        const store = await openStore({ location: dir, unlock: r.secretKey });
+        const c = store.collection('crash', { schema });
+        // Every acknowledged record is there and decrypts to what was written.
+        for (const key of allAcked) {
+          const v = await c.get(key);
+          expect(v, key).toBeDefined();
+          expect(`r${v!.round}-${v!.i}`).toBe(key);
+        }
+        // Everything present (acknowledged or not yet acknowledged when killed) opens cleanly.
+        let n = 0;
+        for await (const _ of c.scan()) n++;
+        expect(n).toBeGreaterThanOrEqual(allAcked.size);
+        if (!(store.info().storage === 'node-fs')) throw new Error('expected the file store');
+        await store.close();
+        recoveries++;
       }
-      // Everything present (acknowledged or not yet acknowledged when killed) opens cleanly.
-      let n = 0;
-      for await (const _ of c.scan()) n++;
-      expect(n).toBeGreaterThanOrEqual(allAcked.size);
-      if (!(store.info().storage === 'node-fs')) throw new Error('expected the file store');
-      await store.close();
-      recoveries++;
-    }
-    console.log(`crash test: ${KILLS} kills, ${allAcked.size} acknowledged records all present after each reopen`);
-    expect(recoveries).toBe(KILLS);
-    expect(allAcked.size).toBeGreaterThan(KILLS);
-  }, Math.max(240_000, KILLS * 5000));
+      console.log(`crash test: ${KILLS} kills, ${allAcked.size} acknowledged records all present after each reopen`);
+      expect(recoveries).toBe(KILLS);
+      expect(allAcked.size).toBeGreaterThan(KILLS);
+    },
+    Math.max(240_000, KILLS * 5000),
+  );
 });

@@ -45,10 +45,14 @@ describe.each(FLAVORS)('differential (%s)', (flavor) => {
   }
   it('SHA-384 of 1 MiB + 1 and 300 KiB HMAC/HKDF inputs (multi-call paths) vs node:crypto', () => {
     const big = nodeCrypto.randomBytes((1 << 20) + 1);
-    expect(Buffer.from(api.sha384(big)).toString('hex')).toBe(nodeCrypto.createHash('sha384').update(big).digest('hex'));
+    expect(Buffer.from(api.sha384(big)).toString('hex')).toBe(
+      nodeCrypto.createHash('sha384').update(big).digest('hex'),
+    );
     const key = nodeCrypto.randomBytes(200_000);
     const msg = big.subarray(0, 300_000);
-    expect(Buffer.from(api.hmac(api.sha384, key, msg))).toEqual(nodeCrypto.createHmac('sha384', key).update(msg).digest());
+    expect(Buffer.from(api.hmac(api.sha384, key, msg))).toEqual(
+      nodeCrypto.createHmac('sha384', key).update(msg).digest(),
+    );
     // node:crypto caps HKDF info at 1024 bytes, so the oversized-info path is checked against noble.
     const info = nodeCrypto.randomBytes(140_000);
     expect(api.hkdf(api.sha512, key, msg, info, 200)).toEqual(nHkdf(nSha512, key, msg, info, 200));

@@ -21,12 +21,16 @@ describe('errors', () => {
   });
 
   it('programmer mistakes throw TypeError/RangeError with the documented message style', () => {
-    expect(() => api.sha384('abc' as unknown as Uint8Array)).toThrow(new TypeError('"msg" expected Uint8Array, got string'));
+    expect(() => api.sha384('abc' as unknown as Uint8Array)).toThrow(
+      new TypeError('"msg" expected Uint8Array, got string'),
+    );
     expect(() => api.sha384([1, 2] as unknown as Uint8Array)).toThrow(TypeError);
     expect(() => api.hmac(api.sha384, null as unknown as Uint8Array, new Uint8Array(1))).toThrow(
       new TypeError('"key" expected Uint8Array, got null'),
     );
-    expect(() => api.hmac((() => new Uint8Array(32)) as unknown as typeof api.sha256, new Uint8Array(1), new Uint8Array(1))).toThrow(TypeError);
+    expect(() =>
+      api.hmac((() => new Uint8Array(32)) as unknown as typeof api.sha256, new Uint8Array(1), new Uint8Array(1)),
+    ).toThrow(TypeError);
     expect(() => api.hkdf(api.sha384, new Uint8Array(1), undefined, undefined, 255 * 48 + 1)).toThrow(
       new RangeError('"length" expected an integer in [0, 12240], got 12241'),
     );

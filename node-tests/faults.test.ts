@@ -29,7 +29,9 @@ describe('faults', () => {
     faults.failNextCommit = 'io';
     await expect(c.put('b', { n: 2, s: 'two' })).rejects.toMatchObject({ code: 'IO_ERROR' });
     faults.failNextCommit = 'quota';
-    await expect(store.batch((tx) => tx.put(c, 'b', { n: 2, s: 'two' }))).rejects.toMatchObject({ code: 'QUOTA_EXCEEDED' });
+    await expect(store.batch((tx) => tx.put(c, 'b', { n: 2, s: 'two' }))).rejects.toMatchObject({
+      code: 'QUOTA_EXCEEDED',
+    });
     expect(await c.get('b')).toBeUndefined();
     await c.put('b', { n: 2, s: 'two' });
     await c.put('c', { n: 3, s: 'three' });
@@ -76,7 +78,9 @@ describe('faults', () => {
     expect(await ca.get('a')).toEqual({ n: 1, s: 'x'.repeat(100) });
     await expect(ca.get('b')).rejects.toMatchObject({ code: 'AUTH_FAILED' });
     await altered.close();
-    await expect(open(medium, { alterManifestAt: 20 })).rejects.toMatchObject({ code: expect.stringMatching(/AUTH_FAILED|CORRUPTION/) });
+    await expect(open(medium, { alterManifestAt: 20 })).rejects.toMatchObject({
+      code: expect.stringMatching(/AUTH_FAILED|CORRUPTION/),
+    });
     const fine = await open(medium, {});
     expect(await fine.collection('c', { schema }).get('b')).toEqual({ n: 2, s: 'y'.repeat(100) });
     await fine.close();

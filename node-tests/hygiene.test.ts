@@ -8,7 +8,26 @@ import { kernel } from '../src/wasm/loader';
 import { Rng } from './cases/_util';
 import { FLAVORS } from './support/vectors';
 
-const { sha256, sha384, sha512, hmac, hkdf, extract, expand, merkle, MerkleAppender, gcm, gcmsiv, sha3_256, sha3_512, shake128, shake256, ml_kem1024, ml_kem1024_x25519, ml_dsa87 } = api;
+const {
+  sha256,
+  sha384,
+  sha512,
+  hmac,
+  hkdf,
+  extract,
+  expand,
+  merkle,
+  MerkleAppender,
+  gcm,
+  gcmsiv,
+  sha3_256,
+  sha3_512,
+  shake128,
+  shake256,
+  ml_kem1024,
+  ml_kem1024_x25519,
+  ml_dsa87,
+} = api;
 
 type Op = [name: string, run: (a: Uint8Array, b: Uint8Array) => unknown];
 /** `a` repeated to `n` bytes: inputs larger than the kernel's IN region take the streaming paths. */
@@ -33,25 +52,129 @@ const OPS: Op[] = [
   ['merkle.root', (a, b) => merkle.root([a, b, a])],
   ['merkle.root with a 200 KB leaf', (a, b) => merkle.root([a, big(b, 200_000), a])],
   ['merkle.inclusionProof', (a, b) => merkle.inclusionProof([a, b, a, b, a], 4)],
-  ['merkle.verifyInclusion', (a, b) => merkle.verifyInclusion(b, 1, 3, merkle.inclusionProof([a, b, a], 1), merkle.root([a, b, a]))],
+  [
+    'merkle.verifyInclusion',
+    (a, b) => merkle.verifyInclusion(b, 1, 3, merkle.inclusionProof([a, b, a], 1), merkle.root([a, b, a])),
+  ],
   ['MerkleAppender', (a, b) => new MerkleAppender().appendMany([a, b, a]).root()],
-  ['MerkleAppender.appendHashes', (a) => new MerkleAppender().appendHashes(merkle.leafHash(a)).appendHashes(new Uint8Array(96).fill(a[0] ?? 1)).root()],
+  [
+    'MerkleAppender.appendHashes',
+    (a) =>
+      new MerkleAppender()
+        .appendHashes(merkle.leafHash(a))
+        .appendHashes(new Uint8Array(96).fill(a[0] ?? 1))
+        .root(),
+  ],
   // AEAD: key = b[0, 32), nonce = b[32, 44), aad = b[44, 100), plaintext = a.
-  ['gcm seal + open', (a, b) => { const c = gcm(b.subarray(0, 32), b.subarray(32, 44), b.subarray(44, 100)); return c.decrypt(c.encrypt(a)); }],
-  ['gcmsiv seal + open', (a, b) => { const c = gcmsiv(b.subarray(0, 32), b.subarray(32, 44), b.subarray(44, 100)); return [c.encrypt(a), c.decrypt(c.encrypt(a))]; }],
+  [
+    'gcm seal + open',
+    (a, b) => {
+      const c = gcm(b.subarray(0, 32), b.subarray(32, 44), b.subarray(44, 100));
+      return c.decrypt(c.encrypt(a));
+    },
+  ],
+  [
+    'gcmsiv seal + open',
+    (a, b) => {
+      const c = gcmsiv(b.subarray(0, 32), b.subarray(32, 44), b.subarray(44, 100));
+      return [c.encrypt(a), c.decrypt(c.encrypt(a))];
+    },
+  ],
   ['gcm with a 60-byte nonce', (a, b) => gcm(b.subarray(0, 32), b.subarray(40, 100)).encrypt(a)],
-  ['gcmsiv keyed batch', (a, b) => { const k = gcmsiv.withKey(b.subarray(0, 32)); const r = k.encryptBatch([{ nonce: b.subarray(32, 44), data: a }, { nonce: b.subarray(50, 62), data: b, aad: a }]); const o = k.decryptBatch([{ nonce: b.subarray(32, 44), data: r[0] }]); k.destroy(); return [...r, ...o]; }],
-  ['gcm of 300 KB (streamed)', (a, b) => gcm(b.subarray(0, 32), b.subarray(32, 44), big(b, 140_000)).encrypt(big(a, 300_000))],
-  ['gcmsiv open of 300 KB (streamed)', (a, b) => { const c = gcmsiv(b.subarray(0, 32), b.subarray(32, 44)); return c.decrypt(c.encrypt(big(a, 300_000))); }],
+  [
+    'gcmsiv keyed batch',
+    (a, b) => {
+      const k = gcmsiv.withKey(b.subarray(0, 32));
+      const r = k.encryptBatch([
+        { nonce: b.subarray(32, 44), data: a },
+        { nonce: b.subarray(50, 62), data: b, aad: a },
+      ]);
+      const o = k.decryptBatch([{ nonce: b.subarray(32, 44), data: r[0] }]);
+      k.destroy();
+      return [...r, ...o];
+    },
+  ],
+  [
+    'gcm of 300 KB (streamed)',
+    (a, b) => gcm(b.subarray(0, 32), b.subarray(32, 44), big(b, 140_000)).encrypt(big(a, 300_000)),
+  ],
+  [
+    'gcmsiv open of 300 KB (streamed)',
+    (a, b) => {
+      const c = gcmsiv(b.subarray(0, 32), b.subarray(32, 44));
+      return c.decrypt(c.encrypt(big(a, 300_000)));
+    },
+  ],
   ['sha3_256 / sha3_512', (a, b) => [sha3_256(a), sha3_512(b)]],
-  ['shake128 / shake256 (one-shot and streamed)', (a, b) => { const st = shake256.create().update(a); return [shake128(b, { dkLen: 300 }), st.xof(200), st.xof(5)]; }],
+  [
+    'shake128 / shake256 (one-shot and streamed)',
+    (a, b) => {
+      const st = shake256.create().update(a);
+      return [shake128(b, { dkLen: 300 }), st.xof(200), st.xof(5)];
+    },
+  ],
   ['shake256 of 300 KB', (a) => shake256(big(a, 300_000), { dkLen: 70_000 })],
-  ['ML-KEM-1024 keygen/encapsulate/decapsulate', (a, b) => { const kp = ml_kem1024.keygen(big(a, 64)); const e = ml_kem1024.encapsulate(kp.publicKey, b.subarray(0, 32)); return [kp.publicKey, e.cipherText, ml_kem1024.decapsulate(e.cipherText, kp.secretKey)]; }],
-  ['ML-KEM-1024 key checks', (a) => { const kp = ml_kem1024.keygen(big(a, 64)); const bad = kp.secretKey.slice(); bad[2000] ^= 1; return [ml_kem1024.checkPublicKey(kp.publicKey), ml_kem1024.checkSecretKey(bad)]; }],
-  ['hybrid ML-KEM-1024 + X25519', (a, b) => { const kp = ml_kem1024_x25519.keygen(b.subarray(0, 32)); const e = ml_kem1024_x25519.encapsulate(kp.publicKey, big(a, 64)); return [e.cipherText, ml_kem1024_x25519.decapsulate(e.cipherText, kp.secretKey)]; }],
-  ['ML-DSA-87 keygen/sign/verify', (a, b) => { const kp = ml_dsa87.keygen(b.subarray(0, 32)); const sig = ml_dsa87.sign(a, kp.secretKey, { context: b.subarray(32, 40), extraEntropy: false }); return [kp.publicKey, sig, ml_dsa87.verify(sig, a, kp.publicKey, { context: b.subarray(32, 40) }), ml_dsa87.verify(sig, b, kp.publicKey)]; }],
-  ['ML-DSA-87 pre-hash and external mu', (a, b) => { const kp = ml_dsa87.keygen(b.subarray(0, 32)); const s1 = ml_dsa87.prehash.sign(a, kp.secretKey, 'SHA2-384', { extraEntropy: false }); const s2 = ml_dsa87.internal.sign(big(b, 64), kp.secretKey, { externalMu: true, extraEntropy: false }); return [s1, s2, ml_dsa87.prehash.verify(s1, a, kp.publicKey, 'SHA2-384')]; }],
-  ['gcmsiv failed open', (a, b) => { const c = gcmsiv(b.subarray(0, 32), b.subarray(32, 44)); const ct = c.encrypt(a); ct[3] ^= 1; try { c.decrypt(ct); return 'opened'; } catch (e) { return (e as { code: string }).code; } }],
+  [
+    'ML-KEM-1024 keygen/encapsulate/decapsulate',
+    (a, b) => {
+      const kp = ml_kem1024.keygen(big(a, 64));
+      const e = ml_kem1024.encapsulate(kp.publicKey, b.subarray(0, 32));
+      return [kp.publicKey, e.cipherText, ml_kem1024.decapsulate(e.cipherText, kp.secretKey)];
+    },
+  ],
+  [
+    'ML-KEM-1024 key checks',
+    (a) => {
+      const kp = ml_kem1024.keygen(big(a, 64));
+      const bad = kp.secretKey.slice();
+      bad[2000] ^= 1;
+      return [ml_kem1024.checkPublicKey(kp.publicKey), ml_kem1024.checkSecretKey(bad)];
+    },
+  ],
+  [
+    'hybrid ML-KEM-1024 + X25519',
+    (a, b) => {
+      const kp = ml_kem1024_x25519.keygen(b.subarray(0, 32));
+      const e = ml_kem1024_x25519.encapsulate(kp.publicKey, big(a, 64));
+      return [e.cipherText, ml_kem1024_x25519.decapsulate(e.cipherText, kp.secretKey)];
+    },
+  ],
+  [
+    'ML-DSA-87 keygen/sign/verify',
+    (a, b) => {
+      const kp = ml_dsa87.keygen(b.subarray(0, 32));
+      const sig = ml_dsa87.sign(a, kp.secretKey, { context: b.subarray(32, 40), extraEntropy: false });
+      return [
+        kp.publicKey,
+        sig,
+        ml_dsa87.verify(sig, a, kp.publicKey, { context: b.subarray(32, 40) }),
+        ml_dsa87.verify(sig, b, kp.publicKey),
+      ];
+    },
+  ],
+  [
+    'ML-DSA-87 pre-hash and external mu',
+    (a, b) => {
+      const kp = ml_dsa87.keygen(b.subarray(0, 32));
+      const s1 = ml_dsa87.prehash.sign(a, kp.secretKey, 'SHA2-384', { extraEntropy: false });
+      const s2 = ml_dsa87.internal.sign(big(b, 64), kp.secretKey, { externalMu: true, extraEntropy: false });
+      return [s1, s2, ml_dsa87.prehash.verify(s1, a, kp.publicKey, 'SHA2-384')];
+    },
+  ],
+  [
+    'gcmsiv failed open',
+    (a, b) => {
+      const c = gcmsiv(b.subarray(0, 32), b.subarray(32, 44));
+      const ct = c.encrypt(a);
+      ct[3] ^= 1;
+      try {
+        c.decrypt(ct);
+        return 'opened';
+      } catch (e) {
+        return (e as { code: string }).code;
+      }
+    },
+  ],
 ];
 
 describe.each(FLAVORS)('hygiene (%s)', (flavor) => {
@@ -69,7 +192,9 @@ describe.each(FLAVORS)('hygiene (%s)', (flavor) => {
   const key = rng.bytes(300);
 
   it.each(OPS)('%s: inputs unchanged, unaligned offsets 0-7 agree, kernel memory wiped', (_name, run) => {
-    const want = JSON.stringify(run(base.slice(0, 200), key.slice(0, 150)), (_k, v) => (v instanceof Uint8Array ? [...v] : v));
+    const want = JSON.stringify(run(base.slice(0, 200), key.slice(0, 150)), (_k, v) =>
+      v instanceof Uint8Array ? [...v] : v,
+    );
     for (let off = 0; off < 8; off++) {
       const bufA = new Uint8Array(1024);
       bufA.set(base.subarray(0, 200), off);
@@ -82,7 +207,11 @@ describe.each(FLAVORS)('hygiene (%s)', (flavor) => {
       expect(bufB).toEqual(before[1]);
       const mem = kernel().mem;
       let dirty = -1;
-      for (let i = 0; i < mem.length; i++) if (mem[i] !== pristine[i]) { dirty = i; break; }
+      for (let i = 0; i < mem.length; i++)
+        if (mem[i] !== pristine[i]) {
+          dirty = i;
+          break;
+        }
       expect(dirty, `kernel memory differs at offset ${dirty}`).toBe(-1);
     }
   });

@@ -20,7 +20,11 @@ const OPTIONS: LexicalOptions = { text: ['lemma', 'gloss'] };
 const wordsOf = new WeakMap<Doc, string[]>();
 
 /** The specification of search, by scanning every document. */
-function bruteForce(docs: Map<string, Doc>, fields: readonly string[], { q, mode = 'all', prefix = false, limit = 100 }: Query): string[] {
+function bruteForce(
+  docs: Map<string, Doc>,
+  fields: readonly string[],
+  { q, mode = 'all', prefix = false, limit = 100 }: Query,
+): string[] {
   const tokens = tokenize(q);
   if (tokens.length === 0) return [];
   const last = prefix ? tokens.pop() : undefined;
@@ -29,7 +33,8 @@ function bruteForce(docs: Map<string, Doc>, fields: readonly string[], { q, mode
   const hits: { id: string; matched: number; tf: number }[] = [];
   for (const [id, doc] of docs) {
     let words = wordsOf.get(doc);
-    if (words === undefined) wordsOf.set(doc, (words = fields.flatMap((f) => (doc[f] === undefined ? [] : tokenize(doc[f]!)))));
+    if (words === undefined)
+      wordsOf.set(doc, (words = fields.flatMap((f) => (doc[f] === undefined ? [] : tokenize(doc[f]!)))));
     let matched = 0;
     let tf = 0;
     for (const term of terms) {
@@ -45,7 +50,8 @@ function bruteForce(docs: Map<string, Doc>, fields: readonly string[], { q, mode
 
 function distinctTerms(docs: Map<string, Doc>, fields: readonly string[]): number {
   const s = new Set<string>();
-  for (const doc of docs.values()) for (const f of fields) if (doc[f] !== undefined) for (const t of tokenize(doc[f]!)) s.add(t);
+  for (const doc of docs.values())
+    for (const f of fields) if (doc[f] !== undefined) for (const t of tokenize(doc[f]!)) s.add(t);
   return s.size;
 }
 
@@ -58,23 +64,52 @@ const corruption = expect.objectContaining({ code: 'CORRUPTION' });
 
 // A small vocabulary with shared prefixes, case, accents and compatibility forms, so random
 // queries hit, prefixes expand to several terms and ties are common.
-const VOCAB = ['a', 'ab', 'abc', 'abd', 'Cat', 'cart', 'car', 'cat', 'do', 'dog', 'dogs', 'Éclair', 'eclair', 'ﬁsh', 'fish', 'naïve', 'ＡＢ', 'x1', '12', 'über', '𠀀ab', 'ᄀ'];
+const VOCAB = [
+  'a',
+  'ab',
+  'abc',
+  'abd',
+  'Cat',
+  'cart',
+  'car',
+  'cat',
+  'do',
+  'dog',
+  'dogs',
+  'Éclair',
+  'eclair',
+  'ﬁsh',
+  'fish',
+  'naïve',
+  'ＡＢ',
+  'x1',
+  '12',
+  'über',
+  '𠀀ab',
+  'ᄀ',
+];
 const SEPARATORS = [' ', ', ', '-', '. ', '  ', '/', "'"];
 const textArb = fc
   .array(fc.tuple(fc.constantFrom(...VOCAB), fc.constantFrom(...SEPARATORS)), { maxLength: 8 })
   .map((ws) => ws.map(([w, s]) => w + s).join(''));
-const docArb = fc.record({ lemma: fc.option(textArb, { nil: undefined }), gloss: fc.option(textArb, { nil: undefined }) }, { requiredKeys: [] });
+const docArb = fc.record(
+  { lemma: fc.option(textArb, { nil: undefined }), gloss: fc.option(textArb, { nil: undefined }) },
+  { requiredKeys: [] },
+);
 const idArb = fc.constantFrom('n1', 'n2', 'n3', 'v1', 'v10', 'a', 'b', 'é', '\u{1F600}', '\uE000');
-const queryArb: fc.Arbitrary<Query> = fc.record({
-  q: fc.oneof(
-    fc.array(fc.constantFrom(...VOCAB), { minLength: 1, maxLength: 3 }).map((ws) => ws.join(' ')),
-    fc.tuple(fc.constantFrom(...VOCAB), fc.nat(4)).map(([w, n]) => w.slice(0, n + 1)),
-    fc.constantFrom('', '...', 'zzz', 'ca', 'd', 'ab abc'),
-  ),
-  mode: fc.option(fc.constantFrom<'all' | 'any'>('all', 'any'), { nil: undefined }),
-  prefix: fc.option(fc.boolean(), { nil: undefined }),
-  limit: fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
-}, { requiredKeys: ['q'] });
+const queryArb: fc.Arbitrary<Query> = fc.record(
+  {
+    q: fc.oneof(
+      fc.array(fc.constantFrom(...VOCAB), { minLength: 1, maxLength: 3 }).map((ws) => ws.join(' ')),
+      fc.tuple(fc.constantFrom(...VOCAB), fc.nat(4)).map(([w, n]) => w.slice(0, n + 1)),
+      fc.constantFrom('', '...', 'zzz', 'ca', 'd', 'ab abc'),
+    ),
+    mode: fc.option(fc.constantFrom<'all' | 'any'>('all', 'any'), { nil: undefined }),
+    prefix: fc.option(fc.boolean(), { nil: undefined }),
+    limit: fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
+  },
+  { requiredKeys: ['q'] },
+);
 type Op = { kind: 'put'; id: string; doc: Doc } | { kind: 'remove'; id: string } | { kind: 'search'; query: Query };
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('put' as const), id: idArb, doc: docArb }) },
@@ -125,15 +160,18 @@ describe('tokenize', () => {
 
   it('property: tokens are non-empty, lower-case words of ≤ 64 code points, and tokenizing them again changes nothing', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string({ unit: 'grapheme', maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 40 }), textArb), (s) => {
-        const tokens = tokenize(s);
-        for (const t of tokens) {
-          expect(t.length).toBeGreaterThan(0);
-          expect(Array.from(t).length).toBeLessThanOrEqual(64);
-          expect(tokenize(t)).toEqual([t]);
-        }
-        expect(tokenize(tokens.join(' '))).toEqual(tokens);
-      }),
+      fc.property(
+        fc.oneof(fc.string({ unit: 'grapheme', maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 40 }), textArb),
+        (s) => {
+          const tokens = tokenize(s);
+          for (const t of tokens) {
+            expect(t.length).toBeGreaterThan(0);
+            expect(Array.from(t).length).toBeLessThanOrEqual(64);
+            expect(tokenize(t)).toEqual([t]);
+          }
+          expect(tokenize(tokens.join(' '))).toEqual(tokens);
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -185,17 +223,23 @@ describe('LexicalIndex search', () => {
 
   it('property: search equals a brute-force scan, with updates and deletes interleaved', () => {
     fc.assert(
-      fc.property(fc.array(opArb, { maxLength: 60 }), fc.array(queryArb, { minLength: 1, maxLength: 8 }), (ops, finalQueries) => {
-        const ix = new LexicalIndex(OPTIONS);
-        const model = new Map<string, Doc>();
-        for (const op of ops) {
-          if (op.kind === 'search') expect(ix.search(op.query.q, op.query)).toEqual(bruteForce(model, OPTIONS.text, op.query));
-          else apply(ix, model, op);
-        }
-        for (const query of finalQueries) expect(ix.search(query.q, query)).toEqual(bruteForce(model, OPTIONS.text, query));
-        expect(ix.size).toBe(indexedCount(model, OPTIONS.text));
-        expect(ix.terms).toBe(distinctTerms(model, OPTIONS.text));
-      }),
+      fc.property(
+        fc.array(opArb, { maxLength: 60 }),
+        fc.array(queryArb, { minLength: 1, maxLength: 8 }),
+        (ops, finalQueries) => {
+          const ix = new LexicalIndex(OPTIONS);
+          const model = new Map<string, Doc>();
+          for (const op of ops) {
+            if (op.kind === 'search')
+              expect(ix.search(op.query.q, op.query)).toEqual(bruteForce(model, OPTIONS.text, op.query));
+            else apply(ix, model, op);
+          }
+          for (const query of finalQueries)
+            expect(ix.search(query.q, query)).toEqual(bruteForce(model, OPTIONS.text, query));
+          expect(ix.size).toBe(indexedCount(model, OPTIONS.text));
+          expect(ix.terms).toBe(distinctTerms(model, OPTIONS.text));
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -209,7 +253,14 @@ describe('LexicalIndex search', () => {
       .tuple(fc.constantFrom('', 'aa', 'aaa', 'aaaaa', 'aaaaaa'), fc.array(unitArb, { minLength: 1, maxLength: 5 }))
       .map(([shared, u]) => shared + u.join(''));
     const tieOpArb = fc.oneof(
-      { weight: 4, arbitrary: fc.record({ kind: fc.constant('put' as const), id: longIdArb, doc: fc.record({ lemma: fc.constantFrom('x', 'y', 'x y', 'x x', 'y y x', 'xa', 'x xa') }) }) },
+      {
+        weight: 4,
+        arbitrary: fc.record({
+          kind: fc.constant('put' as const),
+          id: longIdArb,
+          doc: fc.record({ lemma: fc.constantFrom('x', 'y', 'x y', 'x x', 'y y x', 'xa', 'x xa') }),
+        }),
+      },
       { weight: 1, arbitrary: fc.record({ kind: fc.constant('remove' as const), id: longIdArb }) },
     );
     const tieQueryArb = fc.record({
@@ -219,14 +270,18 @@ describe('LexicalIndex search', () => {
       limit: fc.integer({ min: 1, max: 6 }),
     });
     fc.assert(
-      fc.property(fc.array(tieOpArb, { maxLength: 80 }), fc.array(tieQueryArb, { minLength: 1, maxLength: 6 }), (ops, queries) => {
-        const ix = new LexicalIndex(OPTIONS);
-        const model = new Map<string, Doc>();
-        for (const op of ops) apply(ix, model, op);
-        for (const q of queries) expect(ix.search(q.q, q)).toEqual(bruteForce(model, OPTIONS.text, q));
-        const back = LexicalIndex.deserialize(ix.serialize(), OPTIONS);
-        for (const q of queries) expect(back.search(q.q, q)).toEqual(bruteForce(model, OPTIONS.text, q));
-      }),
+      fc.property(
+        fc.array(tieOpArb, { maxLength: 80 }),
+        fc.array(tieQueryArb, { minLength: 1, maxLength: 6 }),
+        (ops, queries) => {
+          const ix = new LexicalIndex(OPTIONS);
+          const model = new Map<string, Doc>();
+          for (const op of ops) apply(ix, model, op);
+          for (const q of queries) expect(ix.search(q.q, q)).toEqual(bruteForce(model, OPTIONS.text, q));
+          const back = LexicalIndex.deserialize(ix.serialize(), OPTIONS);
+          for (const q of queries) expect(back.search(q.q, q)).toEqual(bruteForce(model, OPTIONS.text, q));
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -237,7 +292,11 @@ describe('LexicalIndex search', () => {
     let x = 7;
     const rnd = (n: number) => ((x = (Math.imul(x, 1103515245) + 12345) >>> 0), (x >>> 8) % n);
     const syll = ['ka', 'lo', 'mi', 'ne', 'ru', 'sa', 'ti', 'vo', 'ze', 'qu', 'an', 'el'];
-    const vocab = Array.from({ length: 3000 }, (_, i) => syll[i % 12] + syll[(i >> 2) % 12] + (i % 7 === 0 ? '' : syll[rnd(12)]) + (i % 5 === 0 ? String(i) : ''));
+    const vocab = Array.from(
+      { length: 3000 },
+      (_, i) =>
+        syll[i % 12] + syll[(i >> 2) % 12] + (i % 7 === 0 ? '' : syll[rnd(12)]) + (i % 5 === 0 ? String(i) : ''),
+    );
     const word = () => vocab[Math.min(rnd(3000), rnd(3000), rnd(3000))]; // skewed: a few words are common
     const ix = new LexicalIndex(OPTIONS);
     const model = new Map<string, Doc>();
@@ -279,7 +338,10 @@ describe('LexicalIndex search', () => {
         model.delete(id);
         continue;
       }
-      const doc = { lemma: vocab[rnd(400)], gloss: Array.from({ length: 1 + rnd(20) }, () => vocab[Math.min(rnd(400), rnd(400))]).join(' ') };
+      const doc = {
+        lemma: vocab[rnd(400)],
+        gloss: Array.from({ length: 1 + rnd(20) }, () => vocab[Math.min(rnd(400), rnd(400))]).join(' '),
+      };
       ix.update(id, doc);
       model.set(id, doc);
       if (i % 5000 === 4999) {
@@ -291,7 +353,10 @@ describe('LexicalIndex search', () => {
     for (const [id, doc] of model) fresh.update(id, doc);
     expect(equalBytes(ix.serialize(), fresh.serialize())).toBe(true);
     expect(ix.terms).toBe(distinctTerms(model, OPTIONS.text));
-    for (const w of vocab.slice(0, 50)) expect(ix.search(w, { mode: 'any', limit: 400 })).toEqual(bruteForce(model, OPTIONS.text, { q: w, mode: 'any', limit: 400 }));
+    for (const w of vocab.slice(0, 50))
+      expect(ix.search(w, { mode: 'any', limit: 400 })).toEqual(
+        bruteForce(model, OPTIONS.text, { q: w, mode: 'any', limit: 400 }),
+      );
   });
 });
 
@@ -305,28 +370,34 @@ describe('LexicalIndex serialization', () => {
 
   it('property: round trip gives identical search results and identical bytes, whatever the update order', () => {
     fc.assert(
-      fc.property(fc.array(opArb, { maxLength: 40 }), fc.array(queryArb, { minLength: 1, maxLength: 6 }), (ops, queries) => {
-        const { ix, model } = build(ops);
-        const bytes = ix.serialize();
-        const copy = bytes.slice();
-        const back = LexicalIndex.deserialize(bytes, OPTIONS);
-        expect(bytes).toEqual(copy); // input unchanged
-        expect(equalBytes(back.serialize(), bytes)).toBe(true);
-        expect(back.size).toBe(ix.size);
-        expect(back.terms).toBe(ix.terms);
-        for (const q of queries) expect(back.search(q.q, q)).toEqual(ix.search(q.q, q));
-        // The same content put in reverse order, through a detour, serializes to the same bytes.
-        const other = new LexicalIndex({ text: ['gloss', 'lemma'] });
-        const entries = [...model.entries()].reverse();
-        for (const [id] of entries) other.update(id, { lemma: 'detour words' });
-        for (const [id, doc] of entries) other.update(id, doc);
-        expect(equalBytes(other.serialize(), bytes)).toBe(true);
-        // The deserialized index stays a working index.
-        back.update('zz', { lemma: 'cart abd' });
-        ix.update('zz', { lemma: 'cart abd' });
-        expect(back.search('ca', { prefix: true, mode: 'any' })).toEqual(ix.search('ca', { prefix: true, mode: 'any' }));
-        expect(equalBytes(back.serialize(), ix.serialize())).toBe(true);
-      }),
+      fc.property(
+        fc.array(opArb, { maxLength: 40 }),
+        fc.array(queryArb, { minLength: 1, maxLength: 6 }),
+        (ops, queries) => {
+          const { ix, model } = build(ops);
+          const bytes = ix.serialize();
+          const copy = bytes.slice();
+          const back = LexicalIndex.deserialize(bytes, OPTIONS);
+          expect(bytes).toEqual(copy); // input unchanged
+          expect(equalBytes(back.serialize(), bytes)).toBe(true);
+          expect(back.size).toBe(ix.size);
+          expect(back.terms).toBe(ix.terms);
+          for (const q of queries) expect(back.search(q.q, q)).toEqual(ix.search(q.q, q));
+          // The same content put in reverse order, through a detour, serializes to the same bytes.
+          const other = new LexicalIndex({ text: ['gloss', 'lemma'] });
+          const entries = [...model.entries()].reverse();
+          for (const [id] of entries) other.update(id, { lemma: 'detour words' });
+          for (const [id, doc] of entries) other.update(id, doc);
+          expect(equalBytes(other.serialize(), bytes)).toBe(true);
+          // The deserialized index stays a working index.
+          back.update('zz', { lemma: 'cart abd' });
+          ix.update('zz', { lemma: 'cart abd' });
+          expect(back.search('ca', { prefix: true, mode: 'any' })).toEqual(
+            ix.search('ca', { prefix: true, mode: 'any' }),
+          );
+          expect(equalBytes(back.serialize(), ix.serialize())).toBe(true);
+        },
+      ),
       { numRuns: 150 },
     );
   });
@@ -338,12 +409,18 @@ describe('LexicalIndex serialization', () => {
       ['n2', { lemma: '\u{20000} \u{20000}b' }],
       ['n3', { lemma: 'ab \uFA0E' }],
     ]);
-    const ordered = new Map<string, Doc>([['n1', { lemma: 'ab abc b' }], ['n2', { lemma: 'a b ba' }]]);
+    const ordered = new Map<string, Doc>([
+      ['n1', { lemma: 'ab abc b' }],
+      ['n2', { lemma: 'a b ba' }],
+    ]);
     for (const docs of [model, ordered]) {
       const ix = new LexicalIndex(OPTIONS);
       for (const [id, doc] of docs) ix.update(id, doc);
       const back = LexicalIndex.deserialize(ix.serialize(), OPTIONS);
-      const queries: Query[] = ['\uFA0E', '\u{20000}', 'a', 'b', '\uD840', 'ab \uFA0E'].flatMap((q) => [{ q, prefix: true }, { q, prefix: true, mode: 'any' as const }]);
+      const queries: Query[] = ['\uFA0E', '\u{20000}', 'a', 'b', '\uD840', 'ab \uFA0E'].flatMap((q) => [
+        { q, prefix: true },
+        { q, prefix: true, mode: 'any' as const },
+      ]);
       for (const q of queries) expect(back.search(q.q, q)).toEqual(bruteForce(docs, OPTIONS.text, q));
       back.update('n4', { lemma: '\u{20000}c \uFA0Eb' });
       docs.set('n4', { lemma: '\u{20000}c \uFA0Eb' });
@@ -355,7 +432,8 @@ describe('LexicalIndex serialization', () => {
 
   it('serializeParts gives the bytes of serialize() in parts of the size asked for', async () => {
     const ix = new LexicalIndex(OPTIONS);
-    for (let i = 0; i < 3000; i++) ix.update(`n${i}`, { lemma: `w${i % 97}`, gloss: `g${i % 1013} h${(i * 7) % 389} common words here` });
+    for (let i = 0; i < 3000; i++)
+      ix.update(`n${i}`, { lemma: `w${i % 97}`, gloss: `g${i % 1013} h${(i * 7) % 389} common words here` });
     const whole = ix.serialize();
     let pauses = 0;
     const parts = await ix.serializeParts(1024, async () => void pauses++);
@@ -377,7 +455,9 @@ describe('LexicalIndex serialization', () => {
     for (let off = 0; off < 8; off++) {
       const big = new Uint8Array(bytes.length + 16);
       big.set(bytes, off);
-      expect(LexicalIndex.deserialize(big.subarray(off, off + bytes.length), OPTIONS).search('perceived')).toEqual(['n1']);
+      expect(LexicalIndex.deserialize(big.subarray(off, off + bytes.length), OPTIONS).search('perceived')).toEqual([
+        'n1',
+      ]);
     }
     const empty = new LexicalIndex(OPTIONS).serialize();
     expect(LexicalIndex.deserialize(empty, OPTIONS).size).toBe(0);
@@ -395,7 +475,8 @@ describe('LexicalIndex serialization', () => {
         expect(() => LexicalIndex.deserialize(bad, OPTIONS)).toThrow(corruption);
       }
     }
-    for (let n = 0; n < bytes.length; n++) expect(() => LexicalIndex.deserialize(bytes.subarray(0, n), OPTIONS)).toThrow(corruption);
+    for (let n = 0; n < bytes.length; n++)
+      expect(() => LexicalIndex.deserialize(bytes.subarray(0, n), OPTIONS)).toThrow(corruption);
     expect(() => LexicalIndex.deserialize(new Uint8Array([...bytes, 0]), OPTIONS)).toThrow(corruption);
   });
 
@@ -428,44 +509,162 @@ describe('LexicalIndex serialization', () => {
     };
     const opts = { text: ['gloss'] };
     const good = blob((w) => {
-      terms([[0, 'a'], [1, 'b']])(w);
+      terms([
+        [0, 'a'],
+        [1, 'b'],
+      ])(w);
       w.varint(1);
-      doc('n1', [[0, 1], [1, 2]])(w);
+      doc('n1', [
+        [0, 1],
+        [1, 2],
+      ])(w);
     });
     expect(LexicalIndex.deserialize(good, opts).search('ab')).toEqual(['n1']);
     const cases: Uint8Array[] = [
-      blob((w) => { terms([[0, 'b'], [0, 'a']])(w); w.varint(1); doc('n1', [[0, 1], [1, 1]])(w); }), // terms out of order
-      blob((w) => { terms([[0, 'a'], [0, 'a']])(w); w.varint(1); doc('n1', [[0, 1], [1, 1]])(w); }), // duplicate term
-      blob((w) => { terms([[0, 'a'], [0, 'ab']])(w); w.varint(1); doc('n1', [[0, 1], [1, 1]])(w); }), // shared prefix not coded
-      blob((w) => { terms([[0, 'a'], [2, 'b']])(w); w.varint(1); doc('n1', [[0, 1], [1, 1]])(w); }), // shared > previous
-      blob((w) => { terms([[0, 'a'], [1, 'b']])(w); w.varint(1); doc('n1', [[0, 1]])(w); }), // term without postings
-      blob((w) => { terms([[0, 'a']])(w); w.varint(1); doc('n1', [[0, 0]])(w); }), // tf 0
-      blob((w) => { terms([[0, 'a']])(w); w.varint(1); doc('n1', [[1, 1]])(w); }), // term index out of range
-      blob((w) => { terms([[0, 'a'], [1, 'b']])(w); w.varint(1); doc('n1', [[0, 1], [0, 1]])(w); }), // repeated term in a doc
-      blob((w) => { terms([[0, 'a']])(w); w.varint(1); doc('n1', [])(w); }), // doc without terms
-      blob((w) => { terms([[0, 'a']])(w); w.varint(2); doc('n2', [[0, 1]])(w); doc('n1', [[0, 1]])(w); }), // ids out of order
-      blob((w) => { terms([[0, 'a']])(w); w.varint(2); doc('n1', [[0, 1]])(w); doc('n1', [[0, 1]])(w); }), // duplicate id
-      blob((w) => { terms([[0, 'a']])(w); w.varint(1); doc('', [[0, 1]])(w); }), // empty id
-      blob((w) => { terms([[0, 'a'.repeat(65)]])(w); w.varint(1); doc('n1', [[0, 1]])(w); }), // term too long
-      blob((w) => { terms([[0, 'a']])(w); w.varint(1); w.bytes(Uint8Array.of(2, 0xff, 0xfe, 1, 0, 1)); }), // id not UTF-8
-      blob((w) => { terms([[0, 'a']])(w); w.varint(1); doc('n1', [[0, 1]])(w); w.byte(0); }), // trailing byte
-      blob((w) => { terms([[0, 'a']])(w); w.bytes(Uint8Array.of(0x81, 0x00)); doc('n1', [[0, 1]])(w); }), // non-canonical varint
-      blob((w) => { w.varint(1_000_000); }), // count larger than the data
+      blob((w) => {
+        terms([
+          [0, 'b'],
+          [0, 'a'],
+        ])(w);
+        w.varint(1);
+        doc('n1', [
+          [0, 1],
+          [1, 1],
+        ])(w);
+      }), // terms out of order
+      blob((w) => {
+        terms([
+          [0, 'a'],
+          [0, 'a'],
+        ])(w);
+        w.varint(1);
+        doc('n1', [
+          [0, 1],
+          [1, 1],
+        ])(w);
+      }), // duplicate term
+      blob((w) => {
+        terms([
+          [0, 'a'],
+          [0, 'ab'],
+        ])(w);
+        w.varint(1);
+        doc('n1', [
+          [0, 1],
+          [1, 1],
+        ])(w);
+      }), // shared prefix not coded
+      blob((w) => {
+        terms([
+          [0, 'a'],
+          [2, 'b'],
+        ])(w);
+        w.varint(1);
+        doc('n1', [
+          [0, 1],
+          [1, 1],
+        ])(w);
+      }), // shared > previous
+      blob((w) => {
+        terms([
+          [0, 'a'],
+          [1, 'b'],
+        ])(w);
+        w.varint(1);
+        doc('n1', [[0, 1]])(w);
+      }), // term without postings
+      blob((w) => {
+        terms([[0, 'a']])(w);
+        w.varint(1);
+        doc('n1', [[0, 0]])(w);
+      }), // tf 0
+      blob((w) => {
+        terms([[0, 'a']])(w);
+        w.varint(1);
+        doc('n1', [[1, 1]])(w);
+      }), // term index out of range
+      blob((w) => {
+        terms([
+          [0, 'a'],
+          [1, 'b'],
+        ])(w);
+        w.varint(1);
+        doc('n1', [
+          [0, 1],
+          [0, 1],
+        ])(w);
+      }), // repeated term in a doc
+      blob((w) => {
+        terms([[0, 'a']])(w);
+        w.varint(1);
+        doc('n1', [])(w);
+      }), // doc without terms
+      blob((w) => {
+        terms([[0, 'a']])(w);
+        w.varint(2);
+        doc('n2', [[0, 1]])(w);
+        doc('n1', [[0, 1]])(w);
+      }), // ids out of order
+      blob((w) => {
+        terms([[0, 'a']])(w);
+        w.varint(2);
+        doc('n1', [[0, 1]])(w);
+        doc('n1', [[0, 1]])(w);
+      }), // duplicate id
+      blob((w) => {
+        terms([[0, 'a']])(w);
+        w.varint(1);
+        doc('', [[0, 1]])(w);
+      }), // empty id
+      blob((w) => {
+        terms([[0, 'a'.repeat(65)]])(w);
+        w.varint(1);
+        doc('n1', [[0, 1]])(w);
+      }), // term too long
+      blob((w) => {
+        terms([[0, 'a']])(w);
+        w.varint(1);
+        w.bytes(Uint8Array.of(2, 0xff, 0xfe, 1, 0, 1));
+      }), // id not UTF-8
+      blob((w) => {
+        terms([[0, 'a']])(w);
+        w.varint(1);
+        doc('n1', [[0, 1]])(w);
+        w.byte(0);
+      }), // trailing byte
+      blob((w) => {
+        terms([[0, 'a']])(w);
+        w.bytes(Uint8Array.of(0x81, 0x00));
+        doc('n1', [[0, 1]])(w);
+      }), // non-canonical varint
+      blob((w) => {
+        w.varint(1_000_000);
+      }), // count larger than the data
     ];
-    for (const [i, bad] of cases.entries()) expect(() => LexicalIndex.deserialize(bad, opts), `case ${i}`).toThrow(corruption);
-    const v2 = blob((w) => { terms([])(w); w.varint(0); }, 2);
+    for (const [i, bad] of cases.entries())
+      expect(() => LexicalIndex.deserialize(bad, opts), `case ${i}`).toThrow(corruption);
+    const v2 = blob((w) => {
+      terms([])(w);
+      w.varint(0);
+    }, 2);
     expect(() => LexicalIndex.deserialize(v2, opts)).toThrow(expect.objectContaining({ code: 'FORMAT_VERSION' }));
   });
 });
 
 describe('LexicalIndex argument checks', () => {
   it('refuses bad options', () => {
-    expect(() => new LexicalIndex(undefined as unknown as LexicalOptions)).toThrow(new TypeError('"options" expected an object'));
-    expect(() => new LexicalIndex({ text: 'gloss' as unknown as string[] })).toThrow(new TypeError('"options.text" expected an array of field names'));
+    expect(() => new LexicalIndex(undefined as unknown as LexicalOptions)).toThrow(
+      new TypeError('"options" expected an object'),
+    );
+    expect(() => new LexicalIndex({ text: 'gloss' as unknown as string[] })).toThrow(
+      new TypeError('"options.text" expected an array of field names'),
+    );
     expect(() => new LexicalIndex({ text: [] })).toThrow(RangeError);
     expect(() => new LexicalIndex({ text: ['a', ''] })).toThrow(TypeError);
     expect(() => new LexicalIndex({ text: ['a', 1 as unknown as string] })).toThrow(TypeError);
-    expect(() => new LexicalIndex({ text: ['a', 'b', 'a'] })).toThrow(new RangeError('"options.text" names field "a" twice'));
+    expect(() => new LexicalIndex({ text: ['a', 'b', 'a'] })).toThrow(
+      new RangeError('"options.text" names field "a" twice'),
+    );
   });
 
   it('refuses bad updates and leaves the index unchanged', () => {
@@ -474,9 +673,13 @@ describe('LexicalIndex argument checks', () => {
     const before = ix.serialize();
     expect(() => ix.update('', { lemma: 'x' })).toThrow(new TypeError('"id" expected a non-empty string'));
     expect(() => ix.update(1 as unknown as string, { lemma: 'x' })).toThrow(TypeError);
-    expect(() => ix.update('n1', null as unknown as Doc)).toThrow(new TypeError('"value" expected an object or undefined'));
+    expect(() => ix.update('n1', null as unknown as Doc)).toThrow(
+      new TypeError('"value" expected an object or undefined'),
+    );
     expect(() => ix.update('n1', ['x'] as unknown as Doc)).toThrow(TypeError);
-    expect(() => ix.update('n1', { lemma: 'new words', gloss: 7 })).toThrow(new TypeError('"value.gloss" expected a string, got number'));
+    expect(() => ix.update('n1', { lemma: 'new words', gloss: 7 })).toThrow(
+      new TypeError('"value.gloss" expected a string, got number'),
+    );
     expect(() => ix.remove('')).toThrow(TypeError);
     expect(equalBytes(ix.serialize(), before)).toBe(true);
     expect(ix.search('entity')).toEqual(['n1']);
@@ -484,9 +687,13 @@ describe('LexicalIndex argument checks', () => {
 
   it('refuses bad queries and options', () => {
     const ix = new LexicalIndex(OPTIONS);
-    expect(() => ix.search(undefined as unknown as string)).toThrow(new TypeError('"query" expected a string, got undefined'));
+    expect(() => ix.search(undefined as unknown as string)).toThrow(
+      new TypeError('"query" expected a string, got undefined'),
+    );
     expect(() => ix.search('a', null as unknown as Query)).toThrow(TypeError);
-    expect(() => ix.search('a', { mode: 'some' as 'all' })).toThrow(new RangeError(`"opts.mode" expected 'all' or 'any', got "some"`));
+    expect(() => ix.search('a', { mode: 'some' as 'all' })).toThrow(
+      new RangeError(`"opts.mode" expected 'all' or 'any', got "some"`),
+    );
     expect(() => ix.search('a', { prefix: 'yes' as unknown as boolean })).toThrow(TypeError);
     expect(() => ix.search('a', { limit: 0 })).toThrow(RangeError);
     expect(() => ix.search('a', { limit: 1.5 })).toThrow(new TypeError('"opts.limit" expected an integer, got number'));
@@ -497,7 +704,9 @@ describe('LexicalIndex argument checks', () => {
     const ix = new LexicalIndex(OPTIONS);
     ix.update('n1', { lemma: 'entity' });
     const bytes = ix.serialize();
-    expect(() => LexicalIndex.deserialize([1, 2] as unknown as Uint8Array, OPTIONS)).toThrow(new TypeError('"bytes" expected Uint8Array, got Array'));
+    expect(() => LexicalIndex.deserialize([1, 2] as unknown as Uint8Array, OPTIONS)).toThrow(
+      new TypeError('"bytes" expected Uint8Array, got Array'),
+    );
     expect(() => LexicalIndex.deserialize(bytes, { text: [] })).toThrow(RangeError);
     expect(() => LexicalIndex.deserialize(bytes, { text: ['lemma'] })).toThrow(RangeError);
     expect(LexicalIndex.deserialize(bytes, { text: ['gloss', 'lemma'] }).search('entity')).toEqual(['n1']);

@@ -63,16 +63,22 @@ describe.each(FLAVORS)('merkle (%s)', (flavor) => {
     // Expected length: inner + border.
     const proof = Array.from({ length: 41 }, (_, k) => sha384(new Uint8Array([k])));
     // Fold like RFC 9162 §2.1.3.2 to obtain the root this (arbitrary) path commits to.
-    let fn = i, sn = n - 1, r = merkle.leafHash(leaf);
+    let fn = i,
+      sn = n - 1,
+      r = merkle.leafHash(leaf);
     const used: Uint8Array[] = [];
     for (const p of proof) {
       if (sn === 0) break;
       used.push(p);
       if (fn % 2 === 1 || fn === sn) {
         r = merkle.nodeHash(p, r);
-        while (fn % 2 === 0 && fn !== 0) { fn = Math.floor(fn / 2); sn = Math.floor(sn / 2); }
+        while (fn % 2 === 0 && fn !== 0) {
+          fn = Math.floor(fn / 2);
+          sn = Math.floor(sn / 2);
+        }
       } else r = merkle.nodeHash(r, p);
-      fn = Math.floor(fn / 2); sn = Math.floor(sn / 2);
+      fn = Math.floor(fn / 2);
+      sn = Math.floor(sn / 2);
     }
     expect(merkle.verifyInclusion(leaf, i, n, used, r)).toBe(true);
     expect(merkle.verifyInclusion(leaf, i + 1, n, used, r)).toBe(false);

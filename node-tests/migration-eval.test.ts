@@ -17,20 +17,44 @@ describe('live migration evaluation (small)', () => {
   it('accounts for every record across a kill and a resume, and verifies cold', async () => {
     const e = await runEvaluation({ records: 2000, outageMs: 500, queries: 300, wordSample: 10, out, quiet: true });
     // Accounting: 1,998 copied + 1 superseded + 1 deleted + 1 inserted = total, nothing failed.
-    expect(e.accounting).toMatchObject({ phase: 'done', copied: 1998, superseded: 1, deleted: 1, inserted: 1, withheld: 0, failed: 0, total: 2001 });
-    expect(e.accounting.copied + e.accounting.superseded + e.accounting.deleted + e.accounting.inserted).toBe(e.accounting.total);
+    expect(e.accounting).toMatchObject({
+      phase: 'done',
+      copied: 1998,
+      superseded: 1,
+      deleted: 1,
+      inserted: 1,
+      withheld: 0,
+      failed: 0,
+      total: 2001,
+    });
+    expect(e.accounting.copied + e.accounting.superseded + e.accounting.deleted + e.accounting.inserted).toBe(
+      e.accounting.total,
+    );
     // The kill came part-way through the copy, and the restarted process resumed from there.
     expect(e.migration.killedAt.phase).toBe('copying');
     expect(e.migration.killedAt.accounted).toBeGreaterThanOrEqual(1000);
     expect(e.migration.killedAt.accounted).toBeLessThan(2000);
     expect(e.migration.resumedAt).toMatchObject({ phase: 'copying' });
     expect(e.processes).toHaveLength(2);
-    expect(e.writes.map((w: { kind: string; ackAt: number }) => [w.kind, typeof w.ackAt])).toEqual([['update', 'number'], ['insert', 'number'], ['delete', 'number']]);
+    expect(e.writes.map((w: { kind: string; ackAt: number }) => [w.kind, typeof w.ackAt])).toEqual([
+      ['update', 'number'],
+      ['insert', 'number'],
+      ['delete', 'number'],
+    ]);
     // Cold, read-only verification: every record, the deleted one absent, the index, verifyStore.
     const v = e.verification;
     expect(v.problems).toEqual([]);
     expect(v.ok).toBe(true);
-    expect(v.records).toMatchObject({ expected: 2000, matched: 2000, missing: 0, mismatched: 0, unexpected: 0, deletedAbsent: 1, targetSuite: 2000, otherSuite: 0 });
+    expect(v.records).toMatchObject({
+      expected: 2000,
+      matched: 2000,
+      missing: 0,
+      mismatched: 0,
+      unexpected: 0,
+      deletedAbsent: 1,
+      targetSuite: 2000,
+      otherSuite: 0,
+    });
     expect(v.search.queries).toBeGreaterThanOrEqual(300);
     expect(v.search.setEqualBrute).toBe(v.search.queries);
     expect(v.search.orderedEqualMemory).toBe(v.search.queries);

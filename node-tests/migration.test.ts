@@ -19,7 +19,11 @@ type Doc = { lemma: string; gloss: string; n: number };
 const recipient = generateRecipient('classical');
 const signer = generateSigner();
 const WORDS = ['amber', 'basalt', 'cobalt', 'dune', 'ember', 'fjord', 'glacier', 'harbor'];
-const doc = (i: number): Doc => ({ lemma: WORDS[i % 8], gloss: `${WORDS[(i * 3) % 8]} ${WORDS[(i * 5 + 1) % 8]} number ${i}`, n: i });
+const doc = (i: number): Doc => ({
+  lemma: WORDS[i % 8],
+  gloss: `${WORDS[(i * 3) % 8]} ${WORDS[(i * 5 + 1) % 8]} number ${i}`,
+  n: i,
+});
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
@@ -30,7 +34,9 @@ async function fill(open: (create: boolean) => ReturnType<typeof openStore>, n: 
   for (let i = 0; i < n; i += 250) {
     await store.batch((tx) => {
       for (let k = i; k < Math.min(n, i + 250); k++) {
-        tx.put(words, `w${String(k).padStart(5, '0')}`, doc(k), { governance: { scope: k % 50 === 7 ? 'restricted' : 'public' } });
+        tx.put(words, `w${String(k).padStart(5, '0')}`, doc(k), {
+          governance: { scope: k % 50 === 7 ? 'restricted' : 'public' },
+        });
         model.set(`w${String(k).padStart(5, '0')}`, doc(k));
       }
     });
@@ -45,7 +51,10 @@ async function checkAll(store: Awaited<ReturnType<typeof openStore>>, model: Map
   for (const [id, v] of model) expect(await words.get(id), id).toEqual(v);
   for (const q of ['amber', 'dune glacier', 'number']) {
     const got = (await words.search(q, { limit: 100_000 })).map((x) => x.id).sort();
-    const want = [...model].filter(([, v]) => tokenize(q).every((t) => tokenize(`${v.lemma} ${v.gloss}`).includes(t))).map(([id]) => id).sort();
+    const want = [...model]
+      .filter(([, v]) => tokenize(q).every((t) => tokenize(`${v.lemma} ${v.gloss}`).includes(t)))
+      .map(([id]) => id)
+      .sort();
     expect(got, q).toEqual(want);
   }
 }
@@ -62,14 +71,24 @@ describe('live migration', () => {
   it('moves every record to the target suite while writes go on, and accounts for each', async () => {
     const medium = new MemoryMedium();
     const open = async (create = false) =>
-      openStore({ storage: await openMemoryPageStore({ medium }), create, recipients: [recipient.publicKey], unlock: recipient.secretKey, suite: 'gcmsiv-hkdf256', signer: signer.secretKey, signerPublicKey: signer.publicKey, autoCheckpoint: false });
+      openStore({
+        storage: await openMemoryPageStore({ medium }),
+        create,
+        recipients: [recipient.publicKey],
+        unlock: recipient.secretKey,
+        suite: 'gcmsiv-hkdf256',
+        signer: signer.secretKey,
+        signerPublicKey: signer.publicKey,
+        autoCheckpoint: false,
+      });
     let { store, words, model } = await fill(open, 1000);
     const other = store.collection('other', { schema });
     await other.put('o1', doc(1));
     const progress: { phase: string; copied: number }[] = [];
     let wrote: Promise<unknown> | undefined;
     const result = await store.migrate({
-      to: 'gcmsiv-hkdf384', chunkRecords: 64,
+      to: 'gcmsiv-hkdf384',
+      chunkRecords: 64,
       onProgress: (p) => {
         progress.push({ phase: p.phase, copied: p.copied });
         if (wrote === undefined && p.phase === 'copying') {
@@ -88,10 +107,25 @@ describe('live migration', () => {
       },
     });
     await wrote;
-    expect(result).toMatchObject({ phase: 'done', copied: 998 + 1, superseded: 1, deleted: 1, withheld: 0, failed: 0, inserted: 1, total: 1001 + 1, to: 'gcmsiv-hkdf384', running: false });
-    expect(result.copied + result.superseded + result.deleted + result.withheld + result.failed + result.inserted).toBe(result.total);
+    expect(result).toMatchObject({
+      phase: 'done',
+      copied: 998 + 1,
+      superseded: 1,
+      deleted: 1,
+      withheld: 0,
+      failed: 0,
+      inserted: 1,
+      total: 1001 + 1,
+      to: 'gcmsiv-hkdf384',
+      running: false,
+    });
+    expect(result.copied + result.superseded + result.deleted + result.withheld + result.failed + result.inserted).toBe(
+      result.total,
+    );
     expect(progress.filter((p) => p.phase === 'copying').length).toBeGreaterThanOrEqual(15);
-    expect(progress.map((p) => p.phase)).toEqual(expect.arrayContaining(['indexing', 'verifying', 'activating', 'done']));
+    expect(progress.map((p) => p.phase)).toEqual(
+      expect.arrayContaining(['indexing', 'verifying', 'activating', 'done']),
+    );
     expect(result.workMs).toBeGreaterThan(0);
     expect(store.registry.list().find((e) => e.suite.name === 'gcmsiv-hkdf256')?.state).toBe('decrypt-only');
     expect(store.registry.list().find((e) => e.suite.name === 'gcmsiv-hkdf384')?.state).toBe('active');
@@ -99,7 +133,8 @@ describe('live migration', () => {
     expect(store.checkpoints().at(-1)?.generation).toBe(2);
     await checkAll(store, model);
     // Every live record's sealed bytes name suite 2 and generation 2 (an export carries the record).
-    for (const id of ['w00000', 'w00500', 'w00998', 'new']) expect(recordOf(await words.exportSealed(id)), id).toEqual({ suite: 2, generation: 2 });
+    for (const id of ['w00000', 'w00500', 'w00998', 'new'])
+      expect(recordOf(await words.exportSealed(id)), id).toEqual({ suite: 2, generation: 2 });
     await store.close();
     store = await open();
     expect(store.migration()).toMatchObject({ phase: 'done', copied: 999, total: 1002, running: false });
@@ -114,26 +149,52 @@ describe('live migration', () => {
 });
 
 describe('live migration: pause, authority, errors', () => {
-  const openMem = (medium: MemoryMedium, extra: Record<string, unknown> = {}) => async (create = false) =>
-    openStore({ storage: await openMemoryPageStore({ medium }), create, recipients: [recipient.publicKey], unlock: recipient.secretKey, suite: 'gcmsiv-hkdf256', autoCheckpoint: false, ...extra });
+  const openMem =
+    (medium: MemoryMedium, extra: Record<string, unknown> = {}) =>
+    async (create = false) =>
+      openStore({
+        storage: await openMemoryPageStore({ medium }),
+        create,
+        recipients: [recipient.publicKey],
+        unlock: recipient.secretKey,
+        suite: 'gcmsiv-hkdf256',
+        autoCheckpoint: false,
+        ...extra,
+      });
 
   it('pauses on abort and resumes on the next migrate(); authority withholds records', async () => {
     const medium = new MemoryMedium();
-    const open = openMem(medium, { authority: ({ governance }: { governance: { scope?: string } }) => governance.scope !== 'restricted' });
+    const open = openMem(medium, {
+      authority: ({ governance }: { governance: { scope?: string } }) => governance.scope !== 'restricted',
+    });
     const { store, model } = await fill(open, 600);
     const ac = new AbortController();
-    const paused = await store.migrate({ to: 'gcmsiv-hkdf384', chunkRecords: 50, signal: ac.signal, onProgress: () => ac.abort() }).catch((e) => e);
+    const paused = await store
+      .migrate({ to: 'gcmsiv-hkdf384', chunkRecords: 50, signal: ac.signal, onProgress: () => ac.abort() })
+      .catch((e) => e);
     expect(paused).toBeInstanceOf(PqdbError);
     expect(paused.code).toBe('ABORTED');
     expect(store.migration()).toMatchObject({ phase: 'copying', copied: 50, running: false });
     await expect(store.migrate({ to: 'cnsa2-gcm-hkdf384-commit' })).rejects.toThrow(/under way/);
-    await expect(store.retireGenerations()).rejects.toMatchObject({ code: 'GENERATION_IN_USE', message: expect.stringMatching(/migration is under way/) });
+    await expect(store.retireGenerations()).rejects.toMatchObject({
+      code: 'GENERATION_IN_USE',
+      message: expect.stringMatching(/migration is under way/),
+    });
     const done = await store.migrate({ to: 'gcmsiv-hkdf384' });
     const restricted = [...model.keys()].filter((id) => Number(id.slice(1)) % 50 === 7).length;
-    expect(done).toMatchObject({ phase: 'done', withheld: restricted, copied: 600 - restricted, failed: 0, total: 600 });
+    expect(done).toMatchObject({
+      phase: 'done',
+      withheld: restricted,
+      copied: 600 - restricted,
+      failed: 0,
+      total: 600,
+    });
     await checkAll(store, model); // withheld records stay readable in their old generation
     // So their generation cannot be retired, and a refusal changes nothing.
-    await expect(store.retireGenerations()).rejects.toMatchObject({ code: 'GENERATION_IN_USE', message: expect.stringMatching(new RegExp(`^${restricted} live record`)) });
+    await expect(store.retireGenerations()).rejects.toMatchObject({
+      code: 'GENERATION_IN_USE',
+      message: expect.stringMatching(new RegExp(`^${restricted} live record`)),
+    });
     await checkAll(store, model);
     await store.close();
   });
@@ -168,7 +229,11 @@ describe('live migration: pause, authority, errors', () => {
       for (let i = 0; i < 30; i++) tx.put(words, `k${i}`, doc(i), { governance: { scope: `s${i % 5}` } });
     });
     for (let i = 0; i < 30; i++) expect(await words.get(`k${i}`)).toEqual(doc(i));
-    expect(await store.migrate({ to: 'cnsa2-gcm-hkdf384-commit', chunkRecords: 10 })).toMatchObject({ phase: 'done', copied: 30, failed: 0 });
+    expect(await store.migrate({ to: 'cnsa2-gcm-hkdf384-commit', chunkRecords: 10 })).toMatchObject({
+      phase: 'done',
+      copied: 30,
+      failed: 0,
+    });
     for (let i = 0; i < 30; i++) expect(await words.get(`k${i}`)).toEqual(doc(i));
     await store.close();
   });
@@ -190,7 +255,9 @@ describe('live migration: pause, authority, errors', () => {
     expect(() => store.dataKeyFor(1, 1, '{"scope":"public"}')).toThrow();
     // The old export still verifies against its signed checkpoint, but nothing opens it any more.
     expect(verifySealed(oldExport, signer.publicKey).valid).toBe(true);
-    expect(() => openSealed(oldExport, (suite, generation, governance) => store.dataKeyFor(suite.id, generation, governance))).toThrow();
+    expect(() =>
+      openSealed(oldExport, (suite, generation, governance) => store.dataKeyFor(suite.id, generation, governance)),
+    ).toThrow();
     const cps = store.checkpoints();
     expect(cps.filter((c) => c.generation === 1)).toHaveLength(2);
     expect(store.consistencyProof(0, 1).length).toBeGreaterThan(0);
@@ -220,13 +287,17 @@ describe('live migration: pause, authority, errors', () => {
     expect(() => store.migrate({ to: 'gcmsiv-hkdf384', collection: 'missing' })).toThrow(RangeError);
     expect(() => store.migrate({ to: 'gcmsiv-hkdf384', chunkRecords: 0 })).toThrow(RangeError);
     await store.registry.setState('cnsa2-gcm-hkdf384-commit', 'quarantined');
-    await expect(store.migrate({ to: 'cnsa2-gcm-hkdf384-commit' })).rejects.toMatchObject({ code: 'SUITE_QUARANTINED' });
+    await expect(store.migrate({ to: 'cnsa2-gcm-hkdf384-commit' })).rejects.toMatchObject({
+      code: 'SUITE_QUARANTINED',
+    });
     expect(store.info().generations).toEqual([1]);
     await store.close();
     const pages = await openMemoryPageStore({ medium });
     const ro = await openStore({ storage: pages, unlock: recipient.secretKey, readOnly: true });
     expect(() => ro.migrate({ to: 'gcmsiv-hkdf384' })).toThrow(expect.objectContaining({ code: 'READ_ONLY' }));
-    await expect(ro.collection('words', { schema, index: { text: ['lemma', 'gloss'] } }).put('x', doc(1))).rejects.toMatchObject({ code: 'READ_ONLY' });
+    await expect(
+      ro.collection('words', { schema, index: { text: ['lemma', 'gloss'] } }).put('x', doc(1)),
+    ).rejects.toMatchObject({ code: 'READ_ONLY' });
     await ro.close();
   });
 });
@@ -235,7 +306,16 @@ describe('live migration across a kill', () => {
   it('reseals a persisted index that is not loaded under the target generation, its content and coverage unchanged (not re-serialized)', async () => {
     const medium = new MemoryMedium();
     const open = async (create = false) =>
-      openStore({ storage: await openMemoryPageStore({ medium }), create, recipients: [recipient.publicKey], unlock: recipient.secretKey, suite: 'gcmsiv-hkdf256', signer: signer.secretKey, signerPublicKey: signer.publicKey, autoCheckpoint: false });
+      openStore({
+        storage: await openMemoryPageStore({ medium }),
+        create,
+        recipients: [recipient.publicKey],
+        unlock: recipient.secretKey,
+        suite: 'gcmsiv-hkdf256',
+        signer: signer.secretKey,
+        signerPublicKey: signer.publicKey,
+        autoCheckpoint: false,
+      });
     const { store, words, model } = await fill(open, 1500);
     await store.checkpoint(); // persists the index, sealed under generation 1
     // Written after the checkpoint: the index page does not hold these; reopening applies them.
@@ -248,7 +328,9 @@ describe('live migration across a kill', () => {
       const ps = await openMemoryPageStore({ medium });
       const bytes = (await ps.readManifest())!;
       await ps.close();
-      return JSON.parse(new TextDecoder().decode(bytes.subarray(9, 9 + new DataView(bytes.buffer, bytes.byteOffset).getUint32(5)))) as { indexes: Record<string, { pageId: number; afterPage: number }> };
+      return JSON.parse(
+        new TextDecoder().decode(bytes.subarray(9, 9 + new DataView(bytes.buffer, bytes.byteOffset).getUint32(5))),
+      ) as { indexes: Record<string, { pageId: number; afterPage: number }> };
     };
     const before = (await manifest()).indexes.words;
     const again = await open();
@@ -277,18 +359,30 @@ describe('live migration across a kill', () => {
   it('a SIGKILLed migrator resumes from its durable cursor in a new process; nothing is lost or doubled', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'pqdb-migrate-'));
     dirs.push(dir);
-    const open = (create = false) => openStore({ location: dir, create, recipients: [recipient.publicKey], unlock: recipient.secretKey, suite: 'gcmsiv-hkdf256', autoCheckpoint: false });
+    const open = (create = false) =>
+      openStore({
+        location: dir,
+        create,
+        recipients: [recipient.publicKey],
+        unlock: recipient.secretKey,
+        suite: 'gcmsiv-hkdf256',
+        autoCheckpoint: false,
+      });
     const { store, model } = await fill(open, 2000);
     await store.close();
     // The migrator is killed once it has reported about half the records copied.
     const killedAt = await new Promise<number>((resolve, reject) => {
-      const child = fork('node-tests/support/migrator.mjs', [dir, hex(recipient.secretKey), 'gcmsiv-hkdf384', '100'], { stdio: 'ignore' });
+      const child = fork('node-tests/support/migrator.mjs', [dir, hex(recipient.secretKey), 'gcmsiv-hkdf384', '100'], {
+        stdio: 'ignore',
+      });
       let copied = 0;
       child.on('message', (m: { progress?: { copied: number } }) => {
         copied = m.progress?.copied ?? copied;
         if (copied >= 1000) child.kill('SIGKILL');
       });
-      child.on('exit', (code, signal) => (signal === 'SIGKILL' ? resolve(copied) : reject(new Error(`migrator exited with ${code}`))));
+      child.on('exit', (code, signal) =>
+        signal === 'SIGKILL' ? resolve(copied) : reject(new Error(`migrator exited with ${code}`)),
+      );
     });
     expect(killedAt).toBeGreaterThanOrEqual(1000);
     expect(killedAt).toBeLessThan(2000);
@@ -300,7 +394,16 @@ describe('live migration across a kill', () => {
     await words.put('late', doc(7));
     model.set('late', doc(7));
     const result = await again.migrate({ to: 'gcmsiv-hkdf384' });
-    expect(result).toMatchObject({ phase: 'done', copied: 2000, superseded: 0, deleted: 0, withheld: 0, failed: 0, inserted: 1, total: 2001 });
+    expect(result).toMatchObject({
+      phase: 'done',
+      copied: 2000,
+      superseded: 0,
+      deleted: 0,
+      withheld: 0,
+      failed: 0,
+      inserted: 1,
+      total: 2001,
+    });
     await checkAll(again, model);
     await again.close();
     // Cold, read-only: every record decrypts and the logs hold each copy exactly once.

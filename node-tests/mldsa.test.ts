@@ -40,7 +40,9 @@ describe.each(FLAVORS)('ML-DSA-87 (%s)', (flavor) => {
       if (i % 3 === 0) {
         const bad = sig.slice();
         bad[rng.int(bad.length)] ^= 1 << rng.int(8);
-        expect(ml_dsa87.verify(bad, msg, a.publicKey, { context })).toBe(noble.verify(bad, msg, b.publicKey, { context }));
+        expect(ml_dsa87.verify(bad, msg, a.publicKey, { context })).toBe(
+          noble.verify(bad, msg, b.publicKey, { context }),
+        );
         const m2 = new Uint8Array([...msg, 1]);
         const c2 = new Uint8Array([...context.subarray(0, 254), 7]);
         expect(ml_dsa87.verify(sig, m2, a.publicKey, { context })).toBe(false);

@@ -49,14 +49,22 @@ const FACTORIES: [string, PageStoreFixtureFactory][] = [
     'memory',
     async () => {
       const medium = new MemoryMedium();
-      return { open: () => openMemoryPageStore({ medium }), corruptPage: async (id) => medium.flipByte(id, 0), dispose: async () => undefined };
+      return {
+        open: () => openMemoryPageStore({ medium }),
+        corruptPage: async (id) => medium.flipByte(id, 0),
+        dispose: async () => undefined,
+      };
     },
   ],
   [
     'node-fs',
     async () => {
       const dir = newDir();
-      return { open: () => openNodeFsPageStore(dir), corruptPage: (id) => corruptFsPage(dir, id), dispose: () => rm(dir, { recursive: true, force: true }) };
+      return {
+        open: () => openNodeFsPageStore(dir),
+        corruptPage: (id) => corruptFsPage(dir, id),
+        dispose: () => rm(dir, { recursive: true, force: true }),
+      };
     },
   ],
   [
@@ -92,13 +100,16 @@ describe('CRC-32C and error mapping', () => {
     expect(crc32c(Uint8Array.from({ length: 32 }, (_, i) => i))).toBe(0x46dd794e); // incrementing
     expect(crc32c(new Uint8Array(0))).toBe(0);
     const data = Uint8Array.from({ length: 1000 }, (_, i) => (i * 7919) & 0xff);
-    for (const cut of [1, 7, 8, 9, 500, 999]) expect(crc32c(data.subarray(cut), crc32c(data.subarray(0, cut)))).toBe(crc32c(data));
+    for (const cut of [1, 7, 8, 9, 500, 999])
+      expect(crc32c(data.subarray(cut), crc32c(data.subarray(0, cut)))).toBe(crc32c(data));
   });
 
   it('medium errors: quota → QUOTA_EXCEEDED, anything else → IO_ERROR with cause; PqdbError and programmer errors pass through', () => {
     const quota = new DOMException('full', 'QuotaExceededError');
     expect(mediumError('x', quota)).toMatchObject({ code: 'QUOTA_EXCEEDED', cause: quota });
-    expect(mediumError('x', Object.assign(new Error('nospc'), { code: 'ENOSPC' }))).toMatchObject({ code: 'QUOTA_EXCEEDED' });
+    expect(mediumError('x', Object.assign(new Error('nospc'), { code: 'ENOSPC' }))).toMatchObject({
+      code: 'QUOTA_EXCEEDED',
+    });
     const eio = Object.assign(new Error('eio'), { code: 'EIO' });
     expect(mediumError('x', eio)).toMatchObject({ name: 'PqdbError', code: 'IO_ERROR', cause: eio });
     const locked = new PqdbError('LOCKED', 'l');
@@ -111,7 +122,9 @@ describe('CRC-32C and error mapping', () => {
     const medium = new MemoryMedium({ quotaBytes: 1000 });
     const s = await openMemoryPageStore({ medium });
     await s.commit({ pages: [{ id: 1, bytes: new Uint8Array(500) }], manifest: new Uint8Array(10) });
-    await expect(s.commit({ pages: [{ id: 2, bytes: new Uint8Array(600) }], manifest: new Uint8Array(1) })).rejects.toMatchObject({ code: 'QUOTA_EXCEEDED' });
+    await expect(
+      s.commit({ pages: [{ id: 2, bytes: new Uint8Array(600) }], manifest: new Uint8Array(1) }),
+    ).rejects.toMatchObject({ code: 'QUOTA_EXCEEDED' });
     expect(await s.listPages()).toEqual([1]);
     expect((await s.readManifest())!.length).toBe(10);
     await s.deletePages([1]);
@@ -134,7 +147,14 @@ describe('indexeddb specifics (fake-indexeddb)', () => {
     };
     try {
       await expect(
-        s.commit({ pages: [{ id: 2, bytes: new Uint8Array([2]) }, { id: 3, bytes: new Uint8Array([3]) }], deletes: [1], manifest: new Uint8Array([9]) }),
+        s.commit({
+          pages: [
+            { id: 2, bytes: new Uint8Array([2]) },
+            { id: 3, bytes: new Uint8Array([3]) },
+          ],
+          deletes: [1],
+          manifest: new Uint8Array([9]),
+        }),
       ).rejects.toMatchObject({ code: 'QUOTA_EXCEEDED' });
     } finally {
       proto.add = add;
@@ -177,9 +197,13 @@ describe('indexeddb specifics (fake-indexeddb)', () => {
 
 // ---- node-fs specifics -------------------------------------------------------------------------
 
-const segments = async (dir: string): Promise<string[]> => (await readdir(dir)).filter((n) => n.endsWith('.pqs')).sort();
+const segments = async (dir: string): Promise<string[]> =>
+  (await readdir(dir)).filter((n) => n.endsWith('.pqs')).sort();
 const lastSegment = async (dir: string): Promise<string> => join(dir, (await segments(dir)).at(-1)!);
-const page = (id: number, n = 100): { id: number; bytes: Uint8Array } => ({ id, bytes: new Uint8Array(n).fill(id & 0xff) });
+const page = (id: number, n = 100): { id: number; bytes: Uint8Array } => ({
+  id,
+  bytes: new Uint8Array(n).fill(id & 0xff),
+});
 
 describe('node-fs recovery', () => {
   it('garbage appended to the last segment is truncated on reopen and reported; committed pages intact', async () => {
@@ -325,10 +349,21 @@ process.exit(0);
 `,
   );
   childScript = join(tmpRoot, 'child.mjs');
-  await esbuild.build({ entryPoints: [entry], outfile: childScript, bundle: true, platform: 'node', format: 'esm', target: 'node20', logLevel: 'warning' });
+  await esbuild.build({
+    entryPoints: [entry],
+    outfile: childScript,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    logLevel: 'warning',
+  });
 });
 
-function startChild(dir: string, mode: 'open' | 'hold' | 'writer'): { child: ChildProcess; next: () => Promise<Record<string, unknown>>; messages: Record<string, unknown>[] } {
+function startChild(
+  dir: string,
+  mode: 'open' | 'hold' | 'writer',
+): { child: ChildProcess; next: () => Promise<Record<string, unknown>>; messages: Record<string, unknown>[] } {
   const child = fork(childScript, [dir, mode], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   closed.set(child, new Promise((r) => child.once('close', () => r())));
   const messages: Record<string, unknown>[] = [];
@@ -339,7 +374,9 @@ function startChild(dir: string, mode: 'open' | 'hold' | 'writer'): { child: Chi
   });
   let seen = 0;
   const next = (): Promise<Record<string, unknown>> =>
-    seen < messages.length ? Promise.resolve(messages[seen++]) : new Promise((r) => waiters.push((m) => (seen++, r(m))));
+    seen < messages.length
+      ? Promise.resolve(messages[seen++])
+      : new Promise((r) => waiters.push((m) => (seen++, r(m))));
   return { child, next, messages };
 }
 
@@ -394,7 +431,11 @@ describe('node-fs lock', () => {
 
 describe('node-fs crash', () => {
   it('a writer killed with SIGKILL mid-stream loses no acknowledged commit', async () => {
-    for (const [after, delayMs] of [[5, 0], [40, 7], [80, 13]]) {
+    for (const [after, delayMs] of [
+      [5, 0],
+      [40, 7],
+      [80, 13],
+    ]) {
       const dir = newDir();
       const w = startChild(dir, 'writer');
       expect(await w.next()).toEqual({ opened: true });
@@ -410,9 +451,14 @@ describe('node-fs crash', () => {
       // The last commit may have landed without its acknowledgement reaching us; never fewer.
       expect(manifest === acked || manifest === acked + 1).toBe(true);
       const ids = await s.listPages();
-      expect(ids).toEqual(Array.from({ length: Math.min(5, manifest) }, (_, k) => manifest - Math.min(5, manifest) + 1 + k));
-      for (const id of ids) expect(await s.readPage(id)).toEqual(new Uint8Array(1 + (id * 131) % 3000).fill(id & 0xff));
-      console.log(`[node-fs crash after ${after} acks + ${delayMs} ms] acknowledged ${acked}, recovered manifest ${manifest}; ${s.recovery.actions.join('; ') || 'clean'}`);
+      expect(ids).toEqual(
+        Array.from({ length: Math.min(5, manifest) }, (_, k) => manifest - Math.min(5, manifest) + 1 + k),
+      );
+      for (const id of ids)
+        expect(await s.readPage(id)).toEqual(new Uint8Array(1 + ((id * 131) % 3000)).fill(id & 0xff));
+      console.log(
+        `[node-fs crash after ${after} acks + ${delayMs} ms] acknowledged ${acked}, recovered manifest ${manifest}; ${s.recovery.actions.join('; ') || 'clean'}`,
+      );
       await s.close();
     }
   });

@@ -13,7 +13,21 @@ const schema = { lemma: 'string', gloss: 'string', n: 'integer' } as const;
 type Doc = { lemma: string; gloss: string; n: number };
 const r = generateRecipient('classical');
 const signer = generateSigner();
-const WORDS = ['amber', 'basalt', 'cobalt', 'dune', 'ember', 'fjord', 'glacier', 'harbor', 'iris', 'jade', 'kelp', 'lagoon', 'zanzibarite'];
+const WORDS = [
+  'amber',
+  'basalt',
+  'cobalt',
+  'dune',
+  'ember',
+  'fjord',
+  'glacier',
+  'harbor',
+  'iris',
+  'jade',
+  'kelp',
+  'lagoon',
+  'zanzibarite',
+];
 
 function brute(model: Map<string, Doc>, query: string, mode: 'all' | 'any', fields: (keyof Doc)[]): string[] {
   const q = [...new Set(tokenize(query))];
@@ -35,8 +49,13 @@ describe('persisted lexical index', () => {
     const medium = new MemoryMedium();
     const open = async (create = false, text: (keyof Doc)[] = ['lemma', 'gloss']) => {
       const store = await openStore({
-        storage: await openMemoryPageStore({ medium }), create, recipients: [r.publicKey], unlock: r.secretKey,
-        signer: signer.secretKey, signerPublicKey: signer.publicKey, autoCheckpoint: false,
+        storage: await openMemoryPageStore({ medium }),
+        create,
+        recipients: [r.publicKey],
+        unlock: r.secretKey,
+        signer: signer.secretKey,
+        signerPublicKey: signer.publicKey,
+        autoCheckpoint: false,
       });
       return { store, words: store.collection('w', { schema, index: { text } }) };
     };
@@ -120,13 +139,20 @@ describe('persisted lexical index', () => {
 describe('automatic checkpoints', () => {
   const openWith = async (autoCheckpoint?: { records?: number; ms?: number } | false, withSigner = true) => {
     const store = await openStore({
-      storage: 'memory', create: true, recipients: [r.publicKey], unlock: r.secretKey,
+      storage: 'memory',
+      create: true,
+      recipients: [r.publicKey],
+      unlock: r.secretKey,
       ...(withSigner ? { signer: signer.secretKey, signerPublicKey: signer.publicKey } : {}),
       ...(autoCheckpoint !== undefined ? { autoCheckpoint } : {}),
     });
     return { store, c: store.collection('c', { schema }) };
   };
-  const write = async (c: ReturnType<Awaited<ReturnType<typeof openWith>>['store']['collection']>, from: number, n: number) => {
+  const write = async (
+    c: ReturnType<Awaited<ReturnType<typeof openWith>>['store']['collection']>,
+    from: number,
+    n: number,
+  ) => {
     for (let i = from; i < from + n; i += 10) {
       await c.store.batch((tx) => {
         for (let k = i; k < i + 10; k++) tx.put(c, `k${k}`, { lemma: 'a', gloss: 'b', n: k });
@@ -149,7 +175,10 @@ describe('automatic checkpoints', () => {
   });
 
   it('off with false, or without a signer; bad options are refused', async () => {
-    for (const [auto, withSigner] of [[false, true], [undefined, false]] as const) {
+    for (const [auto, withSigner] of [
+      [false, true],
+      [undefined, false],
+    ] as const) {
       const { store, c } = await openWith(auto, withSigner);
       await write(c, 0, 20);
       await store.close();

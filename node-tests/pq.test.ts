@@ -19,7 +19,9 @@ describe.each(FLAVORS)('post-quantum (%s)', (flavor) => {
   it.skipIf(!HAVE_VECTORS)('ACVP SHA3-256 / SHAKE / ML-KEM and Wycheproof ML-KEM: every case', async () => {
     const suites = await allPqSuites(async (p) => loadVector(p), api as unknown as PqApi, process.env.SLOW === '1');
     for (const s of suites) {
-      console.log(`[${flavor}] ${s.name}: ${s.passed}/${s.total} passed, ${s.skipped} skipped${s.note ? ` (${s.note})` : ''}`);
+      console.log(
+        `[${flavor}] ${s.name}: ${s.passed}/${s.total} passed, ${s.skipped} skipped${s.note ? ` (${s.note})` : ''}`,
+      );
       expect(s.failures, s.name).toEqual([]);
       expect(s.total + s.skipped, s.name).toBe(PQ_TOTALS[s.name]);
       expect(s.total, s.name).toBeGreaterThan(0);
@@ -33,8 +35,12 @@ describe.each(FLAVORS)('post-quantum (%s)', (flavor) => {
       expect(hex(api.sha3_256(m))).toBe(createHash('sha3-256').update(m).digest('hex'));
       expect(hex(api.sha3_512(m))).toBe(createHash('sha3-512').update(m).digest('hex'));
       for (const out of [0, 1, 32, 167, 168, 169, 500, 70_000]) {
-        expect(hex(api.shake128(m, { dkLen: out }))).toBe(createHash('shake128', { outputLength: out }).update(m).digest('hex'));
-        expect(hex(api.shake256(m, { dkLen: out }))).toBe(createHash('shake256', { outputLength: out }).update(m).digest('hex'));
+        expect(hex(api.shake128(m, { dkLen: out }))).toBe(
+          createHash('shake128', { outputLength: out }).update(m).digest('hex'),
+        );
+        expect(hex(api.shake256(m, { dkLen: out }))).toBe(
+          createHash('shake256', { outputLength: out }).update(m).digest('hex'),
+        );
       }
       const st = api.shake256.create();
       for (let o = 0; o < len; o += 50) st.update(m.subarray(o, o + 50));

@@ -2,7 +2,15 @@
 // proofs between them, and self-verifying sealed exports (any flipped bit fails), across reopen;
 // then the shared cases (cases/proofs.ts, also run in Chromium) on memory, node-fs and IndexedDB.
 import { describe, it, expect } from 'vitest';
-import { openStore, generateRecipient, generateSigner, openMemoryPageStore, verifySealed, openSealed, verifyStore } from '../src/index';
+import {
+  openStore,
+  generateRecipient,
+  generateSigner,
+  openMemoryPageStore,
+  verifySealed,
+  openSealed,
+  verifyStore,
+} from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
 import { merkle, ml_dsa87, sha384 } from '../src/crypto';
 import { decodeValue, compileSchema } from '../src/engine/codec';
@@ -15,8 +23,12 @@ const signer = generateSigner();
 
 async function open(medium: MemoryMedium, create = false) {
   return openStore({
-    storage: await openMemoryPageStore({ medium }), create, recipients: [r.publicKey], unlock: r.secretKey,
-    signer: signer.secretKey, signerPublicKey: signer.publicKey,
+    storage: await openMemoryPageStore({ medium }),
+    create,
+    recipients: [r.publicKey],
+    unlock: r.secretKey,
+    signer: signer.secretKey,
+    signerPublicKey: signer.publicKey,
   });
 }
 
@@ -26,7 +38,8 @@ describe('verifiable batches', () => {
     const store = await open(medium, true);
     const words = store.collection('w', { schema });
     await store.batch((tx) => {
-      for (let i = 0; i < 300; i++) tx.put(words, `w${i}`, { lemma: `word ${i}`, n: i }, { governance: { scope: i % 2 ? 'a' : 'b' } });
+      for (let i = 0; i < 300; i++)
+        tx.put(words, `w${i}`, { lemma: `word ${i}`, n: i }, { governance: { scope: i % 2 ? 'a' : 'b' } });
     });
     const c1 = await store.checkpoint();
     expect(c1.size).toBe(300);
@@ -44,7 +57,9 @@ describe('verifiable batches', () => {
     const v = verifySealed(exported, signer.publicKey);
     expect(v).toMatchObject({ valid: true, collection: 'w', id: 'w5', generation: 1 });
     expect(v.checkpoint?.size).toBe(414);
-    const opened = openSealed(exported, (suite, generation, governance) => store.dataKeyFor(suite.id, generation, governance));
+    const opened = openSealed(exported, (suite, generation, governance) =>
+      store.dataKeyFor(suite.id, generation, governance),
+    );
     expect(decodeValue(compileSchema(schema), opened.plaintext)).toEqual({ lemma: 'updated', n: -5 });
     expect(verifySealed(exported, generateSigner().publicKey).valid).toBe(false);
     // One flipped bit in every byte of the export (the bit position rotates through 0..7).
@@ -67,7 +82,15 @@ describe('verifiable batches', () => {
     const e1 = await w2.exportSealed('late'); // no checkpoint covers it yet: one is made
     expect(verifySealed(e1, signer.publicKey)).toMatchObject({ valid: true, id: 'late' });
     expect(again.checkpoints().length).toBe(3);
-    expect(merkle.verifyConsistency(414, 415, again.checkpoints()[1].root, again.checkpoints()[2].root, again.consistencyProof(1, 2))).toBe(true);
+    expect(
+      merkle.verifyConsistency(
+        414,
+        415,
+        again.checkpoints()[1].root,
+        again.checkpoints()[2].root,
+        again.consistencyProof(1, 2),
+      ),
+    ).toBe(true);
     await again.close();
   });
 
@@ -80,7 +103,14 @@ describe('verifiable batches', () => {
 
 describe.each(STORE_FIXTURES)('verifiable batches, shared cases (%s)', (_name, factory) => {
   const api = {
-    generateRecipient, generateSigner, verifySealed, openSealed, merkle, ml_dsa87, sha384, verifyStore,
+    generateRecipient,
+    generateSigner,
+    verifySealed,
+    openSealed,
+    merkle,
+    ml_dsa87,
+    sha384,
+    verifyStore,
     decodeValue: (s: Parameters<typeof compileSchema>[0], b: Uint8Array) => decodeValue(compileSchema(s), b),
   };
   for (const c of proofsCases(factory, api)) it(c.name, c.run);

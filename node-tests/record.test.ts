@@ -1,6 +1,16 @@
 // Suites, data keys, sealed records and key envelopes (the formats of docs/format.md).
 import { describe, it, expect } from 'vitest';
-import { suites, suite, deriveDataKey, canonicalGovernance, sealRecord, openRecord, readHeader, sealedLength, HEADER_BYTES } from '../src/record-api';
+import {
+  suites,
+  suite,
+  deriveDataKey,
+  canonicalGovernance,
+  sealRecord,
+  openRecord,
+  readHeader,
+  sealedLength,
+  HEADER_BYTES,
+} from '../src/record-api';
 import { generateRecipient, wrapRoot, unwrapRoot, readEnvelope } from '../src/record-api';
 import { Rng } from './cases/_util';
 
@@ -28,14 +38,17 @@ describe('suites and data keys', () => {
     const g = { scope: 'public', retention: 30, legalHold: false };
     const k = deriveDataKey(root, salt, 'gcmsiv-hkdf384', 3, g);
     expect(deriveDataKey(root, salt, 2, 3, { legalHold: false, retention: 30, scope: 'public' })).toEqual(k);
-    expect(canonicalGovernance(g)).toEqual(new TextEncoder().encode('{"legalHold":false,"retention":30,"scope":"public"}'));
+    expect(canonicalGovernance(g)).toEqual(
+      new TextEncoder().encode('{"legalHold":false,"retention":30,"scope":"public"}'),
+    );
     for (const other of [
       deriveDataKey(root, salt, 'gcmsiv-hkdf256', 3, g),
       deriveDataKey(root, salt, 2, 4, g),
       deriveDataKey(root, salt, 2, 3, { ...g, scope: 'private' }),
       deriveDataKey(salt, salt, 2, 3, g),
       deriveDataKey(root, root, 2, 3, g),
-    ]) expect(other).not.toEqual(k);
+    ])
+      expect(other).not.toEqual(k);
     expect(() => canonicalGovernance({ nested: {} } as never)).toThrow(TypeError);
     expect(() => canonicalGovernance({ n: NaN })).toThrow(TypeError);
     expect(() => deriveDataKey(root.subarray(1), salt, 2, 3)).toThrow(RangeError);
@@ -68,7 +81,9 @@ describe('sealed records', () => {
         }
         expect(['AUTH_FAILED', 'FORMAT_VERSION'], `bit ${bit}`).toContain(code);
       }
-      expect(() => openRecord(sealed, address.collection, address.id, () => deriveDataKey(salt, salt, s.id, 3))).toThrow(authFailed);
+      expect(() =>
+        openRecord(sealed, address.collection, address.id, () => deriveDataKey(salt, salt, s.id, 3)),
+      ).toThrow(authFailed);
     });
   }
 
@@ -122,9 +137,19 @@ describe('key envelopes and the per-record cost of post-quantum keys', () => {
   it('golden vectors freeze the formats (docs/format.md)', () => {
     const g = { scope: 'public' };
     const k = deriveDataKey(new Uint8Array(32).fill(1), new Uint8Array(32).fill(2), 2, 7, g);
-    const rec = sealRecord(2, k, { collection: 'c', id: 'r1', generation: 7, sequence: 42 }, new TextEncoder().encode('hello pqdb'));
+    const rec = sealRecord(
+      2,
+      k,
+      { collection: 'c', id: 'r1', generation: 7, sequence: 42 },
+      new TextEncoder().encode('hello pqdb'),
+    );
     const k3 = deriveDataKey(new Uint8Array(32).fill(1), new Uint8Array(32).fill(2), 3, 7, g);
-    const rec3 = sealRecord(3, k3, { collection: 'c', id: 'r1', generation: 7, sequence: 42 }, new TextEncoder().encode('hello pqdb'));
+    const rec3 = sealRecord(
+      3,
+      k3,
+      { collection: 'c', id: 'r1', generation: 7, sequence: 42 },
+      new TextEncoder().encode('hello pqdb'),
+    );
     const recipient = generateRecipient('classical', new Uint8Array(32).fill(5));
     const env = wrapRoot(new Uint8Array(32).fill(1), recipient.publicKey, 2, 7, new Uint8Array(32).fill(6));
     const got = { dataKey: hex(k), record: hex(rec), record3: hex(rec3), classicalEnvelope: hex(env) };

@@ -35,8 +35,15 @@ describe('crypto registry', () => {
     expect(() => r.setState(2, 'gone' as 'active')).toThrow(RangeError);
     const again = new Registry({ records: r.records() });
     expect(again.list()).toEqual(r.list());
-    expect(() => new Registry({ records: [{ suite: 1, state: 'quarantined', since: '' }, { suite: 2, state: 'retired', since: '' }, { suite: 3, state: 'decrypt-only', since: '' }] })).toThrow(
-      expect.objectContaining({ code: 'CORRUPTION' }),
-    );
+    expect(
+      () =>
+        new Registry({
+          records: [
+            { suite: 1, state: 'quarantined', since: '' },
+            { suite: 2, state: 'retired', since: '' },
+            { suite: 3, state: 'decrypt-only', since: '' },
+          ],
+        }),
+    ).toThrow(expect.objectContaining({ code: 'CORRUPTION' }));
   });
 });

@@ -33,7 +33,12 @@ describe('search', () => {
   it('agrees with a brute-force scan; follows updates and deletes; survives reopen', async () => {
     const medium = new MemoryMedium();
     const open = async (create = false) =>
-      openStore({ storage: await openMemoryPageStore({ medium }), create, recipients: [r.publicKey], unlock: r.secretKey });
+      openStore({
+        storage: await openMemoryPageStore({ medium }),
+        create,
+        recipients: [r.publicKey],
+        unlock: r.secretKey,
+      });
     let store = await open(true);
     let words = store.collection('w', { schema, index: { text: ['lemma', 'gloss'] } });
     const model = new Map<string, { lemma: string; pos: string; gloss: string }>();

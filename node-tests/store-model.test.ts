@@ -14,7 +14,10 @@ const op = fc.oneof(
   fc.record({ t: fc.constant('put' as const), k: key, v: value }),
   fc.record({ t: fc.constant('delete' as const), k: key }),
   fc.record({ t: fc.constant('get' as const), k: key }),
-  fc.record({ t: fc.constant('batch' as const), ops: fc.array(fc.record({ k: key, v: fc.option(value, { nil: undefined }) }), { maxLength: 5 }) }),
+  fc.record({
+    t: fc.constant('batch' as const),
+    ops: fc.array(fc.record({ k: key, v: fc.option(value, { nil: undefined }) }), { maxLength: 5 }),
+  }),
   fc.constant({ t: 'reopen' as const }),
   fc.constant({ t: 'crash' as const }),
 );
@@ -27,7 +30,12 @@ describe('store against a Map model', () => {
         const faults: Faults = {};
         const model = new Map<string, { n: number; s: string }>();
         const openIt = async (create = false): Promise<Store> =>
-          openStore({ storage: faulty(await openMemoryPageStore({ medium }), faults), create, recipients: [r.publicKey], unlock: r.secretKey });
+          openStore({
+            storage: faulty(await openMemoryPageStore({ medium }), faults),
+            create,
+            recipients: [r.publicKey],
+            unlock: r.secretKey,
+          });
         let store = await openIt(true);
         let c = store.collection('m', { schema });
         for (const o of ops) {

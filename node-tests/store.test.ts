@@ -16,7 +16,12 @@ const tempDir = () => {
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 const schema = { lemma: 'string', pos: 'string', gloss: 'string', offset: 'integer' } as const;
-const entity = { lemma: 'entity', pos: 'n', gloss: 'that which is perceived or known or inferred to have its own distinct existence', offset: 1740 };
+const entity = {
+  lemma: 'entity',
+  pos: 'n',
+  gloss: 'that which is perceived or known or inferred to have its own distinct existence',
+  offset: 1740,
+};
 
 async function values(store: Store, name = 'synsets') {
   const out: Record<string, unknown> = {};
@@ -29,8 +34,12 @@ describe.each(['memory', 'fs'] as const)('store on %s', (kind) => {
   const signer = generateSigner();
   const make = async (dir?: string) =>
     openStore({
-      location: dir, storage: kind === 'memory' ? await openMemoryPageStore() : 'fs', create: true,
-      recipients: [recipient.publicKey], unlock: recipient.secretKey, signer: signer.secretKey,
+      location: dir,
+      storage: kind === 'memory' ? await openMemoryPageStore() : 'fs',
+      create: true,
+      recipients: [recipient.publicKey],
+      unlock: recipient.secretKey,
+      signer: signer.secretKey,
     });
 
   it('put / get / delete / scan / batch with typed, sealed values', async () => {
@@ -49,7 +58,9 @@ describe.each(['memory', 'fs'] as const)('store on %s', (kind) => {
     expect(got).toEqual(['n00002000', 'n00002001', 'n00002002', 'n00002003', 'n00002004']);
     expect(await words.delete('n00002000')).toBe(true);
     expect(await words.delete('n00002000')).toBe(false);
-    await expect(words.put('x', { ...entity, offset: 'no' } as never)).rejects.toMatchObject({ code: 'SCHEMA_MISMATCH' });
+    await expect(words.put('x', { ...entity, offset: 'no' } as never)).rejects.toMatchObject({
+      code: 'SCHEMA_MISMATCH',
+    });
     expect(words.size).toBe(19);
     expect(() => store.collection('synsets', { schema: { lemma: 'string' } })).toThrow(RangeError);
     await store.close();
@@ -81,7 +92,12 @@ describe('store on fs: durability, keys, locks', () => {
     const dir = tempDir();
     const alice = generateRecipient();
     const bob = generateRecipient('classical');
-    const store = await openStore({ location: dir, create: true, recipients: [alice.publicKey], unlock: alice.secretKey });
+    const store = await openStore({
+      location: dir,
+      create: true,
+      recipients: [alice.publicKey],
+      unlock: alice.secretKey,
+    });
     const words = store.collection('synsets', { schema });
     for (let i = 0; i < 30; i++) await words.put(`id${i}`, { ...entity, offset: i });
     await expect(openStore({ location: dir, unlock: alice.secretKey })).rejects.toMatchObject({ code: 'LOCKED' });
@@ -94,7 +110,9 @@ describe('store on fs: durability, keys, locks', () => {
     await again.removeRecipient(alice.publicKey);
     await again.close();
     await expect(openStore({ location: dir, unlock: alice.secretKey })).rejects.toMatchObject({ code: 'AUTH_FAILED' });
-    await expect(openStore({ location: dir, unlock: generateRecipient().secretKey })).rejects.toMatchObject({ code: 'AUTH_FAILED' });
+    await expect(openStore({ location: dir, unlock: generateRecipient().secretKey })).rejects.toMatchObject({
+      code: 'AUTH_FAILED',
+    });
     await expect(openStore({ location: tempDir(), unlock: bob.secretKey })).rejects.toMatchObject({ code: 'NOT_OPEN' });
   });
 

@@ -14,12 +14,16 @@ describe.skipIf(!HAVE_VECTORS).each(FLAVORS)('known-answer vectors (%s)', (flavo
 
   it('runs every case of every file', () => {
     for (const s of suites) {
-      console.log(`[${flavor}] ${s.name}: ${s.passed}/${s.total} passed, ${s.skipped} skipped${s.note ? ` (${s.note})` : ''}`);
+      console.log(
+        `[${flavor}] ${s.name}: ${s.passed}/${s.total} passed, ${s.skipped} skipped${s.note ? ` (${s.note})` : ''}`,
+      );
       expect(s.failures, s.name).toEqual([]);
       if (EXPECTED_TOTALS[s.name] !== undefined) expect(s.total, s.name).toBe(EXPECTED_TOTALS[s.name]);
     }
     const aft = suites.find((s) => s.name.endsWith('AFT'))!;
     expect(aft.total).toBeGreaterThanOrEqual(128);
-    expect(suites.find((s) => s.name.endsWith('LDT'))!.total + suites.find((s) => s.name.endsWith('LDT'))!.skipped).toBe(4);
+    expect(
+      suites.find((s) => s.name.endsWith('LDT'))!.total + suites.find((s) => s.name.endsWith('LDT'))!.skipped,
+    ).toBe(4);
   });
 });

@@ -4,7 +4,17 @@
 // runs while a writer holds the store.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, readdirSync, readFileSync, writeFileSync, statSync, truncateSync, cpSync, existsSync } from 'node:fs';
+import {
+  mkdtempSync,
+  rmSync,
+  readdirSync,
+  readFileSync,
+  writeFileSync,
+  statSync,
+  truncateSync,
+  cpSync,
+  existsSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore, generateRecipient, generateSigner } from '../src/node';
@@ -22,13 +32,24 @@ let base: string;
 let good: string;
 
 function cli(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, ['bin/pqdb.mjs', ...args], { encoding: 'utf8', env: { ...process.env, PQDB_UNLOCK: '', PQDB_SIGNER_PUBLIC: '', ...env } });
+  const r = spawnSync(process.execPath, ['bin/pqdb.mjs', ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, PQDB_UNLOCK: '', PQDB_SIGNER_PUBLIC: '', ...env },
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr, json: () => JSON.parse(r.stdout) };
 }
 const keys = { PQDB_UNLOCK: b64(recipient.secretKey), PQDB_SIGNER_PUBLIC: b64(signer.publicKey) };
 
 async function fill(dir: string): Promise<void> {
-  const store = await openStore({ location: dir, create: true, recipients: [recipient.publicKey], unlock: recipient.secretKey, signer: signer.secretKey, signerPublicKey: signer.publicKey, autoCheckpoint: false });
+  const store = await openStore({
+    location: dir,
+    create: true,
+    recipients: [recipient.publicKey],
+    unlock: recipient.secretKey,
+    signer: signer.secretKey,
+    signerPublicKey: signer.publicKey,
+    autoCheckpoint: false,
+  });
   const words = store.collection('words', { schema, index: { text: ['lemma', 'gloss'] } });
   for (let c = 0; c < 6; c++) {
     await store.batch((tx) => {
@@ -48,7 +69,10 @@ function copy(name: string): string {
   return dir;
 }
 
-const segments = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.pqs')).sort();
+const segments = (dir: string) =>
+  readdirSync(dir)
+    .filter((f) => f.endsWith('.pqs'))
+    .sort();
 
 beforeAll(async () => {
   base = mkdtempSync(join(tmpdir(), 'pqdb-verify-'));
@@ -65,10 +89,21 @@ describe('pqdb verify', () => {
     const report = r.json();
     expect(report).toMatchObject({ ok: true, complete: true, problems: [], skipped: [] });
     expect(report.counts).toMatchObject({
-      commitPages: 8, logPages: 3, indexPages: 1, recordsDecrypted: 241, collections: { words: 239 },
-      leaves: { 1: 241 }, checkpoints: 3, signaturesVerified: 3, consistencyProofs: 2, inclusionProofs: 238, uncheckpointed: 1,
+      commitPages: 8,
+      logPages: 3,
+      indexPages: 1,
+      recordsDecrypted: 241,
+      collections: { words: 239 },
+      leaves: { 1: 241 },
+      checkpoints: 3,
+      signaturesVerified: 3,
+      consistencyProofs: 2,
+      inclusionProofs: 238,
+      uncheckpointed: 1,
     });
-    expect(readdirSync(good).map((f) => [f, statSync(join(good, f)).size, statSync(join(good, f)).mtimeMs])).toEqual(before);
+    expect(readdirSync(good).map((f) => [f, statSync(join(good, f)).size, statSync(join(good, f)).mtimeMs])).toEqual(
+      before,
+    );
     const text = cli(['verify', good], keys);
     expect(text.status).toBe(0);
     expect(text.stdout).toMatch(/OK: every check holds/);
@@ -112,7 +147,11 @@ describe('pqdb verify', () => {
     expect(r.status).toBe(1);
     const report = r.json();
     expect(report.ok).toBe(false);
-    expect(report.problems.some((p: { where: string; message: string }) => /^page \d+$/.test(p.where) && /checksum|header/.test(p.message))).toBe(true);
+    expect(
+      report.problems.some(
+        (p: { where: string; message: string }) => /^page \d+$/.test(p.where) && /checksum|header/.test(p.message),
+      ),
+    ).toBe(true);
     expect(cli(['verify', dir], keys).stdout).toMatch(/PROBLEM +page \d+: \[CORRUPTION\]/);
   });
 
@@ -128,12 +167,25 @@ describe('pqdb verify', () => {
   it('names a forged checkpoint', async () => {
     const dir = copy('forged');
     const forger = generateSigner();
-    const store = await openStore({ location: dir, recipients: [recipient.publicKey], unlock: recipient.secretKey, signer: forger.secretKey, signerPublicKey: forger.publicKey, autoCheckpoint: false });
+    const store = await openStore({
+      location: dir,
+      recipients: [recipient.publicKey],
+      unlock: recipient.secretKey,
+      signer: forger.secretKey,
+      signerPublicKey: forger.publicKey,
+      autoCheckpoint: false,
+    });
     await store.checkpoint();
     await store.close();
     const r = cli(['verify', dir, '--json'], keys);
     expect(r.status).toBe(1);
-    expect(r.json().problems).toEqual([{ where: 'checkpoint 4', code: 'AUTH_FAILED', message: expect.stringMatching(/not signed by the trusted signer key: it names another signer key/) }]);
+    expect(r.json().problems).toEqual([
+      {
+        where: 'checkpoint 4',
+        code: 'AUTH_FAILED',
+        message: expect.stringMatching(/not signed by the trusted signer key: it names another signer key/),
+      },
+    ]);
   });
 
   it('reports an unfinished commit tail as a note, not a failure, and runs beside a writer', async () => {
@@ -160,7 +212,14 @@ describe('pqdb verify', () => {
 describe('verifyStore', () => {
   it('finds a record altered under a recomputed checksum (the MAC, not the CRC, catches it)', async () => {
     const medium = new MemoryMedium();
-    const store = await openStore({ storage: await openMemoryPageStore({ medium }), create: true, recipients: [recipient.publicKey], unlock: recipient.secretKey, signer: signer.secretKey, signerPublicKey: signer.publicKey });
+    const store = await openStore({
+      storage: await openMemoryPageStore({ medium }),
+      create: true,
+      recipients: [recipient.publicKey],
+      unlock: recipient.secretKey,
+      signer: signer.secretKey,
+      signerPublicKey: signer.publicKey,
+    });
     const c = store.collection('c', { schema });
     await store.batch((tx) => {
       for (let i = 0; i < 10; i++) tx.put(c, `k${i}`, { lemma: 'x', gloss: 'y' });
@@ -176,13 +235,17 @@ describe('verifyStore', () => {
       }
     };
     expect(await check()).toMatchObject({ ok: true, complete: true });
-    const [pageId, stored] = [...medium.pages.entries()].find(([, p]) => pageKind(p.bytes) === 'commit' && p.bytes.length > 500)!;
+    const [pageId, stored] = [...medium.pages.entries()].find(
+      ([, p]) => pageKind(p.bytes) === 'commit' && p.bytes.length > 500,
+    )!;
     const altered = new Uint8Array(stored.bytes);
     altered[altered.length - 20] ^= 1; // inside the last record's ciphertext or tag
     medium.pages.set(pageId, { bytes: altered, crc: crc32c(altered) });
     const report = await check();
     expect(report.ok).toBe(false);
-    expect(report.problems).toContainEqual(expect.objectContaining({ where: `record c/k9 (page ${pageId})`, code: 'AUTH_FAILED' }));
+    expect(report.problems).toContainEqual(
+      expect.objectContaining({ where: `record c/k9 (page ${pageId})`, code: 'AUTH_FAILED' }),
+    );
   });
 });
 
@@ -192,7 +255,11 @@ describe('pqdb migrate and pqdb status', () => {
     const signerEnv = { ...keys, PQDB_SIGNER: b64(signer.secretKey) };
     const before = cli(['status', dir, '--json'], keys);
     expect(before.status).toBe(0);
-    expect(before.json()).toMatchObject({ authenticated: true, collections: { words: { suite: 'gcmsiv-hkdf384', records: 239 } }, checkpoints: 3 });
+    expect(before.json()).toMatchObject({
+      authenticated: true,
+      collections: { words: { suite: 'gcmsiv-hkdf384', records: 239 } },
+      checkpoints: 3,
+    });
     const bare = cli(['status', dir]);
     expect(bare.status).toBe(0);
     expect(bare.stdout).toMatch(/manifest not authenticated[\s\S]*gcmsiv-hkdf384 active/);
@@ -200,22 +267,44 @@ describe('pqdb migrate and pqdb status', () => {
     expect(cli(['migrate', dir, '--to', 'gcmsiv-hkdf256']).status).toBe(2); // no key
     const r = cli(['migrate', dir, '--to', 'gcmsiv-hkdf256', '--chunk', '50', '--json'], signerEnv);
     expect(r.status, r.stderr).toBe(0);
-    expect(r.json()).toMatchObject({ phase: 'done', to: 'gcmsiv-hkdf256', copied: 239, failed: 0, total: 239, generation: 2 });
+    expect(r.json()).toMatchObject({
+      phase: 'done',
+      to: 'gcmsiv-hkdf256',
+      copied: 239,
+      failed: 0,
+      total: 239,
+      generation: 2,
+    });
     const after = cli(['status', dir, '--json'], keys).json();
     expect(after.collections.words).toEqual({ suite: 'gcmsiv-hkdf256', records: 239 });
     expect(after.registry).toContainEqual(expect.objectContaining({ suite: 'gcmsiv-hkdf384', state: 'decrypt-only' }));
     expect(after.migration).toMatchObject({ phase: 'done', copied: 239 });
     const v = cli(['verify', dir, '--json'], keys);
     expect(v.status, v.stdout).toBe(0);
-    expect(v.json().counts).toMatchObject({ leaves: { 1: 241, 2: 239 }, checkpoints: 4, signaturesVerified: 4, inclusionProofs: 239, indexPages: 1 });
+    expect(v.json().counts).toMatchObject({
+      leaves: { 1: 241, 2: 239 },
+      checkpoints: 4,
+      signaturesVerified: 4,
+      inclusionProofs: 239,
+      indexPages: 1,
+    });
     // Again, and retire the generations left behind.
     const again = cli(['migrate', dir, '--to', 'gcmsiv-hkdf384', '--retire', '--json'], signerEnv);
     expect(again.status, again.stderr).toBe(0);
     expect(again.json()).toMatchObject({ phase: 'done', copied: 239, generation: 3, retired: [1, 2] });
     const st = cli(['status', dir, '--json'], keys).json();
-    expect(st).toMatchObject({ generations: [{ generation: 3, suite: 'gcmsiv-hkdf384' }], retired: [1, 2], collections: { words: { records: 239 } } });
+    expect(st).toMatchObject({
+      generations: [{ generation: 3, suite: 'gcmsiv-hkdf384' }],
+      retired: [1, 2],
+      collections: { words: { records: 239 } },
+    });
     const v2 = cli(['verify', dir, '--json'], keys);
     expect(v2.status, v2.stdout).toBe(0);
-    expect(v2.json().counts).toMatchObject({ leaves: { 1: 241, 2: 239, 3: 239 }, checkpoints: 5, signaturesVerified: 5, inclusionProofs: 239 });
+    expect(v2.json().counts).toMatchObject({
+      leaves: { 1: 241, 2: 239, 3: 239 },
+      checkpoints: 5,
+      signaturesVerified: 5,
+      inclusionProofs: 239,
+    });
   });
 });

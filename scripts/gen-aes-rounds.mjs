@@ -157,7 +157,8 @@ S7 = L6 XNOR L23
 `,
   },
   g115: {
-    title: 'J. Boyar and R. Peralta, "A new combinational logic minimization technique with\n// applications to cryptology", SEA 2010 (IACR ePrint 2009/191)',
+    title:
+      'J. Boyar and R. Peralta, "A new combinational logic minimization technique with\n// applications to cryptology", SEA 2010 (IACR ePrint 2009/191)',
     text: `
 y14 = U3 + U5
 y13 = U0 + U6
@@ -279,7 +280,10 @@ S2 = t55 XNOR t67
 };
 
 const args = process.argv.slice(2);
-const opt = (name, dflt) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
+const opt = (name, dflt) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : dflt;
+};
 const circuitName = opt('--circuit', 'd16');
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const outFile = path.resolve(root, opt('--out', 'assembly/aes/_rounds.ts'));
@@ -288,11 +292,14 @@ if (!circuit) throw new Error(`unknown circuit ${circuitName}`);
 
 // ---- Parse and check the circuit ------------------------------------------------------------------
 
-const gates = circuit.text.trim().split('\n').map((line) => {
-  const m = line.trim().match(/^(\w+) = (\w+) (\+|x|XNOR) (\w+)$/);
-  if (!m) throw new Error(`bad gate line: ${line}`);
-  return { out: m[1], a: m[2], op: m[3], b: m[4] };
-});
+const gates = circuit.text
+  .trim()
+  .split('\n')
+  .map((line) => {
+    const m = line.trim().match(/^(\w+) = (\w+) (\+|x|XNOR) (\w+)$/);
+    if (!m) throw new Error(`bad gate line: ${line}`);
+    return { out: m[1], a: m[2], op: m[3], b: m[4] };
+  });
 
 function gmul(a, b) {
   let p = 0;
@@ -307,7 +314,11 @@ function gmul(a, b) {
 }
 function sbox(x) {
   let inv = 0;
-  for (let y = 1; y < 256 && x; y++) if (gmul(x, y) === 1) { inv = y; break; }
+  for (let y = 1; y < 256 && x; y++)
+    if (gmul(x, y) === 1) {
+      inv = y;
+      break;
+    }
   let s = inv;
   for (let i = 1; i < 5; i++) s ^= ((inv << i) | (inv >> (8 - i))) & 0xff;
   return s ^ 0x63;
@@ -345,11 +356,14 @@ const maxDepth = Math.max(...[0, 1, 2, 3, 4, 5, 6, 7].map((i) => depth[`S${i}`])
 
 // ---- Emit --------------------------------------------------------------------------------------------
 
-const gateLines = (indent) => gates.map((g) => {
-  const fn = g.op === 'x' ? 'and' : 'xor';
-  const note = g.op === 'XNOR' ? ' // XNOR in the paper' : '';
-  return `${indent}const ${g.out} = ${fn}<T>(${g.a}, ${g.b});${note}`;
-}).join('\n');
+const gateLines = (indent) =>
+  gates
+    .map((g) => {
+      const fn = g.op === 'x' ? 'and' : 'xor';
+      const note = g.op === 'XNOR' ? ' // XNOR in the paper' : '';
+      return `${indent}const ${g.out} = ${fn}<T>(${g.a}, ${g.b});${note}`;
+    })
+    .join('\n');
 
 const slices = [0, 1, 2, 3, 4, 5, 6, 7];
 // MixColumns slice by slice, a7 first (every slice's xtime may need it), to keep few values live.
@@ -382,8 +396,14 @@ import { xor, and, shiftRows, rowUp, rowUp2 } from './_linear';
 // @ts-ignore: decorator
 @inline export function subWordNoAffineConst(w: u32): u32 {
   const m: u32 = 0x01010101;
-  const ${slices.slice(0, 4).map((i) => `U${i} = (w >> ${7 - i}) & m`).join(', ')};
-  const ${slices.slice(4).map((i) => `U${i} = (w >> ${7 - i}) & m`).join(', ')};
+  const ${slices
+    .slice(0, 4)
+    .map((i) => `U${i} = (w >> ${7 - i}) & m`)
+    .join(', ')};
+  const ${slices
+    .slice(4)
+    .map((i) => `U${i} = (w >> ${7 - i}) & m`)
+    .join(', ')};
 ${gateLines('  ').replace(/<T>/g, '<u32>')}
   return ${slices.map((i) => (i === 0 ? S(0) : `(${S(i)} << ${i})`)).join(' | ')};
 }
@@ -411,12 +431,23 @@ ${slices.map((i) => `      store<T>(state + ${i} * W, xor<T>(shiftRows<T>(${S(i)
     //   out = 2·q ⊕ 3·q↑1 ⊕ q↑2 ⊕ q↑3 = xtime(a) ⊕ q↑1 ⊕ a↑2, where a = q ⊕ q↑1 and ↑n rotates the
     //   rows up by n; xtime on slices: bit i ← bit i − 1, bit 7 added into bits 0, 1, 3 and 4.
     // Then AddRoundKey.
-${mcOrder.map((i) => `    const q${i} = shiftRows<T>(${S(i)}), r${i} = rowUp<T>(q${i}), a${i} = xor<T>(q${i}, r${i});${i === 7 ? '' : `
-    x${i} = xor<T>(xor<T>(${xtime(i)}, r${i}), xor<T>(rowUp2<T>(a${i}), load<T>(k + ${i} * W)));`}`).join('\n')}
+${mcOrder
+  .map(
+    (i) =>
+      `    const q${i} = shiftRows<T>(${S(i)}), r${i} = rowUp<T>(q${i}), a${i} = xor<T>(q${i}, r${i});${
+        i === 7
+          ? ''
+          : `
+    x${i} = xor<T>(xor<T>(${xtime(i)}, r${i}), xor<T>(rowUp2<T>(a${i}), load<T>(k + ${i} * W)));`
+      }`,
+  )
+  .join('\n')}
     x7 = xor<T>(xor<T>(a6, r7), xor<T>(rowUp2<T>(a7), load<T>(k + 7 * W)));
     k += 8 * W;
   }
 }
 `;
 fs.writeFileSync(outFile, src);
-console.log(`wrote ${path.relative(root, outFile)}: circuit ${circuitName}, ${gates.length} gates (${nAnd} AND), depth ${maxDepth}`);
+console.log(
+  `wrote ${path.relative(root, outFile)}: circuit ${circuitName}, ${gates.length} gates (${nAnd} AND), depth ${maxDepth}`,
+);

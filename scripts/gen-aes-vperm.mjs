@@ -58,7 +58,8 @@ function ginv(x) {
 function affineLinear(b) {
   let r = 0;
   for (let i = 0; i < 8; i++) {
-    const bit = ((b >> i) ^ (b >> ((i + 4) % 8)) ^ (b >> ((i + 5) % 8)) ^ (b >> ((i + 6) % 8)) ^ (b >> ((i + 7) % 8))) & 1;
+    const bit =
+      ((b >> i) ^ (b >> ((i + 4) % 8)) ^ (b >> ((i + 5) % 8)) ^ (b >> ((i + 6) % 8)) ^ (b >> ((i + 7) % 8))) & 1;
     r |= bit << i;
   }
   return r;
@@ -76,7 +77,10 @@ function fmul(a, b) {
   }
   return r & 0xf;
 }
-const finv = (x) => { for (let y = 1; y < 16; y++) if (fmul(x, y) === 1) return y; return 0; };
+const finv = (x) => {
+  for (let y = 1; y < 16; y++) if (fmul(x, y) === 1) return y;
+  return 0;
+};
 
 /** The first a ∈ F with θ² + aθ + a irreducible over F (no root in F). */
 const A = (() => {
@@ -90,7 +94,10 @@ const A = (() => {
 
 /** Multiplication in T: (i1θ + k1)(i2θ + k2) with θ² = aθ + a. */
 function tmul(x, y) {
-  const i1 = x >> 4, k1 = x & 15, i2 = y >> 4, k2 = y & 15;
+  const i1 = x >> 4,
+    k1 = x & 15,
+    i2 = y >> 4,
+    k2 = y & 15;
   const ii = fmul(i1, i2);
   const hi = fmul(ii, A) ^ fmul(i1, k2) ^ fmul(k1, i2);
   const lo = fmul(ii, A) ^ fmul(k1, k2);
@@ -108,9 +115,21 @@ const BETA = (() => {
 })();
 
 /** Φ on the standard basis: Φ(2^m) = β^m; extended GF(2)-linearly. */
-const PHI_BASIS = (() => { const p = [1]; for (let m = 1; m < 8; m++) p.push(tmul(p[m - 1], BETA)); return p; })();
-const phi = (x) => { let r = 0; for (let m = 0; m < 8; m++) if ((x >> m) & 1) r ^= PHI_BASIS[m]; return r; };
-const PHI_INV = (() => { const t = new Array(256); for (let x = 0; x < 256; x++) t[phi(x)] = x; return t; })();
+const PHI_BASIS = (() => {
+  const p = [1];
+  for (let m = 1; m < 8; m++) p.push(tmul(p[m - 1], BETA));
+  return p;
+})();
+const phi = (x) => {
+  let r = 0;
+  for (let m = 0; m < 8; m++) if ((x >> m) & 1) r ^= PHI_BASIS[m];
+  return r;
+};
+const PHI_INV = (() => {
+  const t = new Array(256);
+  for (let x = 0; x < 256; x++) t[phi(x)] = x;
+  return t;
+})();
 const phiInv = (y) => PHI_INV[y];
 
 // ---- Tables ---------------------------------------------------------------------------------------
@@ -118,7 +137,10 @@ const phiInv = (y) => PHI_INV[y];
 const INF = 0x80; // "∞": any swizzle index ≥ 16 selects 0
 const range16 = (f) => Array.from({ length: 16 }, (_, n) => f(n));
 
-const G1 = range16((n) => { const u = finv(n); return (fmul(u, finv(1 ^ A)) << 4) | u; });
+const G1 = range16((n) => {
+  const u = finv(n);
+  return (fmul(u, finv(1 ^ A)) << 4) | u;
+});
 const G2 = range16((n) => fmul(finv(n), finv(1 ^ A)) << 4);
 
 /** The tables, in the order of their offsets in the generated blob (16 bytes each). */
@@ -140,8 +162,22 @@ export const TABLES = {
   SBOT: G2.map((g) => affineLinear(phiInv(g))),
   M0F: range16(() => 0x0f),
   // Byte permutations for i8x16.swizzle (lane n of the result = lane mask[n]); see MASKS below.
-  MC0: null, MC1: null, MC2: null, MC3: null, MC4: null, MC5: null, MC6: null, MC7: null,
-  MC8: null, MC9: null, MC10: null, MC11: null, LAYOUT1: null, LAYOUT2: null, LAYOUT3: null, LAST: null,
+  MC0: null,
+  MC1: null,
+  MC2: null,
+  MC3: null,
+  MC4: null,
+  MC5: null,
+  MC6: null,
+  MC7: null,
+  MC8: null,
+  MC9: null,
+  MC10: null,
+  MC11: null,
+  LAYOUT1: null,
+  LAYOUT2: null,
+  LAYOUT3: null,
+  LAST: null,
   P63: range16(() => phi(0x63)),
 };
 // Key-schedule constants for the steps i ≡ 0 (mod 8): Φ(0x63) in every byte (SubWord's constant)
@@ -156,7 +192,8 @@ const sw = (table, idx) => (idx < 16 ? table[idx] : 0);
 /** The look-up sequence of the cipher's SubBytes for one Φ-domain byte; returns [io, ko]. */
 export function vpermInverseIndices(y) {
   const T = TABLES;
-  const k = y & 15, i = (y >> 4) & 15;
+  const k = y & 15,
+    i = (y >> 4) & 15;
   const ii = sw(T.INV, i);
   return [sw(T.INV, ii ^ sw(T.AK, k)) ^ (i ^ k), sw(T.INV, ii ^ sw(T.INV, k)) ^ (sw(T.AI, i) ^ k)];
 }
@@ -168,7 +205,8 @@ function check(cond, what) {
 export function checkTables() {
   const T = TABLES;
   check(sbox(0x00) === 0x63 && sbox(0x01) === 0x7c && sbox(0x53) === 0xed && sbox(0xff) === 0x16, 'S-box spot values');
-  for (let x = 0; x < 256; x++) for (let y = 0; y < 256; y++) check(phi(gmul(x, y)) === tmul(phi(x), phi(y)), 'Φ is multiplicative');
+  for (let x = 0; x < 256; x++)
+    for (let y = 0; y < 256; y++) check(phi(gmul(x, y)) === tmul(phi(x), phi(y)), 'Φ is multiplicative');
   check(PHI_INV.length === 256 && PHI_INV.every((v) => v !== undefined), 'Φ is a bijection');
   for (let x = 0; x < 256; x++) {
     const y = sw(T.IPT_LO, x & 15) ^ sw(T.IPT_HI, x >> 4);
@@ -181,13 +219,19 @@ export function checkTables() {
     check((sw(T.SB3U, io) ^ sw(T.SB3T, jo)) === phi(gmul(3, s)), `SB3 at ${x}`);
     check((sw(T.SBOU, io) ^ sw(T.SBOT, jo)) === s, `SBO at ${x}`);
   }
-  check(T.P63.every((v) => v === phi(0x63)), 'P63');
+  check(
+    T.P63.every((v) => v === phi(0x63)),
+    'P63',
+  );
   // The whole cipher as ./aes-vperm.ts computes it (key schedule in the Φ domain, round keys in its
   // format, rows/columns as it lays them out), on the FIPS 197 Appendix C.3 example.
   const key = range16((n) => n).concat(range16((n) => n + 16));
   const pt = range16((n) => n * 0x11);
   const ct = [0x8e, 0xa2, 0xb7, 0xca, 0x51, 0x67, 0x45, 0xbf, 0xea, 0xfc, 0x49, 0x90, 0x4b, 0x49, 0x60, 0x89];
-  check(modelEncrypt(modelExpand(key), pt).every((v, n) => v === ct[n]), 'model cipher on FIPS 197 C.3');
+  check(
+    modelEncrypt(modelExpand(key), pt).every((v, n) => v === ct[n]),
+    'model cipher on FIPS 197 C.3',
+  );
 }
 
 // ---- A model of ./aes-vperm.ts on byte arrays (16 lanes) ----------------------------------------------
@@ -209,23 +253,36 @@ function vsub(x) {
 // lane 4·((pc + t·k) mod 4) + ((r + k) mod 4) for the lane 4·pc + r: one byte permutation per k and
 // t mod 4 (MC[3·t + k − 1]). Round key r is stored in layout r mod 4; the last round's SubBytes input
 // is permuted from layout 13 to ShiftRows-then-FIPS order (LAST).
-const at = (t, r, c) => 4 * (((c + t * r) % 4 + 4) % 4) + r;
+const at = (t, r, c) => 4 * ((((c + t * r) % 4) + 4) % 4) + r;
 /** Lane n of the result = lane mask[n] of the input. */
 export const MASKS = {};
 for (let t = 0; t < 4; t++) {
-  for (let k = 1; k <= 3; k++) MASKS[`MC${3 * t + k - 1}`] = lanes((n) => 4 * (((n >> 2) + t * k) & 3) + (((n & 3) + k) & 3));
-  if (t > 0) MASKS[`LAYOUT${t}`] = lanes((n) => { const r = n & 3, pc = n >> 2; return 4 * (((pc - t * r) % 4 + 4) % 4) + r; });
+  for (let k = 1; k <= 3; k++)
+    MASKS[`MC${3 * t + k - 1}`] = lanes((n) => 4 * (((n >> 2) + t * k) & 3) + (((n & 3) + k) & 3));
+  if (t > 0)
+    MASKS[`LAYOUT${t}`] = lanes((n) => {
+      const r = n & 3,
+        pc = n >> 2;
+      return 4 * ((((pc - t * r) % 4) + 4) % 4) + r;
+    });
 }
-MASKS.LAST = lanes((n) => { const c = n >> 2, r = n & 3; return at(13, r, (c + r) & 3); });
+MASKS.LAST = lanes((n) => {
+  const c = n >> 2,
+    r = n & 3;
+  return at(13, r, (c + r) & 3);
+});
 for (const m of Object.keys(MASKS)) TABLES[m] = MASKS[m];
 const layout = (v, t) => (t % 4 === 0 ? v : vshuf(v, MASKS[`LAYOUT${t % 4}`]));
-const SHL4 = lanes((n) => (n < 4 ? 16 : n - 4)), SHL8 = lanes((n) => (n < 8 ? 16 : n - 8)); // 16: zero
-const ROTWORD = lanes((n) => 12 + ((n + 1) & 3)), WORD3 = lanes((n) => 12 + (n & 3));
+const SHL4 = lanes((n) => (n < 4 ? 16 : n - 4)),
+  SHL8 = lanes((n) => (n < 8 ? 16 : n - 8)); // 16: zero
+const ROTWORD = lanes((n) => 12 + ((n + 1) & 3)),
+  WORD3 = lanes((n) => 12 + (n & 3));
 const vshufz = (a, mask) => vshuf(a.concat([0]), mask);
 
 export function modelExpand(key) {
   const P63 = TABLES.P63;
-  let a = ipt(key.slice(0, 16)), b = ipt(key.slice(16, 32));
+  let a = ipt(key.slice(0, 16)),
+    b = ipt(key.slice(16, 32));
   const rk = [a, layout(vxor(b, P63), 1)];
   for (let r = 2; r <= 14; r++) {
     const [s] = vsub(b);
@@ -234,7 +291,14 @@ export function modelExpand(key) {
     n = vxor(vxor(n, vshufz(n, SHL8)), t);
     a = b;
     b = n;
-    rk.push(r < 14 ? layout(vxor(n, P63), r) : vxor(opt(n), lanes(() => 0x63)));
+    rk.push(
+      r < 14
+        ? layout(vxor(n, P63), r)
+        : vxor(
+            opt(n),
+            lanes(() => 0x63),
+          ),
+    );
   }
   return rk;
 }
@@ -244,7 +308,9 @@ export function modelEncrypt(rk, block) {
   for (let r = 1; r <= 13; r++) {
     const [a1, a2, a3] = vsub(x);
     const m = 3 * (r % 4);
-    x = [a2, vshuf(a3, MASKS[`MC${m}`]), vshuf(a1, MASKS[`MC${m + 1}`]), vshuf(a1, MASKS[`MC${m + 2}`]), rk[r]].reduce(vxor);
+    x = [a2, vshuf(a3, MASKS[`MC${m}`]), vshuf(a1, MASKS[`MC${m + 1}`]), vshuf(a1, MASKS[`MC${m + 2}`]), rk[r]].reduce(
+      vxor,
+    );
   }
   return vxor(vsub(vshuf(x, MASKS.LAST))[3], rk[14]);
 }
@@ -285,5 +351,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.a
   const i = process.argv.indexOf('--out');
   const out = i > 0 ? process.argv[i + 1] : path.join(root, 'assembly/aes/_vperm-tables.ts');
   fs.writeFileSync(out, renderVpermTables());
-  console.log(`wrote ${path.relative(process.cwd(), out)} (a = ${hex(A)}, β = ${hex(BETA)}; all 256 S-box inputs checked)`);
+  console.log(
+    `wrote ${path.relative(process.cwd(), out)} (a = ${hex(A)}, β = ${hex(BETA)}; all 256 S-box inputs checked)`,
+  );
 }

@@ -7,7 +7,8 @@
 // ρ offsets per FIPS 202 §3.2.2 (Algorithm 2).
 export const RHO = new Array(25).fill(0);
 {
-  let x = 1, y = 0;
+  let x = 1,
+    y = 0;
   for (let t = 0; t < 24; t++) {
     RHO[x + 5 * y] = (((t + 1) * (t + 2)) / 2) % 64;
     [x, y] = [y, (2 * x + 3 * y) % 5];
@@ -20,7 +21,10 @@ function rc(t) {
   let r = [1, 0, 0, 0, 0, 0, 0, 0];
   for (let i = 1; i <= t % 255; i++) {
     r = [0, ...r];
-    r[0] ^= r[8]; r[4] ^= r[8]; r[5] ^= r[8]; r[6] ^= r[8];
+    r[0] ^= r[8];
+    r[4] ^= r[8];
+    r[5] ^= r[8];
+    r[6] ^= r[8];
     r = r.slice(0, 8);
   }
   return r[0];
@@ -49,7 +53,10 @@ function chiPlan() {
   const cD = [0, 1, 2, 3, 4].map((x) => cC[(x + 4) % 5] ^ cC[(x + 1) % 5]);
   const rows = [];
   for (let yp = 0; yp < 5; yp++) {
-    const cB = [0, 1, 2, 3, 4].map((xp) => { const s = src(xp, yp); return (P.has(s) ? 1 : 0) ^ cD[s % 5]; });
+    const cB = [0, 1, 2, 3, 4].map((xp) => {
+      const s = src(xp, yp);
+      return (P.has(s) ? 1 : 0) ^ cD[s % 5];
+    });
     // Search the smallest set of B lanes to negate so that each output is n0(x0) ^ op(n1(x1), n2(x2)).
     let best = null;
     for (let k = 0; k <= 5 && !best; k++) {
@@ -58,7 +65,9 @@ function chiPlan() {
         const forms = [];
         let ok = true;
         for (let xp = 0; xp < 5 && ok; xp++) {
-          const i0 = xp, i1 = (xp + 1) % 5, i2 = (xp + 2) % 5;
+          const i0 = xp,
+            i1 = (xp + 1) % 5,
+            i2 = (xp + 2) % 5;
           const outC = P.has(xp + 5 * yp) ? 1 : 0;
           let found = null;
           for (const n0 of (mask >> i0) & 1 ? [0, 1] : [0])
@@ -68,17 +77,26 @@ function chiPlan() {
                   if (found) continue;
                   let good = true;
                   for (let t = 0; t < 8; t++) {
-                    const b0 = t & 1, b1 = (t >> 1) & 1, b2 = (t >> 2) & 1;
-                    const x0 = b0 ^ cB[i0], x1 = b1 ^ cB[i1], x2 = b2 ^ cB[i2];
-                    const l = x1 ^ n1, r = x2 ^ n2;
-                    const f = (x0 ^ n0) ^ (op === '&' ? l & r : l | r);
+                    const b0 = t & 1,
+                      b1 = (t >> 1) & 1,
+                      b2 = (t >> 2) & 1;
+                    const x0 = b0 ^ cB[i0],
+                      x1 = b1 ^ cB[i1],
+                      x2 = b2 ^ cB[i2];
+                    const l = x1 ^ n1,
+                      r = x2 ^ n2;
+                    const f = x0 ^ n0 ^ (op === '&' ? l & r : l | r);
                     if (f !== (b0 ^ ((1 ^ b1) & b2) ^ outC)) good = false;
                   }
                   if (good) found = { n0, n1, n2, op };
                 }
-          if (!found) ok = false; else forms.push(found);
+          if (!found) ok = false;
+          else forms.push(found);
         }
-        if (ok) { best = { mask, forms }; break; }
+        if (ok) {
+          best = { mask, forms };
+          break;
+        }
       }
     }
     if (!best) throw new Error('no plan for row ' + yp);
@@ -86,7 +104,14 @@ function chiPlan() {
   }
   return rows;
 }
-function popcount(m) { let c = 0; while (m) { c += m & 1; m >>= 1; } return c; }
+function popcount(m) {
+  let c = 0;
+  while (m) {
+    c += m & 1;
+    m >>= 1;
+  }
+  return c;
+}
 
 // ---- scalar round ---------------------------------------------------------------------------------
 // A → E. `rcExpr` is the round-constant expression. prep: C of the *next* round accumulates in c0..c4
@@ -137,13 +162,20 @@ function scalarPerm(opts) {
   const { lc, prep, unroll24 } = opts;
   const L = [];
   L.push('export function keccakF1600(s: usize): void {');
-  for (let i = 0; i < 25; i += 5) L.push('  let ' + [0, 1, 2, 3, 4].map((k) => `${nm('a', i + k)} = load<u64>(s, ${8 * (i + k)})`).join(', ') + ';');
+  for (let i = 0; i < 25; i += 5)
+    L.push('  let ' + [0, 1, 2, 3, 4].map((k) => `${nm('a', i + k)} = load<u64>(s, ${8 * (i + k)})`).join(', ') + ';');
   if (lc) L.push('  ' + [...P].map((i) => `${nm('a', i)} = ~${nm('a', i)};`).join(' '));
   L.push('  let ' + Array.from({ length: 25 }, (_, i) => `${nm('e', i)}: u64`).join(', ') + ';');
   L.push('  let b0: u64, b1: u64, b2: u64, b3: u64, b4: u64, d0: u64, d1: u64, d2: u64, d3: u64, d4: u64;');
   if (lc) L.push('  let n0: u64, n1: u64, n2: u64, n3: u64, n4: u64;');
   if (prep) {
-    L.push('  let ' + [0, 1, 2, 3, 4].map((x) => `c${x} = ${[0, 1, 2, 3, 4].map((y) => nm('a', x + 5 * y)).join(' ^ ')}`).join(',\n      ') + ';');
+    L.push(
+      '  let ' +
+        [0, 1, 2, 3, 4]
+          .map((x) => `c${x} = ${[0, 1, 2, 3, 4].map((y) => nm('a', x + 5 * y)).join(' ^ ')}`)
+          .join(',\n      ') +
+        ';',
+    );
   } else L.push('  let c0: u64, c1: u64, c2: u64, c3: u64, c4: u64;');
   if (unroll24) {
     for (let r = 0; r < 24; r += 2) {
@@ -161,7 +193,7 @@ function scalarPerm(opts) {
   } else if (opts.r1) {
     L.push('  for (let r: usize = 0; r < 192; r += 8) {');
     for (const l of scalarRound('a', 'e', 'load<u64>(r, RC)', opts)) L.push('    ' + l);
-    L.push('    ' + Array.from({length:25},(_, i)=>`${nm('a', i)} = ${nm('e', i)};`).join(' '));
+    L.push('    ' + Array.from({ length: 25 }, (_, i) => `${nm('a', i)} = ${nm('e', i)};`).join(' '));
     L.push('  }');
   } else {
     L.push('  for (let r: usize = 0; r < 192; r += 16) {');
@@ -170,7 +202,8 @@ function scalarPerm(opts) {
     L.push('  }');
   }
   if (lc) L.push('  ' + [...P].map((i) => `${nm('a', i)} = ~${nm('a', i)};`).join(' '));
-  for (let i = 0; i < 25; i += 5) L.push('  ' + [0, 1, 2, 3, 4].map((k) => `store<u64>(s, ${nm('a', i + k)}, ${8 * (i + k)});`).join(' '));
+  for (let i = 0; i < 25; i += 5)
+    L.push('  ' + [0, 1, 2, 3, 4].map((k) => `store<u64>(s, ${nm('a', i + k)}, ${8 * (i + k)});`).join(' '));
   L.push('}');
   return L.join('\n');
 }
@@ -189,13 +222,22 @@ function vrot(x, n, { shufAll, noshuf: o_noshuf }) {
 }
 function x2Round(A, E, rcExpr, o) {
   const L = [];
-  for (let x = 0; x < 5; x++) L.push(`c${x} = v128.xor(v128.xor(v128.xor(${nm(A, x)}, ${nm(A, x + 5)}), v128.xor(${nm(A, x + 10)}, ${nm(A, x + 15)})), ${nm(A, x + 20)});`);
-  for (let x = 0; x < 5; x++) { L.push(`t = c${(x + 1) % 5}; d${x} = v128.xor(c${(x + 4) % 5}, ${vrot('t', 1, o)});`); }
+  for (let x = 0; x < 5; x++)
+    L.push(
+      `c${x} = v128.xor(v128.xor(v128.xor(${nm(A, x)}, ${nm(A, x + 5)}), v128.xor(${nm(A, x + 10)}, ${nm(A, x + 15)})), ${nm(A, x + 20)});`,
+    );
+  for (let x = 0; x < 5; x++) {
+    L.push(`t = c${(x + 1) % 5}; d${x} = v128.xor(c${(x + 4) % 5}, ${vrot('t', 1, o)});`);
+  }
   for (let yp = 0; yp < 5; yp++) {
     const bs = [];
     for (let xp = 0; xp < 5; xp++) {
       const s = src(xp, yp);
-      bs.push(RHO[s] ? `t = v128.xor(${nm(A, s)}, d${s % 5}); b${xp} = ${vrot('t', RHO[s], o)};` : `b${xp} = v128.xor(${nm(A, s)}, d${s % 5});`);
+      bs.push(
+        RHO[s]
+          ? `t = v128.xor(${nm(A, s)}, d${s % 5}); b${xp} = ${vrot('t', RHO[s], o)};`
+          : `b${xp} = v128.xor(${nm(A, s)}, d${s % 5});`,
+      );
     }
     L.push(...bs);
     const outs = [];
@@ -211,21 +253,25 @@ function x2Round(A, E, rcExpr, o) {
 function x2Perm(o) {
   const L = [];
   L.push('function permuteX2(sa: usize, sb: usize): void {');
-  for (let i = 0; i < 25; i++) L.push(`  let ${nm('a', i)} = v128.load64_lane(sb + ${8 * i}, v128.load64_zero(sa + ${8 * i}), 1);`);
+  for (let i = 0; i < 25; i++)
+    L.push(`  let ${nm('a', i)} = v128.load64_lane(sb + ${8 * i}, v128.load64_zero(sa + ${8 * i}), 1);`);
   L.push('  let ' + Array.from({ length: 25 }, (_, i) => `${nm('e', i)}: v128`).join(', ') + ';');
-  L.push('  let t: v128, b0: v128, b1: v128, b2: v128, b3: v128, b4: v128, c0: v128, c1: v128, c2: v128, c3: v128, c4: v128, d0: v128, d1: v128, d2: v128, d3: v128, d4: v128;');
+  L.push(
+    '  let t: v128, b0: v128, b1: v128, b2: v128, b3: v128, b4: v128, c0: v128, c1: v128, c2: v128, c3: v128, c4: v128, d0: v128, d1: v128, d2: v128, d3: v128, d4: v128;',
+  );
   if (o.r1) {
-  L.push('  for (let r: usize = 0; r < 192; r += 8) {');
-  for (const l of x2Round('a', 'e', 'v128.load64_splat(r, RC)', o)) L.push('    ' + l);
-  L.push('    ' + Array.from({length:25},(_, i)=>`${nm('a', i)} = ${nm('e', i)};`).join(' '));
-  L.push('  }');
+    L.push('  for (let r: usize = 0; r < 192; r += 8) {');
+    for (const l of x2Round('a', 'e', 'v128.load64_splat(r, RC)', o)) L.push('    ' + l);
+    L.push('    ' + Array.from({ length: 25 }, (_, i) => `${nm('a', i)} = ${nm('e', i)};`).join(' '));
+    L.push('  }');
   } else {
-  L.push('  for (let r: usize = 0; r < 192; r += 16) {');
-  for (const l of x2Round('a', 'e', 'v128.load64_splat(r, RC)', o)) L.push('    ' + l);
-  for (const l of x2Round('e', 'a', 'v128.load64_splat(r, RC + 8)', o)) L.push('    ' + l);
-  L.push('  }');
+    L.push('  for (let r: usize = 0; r < 192; r += 16) {');
+    for (const l of x2Round('a', 'e', 'v128.load64_splat(r, RC)', o)) L.push('    ' + l);
+    for (const l of x2Round('e', 'a', 'v128.load64_splat(r, RC + 8)', o)) L.push('    ' + l);
+    L.push('  }');
   }
-  for (let i = 0; i < 25; i++) L.push(`  v128.store64_lane(sa + ${8 * i}, ${nm('a', i)}, 0); v128.store64_lane(sb + ${8 * i}, ${nm('a', i)}, 1);`);
+  for (let i = 0; i < 25; i++)
+    L.push(`  v128.store64_lane(sa + ${8 * i}, ${nm('a', i)}, 0); v128.store64_lane(sb + ${8 * i}, ${nm('a', i)}, 1);`);
   L.push('}');
   return L.join('\n');
 }
@@ -235,17 +281,31 @@ function x2MemPerm(o) {
   const L = [];
   L.push('function permuteX2(sa: usize, sb: usize): void {');
   L.push('  const X = XBUF;');
-  for (let i = 0; i < 25; i++) L.push(`  v128.store(X, v128.load64_lane(sb + ${8 * i}, v128.load64_zero(sa + ${8 * i}), 1), ${16 * i});`);
-  L.push('  let t: v128, b0: v128, b1: v128, b2: v128, b3: v128, b4: v128, c0: v128, c1: v128, c2: v128, c3: v128, c4: v128, d0: v128, d1: v128, d2: v128, d3: v128, d4: v128;');
+  for (let i = 0; i < 25; i++)
+    L.push(`  v128.store(X, v128.load64_lane(sb + ${8 * i}, v128.load64_zero(sa + ${8 * i}), 1), ${16 * i});`);
+  L.push(
+    '  let t: v128, b0: v128, b1: v128, b2: v128, b3: v128, b4: v128, c0: v128, c1: v128, c2: v128, c3: v128, c4: v128, d0: v128, d1: v128, d2: v128, d3: v128, d4: v128;',
+  );
   L.push('  for (let r: usize = 0; r < 192; r += 16) {');
-  for (const [A, E, rr] of [[0, 400, 'r'], [400, 0, 'r + 8']]) {
+  for (const [A, E, rr] of [
+    [0, 400, 'r'],
+    [400, 0, 'r + 8'],
+  ]) {
     const ld = (i) => `v128.load(X, ${A + 16 * i})`;
-    for (let x = 0; x < 5; x++) L.push(`    c${x} = v128.xor(v128.xor(v128.xor(${ld(x)}, ${ld(x + 5)}), v128.xor(${ld(x + 10)}, ${ld(x + 15)})), ${ld(x + 20)});`);
-    for (let x = 0; x < 5; x++) L.push(`    t = c${(x + 1) % 5}; d${x} = v128.xor(c${(x + 4) % 5}, ${vrot('t', 1, o)});`);
+    for (let x = 0; x < 5; x++)
+      L.push(
+        `    c${x} = v128.xor(v128.xor(v128.xor(${ld(x)}, ${ld(x + 5)}), v128.xor(${ld(x + 10)}, ${ld(x + 15)})), ${ld(x + 20)});`,
+      );
+    for (let x = 0; x < 5; x++)
+      L.push(`    t = c${(x + 1) % 5}; d${x} = v128.xor(c${(x + 4) % 5}, ${vrot('t', 1, o)});`);
     for (let yp = 0; yp < 5; yp++) {
       for (let xp = 0; xp < 5; xp++) {
         const sidx = src(xp, yp);
-        L.push(RHO[sidx] ? `    t = v128.xor(${ld(sidx)}, d${sidx % 5}); b${xp} = ${vrot('t', RHO[sidx], o)};` : `    b${xp} = v128.xor(${ld(sidx)}, d${sidx % 5});`);
+        L.push(
+          RHO[sidx]
+            ? `    t = v128.xor(${ld(sidx)}, d${sidx % 5}); b${xp} = ${vrot('t', RHO[sidx], o)};`
+            : `    b${xp} = v128.xor(${ld(sidx)}, d${sidx % 5});`,
+        );
       }
       for (let xp = 0; xp < 5; xp++) {
         let e = `v128.xor(b${xp}, v128.andnot(b${(xp + 2) % 5}, b${(xp + 1) % 5}))`;
@@ -255,7 +315,10 @@ function x2MemPerm(o) {
     }
   }
   L.push('  }');
-  for (let i = 0; i < 25; i++) L.push(`  { const v = v128.load(X, ${16 * i}); v128.store64_lane(sa + ${8 * i}, v, 0); v128.store64_lane(sb + ${8 * i}, v, 1); }`);
+  for (let i = 0; i < 25; i++)
+    L.push(
+      `  { const v = v128.load(X, ${16 * i}); v128.store64_lane(sa + ${8 * i}, v, 0); v128.store64_lane(sb + ${8 * i}, v, 1); }`,
+    );
   L.push('}');
   return L.join('\n');
 }
@@ -265,14 +328,26 @@ function scalarMemPerm() {
   const plan = chiPlan();
   const L = ['export function keccakF1600(s: usize): void {', '  const T = TBUF;'];
   L.push('  ' + [...P].map((i) => `store<u64>(s, ~load<u64>(s, ${8 * i}), ${8 * i});`).join(' '));
-  L.push('  let b0: u64, b1: u64, b2: u64, b3: u64, b4: u64, c0: u64, c1: u64, c2: u64, c3: u64, c4: u64, d0: u64, d1: u64, d2: u64, d3: u64, d4: u64, n0: u64, n1: u64, n2: u64, n3: u64, n4: u64;');
+  L.push(
+    '  let b0: u64, b1: u64, b2: u64, b3: u64, b4: u64, c0: u64, c1: u64, c2: u64, c3: u64, c4: u64, d0: u64, d1: u64, d2: u64, d3: u64, d4: u64, n0: u64, n1: u64, n2: u64, n3: u64, n4: u64;',
+  );
   L.push('  for (let r: usize = 0; r < 192; r += 16) {');
-  for (const [A, E, rr] of [['s', 'T', 'r'], ['T', 's', 'r + 8']]) {
+  for (const [A, E, rr] of [
+    ['s', 'T', 'r'],
+    ['T', 's', 'r + 8'],
+  ]) {
     const ld = (i) => `load<u64>(${A}, ${8 * i})`;
-    for (let x = 0; x < 5; x++) L.push(`    c${x} = ${[0,1,2,3,4].map(y => ld(x + 5 * y)).join(' ^ ')};`);
+    for (let x = 0; x < 5; x++) L.push(`    c${x} = ${[0, 1, 2, 3, 4].map((y) => ld(x + 5 * y)).join(' ^ ')};`);
     for (let x = 0; x < 5; x++) L.push(`    d${x} = c${(x + 4) % 5} ^ rotl<u64>(c${(x + 1) % 5}, 1);`);
     for (let yp = 0; yp < 5; yp++) {
-      for (let xp = 0; xp < 5; xp++) { const si = src(xp, yp); L.push(RHO[si] ? `    b${xp} = rotl<u64>(${ld(si)} ^ d${si % 5}, ${RHO[si]});` : `    b${xp} = ${ld(si)} ^ d${si % 5};`); }
+      for (let xp = 0; xp < 5; xp++) {
+        const si = src(xp, yp);
+        L.push(
+          RHO[si]
+            ? `    b${xp} = rotl<u64>(${ld(si)} ^ d${si % 5}, ${RHO[si]});`
+            : `    b${xp} = ${ld(si)} ^ d${si % 5};`,
+        );
+      }
       const { mask, forms } = plan[yp];
       for (let j = 0; j < 5; j++) if ((mask >> j) & 1) L.push(`    n${j} = ~b${j};`);
       for (let xp = 0; xp < 5; xp++) {
@@ -292,9 +367,21 @@ function scalarMemPerm() {
 
 const args = process.argv.slice(2);
 const mode = args[0];
-if (mode === 'rc') { console.log(RC.map(hex).join(', ')); console.log(RHO.join(',')); }
-else if (mode === 'plan') console.log(JSON.stringify(chiPlan()));
-else if (mode === 'scalar') console.log(scalarPerm({ lc: args.includes('lc'), prep: args.includes('prep'), unroll24: args.includes('unroll24'), u4: args.includes('u4'), r1: args.includes('r1') }));
+if (mode === 'rc') {
+  console.log(RC.map(hex).join(', '));
+  console.log(RHO.join(','));
+} else if (mode === 'plan') console.log(JSON.stringify(chiPlan()));
+else if (mode === 'scalar')
+  console.log(
+    scalarPerm({
+      lc: args.includes('lc'),
+      prep: args.includes('prep'),
+      unroll24: args.includes('unroll24'),
+      u4: args.includes('u4'),
+      r1: args.includes('r1'),
+    }),
+  );
 else if (mode === 'smem') console.log(scalarMemPerm());
 else if (mode === 'x2mem') console.log('const XBUF: usize = memory.data(800, 64);\n' + x2MemPerm({}));
-else if (mode === 'x2') console.log(x2Perm({ shufAll: args.includes('shl1'), noshuf: args.includes('noshuf'), r1: args.includes('r1') }));
+else if (mode === 'x2')
+  console.log(x2Perm({ shufAll: args.includes('shl1'), noshuf: args.includes('noshuf'), r1: args.includes('r1') }));

@@ -66,7 +66,11 @@ export function renderConstants() {
     '',
     table('ZETAS', 'zetas[m] · R mod q (centred), zetas[m] = ζ^BitRev8(m), m = 0..255 (NTT, Algorithm 41).', c.ZETAS),
     table('ZETAS_QINV', 'ZETAS[m] · q^-1 mod 2^32.', c.ZETAS_QINV),
-    table('ZETAS_INV', 'ZETAS[255 − k], k = 0..255: the order in which the inverse NTT (Algorithm 42) uses them.', c.ZETAS_INV),
+    table(
+      'ZETAS_INV',
+      'ZETAS[255 − k], k = 0..255: the order in which the inverse NTT (Algorithm 42) uses them.',
+      c.ZETAS_INV,
+    ),
     table('ZETAS_INV_QINV', 'ZETAS_INV[k] · q^-1 mod 2^32.', c.ZETAS_INV_QINV),
   ].join('\n');
 }

@@ -42,7 +42,15 @@ export function renderConstants() {
   const hex = (v, w) => '0x' + v.toString(16).padStart(w / 4, '0');
   const table = (name, type, vals, w) => {
     const rows = [];
-    for (let i = 0; i < vals.length; i += 4) rows.push('  ' + vals.slice(i, i + 4).map((v) => hex(v, w)).join(', ') + ',');
+    for (let i = 0; i < vals.length; i += 4)
+      rows.push(
+        '  ' +
+          vals
+            .slice(i, i + 4)
+            .map((v) => hex(v, w))
+            .join(', ') +
+          ',',
+      );
     return `export const ${name}: usize = memory.data<${type}>([\n${rows.join('\n')}\n]);\n`;
   };
   return [

@@ -54,10 +54,16 @@ for (const flavor of flavors) {
   pqdb.setWasmFlavor(flavor);
   const started = performance.now();
   const suites = await allKatSuites(load, pqdb, slow);
-  console.log(`\nKnown-answer tests — ${flavor} build (${((performance.now() - started) / 1000).toFixed(1)} s), vectors: ${vectors}`);
-  console.log(`${'file'.padEnd(54)} ${'passed'.padStart(7)} ${'failed'.padStart(7)} ${'skipped'.padStart(8)}  skip reason`);
+  console.log(
+    `\nKnown-answer tests — ${flavor} build (${((performance.now() - started) / 1000).toFixed(1)} s), vectors: ${vectors}`,
+  );
+  console.log(
+    `${'file'.padEnd(54)} ${'passed'.padStart(7)} ${'failed'.padStart(7)} ${'skipped'.padStart(8)}  skip reason`,
+  );
   for (const s of suites) {
-    console.log(`${s.name.padEnd(54)} ${String(s.passed).padStart(7)} ${String(s.failures.length).padStart(7)} ${String(s.skipped).padStart(8)}  ${s.note ?? ''}`);
+    console.log(
+      `${s.name.padEnd(54)} ${String(s.passed).padStart(7)} ${String(s.failures.length).padStart(7)} ${String(s.skipped).padStart(8)}  ${s.note ?? ''}`,
+    );
   }
   const p = katProblems(suites);
   for (const line of p.slice(0, 50)) console.log(`  FAIL ${line}`);

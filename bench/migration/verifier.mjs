@@ -65,7 +65,8 @@ function bruteIndex(values) {
       const groups = [...new Set(tokens)].map((t) => postings.get(t) ?? new Map());
       if (last !== undefined) {
         const g = new Map();
-        for (const t of terms) if (t.startsWith(last)) for (const [id, n] of postings.get(t)) g.set(id, (g.get(id) ?? 0) + n);
+        for (const t of terms)
+          if (t.startsWith(last)) for (const [id, n] of postings.get(t)) g.set(id, (g.get(id) ?? 0) + n);
         groups.push(g);
       }
       const score = new Map();
@@ -108,7 +109,8 @@ async function verify(o) {
     if (valueHash(value) !== manifest.hashes[id]) sourceMismatches++;
     expected.set(id, value);
   }
-  if (sourceMismatches > 0 || source.length !== manifest.records) problem(`the regenerated source differs from the manifest (${sourceMismatches} hashes)`);
+  if (sourceMismatches > 0 || source.length !== manifest.records)
+    problem(`the regenerated source differs from the manifest (${sourceMismatches} hashes)`);
   const expectedHash = new Map(Object.entries(manifest.hashes));
   for (const c of changes.writes) {
     if (c.kind === 'delete') {
@@ -123,7 +125,9 @@ async function verify(o) {
 
   // Cold, read-only open.
   const [pages, openPagesMs] = await timed(() => openNodeFsPageStore(o.dir, { readOnly: true, create: false }));
-  const [store, openStoreMs] = await timed(() => openStore({ storage: pages, readOnly: true, unlock, signerPublicKey }));
+  const [store, openStoreMs] = await timed(() =>
+    openStore({ storage: pages, readOnly: true, unlock, signerPublicKey }),
+  );
   const words = store.collection(COLLECTION, { schema: SCHEMA, index: INDEX });
   const migration = store.migration();
   if (migration?.phase !== 'done') problem(`migration phase ${migration?.phase}, expected done`);
@@ -131,7 +135,18 @@ async function verify(o) {
   log('records …');
   // Records.
   const deleted = changes.writes.filter((c) => c.kind === 'delete').map((c) => c.id);
-  const records = { expected: expectedHash.size, checked: 0, matched: 0, mismatched: 0, missing: 0, unexpected: 0, deletedAbsent: 0, size: words.size, targetSuite: 0, otherSuite: 0 };
+  const records = {
+    expected: expectedHash.size,
+    checked: 0,
+    matched: 0,
+    mismatched: 0,
+    missing: 0,
+    unexpected: 0,
+    deletedAbsent: 0,
+    size: words.size,
+    targetSuite: 0,
+    otherSuite: 0,
+  };
   const [, recordsMs] = await timed(async () => {
     for (const [id, hash] of expectedHash) {
       records.checked++;
@@ -167,8 +182,19 @@ async function verify(o) {
   const allIds = [...expectedHash.keys()];
   const written = changes.writes.filter((c) => c.kind !== 'delete').map((c) => c.id);
   const suiteSample = o.suiteSample ?? 5000;
-  const suiteIds = allIds.length <= suiteSample ? allIds : [...new Set([...written, ...Array.from({ length: suiteSample }, () => allIds[Math.floor(rand() * allIds.length)])])];
-  const proofSample = new Set([...written, ...Array.from({ length: 200 }, () => suiteIds[Math.floor(rand() * suiteIds.length)])]);
+  const suiteIds =
+    allIds.length <= suiteSample
+      ? allIds
+      : [
+          ...new Set([
+            ...written,
+            ...Array.from({ length: suiteSample }, () => allIds[Math.floor(rand() * allIds.length)]),
+          ]),
+        ];
+  const proofSample = new Set([
+    ...written,
+    ...Array.from({ length: 200 }, () => suiteIds[Math.floor(rand() * suiteIds.length)]),
+  ]);
   records.suiteChecked = suiteIds.length;
   let proofsVerified = 0;
   const [, suitesMs] = await timed(async () => {
@@ -192,10 +218,18 @@ async function verify(o) {
   // Search: random queries (1–3 words of a random record, 'all' mode; some 'any' and prefix ones)
   // and every word of sampled records as a single-word query.
   const brute = bruteIndex(expected);
-  const mem = await openStore({ storage: 'memory', create: true, recipients: [fromHex(keys.recipientPublic)], unlock, suite: TO_SUITE, autoCheckpoint: false });
+  const mem = await openStore({
+    storage: 'memory',
+    create: true,
+    recipients: [fromHex(keys.recipientPublic)],
+    unlock,
+    suite: TO_SUITE,
+    autoCheckpoint: false,
+  });
   const memWords = mem.collection(COLLECTION, { schema: SCHEMA, index: INDEX });
   const entries = [...expected];
-  for (let i = 0; i < entries.length; i += 1000) await mem.batch((tx) => entries.slice(i, i + 1000).forEach(([id, v]) => tx.put(memWords, id, v)));
+  for (let i = 0; i < entries.length; i += 1000)
+    await mem.batch((tx) => entries.slice(i, i + 1000).forEach(([id, v]) => tx.put(memWords, id, v)));
   const queries = [];
   const pick = (a) => a[Math.floor(rand() * a.length)];
   for (let q = 0; q < o.queries; q++) {
@@ -208,7 +242,12 @@ async function verify(o) {
     if (kind === 8) queries.push({ query: words_.join(' '), mode: 'any', prefix: false, source: 'random' });
     else if (kind === 9) {
       const last = words_.pop();
-      queries.push({ query: [...words_, last.slice(0, 1 + Math.floor(rand() * Math.min(4, last.length)))].join(' '), mode: 'all', prefix: true, source: 'random' });
+      queries.push({
+        query: [...words_, last.slice(0, 1 + Math.floor(rand() * Math.min(4, last.length)))].join(' '),
+        mode: 'all',
+        prefix: true,
+        source: 'random',
+      });
     } else queries.push({ query: words_.join(' '), mode: 'all', prefix: false, source: 'random' });
   }
   const sampleWords = new Set();
@@ -217,7 +256,21 @@ async function verify(o) {
     for (const t of tokenize(`${v.lemma} ${v.gloss}`)) sampleWords.add(t);
   }
   for (const w of sampleWords) queries.push({ query: w, mode: 'all', prefix: false, source: 'word' });
-  const search = { queries: queries.length, random: o.queries, words: sampleWords.size, sampledRecords: o.wordSample, setEqualBrute: 0, orderEqualBrute: 0, orderedEqualMemory: 0, comparedInFull: 0, comparedFirst: 0, cap: CAP, resultsTotal: 0, emptyResults: 0, valueMismatches: 0 };
+  const search = {
+    queries: queries.length,
+    random: o.queries,
+    words: sampleWords.size,
+    sampledRecords: o.wordSample,
+    setEqualBrute: 0,
+    orderEqualBrute: 0,
+    orderedEqualMemory: 0,
+    comparedInFull: 0,
+    comparedFirst: 0,
+    cap: CAP,
+    resultsTotal: 0,
+    emptyResults: 0,
+    valueMismatches: 0,
+  };
   const limit = expected.size + 10;
   const [, searchMs] = await timed(async () => {
     for (const q of queries) {
@@ -236,15 +289,19 @@ async function verify(o) {
       search.resultsTotal += ids.length;
       if (ids.length === 0) search.emptyResults++;
       const wantSet = new Set(want);
-      if (ids.length === want.length && new Set(ids).size === ids.length && ids.every((id) => wantSet.has(id))) search.setEqualBrute++;
+      if (ids.length === want.length && new Set(ids).size === ids.length && ids.every((id) => wantSet.has(id)))
+        search.setEqualBrute++;
       else problem(`search ${JSON.stringify(q)}: ${ids.length} ids, brute force ${want.length} (of ${all.length})`);
       if (ids.every((id, i) => id === want[i])) search.orderEqualBrute++;
       else problem(`search ${JSON.stringify(q)}: ranking differs from the brute-force index`);
-      if (memIds.length === Math.min(RANKED, ids.length) && memIds.every((id, i) => id === ids[i])) search.orderedEqualMemory++;
-      else problem(`search ${JSON.stringify(q)}: differs from a fresh memory store (${ids.length} vs ${memIds.length})`);
+      if (memIds.length === Math.min(RANKED, ids.length) && memIds.every((id, i) => id === ids[i]))
+        search.orderedEqualMemory++;
+      else
+        problem(`search ${JSON.stringify(q)}: differs from a fresh memory store (${ids.length} vs ${memIds.length})`);
     }
   });
-  if (search.valueMismatches > 0) problem(`${search.valueMismatches} search results carried values unlike the manifest`);
+  if (search.valueMismatches > 0)
+    problem(`${search.valueMismatches} search results carried values unlike the manifest`);
   await mem.close();
   await store.close();
   await pages.close();
@@ -263,8 +320,21 @@ async function verify(o) {
     migration,
     records: { ...records, deleted, proofsVerified, proofSample: proofSample.size },
     search,
-    verifyStore: { ok: report.ok, complete: report.complete, counts: report.counts, skipped: report.skipped, problems: report.problems.length },
-    timingsMs: { openPages: openPagesMs, openStore: openStoreMs, records: recordsMs, suites: suitesMs, search: searchMs, verifyStore: verifyStoreMs },
+    verifyStore: {
+      ok: report.ok,
+      complete: report.complete,
+      counts: report.counts,
+      skipped: report.skipped,
+      problems: report.problems.length,
+    },
+    timingsMs: {
+      openPages: openPagesMs,
+      openStore: openStoreMs,
+      records: recordsMs,
+      suites: suitesMs,
+      search: searchMs,
+      verifyStore: verifyStoreMs,
+    },
   };
 }
 
@@ -272,6 +342,10 @@ process.on('message', (m) => {
   if (m.verify === undefined) return;
   verify(m.verify).then(
     (result) => process.send({ result }, () => process.disconnect()),
-    (e) => process.send({ failed: e instanceof Error ? `${e.name}${e.code ? ` ${e.code}` : ''}: ${e.message}\n${e.stack}` : String(e) }, () => process.disconnect()),
+    (e) =>
+      process.send(
+        { failed: e instanceof Error ? `${e.name}${e.code ? ` ${e.code}` : ''}: ${e.message}\n${e.stack}` : String(e) },
+        () => process.disconnect(),
+      ),
   );
 });

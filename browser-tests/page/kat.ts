@@ -18,7 +18,8 @@ function table(flavor: string, suites: Summary[], ms: number): HTMLElement {
   h.textContent = `${flavor} build — ${(ms / 1000).toFixed(1)} s`;
   section.append(h);
   const t = document.createElement('table');
-  t.innerHTML = '<thead><tr><th>file</th><th>passed</th><th>failed</th><th>skipped</th><th>skip reason</th></tr></thead>';
+  t.innerHTML =
+    '<thead><tr><th>file</th><th>passed</th><th>failed</th><th>skipped</th><th>skip reason</th></tr></thead>';
   const body = document.createElement('tbody');
   for (const s of suites) {
     const tr = document.createElement('tr');
@@ -48,7 +49,10 @@ async function run(): Promise<void> {
     await new Promise((r) => setTimeout(r, 0)); // let the page paint between builds
   }
   const problems = result.flatMap((r) => r.problems);
-  status.textContent = problems.length === 0 ? 'all known-answer tests passed' : `${problems.length} problems: ${problems.slice(0, 5).join('; ')}`;
+  status.textContent =
+    problems.length === 0
+      ? 'all known-answer tests passed'
+      : `${problems.length} problems: ${problems.slice(0, 5).join('; ')}`;
   status.className = problems.length === 0 ? 'ok' : 'fail';
   (globalThis as unknown as { katResult: unknown }).katResult = result;
 }

@@ -30,7 +30,8 @@ const FROM_SUITE = 'gcmsiv-hkdf256';
 const now = (): number => performance.timeOrigin + performance.now();
 const hex = (u8: Uint8Array): string => Array.from(u8, (b) => b.toString(16).padStart(2, '0')).join('');
 const unhex = (h: string): Uint8Array => new Uint8Array((h.match(/../g) ?? []).map((b) => parseInt(b, 16)));
-const describe = (e: unknown): string => (e instanceof Error ? `${(e as { code?: string }).code ?? e.name}: ${e.message}` : String(e));
+const describe = (e: unknown): string =>
+  e instanceof Error ? `${(e as { code?: string }).code ?? e.name}: ${e.message}` : String(e);
 
 /** JSON with object keys sorted at every level (bench/migration/common.mjs canonicalJson). */
 function canonicalJson(v: unknown): string {
@@ -108,9 +109,16 @@ let migration: { startedAt: number; result?: unknown; error?: string; doneAt?: n
 
 function open(name: string, keys: Keys, create: boolean, readOnly = false): Promise<Store> {
   return pqdb.openStore({
-    location: name, storage: 'indexeddb', create, readOnly,
-    recipients: [unhex(keys.recipientPublic)], unlock: unhex(keys.unlock), suite: FROM_SUITE,
-    ...(readOnly ? {} : { signer: unhex(keys.signerSecret) }), signerPublicKey: unhex(keys.signerPublic), autoCheckpoint: false,
+    location: name,
+    storage: 'indexeddb',
+    create,
+    readOnly,
+    recipients: [unhex(keys.recipientPublic)],
+    unlock: unhex(keys.unlock),
+    suite: FROM_SUITE,
+    ...(readOnly ? {} : { signer: unhex(keys.signerSecret) }),
+    signerPublicKey: unhex(keys.signerPublic),
+    autoCheckpoint: false,
   });
 }
 
@@ -119,7 +127,12 @@ const api = {
   keygen(): Keys {
     const r = pqdb.generateRecipient();
     const s = pqdb.generateSigner();
-    return { recipientPublic: hex(r.publicKey), unlock: hex(r.secretKey), signerPublic: hex(s.publicKey), signerSecret: hex(s.secretKey) };
+    return {
+      recipientPublic: hex(r.publicKey),
+      unlock: hex(r.secretKey),
+      signerPublic: hex(s.publicKey),
+      signerSecret: hex(s.secretKey),
+    };
   },
 
   now,
@@ -142,7 +155,8 @@ const api = {
     const t0 = performance.now();
     for (let i = 0; i < rows.length; i += batch) {
       await store!.batch((tx) => {
-        for (const [id, lemma, pos, gloss, offset] of rows.slice(i, i + batch)) tx.put(words!, id, { lemma, pos, gloss, offset });
+        for (const [id, lemma, pos, gloss, offset] of rows.slice(i, i + batch))
+          tx.put(words!, id, { lemma, pos, gloss, offset });
       });
     }
     return performance.now() - t0;
@@ -187,10 +201,13 @@ const api = {
       const arm = (k: number): void => {
         const scheduledAt = base + k * o.intervalMs;
         if (scheduledAt >= stopAt || state.stopped) return;
-        state.timer = setTimeout(() => {
-          fire(r, k, scheduledAt, o.seed);
-          arm(k + 1);
-        }, Math.max(0, scheduledAt - now()));
+        state.timer = setTimeout(
+          () => {
+            fire(r, k, scheduledAt, o.seed);
+            arm(k + 1);
+          },
+          Math.max(0, scheduledAt - now()),
+        );
       };
       arm(Math.max(0, Math.ceil((startedAt - base) / o.intervalMs)));
     }
@@ -248,7 +265,9 @@ const api = {
           const accounted = p.copied + p.superseded + p.deleted;
           if (o.signalHalf && !signalled && writesAcked && p.phase === 'copying' && accounted >= p.total / 2) {
             signalled = true;
-            (globalThis as unknown as { pqdbMigrationHalf?: (snapshot: ReturnType<typeof api.poll>) => void }).pqdbMigrationHalf?.(api.poll());
+            (
+              globalThis as unknown as { pqdbMigrationHalf?: (snapshot: ReturnType<typeof api.poll>) => void }
+            ).pqdbMigrationHalf?.(api.poll());
           }
         },
       })
@@ -269,7 +288,15 @@ const api = {
    * Hands the runner what happened since the last poll: finished requests (removed here), those
    * still in flight (kept), progress reports and long tasks (removed), the writes and the migration's outcome.
    */
-  poll(): { at: number; done: ReadRecord[]; pending: ReadRecord[]; progress: ProgressReport[]; writes: WriteRecord[]; migration: typeof migration; longTasks: { at: number; ms: number }[] } {
+  poll(): {
+    at: number;
+    done: ReadRecord[];
+    pending: ReadRecord[];
+    progress: ProgressReport[];
+    writes: WriteRecord[];
+    migration: typeof migration;
+    longTasks: { at: number; ms: number }[];
+  } {
     const done = records.filter((r) => r.done);
     const pending = records.filter((r) => !r.done);
     records = pending;
@@ -295,7 +322,13 @@ const api = {
    * and SHA-256 of the sorted ids, newline-joined); then closes it and runs verifyStore over the
    * IndexedDB page store.
    */
-  async verify(o: { name: string; keys: Keys; queries: { query: string; mode: 'all' | 'any'; prefix: boolean }[]; exportIds: string[]; proofIds: string[] }) {
+  async verify(o: {
+    name: string;
+    keys: Keys;
+    queries: { query: string; mode: 'all' | 'any'; prefix: boolean }[];
+    exportIds: string[];
+    proofIds: string[];
+  }) {
     const signerPublicKey = unhex(o.keys.signerPublic);
     const t0 = performance.now();
     const s = await open(o.name, o.keys, false, true);
@@ -345,8 +378,21 @@ const api = {
     const verifyStoreMs = performance.now() - t4;
     const estimate = await navigator.storage.estimate();
     return {
-      migration: status, size, hashes, sealed, proofsVerified, proofProblems, search,
-      verifyStore: { ok: report.ok, complete: report.complete, counts: report.counts, skipped: report.skipped, problems: report.problems.slice(0, 20), problemCount: report.problems.length },
+      migration: status,
+      size,
+      hashes,
+      sealed,
+      proofsVerified,
+      proofProblems,
+      search,
+      verifyStore: {
+        ok: report.ok,
+        complete: report.complete,
+        counts: report.counts,
+        skipped: report.skipped,
+        problems: report.problems.slice(0, 20),
+        problemCount: report.problems.length,
+      },
       storageUsageBytes: estimate.usage ?? null,
       timingsMs: { open: openMs, records: recordsMs, exports: exportsMs, search: searchMs, verifyStore: verifyStoreMs },
     };
@@ -364,7 +410,8 @@ const api = {
 };
 
 function fire(reader: number, k: number, scheduledAt: number, seed: number): void {
-  const id = readerIds[Math.floor(firstDraw((seed * 1_000_003 + reader * 7_919_993 + k * 2_654_435) >>> 0) * readerIds.length)];
+  const id =
+    readerIds[Math.floor(firstDraw((seed * 1_000_003 + reader * 7_919_993 + k * 2_654_435) >>> 0) * readerIds.length)];
   const rec: ReadRecord = { reader, k, id, scheduledAt, startedAt: now(), done: false };
   records.push(rec);
   const c = words;

@@ -30,7 +30,8 @@ const factory: StoreFixtureFactory = async () => {
       storages.push(store.info().storage);
       return store;
     },
-    pages: () => pqdb.openIndexedDbPageStore(name) as unknown as ReturnType<Awaited<ReturnType<StoreFixtureFactory>>['pages']>,
+    pages: () =>
+      pqdb.openIndexedDbPageStore(name) as unknown as ReturnType<Awaited<ReturnType<StoreFixtureFactory>>['pages']>,
     dispose: () => deleteDB(name),
   };
 };

@@ -15,7 +15,13 @@ import { gcm as nobleGcm, gcmsiv as nobleGcmsiv } from '@noble/ciphers/aes.js';
 import { ml_kem1024 as nobleKem } from '@noble/post-quantum/ml-kem.js';
 import { ml_dsa87 as nobleDsa } from '@noble/post-quantum/ml-dsa.js';
 import { mlkemDifferential, type PqApi } from '../../node-tests/cases/pq';
-import { aeadWycheproof, aeadDifferential, aeadTampering, type AeadOracle, type AeadApi } from '../../node-tests/cases/aead';
+import {
+  aeadWycheproof,
+  aeadDifferential,
+  aeadTampering,
+  type AeadOracle,
+  type AeadApi,
+} from '../../node-tests/cases/aead';
 
 const noble = { sha256, sha384, sha512 };
 const oracle: Oracle = {
@@ -27,7 +33,8 @@ const oracle: Oracle = {
 
 const aeadOracle: AeadOracle = {
   name: '@noble/ciphers',
-  seal: (mode, key, nonce, aad, pt) => (mode === 'gcm' ? nobleGcm(key, nonce, aad) : nobleGcmsiv(key, nonce, aad)).encrypt(pt),
+  seal: (mode, key, nonce, aad, pt) =>
+    (mode === 'gcm' ? nobleGcm(key, nonce, aad) : nobleGcmsiv(key, nonce, aad)).encrypt(pt),
 };
 const aeadApi = api as unknown as AeadApi;
 
@@ -53,10 +60,17 @@ const suites: Record<string, () => Promise<Summary[]> | Summary[]> = {
     const kp = h.keygen(new Uint8Array(32).fill(9));
     const rnd = new Uint8Array(64).fill(5);
     const e = h.encapsulate(kp.publicKey, rnd);
-    const ok = [...h.decapsulate(e.cipherText, kp.secretKey)].join() === [...e.sharedSecret].join() &&
+    const ok =
+      [...h.decapsulate(e.cipherText, kp.secretKey)].join() === [...e.sharedSecret].join() &&
       [...n.encapsulate(kp.publicKey, rnd).sharedSecret].join() === [...e.sharedSecret].join();
     // ML-DSA-87: keys and deterministic signatures identical to noble, cross-verified, mutations rejected.
-    const d = { name: 'ML-DSA-87 vs @noble/post-quantum, 20 seeds', total: 0, passed: 0, skipped: 0, failures: [] as string[] };
+    const d = {
+      name: 'ML-DSA-87 vs @noble/post-quantum, 20 seeds',
+      total: 0,
+      passed: 0,
+      skipped: 0,
+      failures: [] as string[],
+    };
     for (let i = 0; i < 20; i++) {
       const seed = new Uint8Array(32).fill(i + 1);
       const msg = new Uint8Array(i * 7).fill(i);
@@ -65,14 +79,27 @@ const suites: Record<string, () => Promise<Summary[]> | Summary[]> = {
       const sig = api.ml_dsa87.sign(msg, a.secretKey, { extraEntropy: false });
       const bad = sig.slice();
       bad[i * 13] ^= 1;
-      const good = [...a.publicKey].join() === [...b.publicKey].join() &&
+      const good =
+        [...a.publicKey].join() === [...b.publicKey].join() &&
         [...sig].join() === [...nobleDsa.sign(msg, b.secretKey, { extraEntropy: false })].join() &&
-        nobleDsa.verify(sig, msg, b.publicKey) && api.ml_dsa87.verify(sig, msg, a.publicKey) && !api.ml_dsa87.verify(bad, msg, a.publicKey);
+        nobleDsa.verify(sig, msg, b.publicKey) &&
+        api.ml_dsa87.verify(sig, msg, a.publicKey) &&
+        !api.ml_dsa87.verify(bad, msg, a.publicKey);
       d.total++;
       if (good) d.passed++;
       else d.failures.push(`seed #${i}`);
     }
-    return [s, d, { name: 'hybrid round trip and providers', total: 1, passed: ok ? 1 : 0, skipped: 0, failures: ok ? [] : ['hybrid'] }];
+    return [
+      s,
+      d,
+      {
+        name: 'hybrid round trip and providers',
+        total: 1,
+        passed: ok ? 1 : 0,
+        skipped: 0,
+        failures: ok ? [] : ['hybrid'],
+      },
+    ];
   },
   aead: async () => [
     aeadWycheproof(await load('wycheproof/aes_gcm_test.json'), aeadApi, 'gcm', 'aes_gcm_test.json'),

@@ -33,12 +33,19 @@ export function ok(cond: unknown, what: string): asserts cond {
 /** Equal as JSON with keys sorted (the values these cases store: strings and numbers). */
 export function sameValue(a: unknown, b: unknown): boolean {
   const canon = (v: unknown): string =>
-    JSON.stringify(v, (_k, x) => (x !== null && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([p], [q]) => (p < q ? -1 : 1))) : x));
+    JSON.stringify(v, (_k, x) =>
+      x !== null && typeof x === 'object' && !Array.isArray(x)
+        ? Object.fromEntries(Object.entries(x).sort(([p], [q]) => (p < q ? -1 : 1)))
+        : x,
+    );
   return canon(a) === canon(b);
 }
 
 /** Awaits `p` and returns what it rejected with, or fails when it resolved. */
-export async function rejection(p: Promise<unknown>, what: string): Promise<{ name?: string; code?: string; message?: string }> {
+export async function rejection(
+  p: Promise<unknown>,
+  what: string,
+): Promise<{ name?: string; code?: string; message?: string }> {
   try {
     await p;
   } catch (e) {
@@ -48,7 +55,10 @@ export async function rejection(p: Promise<unknown>, what: string): Promise<{ na
 }
 
 /** Wraps `body` so that it runs on a fresh fixture and always closes what it opened and disposes it. */
-export function withStore(factory: StoreFixtureFactory, body: (open: (options: StoreOptions) => Promise<Store>, fixture: StoreFixture) => Promise<void>) {
+export function withStore(
+  factory: StoreFixtureFactory,
+  body: (open: (options: StoreOptions) => Promise<Store>, fixture: StoreFixture) => Promise<void>,
+) {
   return async (): Promise<void> => {
     const f = await factory();
     const opened: Store[] = [];
@@ -74,7 +84,9 @@ export async function runStoreCases(name: string, cases: readonly StoreCase[]): 
       await c.run();
       s.passed++;
     } catch (e) {
-      s.failures.push(`${c.name}: ${e instanceof Error ? `${e.name === 'Error' || e instanceof CheckFailed ? '' : e.name + ' '}${e.message}` : String(e)}`);
+      s.failures.push(
+        `${c.name}: ${e instanceof Error ? `${e.name === 'Error' || e instanceof CheckFailed ? '' : e.name + ' '}${e.message}` : String(e)}`,
+      );
     }
   }
   return s;

@@ -75,7 +75,14 @@ export function aeadWycheproof(json: Json, api: AeadApi, mode: AeadName, file: s
       const enc = attempt(() => c.encrypt(msg));
       const dec = attempt(() => c.decrypt(sealed));
       if (t.result === 'valid') {
-        record(s, id, enc.value !== undefined && equalBytes(enc.value, sealed) && dec.value !== undefined && equalBytes(dec.value, msg));
+        record(
+          s,
+          id,
+          enc.value !== undefined &&
+            equalBytes(enc.value, sealed) &&
+            dec.value !== undefined &&
+            equalBytes(dec.value, msg),
+        );
       } else {
         record(s, id, dec.value === undefined && isAuthFailure(dec.error), String(dec.error ?? 'decrypted'));
       }
@@ -119,13 +126,25 @@ export function aeadDifferential(api: AeadApi, oracle: AeadOracle, mode: AeadNam
     }
   }
   const sealed = keyed.encryptBatch(batch.map(({ nonce, data, aad }) => ({ nonce, data, aad })));
-  record(s, `encryptBatch of ${batch.length}`, sealed.every((c, i) => equalBytes(c, batch[i].want)));
+  record(
+    s,
+    `encryptBatch of ${batch.length}`,
+    sealed.every((c, i) => equalBytes(c, batch[i].want)),
+  );
   const opened = attempt(() => keyed.decryptBatch(batch.map(({ nonce, want, aad }) => ({ nonce, data: want, aad }))));
-  record(s, `decryptBatch of ${batch.length}`, opened.value !== undefined && opened.value.every((p, i) => equalBytes(p, batch[i].data)));
+  record(
+    s,
+    `decryptBatch of ${batch.length}`,
+    opened.value !== undefined && opened.value.every((p, i) => equalBytes(p, batch[i].data)),
+  );
   // One corrupted record fails the whole batch with AUTH_FAILED and returns nothing.
   const corrupt = batch.map(({ nonce, want, aad }, i) => ({ nonce, data: i === 3 ? flipBit(want, 5) : want, aad }));
   const failed = attempt(() => keyed.decryptBatch(corrupt));
-  record(s, 'decryptBatch with one corrupted record', failed.value === undefined && isAuthFailure(failed.error) && String(failed.error).includes('records[3]'));
+  record(
+    s,
+    'decryptBatch with one corrupted record',
+    failed.value === undefined && isAuthFailure(failed.error) && String(failed.error).includes('records[3]'),
+  );
   keyed.destroy();
   return s;
 }
@@ -159,7 +178,11 @@ export function aeadTampering(api: AeadApi, mode: AeadName, seed: number): Summa
     ok = true;
     for (let bit = 0; bit < aad.length * 8; bit++) ok &&= rejects(nonce, ct, flipBit(aad, bit));
     record(s, `len=${len}: every AAD bit`, ok);
-    record(s, `len=${len}: truncated`, rejects(nonce, ct.subarray(0, ct.length - 1), aad) && rejects(nonce, ct.subarray(0, 15), aad));
+    record(
+      s,
+      `len=${len}: truncated`,
+      rejects(nonce, ct.subarray(0, ct.length - 1), aad) && rejects(nonce, ct.subarray(0, 15), aad),
+    );
     record(s, `len=${len}: extended`, rejects(nonce, new Uint8Array([...ct, 0]), aad));
   }
   return s;

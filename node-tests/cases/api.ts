@@ -3,7 +3,10 @@
 
 import type * as Crypto from '../../src/crypto';
 
-export type Api = Pick<typeof Crypto, 'sha256' | 'sha384' | 'sha512' | 'hmac' | 'hkdf' | 'extract' | 'expand' | 'merkle' | 'MerkleAppender'>;
+export type Api = Pick<
+  typeof Crypto,
+  'sha256' | 'sha384' | 'sha512' | 'hmac' | 'hkdf' | 'extract' | 'expand' | 'merkle' | 'MerkleAppender'
+>;
 export type HashName = 'sha256' | 'sha384' | 'sha512';
 
 export interface Oracle {

@@ -25,7 +25,7 @@ export function hashDifferential(api: Api, oracle: Oracle, seed: number): Summar
       record(s, `${name} len=${len}`, hex(api[name](msg)) === want);
       // Streaming in uneven pieces must agree too.
       const st = api[name].create();
-      for (let off = 0; off < len; ) {
+      for (let off = 0; off < len;) {
         const step = 1 + rng.int(200);
         st.update(msg.subarray(off, off + step));
         off += step;
@@ -46,7 +46,11 @@ export function hmacDifferential(api: Api, oracle: Oracle, seed: number): Summar
       for (const len of [0, 1, 31, block - 1, block, block + 1, rng.int(2049)]) {
         const key = rng.bytes(keyLen);
         const msg = rng.bytes(len);
-        record(s, `${name} key=${keyLen} len=${len}`, hex(api.hmac(api[name], key, msg)) === hex(oracle.hmac(name, key, msg)));
+        record(
+          s,
+          `${name} key=${keyLen} len=${len}`,
+          hex(api.hmac(api[name], key, msg)) === hex(oracle.hmac(name, key, msg)),
+        );
       }
     }
   }

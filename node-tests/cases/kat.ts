@@ -10,7 +10,11 @@ import { allMldsaSuites, MLDSA_TOTALS, type DsaApi } from './mldsa';
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-export async function allKatSuites(load: (path: string) => Promise<Json>, api: unknown, slow: boolean): Promise<Summary[]> {
+export async function allKatSuites(
+  load: (path: string) => Promise<Json>,
+  api: unknown,
+  slow: boolean,
+): Promise<Summary[]> {
   return [
     ...(await allVectorSuites(load, api as Api, slow)),
     aeadWycheproof(await load('wycheproof/aes_gcm_test.json'), api as AeadApi, 'gcm', 'aes_gcm_test.json'),
@@ -40,7 +44,8 @@ export function katProblems(suites: Summary[]): string[] {
   for (const s of suites) {
     for (const f of s.failures) out.push(`${s.name}: ${f}`);
     const want = KAT_TOTALS[s.name];
-    if (want !== undefined && s.total + s.skipped !== want) out.push(`${s.name}: ${s.total + s.skipped} cases, expected ${want}`);
+    if (want !== undefined && s.total + s.skipped !== want)
+      out.push(`${s.name}: ${s.total + s.skipped} cases, expected ${want}`);
   }
   return out;
 }

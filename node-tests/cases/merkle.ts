@@ -10,7 +10,10 @@ type H = (msg: Uint8Array) => Uint8Array;
 /** RFC 9162 §2.1.1–§2.1.4 by the book, memoised on the leaf range (the tree never changes). */
 export class ReferenceTree {
   private memo = new Map<string, Uint8Array>();
-  constructor(private readonly leaves: Uint8Array[], private readonly h: H) {}
+  constructor(
+    private readonly leaves: Uint8Array[],
+    private readonly h: H,
+  ) {}
 
   private cat(...parts: Uint8Array[]): Uint8Array {
     const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
@@ -56,7 +59,9 @@ export class ReferenceTree {
     const n = b - a;
     if (n <= 1) return [];
     const k = ReferenceTree.split(n);
-    return m < k ? [...this.path(m, a, a + k), this.mth(a + k, b)] : [...this.path(m - k, a + k, b), this.mth(a, a + k)];
+    return m < k
+      ? [...this.path(m, a, a + k), this.mth(a + k, b)]
+      : [...this.path(m - k, a + k, b), this.mth(a, a + k)];
   }
 
   /** SUBPROOF(m, D[a:b], complete). */
@@ -70,7 +75,8 @@ export class ReferenceTree {
   }
 }
 
-const flip = (p: Uint8Array[], i: number, bit: number) => p.map((x, j) => (j === i ? x.map((y, k) => (k === bit >> 3 ? y ^ (1 << (bit & 7)) : y)) : x));
+const flip = (p: Uint8Array[], i: number, bit: number) =>
+  p.map((x, j) => (j === i ? x.map((y, k) => (k === bit >> 3 ? y ^ (1 << (bit & 7)) : y)) : x));
 const hexes = (p: Uint8Array[]) => p.map(hex).join(',');
 
 export function merkleCases(api: Api, sha384: H, maxSize: number, seed: number): Summary {
@@ -92,10 +98,13 @@ export function merkleCases(api: Api, sha384: H, maxSize: number, seed: number):
       record(s, id, hexes(proof) === hexes(ref.path(i, 0, n)) && m.verifyInclusion(leaves[i], i, n, proof, root));
       // Mutations: every element flipped, truncated, extended, other leaf, other index, other size.
       let rejected = true;
-      for (let j = 0; j < proof.length; j++) rejected &&= !m.verifyInclusion(leaves[i], i, n, flip(proof, j, rng.int(384)), root);
+      for (let j = 0; j < proof.length; j++)
+        rejected &&= !m.verifyInclusion(leaves[i], i, n, flip(proof, j, rng.int(384)), root);
       if (proof.length > 0) rejected &&= !m.verifyInclusion(leaves[i], i, n, proof.slice(1), root);
       rejected &&= !m.verifyInclusion(leaves[i], i, n, [...proof, root], root);
-      if (n > 1) rejected &&= !m.verifyInclusion(leaves[(i + 1) % n], i, n, proof, root) || hex(leaves[(i + 1) % n]) === hex(leaves[i]);
+      if (n > 1)
+        rejected &&=
+          !m.verifyInclusion(leaves[(i + 1) % n], i, n, proof, root) || hex(leaves[(i + 1) % n]) === hex(leaves[i]);
       if (n > 1) rejected &&= !m.verifyInclusion(leaves[i], (i + 1) % n, n, proof, root);
       // Another size is rejected whenever its path has another shape (same-shape sizes share roots
       // by construction: the checkpoint's signed size is what pins n).
@@ -115,7 +124,8 @@ export function merkleCases(api: Api, sha384: H, maxSize: number, seed: number):
       const id = `consistency ${old}->${n}`;
       record(s, id, hexes(proof) === hexes(want) && m.verifyConsistency(old, n, roots[old], roots[n], proof));
       let rejected = true;
-      for (let j = 0; j < proof.length; j++) rejected &&= !m.verifyConsistency(old, n, roots[old], roots[n], flip(proof, j, rng.int(384)));
+      for (let j = 0; j < proof.length; j++)
+        rejected &&= !m.verifyConsistency(old, n, roots[old], roots[n], flip(proof, j, rng.int(384)));
       if (proof.length > 0) rejected &&= !m.verifyConsistency(old, n, roots[old], roots[n], proof.slice(0, -1));
       rejected &&= !m.verifyConsistency(old, n, roots[old], roots[n], [...proof, roots[n]]);
       if (old > 0 && old < n) {
@@ -137,7 +147,7 @@ export function appenderCases(api: Api, maxSize: number, seed: number): Summary 
   const Appender = api.MerkleAppender;
   const t = new Appender();
   record(s, 'root n=0', hex(t.root()) === hex(api.merkle.root([])));
-  for (let n = 0; n < maxSize; ) {
+  for (let n = 0; n < maxSize;) {
     const step = Math.min(1 + rng.int(9), maxSize - n);
     t.appendMany(leaves.slice(n, n + step));
     n += step;

@@ -19,10 +19,20 @@ export interface DsaApi {
     verify(sig: Uint8Array, msg: Uint8Array, pk: Uint8Array, opts?: { context?: Uint8Array }): boolean;
     prehash: {
       sign(msg: Uint8Array, sk: Uint8Array, hashAlg: string, opts?: SignOpts): Uint8Array;
-      verify(sig: Uint8Array, msg: Uint8Array, pk: Uint8Array, hashAlg: string, opts?: { context?: Uint8Array }): boolean;
+      verify(
+        sig: Uint8Array,
+        msg: Uint8Array,
+        pk: Uint8Array,
+        hashAlg: string,
+        opts?: { context?: Uint8Array },
+      ): boolean;
     };
     internal: {
-      sign(msg: Uint8Array, sk: Uint8Array, opts?: { extraEntropy?: Uint8Array | false; externalMu?: boolean }): Uint8Array;
+      sign(
+        msg: Uint8Array,
+        sk: Uint8Array,
+        opts?: { extraEntropy?: Uint8Array | false; externalMu?: boolean },
+      ): Uint8Array;
       verify(sig: Uint8Array, msg: Uint8Array, pk: Uint8Array, opts?: { externalMu?: boolean }): boolean;
     };
   };
@@ -59,7 +69,9 @@ function acvpSign(api: DsaApi, g: Json, t: Json, sk: Uint8Array): Uint8Array {
       : dsa.internal.sign(unhex(t.message), sk, { extraEntropy: rnd });
   }
   const opts = { context: unhex(t.context ?? ''), extraEntropy: rnd };
-  return g.preHash === 'preHash' ? dsa.prehash.sign(unhex(t.message), sk, t.hashAlg, opts) : dsa.sign(unhex(t.message), sk, opts);
+  return g.preHash === 'preHash'
+    ? dsa.prehash.sign(unhex(t.message), sk, t.hashAlg, opts)
+    : dsa.sign(unhex(t.message), sk, opts);
 }
 
 export function mldsaSigGenAcvp(prompt: Json, expected: Json, api: DsaApi, name: string): Summary {
@@ -70,7 +82,12 @@ export function mldsaSigGenAcvp(prompt: Json, expected: Json, api: DsaApi, name:
     for (const t of g.tests) {
       const sk = g.keyFormat === 'seed' ? api.ml_dsa87.keygen(unhex(t.seed)).secretKey : unhex(t.sk);
       const r = attempt(() => acvpSign(api, g, t, sk));
-      record(s, `tcId ${t.tcId} (${g.signatureInterface}/${g.preHash ?? (truthy(g.externalMu) ? 'mu' : 'msg')})`, r.value !== undefined && upper(r.value) === want.get(String(t.tcId)), String(r.error ?? ''));
+      record(
+        s,
+        `tcId ${t.tcId} (${g.signatureInterface}/${g.preHash ?? (truthy(g.externalMu) ? 'mu' : 'msg')})`,
+        r.value !== undefined && upper(r.value) === want.get(String(t.tcId)),
+        String(r.error ?? ''),
+      );
     }
   }
   return s;
@@ -85,9 +102,12 @@ export function mldsaSigVerAcvp(json: Json, api: DsaApi): Summary {
       const sig = unhex(t.signature);
       const r = attempt(() => {
         if (g.signatureInterface === 'internal') {
-          return truthy(g.externalMu) ? dsa.internal.verify(sig, unhex(t.mu), pk, { externalMu: true }) : dsa.internal.verify(sig, unhex(t.message), pk);
+          return truthy(g.externalMu)
+            ? dsa.internal.verify(sig, unhex(t.mu), pk, { externalMu: true })
+            : dsa.internal.verify(sig, unhex(t.message), pk);
         }
-        if (g.preHash === 'preHash') return dsa.prehash.verify(sig, unhex(t.message), pk, t.hashAlg, { context: unhex(t.context ?? '') });
+        if (g.preHash === 'preHash')
+          return dsa.prehash.verify(sig, unhex(t.message), pk, t.hashAlg, { context: unhex(t.context ?? '') });
         return dsa.verify(sig, unhex(t.message), pk, { context: unhex(t.context ?? '') });
       });
       record(s, `tcId ${t.tcId} (${t.reason})`, r.value === truthy(t.testPassed), String(r.error ?? ''));
@@ -106,7 +126,8 @@ export function mldsaSignWycheproof(json: Json, api: DsaApi, seeded: boolean, fi
     try {
       if (seeded) {
         const kp = dsa.keygen(unhex(g.privateSeed));
-        if (g.publicKey && hex(kp.publicKey) !== g.publicKey) keyError = new Error('seed does not give the group public key');
+        if (g.publicKey && hex(kp.publicKey) !== g.publicKey)
+          keyError = new Error('seed does not give the group public key');
         sk = kp.secretKey;
       } else sk = unhex(g.privateKey);
     } catch (e) {
@@ -117,7 +138,8 @@ export function mldsaSignWycheproof(json: Json, api: DsaApi, seeded: boolean, fi
       const rnd = t.rnd ? unhex(t.rnd) : (false as const);
       const r = attempt(() => {
         if (keyError) throw keyError;
-        if (t.msg !== undefined) return dsa.sign(unhex(t.msg), sk!, { context: t.ctx ? unhex(t.ctx) : undefined, extraEntropy: rnd });
+        if (t.msg !== undefined)
+          return dsa.sign(unhex(t.msg), sk!, { context: t.ctx ? unhex(t.ctx) : undefined, extraEntropy: rnd });
         return dsa.internal.sign(unhex(t.mu), sk!, { externalMu: true, extraEntropy: rnd });
       });
       if (t.result === 'valid') record(s, id, r.value !== undefined && hex(r.value) === t.sig, String(r.error ?? ''));
@@ -132,7 +154,9 @@ export function mldsaVerifyWycheproof(json: Json, api: DsaApi): Summary {
   for (const g of json.testGroups) {
     const pk = unhex(g.publicKey);
     for (const t of g.tests) {
-      const r = attempt(() => api.ml_dsa87.verify(unhex(t.sig), unhex(t.msg), pk, { context: t.ctx ? unhex(t.ctx) : undefined }));
+      const r = attempt(() =>
+        api.ml_dsa87.verify(unhex(t.sig), unhex(t.msg), pk, { context: t.ctx ? unhex(t.ctx) : undefined }),
+      );
       record(s, `tcId ${t.tcId} (${t.result})`, r.value === (t.result === 'valid'), String(r.error ?? ''));
     }
   }
@@ -142,11 +166,31 @@ export function mldsaVerifyWycheproof(json: Json, api: DsaApi): Summary {
 export async function allMldsaSuites(load: (path: string) => Promise<Json>, api: DsaApi): Promise<Summary[]> {
   return [
     mldsaKeyGenAcvp(await load('acvp/ML-DSA-keyGen-FIPS204/internalProjection.json'), api),
-    mldsaSigGenAcvp(await load('acvp/ML-DSA-sigGen-FIPS204/prompt.json'), await load('acvp/ML-DSA-sigGen-FIPS204/expectedResults.json'), api, 'ML-DSA-sigGen-FIPS204'),
-    mldsaSigGenAcvp(await load('acvp/ML-DSA-sigGen-FIPS204-tr1/prompt.json'), await load('acvp/ML-DSA-sigGen-FIPS204-tr1/expectedResults.json'), api, 'ML-DSA-sigGen-FIPS204-tr1'),
+    mldsaSigGenAcvp(
+      await load('acvp/ML-DSA-sigGen-FIPS204/prompt.json'),
+      await load('acvp/ML-DSA-sigGen-FIPS204/expectedResults.json'),
+      api,
+      'ML-DSA-sigGen-FIPS204',
+    ),
+    mldsaSigGenAcvp(
+      await load('acvp/ML-DSA-sigGen-FIPS204-tr1/prompt.json'),
+      await load('acvp/ML-DSA-sigGen-FIPS204-tr1/expectedResults.json'),
+      api,
+      'ML-DSA-sigGen-FIPS204-tr1',
+    ),
     mldsaSigVerAcvp(await load('acvp/ML-DSA-sigVer-FIPS204/internalProjection.json'), api),
-    mldsaSignWycheproof(await load('wycheproof/mldsa_87_sign_seed_test.json'), api, true, 'mldsa_87_sign_seed_test.json'),
-    mldsaSignWycheproof(await load('wycheproof/mldsa_87_sign_noseed_test.json'), api, false, 'mldsa_87_sign_noseed_test.json'),
+    mldsaSignWycheproof(
+      await load('wycheproof/mldsa_87_sign_seed_test.json'),
+      api,
+      true,
+      'mldsa_87_sign_seed_test.json',
+    ),
+    mldsaSignWycheproof(
+      await load('wycheproof/mldsa_87_sign_noseed_test.json'),
+      api,
+      false,
+      'mldsa_87_sign_noseed_test.json',
+    ),
     mldsaVerifyWycheproof(await load('wycheproof/mldsa_87_verify_test.json'), api),
   ];
 }

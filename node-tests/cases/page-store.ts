@@ -24,17 +24,22 @@ export interface PageStoreCase {
   readonly run: () => Promise<void>;
 }
 
-
 function ok(cond: unknown, what: string): asserts cond {
   if (!cond) throw new CheckFailed(what);
 }
 
 function same(a: Uint8Array | undefined, b: Uint8Array | undefined, what: string): void {
-  ok(a !== undefined && b !== undefined && equalBytes(a, b), `${what}: bytes differ (got ${a === undefined ? 'undefined' : `length ${a.length}`})`);
+  ok(
+    a !== undefined && b !== undefined && equalBytes(a, b),
+    `${what}: bytes differ (got ${a === undefined ? 'undefined' : `length ${a.length}`})`,
+  );
 }
 
 function eqList(a: readonly number[], b: readonly number[], what: string): void {
-  ok(a.length === b.length && a.every((x, i) => x === b[i]), `${what}: expected [${b.slice(0, 20)}], got [${a.slice(0, 20)}]`);
+  ok(
+    a.length === b.length && a.every((x, i) => x === b[i]),
+    `${what}: expected [${b.slice(0, 20)}], got [${a.slice(0, 20)}]`,
+  );
 }
 
 /** Awaits `p` and checks it rejected with PqdbError `code` (or the TypeError/RangeError named). */
@@ -55,7 +60,10 @@ const bytesOf = (...xs: number[]): Uint8Array => Uint8Array.from(xs);
 const text = (s: string): Uint8Array => new TextEncoder().encode(s);
 
 /** Opens a fresh fixture, runs `body`, always closes what it opened and disposes the fixture. */
-function withFixture(factory: PageStoreFixtureFactory, body: (f: PageStoreFixture, opened: PageStore[]) => Promise<void>) {
+function withFixture(
+  factory: PageStoreFixtureFactory,
+  body: (f: PageStoreFixture, opened: PageStore[]) => Promise<void>,
+) {
   return async (): Promise<void> => {
     const f = await factory();
     const opened: PageStore[] = [];
@@ -97,36 +105,63 @@ export function pageStoreCases(factory: PageStoreFixtureFactory): PageStoreCase[
 
   add('commit, then read pages and manifest back', async (f) => {
     const s = await f.open();
-    await s.commit({ pages: [{ id: 1, bytes: bytesOf(1, 2, 3) }, { id: 2, bytes: text('two') }], manifest: text('m1') });
+    await s.commit({
+      pages: [
+        { id: 1, bytes: bytesOf(1, 2, 3) },
+        { id: 2, bytes: text('two') },
+      ],
+      manifest: text('m1'),
+    });
     same(await s.readPage(1), bytesOf(1, 2, 3), 'page 1');
     same(await s.readPage(2), text('two'), 'page 2');
     same(await s.readManifest(), text('m1'), 'manifest');
     eqList(await s.listPages(), [1, 2], 'listPages');
     const st = await s.stats();
-    ok(st.pageCount === 2 && st.pageBytes === 6 && st.manifestBytes === 2 && st.storedBytes >= 8, `stats ${JSON.stringify(st)}`);
+    ok(
+      st.pageCount === 2 && st.pageBytes === 6 && st.manifestBytes === 2 && st.storedBytes >= 8,
+      `stats ${JSON.stringify(st)}`,
+    );
   });
 
   add('read of a missing page is undefined (never, before, after, between ids)', async (f) => {
     const s = await f.open();
-    await s.commit({ pages: [{ id: 10, bytes: bytesOf(1) }, { id: 20, bytes: bytesOf(2) }] });
+    await s.commit({
+      pages: [
+        { id: 10, bytes: bytesOf(1) },
+        { id: 20, bytes: bytesOf(2) },
+      ],
+    });
     for (const id of [0, 9, 11, 15, 21, 0xffffffff]) ok((await s.readPage(id)) === undefined, `readPage(${id})`);
   });
 
-  add('the manifest is replaced as a whole; a commit without one keeps it; a rejected commit changes nothing', async (f) => {
-    const s = await f.open();
-    await s.commit({ pages: [{ id: 1, bytes: bytesOf(1) }], manifest: text('first manifest, long') });
-    await s.commit({ manifest: text('m2') });
-    same(await s.readManifest(), text('m2'), 'manifest replaced, not overlaid');
-    await s.commit({ pages: [{ id: 2, bytes: bytesOf(2) }] });
-    same(await s.readManifest(), text('m2'), 'manifest kept');
-    // Page 1 exists: the whole commit is refused, including its new page and manifest.
-    await rejects(s.commit({ pages: [{ id: 3, bytes: bytesOf(3) }, { id: 1, bytes: bytesOf(9) }], manifest: text('m3') }), 'RangeError', 'rewrite');
-    same(await s.readManifest(), text('m2'), 'manifest after refused commit');
-    ok((await s.readPage(3)) === undefined, 'page 3 of the refused commit is absent');
-    same(await s.readPage(1), bytesOf(1), 'page 1 unchanged');
-    await s.commit({ manifest: new Uint8Array(0) });
-    same(await s.readManifest(), new Uint8Array(0), 'empty manifest is a manifest');
-  });
+  add(
+    'the manifest is replaced as a whole; a commit without one keeps it; a rejected commit changes nothing',
+    async (f) => {
+      const s = await f.open();
+      await s.commit({ pages: [{ id: 1, bytes: bytesOf(1) }], manifest: text('first manifest, long') });
+      await s.commit({ manifest: text('m2') });
+      same(await s.readManifest(), text('m2'), 'manifest replaced, not overlaid');
+      await s.commit({ pages: [{ id: 2, bytes: bytesOf(2) }] });
+      same(await s.readManifest(), text('m2'), 'manifest kept');
+      // Page 1 exists: the whole commit is refused, including its new page and manifest.
+      await rejects(
+        s.commit({
+          pages: [
+            { id: 3, bytes: bytesOf(3) },
+            { id: 1, bytes: bytesOf(9) },
+          ],
+          manifest: text('m3'),
+        }),
+        'RangeError',
+        'rewrite',
+      );
+      same(await s.readManifest(), text('m2'), 'manifest after refused commit');
+      ok((await s.readPage(3)) === undefined, 'page 3 of the refused commit is absent');
+      same(await s.readPage(1), bytesOf(1), 'page 1 unchanged');
+      await s.commit({ manifest: new Uint8Array(0) });
+      same(await s.readManifest(), new Uint8Array(0), 'empty manifest is a manifest');
+    },
+  );
 
   add('many pages: 1,000 in one commit and 100 commits of 5', async (f) => {
     const s = await f.open();
@@ -136,11 +171,18 @@ export function pageStoreCases(factory: PageStoreFixtureFactory): PageStoreCase[
     await s.commit({ pages: big });
     for (const p of big) want.set(p.id, p.bytes);
     for (let c = 0; c < 100; c++) {
-      const pages = Array.from({ length: 5 }, (_, i) => ({ id: 10_000 + c * 5 + i, bytes: rng.bytes(1 + rng.int(50)) }));
+      const pages = Array.from({ length: 5 }, (_, i) => ({
+        id: 10_000 + c * 5 + i,
+        bytes: rng.bytes(1 + rng.int(50)),
+      }));
       await s.commit({ pages, manifest: bytesOf(c) });
       for (const p of pages) want.set(p.id, p.bytes);
     }
-    eqList(await s.listPages(), [...want.keys()].sort((a, b) => a - b), 'listPages');
+    eqList(
+      await s.listPages(),
+      [...want.keys()].sort((a, b) => a - b),
+      'listPages',
+    );
     for (const [id, b] of want) same(await s.readPage(id), b, `page ${id}`);
     same(await s.readManifest(), bytesOf(99), 'manifest');
     ok((await s.stats()).pageCount === 1500, 'pageCount');
@@ -151,11 +193,17 @@ export function pageStoreCases(factory: PageStoreFixtureFactory): PageStoreCase[
     const rng = new Rng(1 << 20);
     const a = rng.bytes(1 << 20);
     const b = rng.bytes(3 << 20);
-    await s.commit({ pages: [{ id: 1, bytes: a }, { id: 2, bytes: new Uint8Array(0) }, { id: 3, bytes: b }] });
+    await s.commit({
+      pages: [
+        { id: 1, bytes: a },
+        { id: 2, bytes: new Uint8Array(0) },
+        { id: 3, bytes: b },
+      ],
+    });
     same(await s.readPage(1), a, '1 MiB page');
     same(await s.readPage(2), new Uint8Array(0), 'empty page');
     same(await s.readPage(3), b, '3 MiB page');
-    ok((await s.stats()).pageBytes === (4 << 20), 'pageBytes');
+    ok((await s.stats()).pageBytes === 4 << 20, 'pageBytes');
   });
 
   add('reopen keeps pages, manifest and deletions; commits continue after it', async (f) => {
@@ -166,7 +214,11 @@ export function pageStoreCases(factory: PageStoreFixtureFactory): PageStoreCase[
     await s.commit({ pages: p.slice(10), deletes: [3, 4], manifest: text('b') });
     await s.close();
     s = await f.open();
-    eqList(await s.listPages(), p.map((x) => x.id).filter((id) => id !== 3 && id !== 4), 'listPages after reopen');
+    eqList(
+      await s.listPages(),
+      p.map((x) => x.id).filter((id) => id !== 3 && id !== 4),
+      'listPages after reopen',
+    );
     for (const x of p) if (x.id !== 3 && x.id !== 4) same(await s.readPage(x.id), x.bytes, `page ${x.id}`);
     same(await s.readManifest(), text('b'), 'manifest after reopen');
     await s.commit({ pages: [{ id: 100, bytes: bytesOf(7) }], manifest: text('c') });
@@ -225,7 +277,9 @@ export function pageStoreCases(factory: PageStoreFixtureFactory): PageStoreCase[
     same(await s.readManifest(), text('C'), 'last manifest wins');
     same(await s.readPage(1), bytesOf(3), 'page 1 from C');
     same(await s.readPage(2), bytesOf(2), 'page 2 from B');
-    const many = Array.from({ length: 30 }, (_, i) => s.commit({ pages: [{ id: 100 + i, bytes: bytesOf(i) }], manifest: bytesOf(i) }));
+    const many = Array.from({ length: 30 }, (_, i) =>
+      s.commit({ pages: [{ id: 100 + i, bytes: bytesOf(i) }], manifest: bytesOf(i) }),
+    );
     await Promise.all(many);
     same(await s.readManifest(), bytesOf(29), 'manifest of the last of 30 concurrent commits');
     ok((await s.listPages()).length === 32, 'all 30 concurrent commits landed');
@@ -292,9 +346,22 @@ export function pageStoreCases(factory: PageStoreFixtureFactory): PageStoreCase[
     await rejects(bad.commit({ pages: [{ id: 1, bytes: 'ab' }] }), 'TypeError', 'bytes as string');
     await rejects(bad.commit({ pages: [null] }), 'TypeError', 'null page');
     await rejects(bad.commit({ pages: [{ id: -5, bytes: bytesOf(1) }] }), 'RangeError', 'negative page id');
-    await rejects(bad.commit({ pages: [{ id: 1, bytes: bytesOf(1) }, { id: 1, bytes: bytesOf(2) }] }), 'RangeError', 'duplicate id in one commit');
+    await rejects(
+      bad.commit({
+        pages: [
+          { id: 1, bytes: bytesOf(1) },
+          { id: 1, bytes: bytesOf(2) },
+        ],
+      }),
+      'RangeError',
+      'duplicate id in one commit',
+    );
     await rejects(bad.commit({ manifest: 'm' }), 'TypeError', 'manifest as string');
-    await rejects(bad.commit({ pages: [{ id: 1, bytes: bytesOf(1) }], deletes: [1] }), 'RangeError', 'write and delete the same id');
+    await rejects(
+      bad.commit({ pages: [{ id: 1, bytes: bytesOf(1) }], deletes: [1] }),
+      'RangeError',
+      'write and delete the same id',
+    );
     await rejects(bad.commit({ deletes: [1.5] }), 'TypeError', 'fractional delete id');
     await rejects(bad.deletePages(1), 'TypeError', 'deletePages(1)');
     await rejects(bad.deletePages([2 ** 32]), 'RangeError', 'delete id past u32');
@@ -335,7 +402,13 @@ export function pageStoreCases(factory: PageStoreFixtureFactory): PageStoreCase[
 
   add('stats track pages, manifest and stored bytes through commits and deletes', async (f) => {
     const s = await f.open();
-    await s.commit({ pages: [{ id: 1, bytes: new Uint8Array(1000) }, { id: 2, bytes: new Uint8Array(500) }], manifest: new Uint8Array(33) });
+    await s.commit({
+      pages: [
+        { id: 1, bytes: new Uint8Array(1000) },
+        { id: 2, bytes: new Uint8Array(500) },
+      ],
+      manifest: new Uint8Array(33),
+    });
     let st = await s.stats();
     ok(st.pageCount === 2 && st.pageBytes === 1500 && st.manifestBytes === 33, `after commit ${JSON.stringify(st)}`);
     ok(st.storedBytes >= 1533, `storedBytes ${st.storedBytes} counts the payload`);
@@ -359,7 +432,11 @@ export function runPageStoreCases(name: string, factory: PageStoreFixtureFactory
 export function indexedDbFixture(
   name: string,
   deps: {
-    openDB: (name: string) => Promise<{ get(store: string, key: number): Promise<unknown>; put(store: string, value: unknown, key: number): Promise<unknown>; close(): void }>;
+    openDB: (name: string) => Promise<{
+      get(store: string, key: number): Promise<unknown>;
+      put(store: string, value: unknown, key: number): Promise<unknown>;
+      close(): void;
+    }>;
     deleteDB: (name: string) => Promise<void>;
     open: (name: string) => Promise<PageStore>;
   },

@@ -60,9 +60,13 @@ export function sha3Acvp(json: Json, api: PqApi, slow: boolean): Summary {
         const content = unhex(t.largeMsg.content);
         const total = t.largeMsg.fullLength / 8;
         const chunk = new Uint8Array(1 << 20);
-        for (let i = 0; i < chunk.length; i += content.length) chunk.set(content.subarray(0, Math.min(content.length, chunk.length - i)), i);
-        const h = (api.sha3_256 as unknown as { create(): { update(b: Uint8Array): unknown; digest(): Uint8Array } }).create();
-        for (let done = 0; done < total; done += chunk.length) h.update(chunk.subarray(0, Math.min(chunk.length, total - done)));
+        for (let i = 0; i < chunk.length; i += content.length)
+          chunk.set(content.subarray(0, Math.min(content.length, chunk.length - i)), i);
+        const h = (
+          api.sha3_256 as unknown as { create(): { update(b: Uint8Array): unknown; digest(): Uint8Array } }
+        ).create();
+        for (let done = 0; done < total; done += chunk.length)
+          h.update(chunk.subarray(0, Math.min(chunk.length, total - done)));
         record(s, id, upper(h.digest()) === t.md);
       }
     }
@@ -138,7 +142,9 @@ export function mlkemEncapDecapAcvp(json: Json, api: PqApi, name: string): Summa
         record(s, id, upper(kem.decapsulate(unhex(t.c), dk)) === t.k);
       } else if (g.function === 'encapsulationKeyCheck') {
         const want = String(t.testPassed) === 'true' || t.testPassed === true;
-        const got = kem.checkPublicKey ? kem.checkPublicKey(unhex(t.ek)) : !throwsCode(() => kem.encapsulate(unhex(t.ek)), 'INVALID_KEY');
+        const got = kem.checkPublicKey
+          ? kem.checkPublicKey(unhex(t.ek))
+          : !throwsCode(() => kem.encapsulate(unhex(t.ek)), 'INVALID_KEY');
         record(s, id, got === want);
       } else if (g.function === 'decapsulationKeyCheck') {
         const want = String(t.testPassed) === 'true' || t.testPassed === true;
@@ -166,7 +172,10 @@ export function mlkemWycheproof(json: Json, api: PqApi): Summary {
         record(s, id, hex(publicKey) === t.ek && hex(kem.decapsulate(c, secretKey)) === t.K);
       } else {
         // Too short/long seeds or ciphertexts: refused with RangeError, never a key.
-        const ok = seed.length !== 64 ? throwsRange(() => kem.keygen(seed)) : throwsRange(() => kem.decapsulate(c, kem.keygen(seed).secretKey));
+        const ok =
+          seed.length !== 64
+            ? throwsRange(() => kem.keygen(seed))
+            : throwsRange(() => kem.decapsulate(c, kem.keygen(seed).secretKey));
         record(s, id, ok);
       }
     }
@@ -187,9 +196,17 @@ export function mlkemEncapsWycheproof(json: Json, api: PqApi): Summary {
         const r = kem.encapsulate(ek, m);
         record(s, id, hex(r.cipherText) === t.c && hex(r.sharedSecret) === t.K);
       } else if (ek.length !== 1568) {
-        record(s, id, throwsRange(() => kem.encapsulate(ek, m)));
+        record(
+          s,
+          id,
+          throwsRange(() => kem.encapsulate(ek, m)),
+        );
       } else {
-        record(s, id, throwsCode(() => kem.encapsulate(ek, m), 'INVALID_KEY'));
+        record(
+          s,
+          id,
+          throwsCode(() => kem.encapsulate(ek, m), 'INVALID_KEY'),
+        );
       }
     }
   }
@@ -208,9 +225,17 @@ export function mlkemDecapsWycheproof(json: Json, api: PqApi): Summary {
       if (t.result === 'valid') {
         record(s, id, equalBytes(kem.decapsulate(c, dk), unhex(t.K)));
       } else if (dk.length !== 3168 || c.length !== 1568) {
-        record(s, id, throwsRange(() => kem.decapsulate(c, dk)));
+        record(
+          s,
+          id,
+          throwsRange(() => kem.decapsulate(c, dk)),
+        );
       } else {
-        record(s, id, throwsCode(() => kem.decapsulate(c, dk), 'INVALID_KEY'));
+        record(
+          s,
+          id,
+          throwsCode(() => kem.decapsulate(c, dk), 'INVALID_KEY'),
+        );
       }
     }
   }
@@ -218,14 +243,26 @@ export function mlkemDecapsWycheproof(json: Json, api: PqApi): Summary {
 }
 
 /** Every Keccak and ML-KEM vector suite. */
-export async function allPqSuites(load: (path: string) => Promise<Json>, api: PqApi, slow: boolean): Promise<Summary[]> {
+export async function allPqSuites(
+  load: (path: string) => Promise<Json>,
+  api: PqApi,
+  slow: boolean,
+): Promise<Summary[]> {
   return [
     sha3Acvp(await load('acvp/SHA3-256-2.0/internalProjection.json'), api, slow),
     shakeAcvp(await load('acvp/SHAKE-128-FIPS202/internalProjection.json'), api.shake128, 'SHAKE-128-FIPS202'),
     shakeAcvp(await load('acvp/SHAKE-256-FIPS202/internalProjection.json'), api.shake256, 'SHAKE-256-FIPS202'),
     mlkemKeyGenAcvp(await load('acvp/ML-KEM-keyGen-FIPS203/internalProjection.json'), api),
-    mlkemEncapDecapAcvp(await load('acvp/ML-KEM-encapDecap-FIPS203/internalProjection.json'), api, 'ML-KEM-encapDecap-FIPS203'),
-    mlkemEncapDecapAcvp(await load('acvp/ML-KEM-encapDecap-FIPS203-tr1/internalProjection.json'), api, 'ML-KEM-encapDecap-FIPS203-tr1'),
+    mlkemEncapDecapAcvp(
+      await load('acvp/ML-KEM-encapDecap-FIPS203/internalProjection.json'),
+      api,
+      'ML-KEM-encapDecap-FIPS203',
+    ),
+    mlkemEncapDecapAcvp(
+      await load('acvp/ML-KEM-encapDecap-FIPS203-tr1/internalProjection.json'),
+      api,
+      'ML-KEM-encapDecap-FIPS203-tr1',
+    ),
     mlkemWycheproof(await load('wycheproof/mlkem_1024_test.json'), api),
     mlkemEncapsWycheproof(await load('wycheproof/mlkem_1024_encaps_test.json'), api),
     mlkemDecapsWycheproof(await load('wycheproof/mlkem_1024_semi_expanded_decaps_test.json'), api),

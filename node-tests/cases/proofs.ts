@@ -10,7 +10,15 @@ import type { Store } from '../../src/engine/store';
 import type { Schema, Value } from '../../src/engine/codec';
 import type { verifyStore } from '../../src/engine/verify';
 import { Rng, equalBytes } from './_util';
-import { ok, sameValue, rejection, withStore, type StoreCase, type StoreFixture, type StoreFixtureFactory } from './_store';
+import {
+  ok,
+  sameValue,
+  rejection,
+  withStore,
+  type StoreCase,
+  type StoreFixture,
+  type StoreFixtureFactory,
+} from './_store';
 
 type KeyPair = { publicKey: Uint8Array; secretKey: Uint8Array };
 
@@ -44,7 +52,10 @@ interface Written {
   checkpoints: (Crypto.Checkpoint & { signed: Uint8Array })[];
 }
 
-const word = (rng: Rng, i: number): Value => ({ lemma: `word ${i} ${'x'.repeat(rng.int(40))}`, n: rng.int(1_000_000) - 500_000 });
+const word = (rng: Rng, i: number): Value => ({
+  lemma: `word ${i} ${'x'.repeat(rng.int(40))}`,
+  n: rng.int(1_000_000) - 500_000,
+});
 
 /**
  * Writes through several commits (one batch, single puts, an update, a delete, a mixed batch) and
@@ -56,7 +67,10 @@ async function writeLog(store: Store, rng: Rng): Promise<Written> {
   const out: Written = { model, leaves: 0, checkpoints: [] };
   const checkpoint = async (): Promise<void> => {
     const c = await store.checkpoint();
-    ok(c.size === out.leaves, `checkpoint ${out.checkpoints.length}: size ${c.size}, expected one leaf per put (${out.leaves})`);
+    ok(
+      c.size === out.leaves,
+      `checkpoint ${out.checkpoints.length}: size ${c.size}, expected one leaf per put (${out.leaves})`,
+    );
     out.checkpoints.push(c);
   };
   await store.batch((tx) => {
@@ -106,8 +120,17 @@ async function writeLog(store: Store, rng: Rng): Promise<Written> {
 }
 
 /** Checks every signature, key id, size and `previous` link of `list` against `expected` (the same checkpoints). */
-function checkCheckpoints(api: ProofsApi, list: (Crypto.Checkpoint & { signed: Uint8Array })[], expected: Written, signer: KeyPair, where: string): void {
-  ok(list.length === expected.checkpoints.length, `${where}: ${list.length} checkpoints, expected ${expected.checkpoints.length}`);
+function checkCheckpoints(
+  api: ProofsApi,
+  list: (Crypto.Checkpoint & { signed: Uint8Array })[],
+  expected: Written,
+  signer: KeyPair,
+  where: string,
+): void {
+  ok(
+    list.length === expected.checkpoints.length,
+    `${where}: ${list.length} checkpoints, expected ${expected.checkpoints.length}`,
+  );
   const keyId = api.sha384(signer.publicKey).subarray(0, KEY_ID_BYTES);
   const other = api.generateSigner();
   list.forEach((c, i) => {
@@ -117,16 +140,31 @@ function checkCheckpoints(api: ProofsApi, list: (Crypto.Checkpoint & { signed: U
     ok(c.size === e.size && c.generation === e.generation && equalBytes(c.root, e.root), `${at}: fields differ`);
     ok(equalBytes(c.storeId, list[0].storeId), `${at}: store id differs from the first checkpoint's`);
     ok(c.signed.length === CHECKPOINT_BYTES + KEY_ID_BYTES + SIGNATURE_BYTES, `${at}: ${c.signed.length} bytes`);
-    ok(equalBytes(c.signed.subarray(CHECKPOINT_BYTES, CHECKPOINT_BYTES + KEY_ID_BYTES), keyId), `${at}: key id is not SHA-384(public key)[0, 16)`);
+    ok(
+      equalBytes(c.signed.subarray(CHECKPOINT_BYTES, CHECKPOINT_BYTES + KEY_ID_BYTES), keyId),
+      `${at}: key id is not SHA-384(public key)[0, 16)`,
+    );
     const msg = c.signed.subarray(0, CHECKPOINT_BYTES);
     const sig = c.signed.subarray(CHECKPOINT_BYTES + KEY_ID_BYTES);
-    ok(api.ml_dsa87.verify(sig, msg, signer.publicKey, { context: CONTEXT }), `${at}: the ML-DSA-87 signature does not verify`);
-    ok(!api.ml_dsa87.verify(sig, msg, other.publicKey, { context: CONTEXT }), `${at}: the signature verifies under another key`);
+    ok(
+      api.ml_dsa87.verify(sig, msg, signer.publicKey, { context: CONTEXT }),
+      `${at}: the ML-DSA-87 signature does not verify`,
+    );
+    ok(
+      !api.ml_dsa87.verify(sig, msg, other.publicKey, { context: CONTEXT }),
+      `${at}: the signature verifies under another key`,
+    );
     const bent = msg.slice();
     bent[25 + 7] ^= 1; // the low byte of the tree size
-    ok(!api.ml_dsa87.verify(sig, bent, signer.publicKey, { context: CONTEXT }), `${at}: the signature verifies over an altered size`);
+    ok(
+      !api.ml_dsa87.verify(sig, bent, signer.publicKey, { context: CONTEXT }),
+      `${at}: the signature verifies over an altered size`,
+    );
     const previous = i === 0 ? new Uint8Array(48) : api.sha384(list[i - 1].signed);
-    ok(equalBytes(c.previous, previous), `${at}: previous is not ${i === 0 ? 'zero' : 'SHA-384 of the checkpoint before'}`);
+    ok(
+      equalBytes(c.previous, previous),
+      `${at}: previous is not ${i === 0 ? 'zero' : 'SHA-384 of the checkpoint before'}`,
+    );
   });
 }
 
@@ -145,7 +183,10 @@ function checkConsistency(api: ProofsApi, store: Store, where: string): number {
       if (a.size === b.size) continue;
       const root = b.root.slice();
       root[47] ^= 0x80;
-      ok(!api.merkle.verifyConsistency(a.size, b.size, a.root, root, proof), `${at} verifies against an altered new root`);
+      ok(
+        !api.merkle.verifyConsistency(a.size, b.size, a.root, root, proof),
+        `${at} verifies against an altered new root`,
+      );
       if (proof.length > 0) {
         const bad = proof.map((p) => p.slice());
         bad[bad.length - 1][0] ^= 1;
@@ -165,18 +206,28 @@ function checkTamper(api: ProofsApi, exported: Uint8Array, signer: KeyPair, at: 
     t[i] ^= 1 << (i % 8);
     ok(!api.verifySealed(t, signer.publicKey).valid, `${at}: verifies with bit ${i % 8} of byte ${i} flipped`);
   }
-  ok(!api.verifySealed(exported.subarray(0, exported.length - 1), signer.publicKey).valid, `${at}: verifies truncated by one byte`);
+  ok(
+    !api.verifySealed(exported.subarray(0, exported.length - 1), signer.publicKey).valid,
+    `${at}: verifies truncated by one byte`,
+  );
 }
 
 export function proofsCases(factory: StoreFixtureFactory, api: ProofsApi, seed = 2026): StoreCase[] {
   const recipient = api.generateRecipient('classical');
   const signer = api.generateSigner();
   const options = (create = false) => ({
-    create, recipients: [recipient.publicKey], unlock: recipient.secretKey,
-    signer: signer.secretKey, signerPublicKey: signer.publicKey, autoCheckpoint: false as const,
+    create,
+    recipients: [recipient.publicKey],
+    unlock: recipient.secretKey,
+    signer: signer.secretKey,
+    signerPublicKey: signer.publicKey,
+    autoCheckpoint: false as const,
   });
   const cases: StoreCase[] = [];
-  const add = (name: string, body: (open: (o: ReturnType<typeof options>) => Promise<Store>, fixture: StoreFixture) => Promise<void>): void => {
+  const add = (
+    name: string,
+    body: (open: (o: ReturnType<typeof options>) => Promise<Store>, fixture: StoreFixture) => Promise<void>,
+  ): void => {
     cases.push({ name, run: withStore(factory, body) });
   };
 
@@ -197,12 +248,23 @@ export function proofsCases(factory: StoreFixtureFactory, api: ProofsApi, seed =
       for (let i = 0; i < 7; i++) tx.put(w, `late${i}`, { lemma: `late ${i}`, n: i });
     });
     const last = await again.checkpoint();
-    ok(last.size === written.leaves + 7, `checkpoint after reopen has size ${last.size}, expected ${written.leaves + 7}`);
+    ok(
+      last.size === written.leaves + 7,
+      `checkpoint after reopen has size ${last.size}, expected ${written.leaves + 7}`,
+    );
     written.checkpoints.push(last);
     checkCheckpoints(api, again.checkpoints(), written, signer, 'after reopen and a new checkpoint');
     const after = checkConsistency(api, again, 'after reopen and a new checkpoint');
     ok(after === 21, `${after} pairs checked after the new checkpoint, expected 21`);
-    ok((await rejection(Promise.resolve().then(() => again.consistencyProof(3, 1)), 'consistencyProof(3, 1)')).name === 'RangeError', 'consistencyProof(newer, older) is a RangeError');
+    ok(
+      (
+        await rejection(
+          Promise.resolve().then(() => again.consistencyProof(3, 1)),
+          'consistencyProof(3, 1)',
+        )
+      ).name === 'RangeError',
+      'consistencyProof(newer, older) is a RangeError',
+    );
     await again.close();
 
     const third = await open(options());
@@ -233,16 +295,30 @@ export function proofsCases(factory: StoreFixtureFactory, api: ProofsApi, seed =
       exports.push(e);
       const v = api.verifySealed(e, signer.publicKey);
       ok(v.valid, `${id}: verifySealed says ${v.reason}`);
-      ok(v.collection === 'w' && v.id === id && v.generation === 1, `${id}: names ${v.collection}/${v.id} generation ${v.generation}`);
+      ok(
+        v.collection === 'w' && v.id === id && v.generation === 1,
+        `${id}: names ${v.collection}/${v.id} generation ${v.generation}`,
+      );
       const latest = again.checkpoints().at(-1)!;
-      ok(v.checkpoint !== undefined && equalBytes(v.checkpoint.root, latest.root) && v.checkpoint.size === latest.size, `${id}: not verified against the newest checkpoint`);
-      const opened = api.openSealed(e, (suite, generation, governance) => again.dataKeyFor(suite.id, generation, governance));
+      ok(
+        v.checkpoint !== undefined && equalBytes(v.checkpoint.root, latest.root) && v.checkpoint.size === latest.size,
+        `${id}: not verified against the newest checkpoint`,
+      );
+      const opened = api.openSealed(e, (suite, generation, governance) =>
+        again.dataKeyFor(suite.id, generation, governance),
+      );
       ok(opened.collection === 'w' && opened.id === id, `${id}: openSealed names ${opened.collection}/${opened.id}`);
       const value = api.decodeValue(SCHEMA, opened.plaintext);
-      ok(sameValue(value, written.model.get(id)), `${id}: opened ${JSON.stringify(value)}, stored ${JSON.stringify(written.model.get(id))}`);
+      ok(
+        sameValue(value, written.model.get(id)),
+        `${id}: opened ${JSON.stringify(value)}, stored ${JSON.stringify(written.model.get(id))}`,
+      );
       ok(!api.verifySealed(e, api.generateSigner().publicKey).valid, `${id}: verifies under another signer key`);
     }
-    ok(again.checkpoints().length === n + 1, `exporting an uncovered record made ${again.checkpoints().length - n} checkpoints, expected 1`);
+    ok(
+      again.checkpoints().length === n + 1,
+      `exporting an uncovered record made ${again.checkpoints().length - n} checkpoints, expected 1`,
+    );
     checkTamper(api, exports[0], signer, 'w0');
     checkTamper(api, exports[1], signer, 'w3');
     checkTamper(api, exports[exports.length - 1], signer, 'late');
@@ -251,34 +327,55 @@ export function proofsCases(factory: StoreFixtureFactory, api: ProofsApi, seed =
     ok(api.verifySealed(early, signer.publicKey).valid, 'an export made before reopening no longer verifies');
   });
 
-  add('the whole store verifies from outside (verifyStore); a checkpoint by another signer is named', async (open, fixture) => {
-    const store = await open(options(true));
-    const written = await writeLog(store, new Rng(seed + 1));
-    await store.close();
-    const verify = async () => {
-      const pages = await fixture.pages();
-      try {
-        return await api.verifyStore(pages, { unlock: recipient.secretKey, signerPublicKey: signer.publicKey });
-      } finally {
-        await pages.close();
-      }
-    };
-    const report = await verify();
-    const problems = report.problems.map((p) => `${p.where}: ${p.message}`).join('; ');
-    ok(report.ok && report.complete, `verifyStore: ${problems || report.skipped.join('; ')}`);
-    const c = report.counts;
-    const n = written.checkpoints.length;
-    ok(c.checkpoints === n && c.signaturesVerified === n, `verifyStore checked ${c.checkpoints} checkpoints, ${c.signaturesVerified} signatures; expected ${n}`);
-    ok(c.leaves[1] === written.leaves && c.recordsDecrypted === written.leaves, `verifyStore saw ${c.leaves[1]} leaves, decrypted ${c.recordsDecrypted}; expected ${written.leaves}`);
-    ok(c.collections.w === written.model.size && c.inclusionProofs + c.uncheckpointed === written.model.size, `verifyStore: ${c.collections.w} live, ${c.inclusionProofs} proven, ${c.uncheckpointed} uncovered; expected ${written.model.size} live`);
-    ok(c.consistencyProofs === n - 1, `verifyStore checked ${c.consistencyProofs} consistency proofs, expected ${n - 1}`);
-    const forger = api.generateSigner();
-    const forged = await open({ ...options(), signer: forger.secretKey, signerPublicKey: forger.publicKey });
-    await forged.checkpoint();
-    await forged.close();
-    const after = await verify();
-    ok(!after.ok && after.problems.length === 1 && after.problems[0].where === `checkpoint ${n + 1}` && after.problems[0].code === 'AUTH_FAILED', `verifyStore after a forged checkpoint: ${JSON.stringify(after.problems)}`);
-  });
+  add(
+    'the whole store verifies from outside (verifyStore); a checkpoint by another signer is named',
+    async (open, fixture) => {
+      const store = await open(options(true));
+      const written = await writeLog(store, new Rng(seed + 1));
+      await store.close();
+      const verify = async () => {
+        const pages = await fixture.pages();
+        try {
+          return await api.verifyStore(pages, { unlock: recipient.secretKey, signerPublicKey: signer.publicKey });
+        } finally {
+          await pages.close();
+        }
+      };
+      const report = await verify();
+      const problems = report.problems.map((p) => `${p.where}: ${p.message}`).join('; ');
+      ok(report.ok && report.complete, `verifyStore: ${problems || report.skipped.join('; ')}`);
+      const c = report.counts;
+      const n = written.checkpoints.length;
+      ok(
+        c.checkpoints === n && c.signaturesVerified === n,
+        `verifyStore checked ${c.checkpoints} checkpoints, ${c.signaturesVerified} signatures; expected ${n}`,
+      );
+      ok(
+        c.leaves[1] === written.leaves && c.recordsDecrypted === written.leaves,
+        `verifyStore saw ${c.leaves[1]} leaves, decrypted ${c.recordsDecrypted}; expected ${written.leaves}`,
+      );
+      ok(
+        c.collections.w === written.model.size && c.inclusionProofs + c.uncheckpointed === written.model.size,
+        `verifyStore: ${c.collections.w} live, ${c.inclusionProofs} proven, ${c.uncheckpointed} uncovered; expected ${written.model.size} live`,
+      );
+      ok(
+        c.consistencyProofs === n - 1,
+        `verifyStore checked ${c.consistencyProofs} consistency proofs, expected ${n - 1}`,
+      );
+      const forger = api.generateSigner();
+      const forged = await open({ ...options(), signer: forger.secretKey, signerPublicKey: forger.publicKey });
+      await forged.checkpoint();
+      await forged.close();
+      const after = await verify();
+      ok(
+        !after.ok &&
+          after.problems.length === 1 &&
+          after.problems[0].where === `checkpoint ${n + 1}` &&
+          after.problems[0].code === 'AUTH_FAILED',
+        `verifyStore after a forged checkpoint: ${JSON.stringify(after.problems)}`,
+      );
+    },
+  );
 
   return cases;
 }

@@ -29,9 +29,43 @@ type Doc = { title: string; body: string; tag: string; n: number };
 // the ﬁ ligature, ï precomposed and as i + U+0308), numbers, and words that appear only in the
 // unindexed `tag`.
 const VOCAB = [
-  'cat', 'catalog', 'category', 'cater', 'dog', 'dogma', 'large', 'lark', 'larch', 'feline', 'fern', 'ferry',
-  'stone', 'stones', 'storm', 'story', 'blue', 'blur', 'river', 'rivet', 'Café', 'café', 'ﬁnder', 'finder',
-  'straße', 'ÉCOLE', 'école', 'naïve', 'nai\u0308ve', '42', '4x4', 'x1', 'alpha', 'alphabet', 'beta', 'gamma', 'delta',
+  'cat',
+  'catalog',
+  'category',
+  'cater',
+  'dog',
+  'dogma',
+  'large',
+  'lark',
+  'larch',
+  'feline',
+  'fern',
+  'ferry',
+  'stone',
+  'stones',
+  'storm',
+  'story',
+  'blue',
+  'blur',
+  'river',
+  'rivet',
+  'Café',
+  'café',
+  'ﬁnder',
+  'finder',
+  'straße',
+  'ÉCOLE',
+  'école',
+  'naïve',
+  'nai\u0308ve',
+  '42',
+  '4x4',
+  'x1',
+  'alpha',
+  'alphabet',
+  'beta',
+  'gamma',
+  'delta',
 ];
 const TAG_ONLY = ['quokka', 'wombat'];
 const QUERY_EXTRA = ['unicorn', 'ca', 'st', 'é', 'ÉCO', 'Fin'];
@@ -80,7 +114,8 @@ export function bruteSearch(model: Map<string, Doc>, query: string, mode: 'all' 
 
 function text(rng: Rng, words: number): string {
   let s = '';
-  for (let i = 0; i < words; i++) s += (i > 0 ? SEPARATORS[rng.int(SEPARATORS.length)] : '') + VOCAB[rng.int(VOCAB.length)];
+  for (let i = 0; i < words; i++)
+    s += (i > 0 ? SEPARATORS[rng.int(SEPARATORS.length)] : '') + VOCAB[rng.int(VOCAB.length)];
   return s;
 }
 
@@ -98,7 +133,12 @@ function query(rng: Rng, prefix: boolean): string {
   const parts: string[] = [];
   for (let i = 0; i < n; i++) {
     const r = rng.int(20);
-    let w = r === 0 ? TAG_ONLY[rng.int(TAG_ONLY.length)] : r === 1 ? QUERY_EXTRA[rng.int(QUERY_EXTRA.length)] : VOCAB[rng.int(VOCAB.length)];
+    let w =
+      r === 0
+        ? TAG_ONLY[rng.int(TAG_ONLY.length)]
+        : r === 1
+          ? QUERY_EXTRA[rng.int(QUERY_EXTRA.length)]
+          : VOCAB[rng.int(VOCAB.length)];
     if (rng.int(4) === 0) w = w.toUpperCase();
     parts.push(w);
   }
@@ -111,7 +151,14 @@ function query(rng: Rng, prefix: boolean): string {
 }
 
 /** Random writes: single puts of new ids, updates of existing ones (their old words must go), deletes, a mixed batch. */
-async function mutate(store: Store, c: Collection, model: Map<string, Doc>, rng: Rng, tag: string, count: number): Promise<void> {
+async function mutate(
+  store: Store,
+  c: Collection,
+  model: Map<string, Doc>,
+  rng: Rng,
+  tag: string,
+  count: number,
+): Promise<void> {
   const ids = () => [...model.keys()];
   for (let i = 0; i < count; i++) {
     const d = doc(rng);
@@ -148,7 +195,12 @@ export function searchCases(factory: StoreFixtureFactory, api: SearchApi, seed =
   const recipient = api.generateRecipient('classical');
   const signer = api.generateSigner();
   const options = (create = false) => ({ create, recipients: [recipient.publicKey], unlock: recipient.secretKey });
-  const signing = (create = false) => ({ ...options(create), signer: signer.secretKey, signerPublicKey: signer.publicKey, autoCheckpoint: false as const });
+  const signing = (create = false) => ({
+    ...options(create),
+    signer: signer.secretKey,
+    signerPublicKey: signer.publicKey,
+    autoCheckpoint: false as const,
+  });
   const collection = (store: Store) => store.collection('docs', { schema: SCHEMA, index: { text: [...INDEXED] } });
 
   /** Every query in both modes, with and without prefix, equals the oracle: ids, order and values. */
@@ -162,19 +214,27 @@ export function searchCases(factory: StoreFixtureFactory, api: SearchApi, seed =
           const want = bruteSearch(model, q, mode, prefix);
           const got = await c.search(q, { mode, prefix, limit: 1000 });
           const at = `${where}: search(${JSON.stringify(q)}, { mode: '${mode}', prefix: ${prefix} })`;
-          ok(got.length === want.length && got.every((x, k) => x.id === want[k]), `${at}: got [${got.map((x) => x.id).slice(0, 12)}] (${got.length}), expected [${want.slice(0, 12)}] (${want.length})`);
-          for (const x of got) ok(sameValue(x.value, model.get(x.id)), `${at}: value of ${x.id} is ${JSON.stringify(x.value)}`);
+          ok(
+            got.length === want.length && got.every((x, k) => x.id === want[k]),
+            `${at}: got [${got.map((x) => x.id).slice(0, 12)}] (${got.length}), expected [${want.slice(0, 12)}] (${want.length})`,
+          );
+          for (const x of got)
+            ok(sameValue(x.value, model.get(x.id)), `${at}: value of ${x.id} is ${JSON.stringify(x.value)}`);
           if (want.length > 0) nonEmpty++;
           if (want.length > 3) {
             const top = await c.search(q, { mode, prefix, limit: 3 });
-            ok(top.map((x) => x.id).join() === want.slice(0, 3).join(), `${at} with limit 3: got [${top.map((x) => x.id)}], expected [${want.slice(0, 3)}]`);
+            ok(
+              top.map((x) => x.id).join() === want.slice(0, 3).join(),
+              `${at} with limit 3: got [${top.map((x) => x.id)}], expected [${want.slice(0, 3)}]`,
+            );
           }
         }
       }
     }
     // Fixed probes: words only in the unindexed field and queries without tokens find nothing.
     for (const q of [...TAG_ONLY, '', '  ,. ']) {
-      for (const mode of ['all', 'any'] as const) ok((await c.search(q, { mode })).length === 0, `${where}: search(${JSON.stringify(q)}, ${mode}) is not empty`);
+      for (const mode of ['all', 'any'] as const)
+        ok((await c.search(q, { mode })).length === 0, `${where}: search(${JSON.stringify(q)}, ${mode}) is not empty`);
     }
     // At least half the random queries must find something, or the comparison says little.
     ok(nonEmpty >= queries * 2, `${where}: only ${nonEmpty} of ${queries * 4} queries found anything`);
@@ -209,7 +269,11 @@ export function searchCases(factory: StoreFixtureFactory, api: SearchApi, seed =
         // The index built on reopening keeps following commits.
         await mutate(store, collection(store), model, rng, 'b', 8);
         await check(store, model, rng, 'after reopen and more writes');
-        ok((await rejection(store.collection('plain', { schema: SCHEMA }).search('cat'), 'search without an index')).name === 'TypeError', 'search on a collection without an index is a TypeError');
+        ok(
+          (await rejection(store.collection('plain', { schema: SCHEMA }).search('cat'), 'search without an index'))
+            .name === 'TypeError',
+          'search on a collection without an index is a TypeError',
+        );
       }),
     },
     {

@@ -36,7 +36,9 @@ export function sha2AcvpMct(json: Json, api: Api): Summary {
       const n = seed.length;
       const m = new Uint8Array(3 * n);
       for (let j = 0; j < t.resultsArray.length && ok; j++) {
-        let a = seed, b = seed, c = seed;
+        let a = seed,
+          b = seed,
+          c = seed;
         for (let i = 3; i < 1003; i++) {
           m.set(a, 0);
           m.set(b, n);
@@ -67,9 +69,11 @@ export function sha2AcvpLdt(json: Json, api: Api, run: boolean): Summary {
       const content = unhex(t.largeMsg.content);
       const total = t.largeMsg.fullLength / 8;
       const chunk = new Uint8Array(1 << 20);
-      for (let i = 0; i < chunk.length; i += content.length) chunk.set(content.subarray(0, Math.min(content.length, chunk.length - i)), i);
+      for (let i = 0; i < chunk.length; i += content.length)
+        chunk.set(content.subarray(0, Math.min(content.length, chunk.length - i)), i);
       const h = api.sha384.create();
-      for (let done = 0; done < total; done += chunk.length) h.update(chunk.subarray(0, Math.min(chunk.length, total - done)));
+      for (let done = 0; done < total; done += chunk.length)
+        h.update(chunk.subarray(0, Math.min(chunk.length, total - done)));
       record(s, `tcId ${t.tcId}`, upper(h.digest()) === t.md);
     }
   }

@@ -13,7 +13,8 @@ for (let i = 0; ; i += batch) {
   if (batch === 1) await c.put(`r${round}-${i}`, { round: Number(round), i, payload: 'x'.repeat(i % 300) });
   else {
     await store.batch((tx) => {
-      for (let j = i; j < i + batch; j++) tx.put(c, `r${round}-${j}`, { round: Number(round), i: j, payload: 'y'.repeat(j % 200) });
+      for (let j = i; j < i + batch; j++)
+        tx.put(c, `r${round}-${j}`, { round: Number(round), i: j, payload: 'y'.repeat(j % 200) });
     });
   }
   process.send?.({ acked: i, count: batch });

@@ -17,7 +17,11 @@ export const STORE_FIXTURES: [string, StoreFixtureFactory][] = [
     'memory',
     async () => {
       const medium = new MemoryMedium();
-      return { open: async (o) => openStore({ ...o, storage: await openMemoryPageStore({ medium }) }), pages: () => openMemoryPageStore({ medium }), dispose: async () => undefined };
+      return {
+        open: async (o) => openStore({ ...o, storage: await openMemoryPageStore({ medium }) }),
+        pages: () => openMemoryPageStore({ medium }),
+        dispose: async () => undefined,
+      };
     },
   ],
   [
@@ -35,7 +39,11 @@ export const STORE_FIXTURES: [string, StoreFixtureFactory][] = [
     'indexeddb (fake-indexeddb)',
     async () => {
       const name = `pqdb-store-case-${n++}`;
-      return { open: async (o) => openStore({ ...o, storage: await openIndexedDbPageStore(name) }), pages: () => openIndexedDbPageStore(name), dispose: () => deleteDB(name) };
+      return {
+        open: async (o) => openStore({ ...o, storage: await openIndexedDbPageStore(name) }),
+        pages: () => openIndexedDbPageStore(name),
+        dispose: () => deleteDB(name),
+      };
     },
   ],
 ];

@@ -32,9 +32,13 @@ const H = ml_kem1024_x25519.lengths;
 export type EnvelopeType = 'hybrid' | 'classical';
 
 /** Recipient key pairs: hybrid (1,600-byte public key, 32-byte seed) or classical X25519 (32 / 32). */
-export function generateRecipient(type: EnvelopeType = 'hybrid', seed?: Uint8Array): { type: EnvelopeType; publicKey: Uint8Array; secretKey: Uint8Array } {
+export function generateRecipient(
+  type: EnvelopeType = 'hybrid',
+  seed?: Uint8Array,
+): { type: EnvelopeType; publicKey: Uint8Array; secretKey: Uint8Array } {
   if (type === 'hybrid') return { type, ...ml_kem1024_x25519.keygen(seed) };
-  if (type !== 'classical') throw new RangeError(`"type" expected 'hybrid' or 'classical', got ${JSON.stringify(type)}`);
+  if (type !== 'classical')
+    throw new RangeError(`"type" expected 'hybrid' or 'classical', got ${JSON.stringify(type)}`);
   const secretKey = seed === undefined ? randomBytes(32) : copyBytes(bytes('seed', seed, 32));
   return { type, publicKey: x25519.getPublicKey(secretKey), secretKey };
 }
@@ -47,7 +51,9 @@ export function recipientId(publicKey: Uint8Array): Uint8Array {
 function typeOfPublicKey(pk: Uint8Array): number {
   if (pk.length === H.publicKey) return ENVELOPE_HYBRID;
   if (pk.length === 32) return ENVELOPE_CLASSICAL;
-  throw new RangeError(`"publicKey" expected a hybrid (${H.publicKey} bytes) or X25519 (32 bytes) public key, got length=${pk.length}`);
+  throw new RangeError(
+    `"publicKey" expected a hybrid (${H.publicKey} bytes) or X25519 (32 bytes) public key, got length=${pk.length}`,
+  );
 }
 
 function wrapKey(ss: Uint8Array, rid: Uint8Array, prefix: Uint8Array): Uint8Array {
@@ -71,7 +77,13 @@ function prefixOf(type: number, suiteId: number, generation: number, rid: Uint8A
  * Wraps `root` (32 bytes) of key generation `generation` for the recipient `publicKey` (hybrid or
  * classical, told apart by length). `rnd` (64 bytes hybrid, 32 classical) makes it deterministic.
  */
-export function wrapRoot(root: Uint8Array, publicKey: Uint8Array, suiteName: SuiteName | number, generation: number, rnd?: Uint8Array): Uint8Array {
+export function wrapRoot(
+  root: Uint8Array,
+  publicKey: Uint8Array,
+  suiteName: SuiteName | number,
+  generation: number,
+  rnd?: Uint8Array,
+): Uint8Array {
   bytes('root', root, 32);
   bytes('publicKey', publicKey);
   const s = suiteOf(suiteName);
@@ -103,7 +115,12 @@ export function wrapRoot(root: Uint8Array, publicKey: Uint8Array, suiteName: Sui
 }
 
 /** What an envelope says about itself, without unwrapping. */
-export function readEnvelope(envelope: Uint8Array): { type: EnvelopeType; suite: number; generation: number; recipientId: Uint8Array } {
+export function readEnvelope(envelope: Uint8Array): {
+  type: EnvelopeType;
+  suite: number;
+  generation: number;
+  recipientId: Uint8Array;
+} {
   bytes('envelope', envelope);
   if (envelope.length < PREFIX_BYTES || envelope[0] !== ENVELOPE_VERSION) {
     throw new PqdbError('FORMAT_VERSION', 'not a pqdb key envelope of a supported version');
@@ -111,7 +128,8 @@ export function readEnvelope(envelope: Uint8Array): { type: EnvelopeType; suite:
   const type = envelope[1];
   const kemBytes = type === ENVELOPE_HYBRID ? H.cipherText : type === ENVELOPE_CLASSICAL ? 32 : -1;
   if (kemBytes < 0) throw new PqdbError('FORMAT_VERSION', `unknown key envelope type ${type}`);
-  if (envelope.length !== PREFIX_BYTES + kemBytes + WRAPPED_BYTES) throw new PqdbError('CORRUPTION', 'key envelope has the wrong length');
+  if (envelope.length !== PREFIX_BYTES + kemBytes + WRAPPED_BYTES)
+    throw new PqdbError('CORRUPTION', 'key envelope has the wrong length');
   return {
     type: type === ENVELOPE_HYBRID ? 'hybrid' : 'classical',
     suite: envelope[2],

@@ -40,7 +40,6 @@ interface Expanded {
 
 /** Builds the hybrid over one provider's ML-KEM-1024, SHA3-256 and SHAKE256. */
 export function makeHybrid(parts: HybridParts): Kem {
-
   function expand(seed: Uint8Array): Expanded {
     const e = parts.shake256(seed, { dkLen: 96 });
     try {
@@ -151,4 +150,3 @@ export function makeHybrid(parts: HybridParts): Kem {
 
   return Object.freeze({ lengths: ML_KEM1024_X25519_LENGTHS, keygen, getPublicKey, encapsulate, decapsulate });
 }
-

@@ -99,7 +99,8 @@ export class MerkleHashTree {
 
   constructor(leafHashes: Uint8Array) {
     bytes('leafHashes', leafHashes);
-    if (leafHashes.length % HASH_BYTES !== 0) throw new RangeError(`"leafHashes" expected a multiple of ${HASH_BYTES} bytes, got length=${leafHashes.length}`);
+    if (leafHashes.length % HASH_BYTES !== 0)
+      throw new RangeError(`"leafHashes" expected a multiple of ${HASH_BYTES} bytes, got length=${leafHashes.length}`);
     this.#lv = [leafHashes.slice()];
     while (this.#lv[this.#lv.length - 1].length > HASH_BYTES) this.#lv.push(levelUp(this.#lv[this.#lv.length - 1]));
   }
@@ -337,7 +338,8 @@ export class MerkleAppender {
   /** Appends leaves given by their hashes (48 bytes each, back to back), e.g. from a persisted log. */
   appendHashes(leafHashes: Uint8Array): this {
     bytes('leafHashes', leafHashes);
-    if (leafHashes.length % HASH_BYTES !== 0) throw new RangeError(`"leafHashes" expected a multiple of ${HASH_BYTES} bytes, got length=${leafHashes.length}`);
+    if (leafHashes.length % HASH_BYTES !== 0)
+      throw new RangeError(`"leafHashes" expected a multiple of ${HASH_BYTES} bytes, got length=${leafHashes.length}`);
     if (this.#size + leafHashes.length / HASH_BYTES > MAX_SIZE) throw new RangeError('tree size would exceed 2^53 - 1');
     this.#size = frontierAppendHashes(this.#frontier, this.#size, leafHashes);
     return this;
@@ -351,7 +353,8 @@ export class MerkleAppender {
   /** The compact range, largest subtree first (copies). */
   frontier(): Uint8Array[] {
     const out: Uint8Array[] = [];
-    for (let i = 0; i < frontierSize(this.#size); i++) out.push(this.#frontier.slice(i * HASH_BYTES, (i + 1) * HASH_BYTES));
+    for (let i = 0; i < frontierSize(this.#size); i++)
+      out.push(this.#frontier.slice(i * HASH_BYTES, (i + 1) * HASH_BYTES));
     return out;
   }
 

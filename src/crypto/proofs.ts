@@ -64,13 +64,32 @@ function governanceHash(governance: string): Uint8Array {
 }
 
 /** The canonical leaf data of a sealed record (DESIGN §7). */
-export function leafData(storeId: Uint8Array, collection: string, id: string, sequence: number, suite: number, generation: number, record: Uint8Array, governance: string): Uint8Array {
+export function leafData(
+  storeId: Uint8Array,
+  collection: string,
+  id: string,
+  sequence: number,
+  suite: number,
+  generation: number,
+  record: Uint8Array,
+  governance: string,
+): Uint8Array {
   const out = new Uint8Array(5 + 16 + 2 + utf8Length(collection) + 2 + utf8Length(id) + 8 + 1 + 4 + 2 * HASH_BYTES);
   writeLeaf(out, storeId, collection, id, sequence, suite, generation, sha384(record), governanceHash(governance));
   return out;
 }
 
-function writeLeaf(out: Uint8Array, storeId: Uint8Array, collection: string, id: string, sequence: number, suite: number, generation: number, recordHash: Uint8Array, govHash: Uint8Array): void {
+function writeLeaf(
+  out: Uint8Array,
+  storeId: Uint8Array,
+  collection: string,
+  id: string,
+  sequence: number,
+  suite: number,
+  generation: number,
+  recordHash: Uint8Array,
+  govHash: Uint8Array,
+): void {
   const cl = utf8Length(collection);
   const il = utf8Length(id);
   out.set([0x50, 0x51, 0x44, 0x4c, 1]);
@@ -108,13 +127,25 @@ export interface LeafInput {
  */
 export function recordLeafHashes(storeId: Uint8Array, items: readonly LeafInput[]): Uint8Array {
   const recordHashes = sha384Many(items.map((x) => x.record));
-  const sizes = items.map((x) => 5 + 16 + 2 + utf8Length(x.collection) + 2 + utf8Length(x.id) + 8 + 1 + 4 + 2 * HASH_BYTES);
+  const sizes = items.map(
+    (x) => 5 + 16 + 2 + utf8Length(x.collection) + 2 + utf8Length(x.id) + 8 + 1 + 4 + 2 * HASH_BYTES,
+  );
   const all = new Uint8Array(sizes.reduce((a, b) => a + b, 0));
   const views: Uint8Array[] = [];
   let at = 0;
   items.forEach((x, i) => {
     const v = all.subarray(at, at + sizes[i]);
-    writeLeaf(v, storeId, x.collection, x.id, x.sequence, x.suite, x.generation, recordHashes.subarray(i * HASH_BYTES, (i + 1) * HASH_BYTES), governanceHash(x.governance));
+    writeLeaf(
+      v,
+      storeId,
+      x.collection,
+      x.id,
+      x.sequence,
+      x.suite,
+      x.generation,
+      recordHashes.subarray(i * HASH_BYTES, (i + 1) * HASH_BYTES),
+      governanceHash(x.governance),
+    );
     views.push(v);
     at += sizes[i];
   });
@@ -122,7 +153,16 @@ export function recordLeafHashes(storeId: Uint8Array, items: readonly LeafInput[
 }
 
 /** The leaf hash SHA-384(0x00 ‖ leaf data) of a sealed record. */
-export function recordLeafHash(storeId: Uint8Array, collection: string, id: string, sequence: number, suite: number, generation: number, record: Uint8Array, governance: string): Uint8Array {
+export function recordLeafHash(
+  storeId: Uint8Array,
+  collection: string,
+  id: string,
+  sequence: number,
+  suite: number,
+  generation: number,
+  record: Uint8Array,
+  governance: string,
+): Uint8Array {
   return leafHash(leafData(storeId, collection, id, sequence, suite, generation, record, governance));
 }
 
@@ -138,7 +178,8 @@ export function encodeCheckpoint(c: Checkpoint): Uint8Array {
 }
 
 export function decodeCheckpoint(b: Uint8Array): Checkpoint | undefined {
-  if (b.length < CHECKPOINT_BYTES || b[0] !== 0x50 || b[1] !== 0x51 || b[2] !== 0x44 || b[3] !== 0x43 || b[4] !== 1) return undefined;
+  if (b.length < CHECKPOINT_BYTES || b[0] !== 0x50 || b[1] !== 0x51 || b[2] !== 0x44 || b[3] !== 0x43 || b[4] !== 1)
+    return undefined;
   return {
     storeId: b.slice(5, 21),
     generation: new DataView(b.buffer, b.byteOffset).getUint32(21),
@@ -183,7 +224,12 @@ export function verifyCheckpoint(signed: Uint8Array, signerPublicKey: Uint8Array
     verified.unshift(...verified.splice(hit, 1));
     return c;
   }
-  const ok = ml_dsa87.verify(signed.subarray(CHECKPOINT_BYTES + KEY_ID_BYTES), signed.subarray(0, CHECKPOINT_BYTES), signerPublicKey, { context: CONTEXT });
+  const ok = ml_dsa87.verify(
+    signed.subarray(CHECKPOINT_BYTES + KEY_ID_BYTES),
+    signed.subarray(0, CHECKPOINT_BYTES),
+    signerPublicKey,
+    { context: CONTEXT },
+  );
   if (!ok) return undefined;
   verified.unshift({ signed: signed.slice(), publicKey: signerPublicKey.slice() });
   if (verified.length > VERIFIED_CACHE) verified.pop();
@@ -206,7 +252,18 @@ export interface SealedExport {
 
 export function encodeExport(e: SealedExport): Uint8Array {
   const gov = utf8(e.governance);
-  const size = 5 + 2 + e.leafData.length + 4 + e.record.length + 2 + gov.length + 8 + 1 + e.proof.length * HASH_BYTES + e.signedCheckpoint.length;
+  const size =
+    5 +
+    2 +
+    e.leafData.length +
+    4 +
+    e.record.length +
+    2 +
+    gov.length +
+    8 +
+    1 +
+    e.proof.length * HASH_BYTES +
+    e.signedCheckpoint.length;
   const out = new Uint8Array(size);
   out.set([0x50, 0x51, 0x44, 0x58, 1]);
   let at = 5;
@@ -235,7 +292,8 @@ export function encodeExport(e: SealedExport): Uint8Array {
 
 function decodeExport(b: Uint8Array): SealedExport | undefined {
   try {
-    if (b.length < 8 || b[0] !== 0x50 || b[1] !== 0x51 || b[2] !== 0x44 || b[3] !== 0x58 || b[4] !== 1) return undefined;
+    if (b.length < 8 || b[0] !== 0x50 || b[1] !== 0x51 || b[2] !== 0x44 || b[3] !== 0x58 || b[4] !== 1)
+      return undefined;
     let at = 5;
     const ll = (b[at] << 8) | b[at + 1];
     at += 2;
@@ -258,7 +316,8 @@ function decodeExport(b: Uint8Array): SealedExport | undefined {
       at += HASH_BYTES;
     }
     const signedCheckpoint = b.slice(at);
-    if (leaf.length !== ll || record.length !== rl || at > b.length || proof.some((p) => p.length !== HASH_BYTES)) return undefined;
+    if (leaf.length !== ll || record.length !== rl || at > b.length || proof.some((p) => p.length !== HASH_BYTES))
+      return undefined;
     return { leafData: leaf, record, governance, leafIndex, proof, signedCheckpoint };
   } catch {
     return undefined;
@@ -266,7 +325,18 @@ function decodeExport(b: Uint8Array): SealedExport | undefined {
 }
 
 /** Parses leaf data back into its fields. */
-function readLeaf(leaf: Uint8Array): { storeId: Uint8Array; collection: string; id: string; sequence: number; suite: number; generation: number; recordHash: Uint8Array; governanceHash: Uint8Array } | undefined {
+function readLeaf(leaf: Uint8Array):
+  | {
+      storeId: Uint8Array;
+      collection: string;
+      id: string;
+      sequence: number;
+      suite: number;
+      generation: number;
+      recordHash: Uint8Array;
+      governanceHash: Uint8Array;
+    }
+  | undefined {
   try {
     if (leaf[0] !== 0x50 || leaf[1] !== 0x51 || leaf[2] !== 0x44 || leaf[3] !== 0x4c || leaf[4] !== 1) return undefined;
     let at = 21;
@@ -284,7 +354,16 @@ function readLeaf(leaf: Uint8Array): { storeId: Uint8Array; collection: string; 
     const generation = new DataView(leaf.buffer, leaf.byteOffset).getUint32(at);
     at += 4;
     if (at + 2 * HASH_BYTES !== leaf.length) return undefined;
-    return { storeId: leaf.slice(5, 21), collection, id, sequence, suite, generation, recordHash: leaf.slice(at, at + HASH_BYTES), governanceHash: leaf.slice(at + HASH_BYTES) };
+    return {
+      storeId: leaf.slice(5, 21),
+      collection,
+      id,
+      sequence,
+      suite,
+      generation,
+      recordHash: leaf.slice(at, at + HASH_BYTES),
+      governanceHash: leaf.slice(at + HASH_BYTES),
+    };
   } catch {
     return undefined;
   }
@@ -321,7 +400,8 @@ export function verifySealed(exported: Uint8Array, signerPublicKey: Uint8Array):
   const recordHash = sha384(e.record);
   const govHash = sha384(utf8(e.governance));
   let d = 0;
-  for (let i = 0; i < HASH_BYTES; i++) d |= (recordHash[i] ^ leaf.recordHash[i]) | (govHash[i] ^ leaf.governanceHash[i]);
+  for (let i = 0; i < HASH_BYTES; i++)
+    d |= (recordHash[i] ^ leaf.recordHash[i]) | (govHash[i] ^ leaf.governanceHash[i]);
   if (d !== 0) return fail('the record or its governance state does not match its leaf');
   let header: RecordHeader;
   try {
@@ -329,8 +409,10 @@ export function verifySealed(exported: Uint8Array, signerPublicKey: Uint8Array):
   } catch {
     return fail('the record header is malformed');
   }
-  if (header.sequence !== leaf.sequence || header.suite.id !== leaf.suite || header.generation !== leaf.generation) return fail('the record header does not match its leaf');
-  if (leaf.generation !== checkpoint.generation || leaf.storeId.some((x, i) => x !== checkpoint.storeId[i])) return fail('the leaf belongs to another store or generation');
+  if (header.sequence !== leaf.sequence || header.suite.id !== leaf.suite || header.generation !== leaf.generation)
+    return fail('the record header does not match its leaf');
+  if (leaf.generation !== checkpoint.generation || leaf.storeId.some((x, i) => x !== checkpoint.storeId[i]))
+    return fail('the leaf belongs to another store or generation');
   if (e.leafIndex >= checkpoint.size) return fail('the leaf index lies outside the checkpoint');
   let included = false;
   try {
@@ -339,7 +421,15 @@ export function verifySealed(exported: Uint8Array, signerPublicKey: Uint8Array):
     included = false;
   }
   if (!included) return fail('the inclusion proof does not verify against the checkpoint root');
-  return { valid: true, checkpoint, collection: leaf.collection, id: leaf.id, sequence: leaf.sequence, suite: leaf.suite, generation: leaf.generation };
+  return {
+    valid: true,
+    checkpoint,
+    collection: leaf.collection,
+    id: leaf.id,
+    sequence: leaf.sequence,
+    suite: leaf.suite,
+    generation: leaf.generation,
+  };
 }
 
 /**
@@ -355,6 +445,8 @@ export function openSealed(
   const e = decodeExport(bytes('exported', exported));
   const leaf = e && readLeaf(e.leafData);
   if (e === undefined || leaf === undefined) throw new PqdbError('CORRUPTION', 'not a well-formed pqdb sealed export');
-  const { plaintext, header } = openRecord(e.record, leaf.collection, leaf.id, (suite, generation) => dataKeyFor(suite, generation, e.governance));
+  const { plaintext, header } = openRecord(e.record, leaf.collection, leaf.id, (suite, generation) =>
+    dataKeyFor(suite, generation, e.governance),
+  );
   return { plaintext, collection: leaf.collection, id: leaf.id, header };
 }

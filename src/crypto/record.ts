@@ -46,11 +46,13 @@ export function canonicalGovernance(g: Governance | undefined): Uint8Array {
 /** The canonical governance encoding as text (see canonicalGovernance). */
 export function canonicalGovernanceText(g: Governance | undefined): string {
   if (g === undefined) return '{}';
-  if (typeof g !== 'object' || g === null || Array.isArray(g)) throw new TypeError('"governance" expected a flat object');
+  if (typeof g !== 'object' || g === null || Array.isArray(g))
+    throw new TypeError('"governance" expected a flat object');
   const keys = Object.keys(g).sort();
   for (const k of keys) {
     const v = g[k];
-    const ok = v === null || typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
+    const ok =
+      v === null || typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
     if (!ok) throw new TypeError(`"governance.${k}" expected a string, finite number, boolean or null`);
   }
   return JSON.stringify(Object.fromEntries(keys.map((k) => [k, g[k]])));
@@ -72,7 +74,13 @@ function be64(n: number): Uint8Array {
  * The data key of (root, suite, generation, governance): HKDF with the suite's hash. Never stored.
  * @throws RangeError for a root or salt of the wrong length, an unknown suite or a bad generation.
  */
-export function deriveDataKey(root: Uint8Array, salt: Uint8Array, suiteName: SuiteName | number, generation: number, governance?: Governance | string): Uint8Array {
+export function deriveDataKey(
+  root: Uint8Array,
+  salt: Uint8Array,
+  suiteName: SuiteName | number,
+  generation: number,
+  governance?: Governance | string,
+): Uint8Array {
   bytes('root', root, 32);
   bytes('salt', salt, 32);
   const s = suiteOf(suiteName);
@@ -116,8 +124,13 @@ function encodeHeader(s: Suite, flags: number, generation: number, sequence: num
  */
 export function readHeader(record: Uint8Array): RecordHeader {
   bytes('record', record);
-  if (record.length < HEADER_BYTES + TAG_BYTES) throw new PqdbError('CORRUPTION', `sealed record of ${record.length} bytes is shorter than a header and a tag`);
-  if (record[0] !== RECORD_VERSION) throw new PqdbError('FORMAT_VERSION', `sealed record version ${record[0]} is not supported (expected ${RECORD_VERSION})`);
+  if (record.length < HEADER_BYTES + TAG_BYTES)
+    throw new PqdbError('CORRUPTION', `sealed record of ${record.length} bytes is shorter than a header and a tag`);
+  if (record[0] !== RECORD_VERSION)
+    throw new PqdbError(
+      'FORMAT_VERSION',
+      `sealed record version ${record[0]} is not supported (expected ${RECORD_VERSION})`,
+    );
   let s: Suite;
   try {
     s = suiteOf(record[1]);
@@ -161,7 +174,8 @@ function recordKeys(s: Suite, dataKey: Uint8Array, sequence: number): { key: Uin
 }
 
 function checkAddress(a: RecordAddress): void {
-  if (typeof a !== 'object' || a === null) throw new TypeError('"address" expected { collection, id, generation, sequence }');
+  if (typeof a !== 'object' || a === null)
+    throw new TypeError('"address" expected { collection, id, generation, sequence }');
   if (typeof a.collection !== 'string') throw new TypeError('"collection" expected a string');
   if (typeof a.id !== 'string') throw new TypeError('"id" expected a string');
   integer('generation', a.generation, 0, 2 ** 32 - 1);
@@ -201,14 +215,18 @@ export function sealRecord(
   const aad = aadOf(header, address.collection, address.id);
   const { key, commitment } = recordKeys(s, dataKey, address.sequence);
   // Written into `output` (exactly sealedLength bytes, e.g. its slot in a page) when given.
-  const out = output === undefined ? new Uint8Array(sealedLength(s.id, plaintext.length)) : bytes('output', output, sealedLength(s.id, plaintext.length));
+  const out =
+    output === undefined
+      ? new Uint8Array(sealedLength(s.id, plaintext.length))
+      : bytes('output', output, sealedLength(s.id, plaintext.length));
   out.set(header);
   let at = HEADER_BYTES;
   if (commitment) {
     out.set(commitment, at);
     at += COMMITMENT_BYTES;
   }
-  if (keyed !== undefined && key === dataKey) keyed.encrypt(nonceOf(address.sequence), plaintext, aad, out.subarray(at));
+  if (keyed !== undefined && key === dataKey)
+    keyed.encrypt(nonceOf(address.sequence), plaintext, aad, out.subarray(at));
   else (s.aead === 'gcm' ? gcm : gcmsiv)(key, nonceOf(address.sequence), aad).encrypt(plaintext, out.subarray(at));
   if (key !== dataKey) key.fill(0);
   return out;
@@ -235,7 +253,8 @@ export function openRecord(
   const { key, commitment } = recordKeys(s, dataKey, header.sequence);
   let at = HEADER_BYTES;
   if (commitment) {
-    if (record.length < HEADER_BYTES + COMMITMENT_BYTES + TAG_BYTES) throw new PqdbError('AUTH_FAILED', 'authentication failed');
+    if (record.length < HEADER_BYTES + COMMITMENT_BYTES + TAG_BYTES)
+      throw new PqdbError('AUTH_FAILED', 'authentication failed');
     let d = 0;
     for (let i = 0; i < COMMITMENT_BYTES; i++) d |= commitment[i] ^ record[HEADER_BYTES + i];
     if (d !== 0) {
@@ -246,7 +265,8 @@ export function openRecord(
   }
   try {
     const body = record.subarray(at);
-    if (keyed !== undefined && key === dataKey) return { plaintext: keyed.decrypt(nonceOf(header.sequence), body, aad), header };
+    if (keyed !== undefined && key === dataKey)
+      return { plaintext: keyed.decrypt(nonceOf(header.sequence), body, aad), header };
     return { plaintext: (s.aead === 'gcm' ? gcm : gcmsiv)(key, nonceOf(header.sequence), aad).decrypt(body), header };
   } finally {
     if (key !== dataKey) key.fill(0);

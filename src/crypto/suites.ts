@@ -71,7 +71,9 @@ export function suites(): readonly Suite[] {
 export function suite(nameOrId: SuiteName | number): Suite {
   const s = SUITES.find((x) => x.name === nameOrId || x.id === nameOrId);
   if (s === undefined) {
-    throw new RangeError(`unknown suite ${JSON.stringify(nameOrId)}; known: ${SUITES.map((x) => `${x.id} ${x.name}`).join(', ')}`);
+    throw new RangeError(
+      `unknown suite ${JSON.stringify(nameOrId)}; known: ${SUITES.map((x) => `${x.id} ${x.name}`).join(', ')}`,
+    );
   }
   return s;
 }

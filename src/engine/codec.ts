@@ -39,7 +39,8 @@ export interface CompiledSchema {
  * @throws TypeError for a schema that is not an object of known field types.
  */
 export function compileSchema(schema: Schema): CompiledSchema {
-  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) throw new TypeError('"schema" expected an object of field types');
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema))
+    throw new TypeError('"schema" expected an object of field types');
   const names = Object.keys(schema).sort();
   if (names.length === 0) throw new TypeError('"schema" expected at least one field');
   const fields = names.map((name) => {
@@ -47,7 +48,10 @@ export function compileSchema(schema: Schema): CompiledSchema {
     const spec = schema[name];
     const optional = typeof spec === 'string' && spec.endsWith('?');
     const type = (optional ? spec.slice(0, -1) : spec) as FieldType;
-    if (!TYPES.includes(type)) throw new TypeError(`"schema.${name}" expected one of ${TYPES.join(', ')} (optionally with "?"), got ${JSON.stringify(spec)}`);
+    if (!TYPES.includes(type))
+      throw new TypeError(
+        `"schema.${name}" expected one of ${TYPES.join(', ')} (optionally with "?"), got ${JSON.stringify(spec)}`,
+      );
     return { name, type, optional };
   });
   return Object.freeze({ fields: Object.freeze(fields), source: Object.freeze({ ...schema }) });
@@ -124,7 +128,8 @@ export function encodeValue(schema: CompiledSchema, value: Value): Uint8Array {
  * On SCHEMA_MISMATCH nothing is appended.
  */
 export function encodeValueInto(schema: CompiledSchema, value: Value, w: ValueWriter): number {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw mismatch('a record value must be an object');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw mismatch('a record value must be an object');
   for (const k of Object.keys(value)) {
     if (!schema.fields.some((f) => f.name === k)) throw mismatch(`field "${k}" is not in the schema`);
   }
@@ -163,14 +168,16 @@ function writeFields(schema: CompiledSchema, value: Value, w: ValueWriter): void
         break;
       }
       case 'number': {
-        if (typeof v !== 'number' || Number.isNaN(v) || Object.is(v, -0)) throw mismatch(`field "${f.name}" expected a number (not NaN or −0)`);
+        if (typeof v !== 'number' || Number.isNaN(v) || Object.is(v, -0))
+          throw mismatch(`field "${f.name}" expected a number (not NaN or −0)`);
         const b = new Uint8Array(8);
         new DataView(b.buffer).setFloat64(0, v);
         w.bytes(b);
         break;
       }
       case 'integer': {
-        if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw mismatch(`field "${f.name}" expected a safe integer`);
+        if (typeof v !== 'number' || !Number.isSafeInteger(v))
+          throw mismatch(`field "${f.name}" expected a safe integer`);
         w.zigzag(v);
         break;
       }
@@ -208,11 +215,13 @@ export function decodeValue(schema: CompiledSchema, bytes: Uint8Array): Value {
       if (i >= 7) throw corrupt('varint too long');
     }
     const v = z % 2n === 0n ? z / 2n : -(z + 1n) / 2n;
-    if (v > BigInt(Number.MAX_SAFE_INTEGER) || v < BigInt(Number.MIN_SAFE_INTEGER)) throw corrupt('integer out of range');
+    if (v > BigInt(Number.MAX_SAFE_INTEGER) || v < BigInt(Number.MIN_SAFE_INTEGER))
+      throw corrupt('integer out of range');
     return Number(v);
   };
   need(1);
-  if (bytes[p++] !== CODEC_VERSION) throw new PqdbError('FORMAT_VERSION', `record value codec version ${bytes[0]} is not supported`);
+  if (bytes[p++] !== CODEC_VERSION)
+    throw new PqdbError('FORMAT_VERSION', `record value codec version ${bytes[0]} is not supported`);
   const out: Value = {};
   for (const f of schema.fields) {
     need(1);

@@ -42,7 +42,8 @@ export class KeyRing {
 
   constructor(records: readonly GenerationRecord[] = [], cacheSize = DEFAULT_KEY_CACHE) {
     this.#cacheSize = integer('cacheSize', cacheSize, 1, 1 << 20);
-    for (const r of records) this.#generations.set(r.generation, { ...r, salt: r.salt.slice(), envelopes: r.envelopes.map((e) => e.slice()) });
+    for (const r of records)
+      this.#generations.set(r.generation, { ...r, salt: r.salt.slice(), envelopes: r.envelopes.map((e) => e.slice()) });
   }
 
   private live(): void {
@@ -51,7 +52,11 @@ export class KeyRing {
 
   /** The persisted form of every generation (envelopes and salts; roots never leave memory). */
   records(): GenerationRecord[] {
-    return [...this.#generations.values()].map((r) => ({ ...r, salt: r.salt.slice(), envelopes: r.envelopes.map((e) => e.slice()) }));
+    return [...this.#generations.values()].map((r) => ({
+      ...r,
+      salt: r.salt.slice(),
+      envelopes: r.envelopes.map((e) => e.slice()),
+    }));
   }
 
   generations(): number[] {
@@ -62,7 +67,8 @@ export class KeyRing {
   createGeneration(suiteName: SuiteName | number, recipients: readonly Uint8Array[]): number {
     this.live();
     const s = suiteOf(suiteName);
-    if (!Array.isArray(recipients) || recipients.length === 0) throw new RangeError('"recipients" expected at least one public key');
+    if (!Array.isArray(recipients) || recipients.length === 0)
+      throw new RangeError('"recipients" expected at least one public key');
     const generation = this.#generations.size === 0 ? 1 : Math.max(...this.#generations.keys()) + 1;
     const root = randomBytes(32);
     const envelopes = recipients.map((pk, i) => wrapRoot(root, bytes(`recipients[${i}]`, pk), s.id, generation));
@@ -110,7 +116,7 @@ export class KeyRing {
       this.#roots.set(r.generation, unwrapRoot(env, secretKey));
       opened++;
     }
-    if (opened === 0) throw new PqdbError('AUTH_FAILED', 'the secret key opens none of the store\'s key envelopes');
+    if (opened === 0) throw new PqdbError('AUTH_FAILED', "the secret key opens none of the store's key envelopes");
     return opened;
   }
 
@@ -123,7 +129,9 @@ export class KeyRing {
     const pk = this.#unlockedBy;
     if (pk === undefined) return undefined;
     const id = hexOf(recipientId(pk));
-    const sole = [...this.#generations.values()].every((r) => r.envelopes.length === 1 && hexOf(readEnvelope(r.envelopes[0]).recipientId) === id);
+    const sole = [...this.#generations.values()].every(
+      (r) => r.envelopes.length === 1 && hexOf(readEnvelope(r.envelopes[0]).recipientId) === id,
+    );
     return sole ? pk.slice() : undefined;
   }
 
@@ -134,7 +142,11 @@ export class KeyRing {
     for (const r of this.#generations.values()) {
       if (r.envelopes.some((e) => hexOf(readEnvelope(e).recipientId) === id)) continue;
       const root = this.#roots.get(r.generation);
-      if (root === undefined) throw new PqdbError('AUTH_FAILED', `generation ${r.generation} is locked: unlock the store before adding a recipient`);
+      if (root === undefined)
+        throw new PqdbError(
+          'AUTH_FAILED',
+          `generation ${r.generation} is locked: unlock the store before adding a recipient`,
+        );
       r.envelopes.push(wrapRoot(root, publicKey, r.suite, r.generation));
     }
   }
@@ -148,7 +160,8 @@ export class KeyRing {
     const id = hexOf(recipientId(bytes('publicKey', publicKey)));
     for (const r of this.#generations.values()) {
       const keep = r.envelopes.filter((e) => hexOf(readEnvelope(e).recipientId) !== id);
-      if (keep.length === 0) throw new RangeError(`removing this recipient would leave generation ${r.generation} unreadable`);
+      if (keep.length === 0)
+        throw new RangeError(`removing this recipient would leave generation ${r.generation} unreadable`);
       r.envelopes = keep;
     }
   }
@@ -157,7 +170,11 @@ export class KeyRing {
    * The keyed AEAD for (suite, generation, governance), from the LRU cache or derived now.
    * @throws PqdbError AUTH_FAILED when the generation is locked or unknown.
    */
-  aeadFor(suiteName: SuiteName | number, generation: number, governance?: Governance | string): { suite: Suite; key: Uint8Array; aead: KeyedAead } {
+  aeadFor(
+    suiteName: SuiteName | number,
+    generation: number,
+    governance?: Governance | string,
+  ): { suite: Suite; key: Uint8Array; aead: KeyedAead } {
     this.live();
     const s = suiteOf(suiteName);
     // `governance` may be given already in canonical text form (the store keeps it that way).
@@ -171,7 +188,8 @@ export class KeyRing {
     }
     const r = this.#generations.get(generation);
     const root = this.#roots.get(generation);
-    if (r === undefined || root === undefined) throw new PqdbError('AUTH_FAILED', `key generation ${generation} is not unlocked`);
+    if (r === undefined || root === undefined)
+      throw new PqdbError('AUTH_FAILED', `key generation ${generation} is not unlocked`);
     const key = deriveDataKey(root, r.salt, s.id, generation, canonical);
     const entry = { key, aead: (s.aead === 'gcm' ? gcm : gcmsiv).withKey(key) };
     this.#cache.set(cacheKey, entry);
@@ -189,14 +207,19 @@ export class KeyRing {
    * until close.
    * @throws PqdbError AUTH_FAILED when the generation is locked or unknown.
    */
-  generationKey(generation: number, purpose: string, derive: (root: Uint8Array, salt: Uint8Array) => Uint8Array): Uint8Array {
+  generationKey(
+    generation: number,
+    purpose: string,
+    derive: (root: Uint8Array, salt: Uint8Array) => Uint8Array,
+  ): Uint8Array {
     this.live();
     const cacheKey = `#${purpose}/${generation}`;
     const hit = this.#derived.get(cacheKey);
     if (hit !== undefined) return hit;
     const r = this.#generations.get(generation);
     const root = this.#roots.get(generation);
-    if (r === undefined || root === undefined) throw new PqdbError('AUTH_FAILED', `key generation ${generation} is not unlocked`);
+    if (r === undefined || root === undefined)
+      throw new PqdbError('AUTH_FAILED', `key generation ${generation} is not unlocked`);
     const key = derive(root, r.salt);
     this.#derived.set(cacheKey, key);
     return key;

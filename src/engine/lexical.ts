@@ -179,7 +179,16 @@ function checkId(id: unknown): string {
  * ones (other terms of the same prefix range) only add their frequency. Group 0 appends the ids it
  * raises to `touched` from `at`. Returns how many ids it raised. Mutates `matched`, `tf`, `touched`.
  */
-function scanAll(post: Int32Array, from: number, to: number, g: number, matched: Uint32Array, tf: Float64Array, touched: Int32Array, at: number): number {
+function scanAll(
+  post: Int32Array,
+  from: number,
+  to: number,
+  g: number,
+  matched: Uint32Array,
+  tf: Float64Array,
+  touched: Int32Array,
+  at: number,
+): number {
   const next = g + 1;
   let raised = 0;
   for (let i = from; i < to; i += 3) {
@@ -202,7 +211,17 @@ function scanAll(post: Int32Array, from: number, to: number, g: number, matched:
  * once (`seen`), however many of the group's terms it holds, and adds every frequency. Returns the
  * new number of touched ids. Mutates `matched`, `seen`, `tf`, `touched`.
  */
-function scanAny(post: Int32Array, from: number, to: number, mark: number, matched: Uint32Array, seen: Uint32Array, tf: Float64Array, touched: Int32Array, nTouched: number): number {
+function scanAny(
+  post: Int32Array,
+  from: number,
+  to: number,
+  mark: number,
+  matched: Uint32Array,
+  seen: Uint32Array,
+  tf: Float64Array,
+  touched: Int32Array,
+  nTouched: number,
+): number {
   for (let i = from; i < to; i += 3) {
     const d = post[i];
     if (seen[d] !== mark) {
@@ -271,7 +290,7 @@ class Top {
       d.push(doc);
       m.push(matched);
       t.push(tf);
-      for (let i = n; i > 0; ) {
+      for (let i = n; i > 0;) {
         const up = (i - 1) >>> 1;
         if (!this.below(i, up)) break;
         this.swap(i, up);
@@ -283,7 +302,7 @@ class Top {
     d[0] = doc;
     m[0] = matched;
     t[0] = tf;
-    for (let i = 0; ; ) {
+    for (let i = 0; ;) {
       const l = 2 * i + 1;
       const r = l + 1;
       let w = i;
@@ -506,7 +525,8 @@ export class LexicalIndex {
       this.remove(id);
       return;
     }
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TypeError('"value" expected an object or undefined');
+    if (typeof value !== 'object' || value === null || Array.isArray(value))
+      throw new TypeError('"value" expected an object or undefined');
     const counts = new Map<string, number>();
     for (const f of this.#fields) {
       const v = Object.prototype.hasOwnProperty.call(value, f) ? value[f] : undefined;
@@ -718,7 +738,8 @@ export class LexicalIndex {
    * Returned as a range, not a list of terms: a one-letter prefix spans thousands of terms.
    */
   #expand(p: string): Group {
-    if (this.#fresh.size > FRESH_SCAN_MAX || this.#stale > FRESH_SCAN_MAX + (this.#sorted.length >>> 1)) this.#rebuildSorted();
+    if (this.#fresh.size > FRESH_SCAN_MAX || this.#stale > FRESH_SCAN_MAX + (this.#sorted.length >>> 1))
+      this.#rebuildSorted();
     const a = this.#sorted;
     const lo = this.#lowerBound(p);
     let hi = lo;
@@ -754,7 +775,8 @@ export class LexicalIndex {
     if (typeof query !== 'string') throw new TypeError(`"query" expected a string, got ${typeof query}`);
     if (typeof opts !== 'object' || opts === null) throw new TypeError('"opts" expected an object');
     const mode = opts.mode ?? 'all';
-    if (mode !== 'all' && mode !== 'any') throw new RangeError(`"opts.mode" expected 'all' or 'any', got ${JSON.stringify(mode)}`);
+    if (mode !== 'all' && mode !== 'any')
+      throw new RangeError(`"opts.mode" expected 'all' or 'any', got ${JSON.stringify(mode)}`);
     const prefix = opts.prefix ?? false;
     if (typeof prefix !== 'boolean') throw new TypeError(`"opts.prefix" expected a boolean, got ${typeof prefix}`);
     const limit = integer('opts.limit', opts.limit ?? DEFAULT_SEARCH_LIMIT, 1, Number.MAX_SAFE_INTEGER);
@@ -829,10 +851,16 @@ export class LexicalIndex {
         alive = next;
       } else if (all) {
         alive = 0;
-        this.#eachRegion(group, (from, to) => (alive += scanAll(post, from, to, g, matched, tf, touched, nTouched + alive)));
+        this.#eachRegion(
+          group,
+          (from, to) => (alive += scanAll(post, from, to, g, matched, tf, touched, nTouched + alive)),
+        );
         if (g === 0) nTouched = alive;
       } else {
-        this.#eachRegion(group, (from, to) => (nTouched = scanAny(post, from, to, g + 1, matched, seen, tf, touched, nTouched)));
+        this.#eachRegion(
+          group,
+          (from, to) => (nTouched = scanAny(post, from, to, g + 1, matched, seen, tf, touched, nTouched)),
+        );
       }
       if (all && alive === 0) break;
     }
@@ -964,7 +992,11 @@ export class LexicalIndex {
   }
 
   /** deserialize(), awaiting `pause()` between bounded steps (a few hundred ids, a megabyte of copying). */
-  static async deserializeAsync(bytes: Uint8Array, options: LexicalOptions, pause: () => Promise<void>): Promise<LexicalIndex> {
+  static async deserializeAsync(
+    bytes: Uint8Array,
+    options: LexicalOptions,
+    pause: () => Promise<void>,
+  ): Promise<LexicalIndex> {
     const steps = LexicalIndex.#deserializeSteps(bytes, options);
     for (let r = steps.next(); ; r = steps.next()) {
       if (r.done === true) return r.value;
@@ -986,7 +1018,8 @@ export class LexicalIndex {
     }
     if (crc !== stored) throw corrupt('checksum mismatch');
     for (let i = 0; i < MAGIC.length; i++) if (bytes[i] !== MAGIC[i]) throw corrupt('bad magic');
-    if (bytes[4] !== FORMAT_VERSION) throw new PqdbError('FORMAT_VERSION', `lexical index format ${bytes[4]} is not supported`);
+    if (bytes[4] !== FORMAT_VERSION)
+      throw new PqdbError('FORMAT_VERSION', `lexical index format ${bytes[4]} is not supported`);
     let p = 5;
     const varint = (): number => {
       // One byte (a value below 128) is the common case: read it without the general decoder.
@@ -1028,7 +1061,9 @@ export class LexicalIndex {
       prev = b;
     }
     if (fields.length !== ix.#fields.length || fields.some((f, i) => f !== ix.#fields[i])) {
-      throw new RangeError(`"options.text" expected the indexed fields ${JSON.stringify(fields)}, got ${JSON.stringify(ix.#fields)}`);
+      throw new RangeError(
+        `"options.text" expected the indexed fields ${JSON.stringify(fields)}, got ${JSON.stringify(ix.#fields)}`,
+      );
     }
     // Term number = place in the serialized (code point) order.
     const nTerms = count(2);
@@ -1047,7 +1082,11 @@ export class LexicalIndex {
       if (n > buf.length) throw corrupt('term too long');
       buf.set(suffix, shared);
       const s = text(buf.subarray(0, n), 'a term');
-      if (s.length > MAX_TOKEN_CODE_POINTS && (s.length > 2 * MAX_TOKEN_CODE_POINTS || Array.from(s).length > MAX_TOKEN_CODE_POINTS)) throw corrupt('term too long');
+      if (
+        s.length > MAX_TOKEN_CODE_POINTS &&
+        (s.length > 2 * MAX_TOKEN_CODE_POINTS || Array.from(s).length > MAX_TOKEN_CODE_POINTS)
+      )
+        throw corrupt('term too long');
       ix.#termStr.push(s);
       ix.#termNo.set(s, t);
       prevLen = n;

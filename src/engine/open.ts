@@ -19,7 +19,11 @@ export interface OpenStoreOptions extends StoreOptions {
 
 export type PageStoreOpeners = Partial<Record<StorageKind, (location: string) => Promise<PageStore>>>;
 
-export async function openStoreWith(openers: PageStoreOpeners, defaultKind: StorageKind, options: OpenStoreOptions): Promise<Store> {
+export async function openStoreWith(
+  openers: PageStoreOpeners,
+  defaultKind: StorageKind,
+  options: OpenStoreOptions,
+): Promise<Store> {
   if (typeof options !== 'object' || options === null) throw new TypeError('"options" expected an object');
   const storage = options.storage ?? defaultKind;
   let pages: PageStore;
@@ -28,7 +32,8 @@ export async function openStoreWith(openers: PageStoreOpeners, defaultKind: Stor
   else {
     const open = openers[storage];
     if (open === undefined) throw new RangeError(`storage "${storage}" is not available on this platform`);
-    if (typeof options.location !== 'string' || options.location.length === 0) throw new TypeError('"location" expected a non-empty string');
+    if (typeof options.location !== 'string' || options.location.length === 0)
+      throw new TypeError('"location" expected a non-empty string');
     pages = await open(options.location);
   }
   try {

@@ -53,7 +53,16 @@ export type PageOp =
 
 /** Where a put's record blob sits in its page. */
 export type IndexedOp =
-  | { kind: 'put'; collection: string; id: string; sequence: number; governance: string; offset: number; length: number; copy?: boolean }
+  | {
+      kind: 'put';
+      collection: string;
+      id: string;
+      sequence: number;
+      governance: string;
+      offset: number;
+      length: number;
+      copy?: boolean;
+    }
   | { kind: 'delete'; collection: string; id: string; sequence: number };
 
 export function pageKey(root: Uint8Array, salt: Uint8Array): Uint8Array {
@@ -71,11 +80,24 @@ export function lexicalKey(root: Uint8Array, salt: Uint8Array): Uint8Array {
 /** What kind of page `page` is, from its magic (undefined for none of pqdb's). */
 export function pageKind(page: Uint8Array): 'commit' | 'log' | 'index' | 'checkpoint' | undefined {
   const is = (magic: number[]) => page.length >= 4 && magic.every((m, i) => page[i] === m);
-  return is(PAGE_MAGIC) ? 'commit' : is(LOG_MAGIC) ? 'log' : is(INDEX_MAGIC) ? 'index' : is(CHECKPOINT_MAGIC) ? 'checkpoint' : undefined;
+  return is(PAGE_MAGIC)
+    ? 'commit'
+    : is(LOG_MAGIC)
+      ? 'log'
+      : is(INDEX_MAGIC)
+        ? 'index'
+        : is(CHECKPOINT_MAGIC)
+          ? 'checkpoint'
+          : undefined;
 }
 
 /** A log page holding leaves [from, from + hashes.length / 48) of a generation's log. */
-export async function encodeLogPage(generation: number, from: number, hashes: Uint8Array, pause: () => Promise<void> = async () => undefined): Promise<Uint8Array> {
+export async function encodeLogPage(
+  generation: number,
+  from: number,
+  hashes: Uint8Array,
+  pause: () => Promise<void> = async () => undefined,
+): Promise<Uint8Array> {
   const out = new Uint8Array(25 + hashes.length);
   out.set(LOG_MAGIC);
   out[4] = PAGE_VERSION;
@@ -102,7 +124,8 @@ export function decodeLogPage(page: Uint8Array, generation: number, from: number
   if (page.length < 25 || pageKind(page) !== 'log') throw new PqdbError('CORRUPTION', 'not a pqdb log page');
   if (page[4] !== PAGE_VERSION) throw new PqdbError('FORMAT_VERSION', `log page version ${page[4]} is not supported`);
   const dv = new DataView(page.buffer, page.byteOffset, page.length);
-  if (dv.getUint32(5) !== generation) throw new PqdbError('CORRUPTION', `log page is of generation ${dv.getUint32(5)}, expected ${generation}`);
+  if (dv.getUint32(5) !== generation)
+    throw new PqdbError('CORRUPTION', `log page is of generation ${dv.getUint32(5)}, expected ${generation}`);
   if (getU64(dv, 9) !== from || getU64(dv, 17) !== to || page.length !== 25 + (to - from) * HASH_BYTES) {
     throw new PqdbError('CORRUPTION', `log page does not hold the leaves [${from}, ${to}) its manifest entry names`);
   }
@@ -139,11 +162,18 @@ function indexNonce(pageId: number, part: number): Uint8Array {
  * sealed in place into the page, so no step copies the whole page.
  */
 export async function encodeIndexPage(
-  pageId: number, generation: number, key: Uint8Array, collection: string, parts: Uint8Array | readonly Uint8Array[], pause: () => Promise<void> = async () => undefined,
+  pageId: number,
+  generation: number,
+  key: Uint8Array,
+  collection: string,
+  parts: Uint8Array | readonly Uint8Array[],
+  pause: () => Promise<void> = async () => undefined,
 ): Promise<Uint8Array> {
   if (parts instanceof Uint8Array) {
     const whole = parts;
-    parts = Array.from({ length: Math.max(1, Math.ceil(whole.length / INDEX_PART_BYTES)) }, (_, i) => whole.subarray(i * INDEX_PART_BYTES, (i + 1) * INDEX_PART_BYTES));
+    parts = Array.from({ length: Math.max(1, Math.ceil(whole.length / INDEX_PART_BYTES)) }, (_, i) =>
+      whole.subarray(i * INDEX_PART_BYTES, (i + 1) * INDEX_PART_BYTES),
+    );
   }
   if (parts.length === 0) throw new RangeError('"parts" expected at least one part');
   const head = new Uint8Array(9);
@@ -159,7 +189,10 @@ export async function encodeIndexPage(
     if (i > 0) await pause();
     const len = parts[i].length + 16;
     dv.setUint32(at, len);
-    gcmsiv(key, indexNonce(pageId, i), indexAad(head, pageId, collection, i, parts.length)).encrypt(parts[i], out.subarray(at + 4, at + 4 + len));
+    gcmsiv(key, indexNonce(pageId, i), indexAad(head, pageId, collection, i, parts.length)).encrypt(
+      parts[i],
+      out.subarray(at + 4, at + 4 + len),
+    );
     at += 4 + len;
   }
   return out;
@@ -167,7 +200,8 @@ export async function encodeIndexPage(
 
 /** The generation an index page was sealed under. @throws PqdbError CORRUPTION, FORMAT_VERSION */
 export function indexPageGeneration(page: Uint8Array): number {
-  if (page.length < 13 || pageKind(page) !== 'index') throw new PqdbError('CORRUPTION', 'not a pqdb lexical index page');
+  if (page.length < 13 || pageKind(page) !== 'index')
+    throw new PqdbError('CORRUPTION', 'not a pqdb lexical index page');
   if (page[4] !== PAGE_VERSION) throw new PqdbError('FORMAT_VERSION', `index page version ${page[4]} is not supported`);
   return new DataView(page.buffer, page.byteOffset).getUint32(5);
 }
@@ -179,7 +213,13 @@ export function decodeIndexPage(pageId: number, key: Uint8Array, collection: str
 }
 
 /** decodeIndexPage, awaiting `pause()` between parts. */
-export async function decodeIndexPageAsync(pageId: number, key: Uint8Array, collection: string, page: Uint8Array, pause: () => Promise<void>): Promise<Uint8Array> {
+export async function decodeIndexPageAsync(
+  pageId: number,
+  key: Uint8Array,
+  collection: string,
+  page: Uint8Array,
+  pause: () => Promise<void>,
+): Promise<Uint8Array> {
   const steps = decodeIndexPageSteps(pageId, key, collection, page);
   for (let r = steps.next(); ; r = steps.next()) {
     if (r.done === true) return r.value;
@@ -187,7 +227,12 @@ export async function decodeIndexPageAsync(pageId: number, key: Uint8Array, coll
   }
 }
 
-function* decodeIndexPageSteps(pageId: number, key: Uint8Array, collection: string, page: Uint8Array): Generator<void, Uint8Array> {
+function* decodeIndexPageSteps(
+  pageId: number,
+  key: Uint8Array,
+  collection: string,
+  page: Uint8Array,
+): Generator<void, Uint8Array> {
   indexPageGeneration(page);
   const dv = new DataView(page.buffer, page.byteOffset, page.length);
   const parts = dv.getUint32(9);
@@ -208,7 +253,10 @@ function* decodeIndexPageSteps(pageId: number, key: Uint8Array, collection: stri
   try {
     for (let i = 0; i < parts; i++) {
       const len = lens[i];
-      gcmsiv(key, indexNonce(pageId, i), indexAad(page, pageId, collection, i, parts)).decrypt(page.subarray(from + 4, from + 4 + len), out.subarray(to, to + len - 16));
+      gcmsiv(key, indexNonce(pageId, i), indexAad(page, pageId, collection, i, parts)).decrypt(
+        page.subarray(from + 4, from + 4 + len),
+        out.subarray(to, to + len - 16),
+      );
       from += 4 + len;
       to += len - 16;
       yield;
@@ -307,14 +355,28 @@ function pageNonce(pageId: number): Uint8Array {
 
 /** An operation to write: puts give their sealed length and a function sealing into their slot. */
 export type PageWriteOp =
-  | { kind: 'put'; collection: string; id: string; sequence: number; governance: string; length: number; seal: (slot: Uint8Array) => void; copy?: boolean }
+  | {
+      kind: 'put';
+      collection: string;
+      id: string;
+      sequence: number;
+      governance: string;
+      length: number;
+      seal: (slot: Uint8Array) => void;
+      copy?: boolean;
+    }
   | { kind: 'delete'; collection: string; id: string; sequence: number };
 
 /**
  * Builds a commit page of generation `generation` holding `ops`: the page is allocated once and each
  * record is sealed straight into its slot. Returns the page and where each record landed.
  */
-export function encodePage(pageId: number, generation: number, key: Uint8Array, ops: readonly PageWriteOp[]): { bytes: Uint8Array; index: IndexedOp[] } {
+export function encodePage(
+  pageId: number,
+  generation: number,
+  key: Uint8Array,
+  ops: readonly PageWriteOp[],
+): { bytes: Uint8Array; index: IndexedOp[] } {
   const index = new Out();
   index.varint(ops.length);
   let blobOffset = 0;
@@ -328,7 +390,16 @@ export function encodePage(pageId: number, generation: number, key: Uint8Array, 
       index.str(op.governance);
       index.varint(blobOffset);
       index.varint(op.length);
-      located.push({ kind: 'put', collection: op.collection, id: op.id, sequence: op.sequence, governance: op.governance, offset: blobOffset, length: op.length, ...(op.copy === true ? { copy: true } : {}) });
+      located.push({
+        kind: 'put',
+        collection: op.collection,
+        id: op.id,
+        sequence: op.sequence,
+        governance: op.governance,
+        offset: blobOffset,
+        length: op.length,
+        ...(op.copy === true ? { copy: true } : {}),
+      });
       blobOffset += op.length;
     } else located.push(op);
   }
@@ -359,8 +430,10 @@ export function encodePage(pageId: number, generation: number, key: Uint8Array, 
 
 /** The generation a page was written under (read before its key is known). */
 export function pageGeneration(page: Uint8Array): number {
-  if (page.length < 13 || PAGE_MAGIC.some((m, i) => page[i] !== m)) throw new PqdbError('CORRUPTION', 'not a pqdb commit page');
-  if (page[4] !== PAGE_VERSION) throw new PqdbError('FORMAT_VERSION', `commit page version ${page[4]} is not supported`);
+  if (page.length < 13 || PAGE_MAGIC.some((m, i) => page[i] !== m))
+    throw new PqdbError('CORRUPTION', 'not a pqdb commit page');
+  if (page[4] !== PAGE_VERSION)
+    throw new PqdbError('FORMAT_VERSION', `commit page version ${page[4]} is not supported`);
   return new DataView(page.buffer, page.byteOffset).getUint32(5);
 }
 
@@ -389,7 +462,16 @@ export function decodePage(pageId: number, key: Uint8Array, page: Uint8Array): I
       const offset = base + index.varint();
       const length = index.varint();
       if (offset + length > page.length) throw new PqdbError('CORRUPTION', 'commit page record lies outside the page');
-      ops.push({ kind: 'put', collection, id, sequence, governance, offset, length, ...(kind === 3 ? { copy: true } : {}) });
+      ops.push({
+        kind: 'put',
+        collection,
+        id,
+        sequence,
+        governance,
+        offset,
+        length,
+        ...(kind === 3 ? { copy: true } : {}),
+      });
     } else if (kind === 2) {
       ops.push({ kind: 'delete', collection, id, sequence });
     } else index.fail();
@@ -415,8 +497,10 @@ export function encodeManifest(json: unknown, macKey: Uint8Array): Uint8Array {
 
 /** The manifest's JSON, read before its MAC can be checked (the MAC key comes from the key ring in it). */
 export function readManifestJson(bytes: Uint8Array): unknown {
-  if (bytes.length < 9 + MAC_BYTES || MANIFEST_MAGIC.some((m, i) => bytes[i] !== m)) throw new PqdbError('CORRUPTION', 'not a pqdb manifest');
-  if (bytes[4] !== MANIFEST_VERSION) throw new PqdbError('FORMAT_VERSION', `manifest version ${bytes[4]} is not supported`);
+  if (bytes.length < 9 + MAC_BYTES || MANIFEST_MAGIC.some((m, i) => bytes[i] !== m))
+    throw new PqdbError('CORRUPTION', 'not a pqdb manifest');
+  if (bytes[4] !== MANIFEST_VERSION)
+    throw new PqdbError('FORMAT_VERSION', `manifest version ${bytes[4]} is not supported`);
   const len = new DataView(bytes.buffer, bytes.byteOffset).getUint32(5);
   if (9 + len + MAC_BYTES !== bytes.length) throw new PqdbError('CORRUPTION', 'manifest length does not match');
   try {

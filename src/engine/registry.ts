@@ -33,16 +33,19 @@ export class Registry {
     if ('records' in init) {
       for (const r of init.records) {
         suiteOf(r.suite);
-        if (!STATES.includes(r.state)) throw new PqdbError('CORRUPTION', `registry state ${JSON.stringify(r.state)} is unknown`);
+        if (!STATES.includes(r.state))
+          throw new PqdbError('CORRUPTION', `registry state ${JSON.stringify(r.state)} is unknown`);
         this.#states.set(r.suite, { state: r.state, since: r.since });
       }
-      for (const s of suites()) if (!this.#states.has(s.id)) this.#states.set(s.id, { state: 'decrypt-only', since: now });
+      for (const s of suites())
+        if (!this.#states.has(s.id)) this.#states.set(s.id, { state: 'decrypt-only', since: now });
       if (![...this.#states.values()].some((x) => x.state === 'active')) {
         throw new PqdbError('CORRUPTION', 'the registry must have an active suite');
       }
     } else {
       const active = suiteOf(init.active).id;
-      for (const s of suites()) this.#states.set(s.id, { state: s.id === active ? 'active' : 'decrypt-only', since: now });
+      for (const s of suites())
+        this.#states.set(s.id, { state: s.id === active ? 'active' : 'decrypt-only', since: now });
     }
   }
 
@@ -72,7 +75,8 @@ export class Registry {
    */
   setState(nameOrId: SuiteName | number, state: SuiteState, options: { inUse?: boolean } = {}): void {
     const s = suiteOf(nameOrId);
-    if (!STATES.includes(state)) throw new RangeError(`"state" expected one of ${STATES.join(', ')}, got ${JSON.stringify(state)}`);
+    if (!STATES.includes(state))
+      throw new RangeError(`"state" expected one of ${STATES.join(', ')}, got ${JSON.stringify(state)}`);
     const now = new Date().toISOString();
     const current = this.#states.get(s.id)!;
     if (state === current.state) return;
@@ -104,6 +108,7 @@ export class Registry {
    */
   checkRead(nameOrId: SuiteName | number): void {
     const s = suiteOf(nameOrId);
-    if (this.state(s.id) === 'retired') throw new PqdbError('SUITE_RETIRED', `suite ${s.name} is retired: its records are no longer read`);
+    if (this.state(s.id) === 'retired')
+      throw new PqdbError('SUITE_RETIRED', `suite ${s.name} is retired: its records are no longer read`);
   }
 }

@@ -16,14 +16,45 @@ import { utf8Length } from '../_utf8';
 import { yieldToEventLoop } from '../_yield';
 import { suite as suiteOf, DEFAULT_SUITE, type SuiteName } from '../crypto/suites';
 import { LexicalIndex, type SearchOptions } from './lexical';
-import { compileSchema, encodeValueInto, decodeValue, ValueWriter, type CompiledSchema, type Schema, type Value } from './codec';
+import {
+  compileSchema,
+  encodeValueInto,
+  decodeValue,
+  ValueWriter,
+  type CompiledSchema,
+  type Schema,
+  type Value,
+} from './codec';
 import { KeyRing, type GenerationRecord } from './keys';
 import { Registry, type RegistryRecord, type SuiteState, type RegistryEntry } from './registry';
-import { recordLeafHashes, signCheckpoint, checkpointHash, decodeCheckpoint, encodeExport, leafData, type Checkpoint } from '../crypto/proofs';
+import {
+  recordLeafHashes,
+  signCheckpoint,
+  checkpointHash,
+  decodeCheckpoint,
+  encodeExport,
+  leafData,
+  type Checkpoint,
+} from '../crypto/proofs';
 import { MerkleHashTree, MerkleAppender, HASH_BYTES } from '../crypto/merkle';
 import {
-  encodePage, decodePage, pageGeneration, pageKey, metaKey, lexicalKey, encodeManifest, readManifestJson, verifyManifest,
-  encodeLogPage, decodeLogPage, encodeIndexPage, decodeIndexPageAsync, indexPageGeneration, INDEX_PART_BYTES, type PageWriteOp, type IndexedOp,
+  encodePage,
+  decodePage,
+  pageGeneration,
+  pageKey,
+  metaKey,
+  lexicalKey,
+  encodeManifest,
+  readManifestJson,
+  verifyManifest,
+  encodeLogPage,
+  decodeLogPage,
+  encodeIndexPage,
+  decodeIndexPageAsync,
+  indexPageGeneration,
+  INDEX_PART_BYTES,
+  type PageWriteOp,
+  type IndexedOp,
 } from './page-format';
 import { concatBytes, equalBytes } from '../_bytes';
 
@@ -141,7 +172,14 @@ export interface LogPageRef {
  * names[cols[i]], leaf leaves[i] of generation gens[i]. Parallel arrays, not an object per record:
  * 100,000 small objects alive for the whole copy made the collector's work (and pauses) larger.
  */
-type SourceQueue = { ids: string[]; gens: Int32Array; leaves: Int32Array; cols: Uint32Array; names: readonly string[]; pos: number };
+type SourceQueue = {
+  ids: string[];
+  gens: Int32Array;
+  leaves: Int32Array;
+  cols: Uint32Array;
+  names: readonly string[];
+  pos: number;
+};
 
 interface MigrationRecord {
   id: string;
@@ -242,7 +280,8 @@ export class Collection {
    * @throws TypeError when the collection was opened without `index: { text: [...] }`.
    */
   async search(query: string, options: SearchOptions = {}): Promise<{ id: string; value: Value }[]> {
-    if (this.indexed.length === 0) throw new TypeError(`collection "${this.name}" has no lexical index (open it with index: { text: [...] })`);
+    if (this.indexed.length === 0)
+      throw new TypeError(`collection "${this.name}" has no lexical index (open it with index: { text: [...] })`);
     if (typeof query !== 'string') throw new TypeError('"query" expected a string');
     const index = await this.store.lexicalOf(this);
     const out: { id: string; value: Value }[] = [];
@@ -367,7 +406,8 @@ export class Store {
   #authority?: AuthorityCheck;
   /** The migration this process is running, and the hooks its caller gave. */
   #migrationRun?: Promise<MigrationStatus>;
-  #migrationHooks: { signal?: AbortSignal; onProgress?: (p: MigrationProgress) => void; authority?: AuthorityCheck } = {};
+  #migrationHooks: { signal?: AbortSignal; onProgress?: (p: MigrationProgress) => void; authority?: AuthorityCheck } =
+    {};
   #migrationError?: unknown;
   /** Source records still to visit, in (generation, leaf index) order, and the next position. */
   #migrationQueue?: SourceQueue;
@@ -376,7 +416,13 @@ export class Store {
   /** When the migration's work time was last accounted (performance.now()). */
   #migrationMark = 0;
 
-  private constructor(pages: PageStore, keys: KeyRing, registry: Registry, manifest: ManifestJson, signer?: Uint8Array) {
+  private constructor(
+    pages: PageStore,
+    keys: KeyRing,
+    registry: Registry,
+    manifest: ManifestJson,
+    signer?: Uint8Array,
+  ) {
     this.#pages = pages;
     this.#keys = keys;
     this.#registry = registry;
@@ -395,9 +441,11 @@ export class Store {
     const raw = await pages.readManifest();
     let store: Store;
     if (raw === undefined) {
-      if (!options.create || options.readOnly) throw new PqdbError('NOT_OPEN', 'no store here (pass create: true to make one)');
+      if (!options.create || options.readOnly)
+        throw new PqdbError('NOT_OPEN', 'no store here (pass create: true to make one)');
       const recipients = options.recipients ?? [];
-      if (!Array.isArray(recipients) || recipients.length === 0) throw new RangeError('"recipients" expected at least one public key to create a store');
+      if (!Array.isArray(recipients) || recipients.length === 0)
+        throw new RangeError('"recipients" expected at least one public key to create a store');
       const suite = suiteOf(options.suite ?? DEFAULT_SUITE);
       const keys = new KeyRing([], options.keyCacheSize);
       const g = keys.createGeneration(suite.id, recipients);
@@ -406,8 +454,16 @@ export class Store {
       const storeId = new Uint8Array(16);
       globalThis.crypto.getRandomValues(storeId);
       const manifest: ManifestJson = {
-        v: 1, storeId: hex(storeId), macGeneration: g, nextPageId: 1, nextSequence: 1,
-        keyring: [], registry: [], collections: {}, defaultSuite: suite.id, recipients: recipients.map((r) => b64(bytes('recipients[]', r))),
+        v: 1,
+        storeId: hex(storeId),
+        macGeneration: g,
+        nextPageId: 1,
+        nextSequence: 1,
+        keyring: [],
+        registry: [],
+        collections: {},
+        defaultSuite: suite.id,
+        recipients: recipients.map((r) => b64(bytes('recipients[]', r))),
       };
       store = new Store(pages, keys, registry, manifest, options.signer);
       store.#configure(options);
@@ -415,7 +471,12 @@ export class Store {
     } else {
       const json = readManifestJson(raw) as ManifestJson;
       if (json.v !== 1) throw new PqdbError('FORMAT_VERSION', `store manifest format ${json.v} is not supported`);
-      const records: GenerationRecord[] = json.keyring.map((r) => ({ generation: r.generation, suite: r.suite, salt: unb64(r.salt), envelopes: r.envelopes.map(unb64) }));
+      const records: GenerationRecord[] = json.keyring.map((r) => ({
+        generation: r.generation,
+        suite: r.suite,
+        salt: unb64(r.salt),
+        envelopes: r.envelopes.map(unb64),
+      }));
       const keys = new KeyRing(records, options.keyCacheSize);
       keys.unlock(options.unlock);
       verifyManifest(raw, keys.generationKey(json.macGeneration, 'meta', metaKey));
@@ -431,11 +492,13 @@ export class Store {
   #configure(options: StoreOptions): void {
     this.#signerPublic = options.signerPublicKey;
     this.#readOnly = options.readOnly === true;
-    if (options.authority !== undefined && typeof options.authority !== 'function') throw new TypeError('"authority" expected a function');
+    if (options.authority !== undefined && typeof options.authority !== 'function')
+      throw new TypeError('"authority" expected a function');
     this.#authority = options.authority;
     const auto = options.autoCheckpoint ?? {};
     if (auto !== false && this.#signer !== undefined) {
-      if (typeof auto !== 'object' || auto === null) throw new TypeError('"autoCheckpoint" expected { records?, ms? } or false');
+      if (typeof auto !== 'object' || auto === null)
+        throw new TypeError('"autoCheckpoint" expected { records?, ms? } or false');
       const records = auto.records ?? 10_000;
       const ms = auto.ms ?? 60_000;
       if (!(records >= 1) || !(ms >= 0)) throw new RangeError('"autoCheckpoint" expected records >= 1 and ms >= 0');
@@ -453,13 +516,18 @@ export class Store {
     // Leaf hashes persisted at the last checkpoint of each generation: replay hashes only the rest.
     const logPages = new Set<number>();
     for (const [g, refs] of Object.entries(this.#manifest.logs ?? {})) {
-      if (!Array.isArray(refs)) throw new PqdbError('FORMAT_VERSION', 'the store lists its Merkle log in a format of an earlier pre-release; recreate it');
+      if (!Array.isArray(refs))
+        throw new PqdbError(
+          'FORMAT_VERSION',
+          'the store lists its Merkle log in a format of an earlier pre-release; recreate it',
+        );
       const parts: Uint8Array[] = [];
       let at = 0;
       for (const { pageId, from, to } of refs) {
         const page = await this.#pages.readPage(pageId);
         if (page === undefined) throw new PqdbError('CORRUPTION', `log page ${pageId} is missing`);
-        if (from !== at) throw new PqdbError('CORRUPTION', `the log pages of generation ${g} are not contiguous at leaf ${at}`);
+        if (from !== at)
+          throw new PqdbError('CORRUPTION', `the log pages of generation ${g} are not contiguous at leaf ${at}`);
         parts.push(decodeLogPage(page, Number(g), from, to));
         at = to;
         logPages.add(pageId);
@@ -470,7 +538,8 @@ export class Store {
     for (const pageId of this.#manifest.checkpointPages ?? []) {
       const page = await this.#pages.readPage(pageId);
       const c = page && decodeCheckpoint(page);
-      if (page === undefined || c === undefined) throw new PqdbError('CORRUPTION', `checkpoint page ${pageId} is missing or malformed`);
+      if (page === undefined || c === undefined)
+        throw new PqdbError('CORRUPTION', `checkpoint page ${pageId} is missing or malformed`);
       this.#checkpoints.push({ ...c, signed: page });
       logPages.add(pageId);
     }
@@ -500,16 +569,26 @@ export class Store {
       if (seen.has(c.generation)) continue;
       seen.add(c.generation);
       const log = this.#log(c.generation);
-      const root = () => (log.length === c.size * HASH_BYTES ? this.#appender(c.generation).root() : this.#tree(c.generation, c.size).root());
+      const root = () =>
+        log.length === c.size * HASH_BYTES
+          ? this.#appender(c.generation).root()
+          : this.#tree(c.generation, c.size).root();
       if (log.length >= c.size * HASH_BYTES && !equalBytes(root(), c.root)) {
-        throw new PqdbError('CORRUPTION', `the log of generation ${c.generation} does not match its checkpoint of size ${c.size}`);
+        throw new PqdbError(
+          'CORRUPTION',
+          `the log of generation ${c.generation} does not match its checkpoint of size ${c.size}`,
+        );
       }
     }
     if (orphans.length > 0 && this.#readOnly) {
-      this.#recovered.push(`${orphans.length} commit page(s) written after the last manifest (an unacknowledged commit) are ignored`);
+      this.#recovered.push(
+        `${orphans.length} commit page(s) written after the last manifest (an unacknowledged commit) are ignored`,
+      );
     } else if (orphans.length > 0) {
       await this.#pages.deletePages(orphans);
-      this.#recovered.push(`dropped ${orphans.length} commit page(s) written after the last manifest (an unacknowledged commit)`);
+      this.#recovered.push(
+        `dropped ${orphans.length} commit page(s) written after the last manifest (an unacknowledged commit)`,
+      );
     }
   }
 
@@ -537,7 +616,15 @@ export class Store {
             storeId,
             puts.map((op) => {
               const record = page.subarray(op.offset, op.offset + op.length);
-              return { collection: op.collection, id: op.id, sequence: op.sequence, suite: record[1], generation, record, governance: op.governance };
+              return {
+                collection: op.collection,
+                id: op.id,
+                sequence: op.sequence,
+                suite: record[1],
+                generation,
+                record,
+                governance: op.governance,
+              };
             }),
           );
     if ((log.n + puts.length) * HASH_BYTES > log.buf.length) {
@@ -553,7 +640,12 @@ export class Store {
       const snapshot = indexes?.[op.collection];
       // A migration's copy changes no value, so a persisted index stays right for it.
       const copy = op.kind === 'put' && op.copy === true;
-      if (!copy && snapshot !== undefined && pageId > snapshot.afterPage && this.#collections.get(op.collection)?.lexical === undefined) {
+      if (
+        !copy &&
+        snapshot !== undefined &&
+        pageId > snapshot.afterPage &&
+        this.#collections.get(op.collection)?.lexical === undefined
+      ) {
         let pending = this.#indexPending.get(op.collection);
         if (pending === undefined) this.#indexPending.set(op.collection, (pending = new Set()));
         pending.add(op.id);
@@ -561,7 +653,16 @@ export class Store {
       let m = this.#dir.get(op.collection);
       if (m === undefined) this.#dir.set(op.collection, (m = new Map()));
       if (op.kind === 'delete') m.delete(op.id);
-      else m.set(op.id, { leafIndex: log.n++, generation, pageId, offset: op.offset, length: op.length, sequence: op.sequence, governance: op.governance });
+      else
+        m.set(op.id, {
+          leafIndex: log.n++,
+          generation,
+          pageId,
+          offset: op.offset,
+          length: op.length,
+          sequence: op.sequence,
+          governance: op.governance,
+        });
     }
   }
 
@@ -601,7 +702,10 @@ export class Store {
     const saved = JSON.stringify(m);
     mutate?.(m);
     for (const c of collections) {
-      m.collections[c.name] = { schema: c.schema.source as Schema, suite: m.collections[c.name]?.suite ?? m.defaultSuite };
+      m.collections[c.name] = {
+        schema: c.schema.source as Schema,
+        suite: m.collections[c.name]?.suite ?? m.defaultSuite,
+      };
     }
     let page: { id: number; bytes: Uint8Array } | undefined;
     let key: Uint8Array | undefined;
@@ -636,7 +740,8 @@ export class Store {
     const w = new ValueWriter();
     const spans = pending.map(() => [0, 0]);
     const checked: { p: PendingOp; i: number; suiteId?: number; governance?: string }[] = pending.map((p, i) => {
-      if (!(p.collection instanceof Collection) || p.collection.store !== this) throw new TypeError('"collection" expected a collection of this store');
+      if (!(p.collection instanceof Collection) || p.collection.store !== this)
+        throw new TypeError('"collection" expected a collection of this store');
       checkId(p.id);
       if (p.kind === 'delete') return { p, i };
       const start = w.n;
@@ -667,14 +772,31 @@ export class Store {
         if (c.p.kind === 'delete') return { kind: 'delete', collection: collection.name, id, sequence };
         const address = { collection: collection.name, id, generation: g, sequence };
         return {
-          kind: 'put', collection: collection.name, id, sequence, governance: c.governance!,
+          kind: 'put',
+          collection: collection.name,
+          id,
+          sequence,
+          governance: c.governance!,
           length: sealedLength(c.suiteId!, spans[c.i][1] - spans[c.i][0]),
-          seal: (slot: Uint8Array) => void sealRecord(c.suiteId!, this.#keys.aeadFor(c.suiteId!, g, c.governance!), address, plaintextOf(c.i), 0, slot),
+          seal: (slot: Uint8Array) =>
+            void sealRecord(
+              c.suiteId!,
+              this.#keys.aeadFor(c.suiteId!, g, c.governance!),
+              address,
+              plaintextOf(c.i),
+              0,
+              slot,
+            ),
         };
       });
       this.#manifest.nextSequence = base + ops.length;
       try {
-        await this.#commit(ops, [...new Set(checked.map((c) => c.p.collection))], (m) => this.#accountWrites(m, checked.map((c) => c.p)));
+        await this.#commit(ops, [...new Set(checked.map((c) => c.p.collection))], (m) =>
+          this.#accountWrites(
+            m,
+            checked.map((c) => c.p),
+          ),
+        );
       } catch (e) {
         this.#manifest.nextSequence = base;
         throw e;
@@ -700,7 +822,8 @@ export class Store {
     const g = this.#keys.current();
     const size = this.#appender(g).size;
     const last = this.#lastCheckpoint(g)?.size ?? 0;
-    const due = size - last >= this.#auto.records || (size > last && Date.now() - this.#lastCheckpointAt >= this.#auto.ms);
+    const due =
+      size - last >= this.#auto.records || (size > last && Date.now() - this.#lastCheckpointAt >= this.#auto.ms);
     if (!due) return;
     this.#lastCheckpointAt = Date.now(); // one queued checkpoint at a time
     this.checkpoint().then(
@@ -743,7 +866,8 @@ export class Store {
       this.#registry.checkRead(suite.id);
       return this.#keys.aeadFor(suite.id, generation, loc.governance);
     });
-    if (header.sequence !== loc.sequence) throw new PqdbError('CORRUPTION', `record ${c.name}/${id} is not the version its index names`);
+    if (header.sequence !== loc.sequence)
+      throw new PqdbError('CORRUPTION', `record ${c.name}/${id} is not the version its index names`);
     return decodeValue(c.schema, plaintext);
   }
 
@@ -766,7 +890,8 @@ export class Store {
     if (this.#pageCache.has(pageId)) return;
     this.#pageCache.set(pageId, page);
     this.#pageCacheBytes += page.length;
-    while (this.#pageCacheBytes > PAGE_CACHE_BYTES && this.#pageCache.size > 1) this.#uncachePage(this.#pageCache.keys().next().value as number);
+    while (this.#pageCacheBytes > PAGE_CACHE_BYTES && this.#pageCache.size > 1)
+      this.#uncachePage(this.#pageCache.keys().next().value as number);
   }
 
   #uncachePage(pageId: number): void {
@@ -786,28 +911,46 @@ export class Store {
    * and the generation it is sealed under; undefined, without opening it, when that is `skip`.
    * @throws PqdbError CORRUPTION when the page is missing; AUTH_FAILED when it does not open.
    */
-  async #openIndexPage(name: string, pageId: number, skip?: number): Promise<{ generation: number; bytes: Uint8Array } | undefined> {
+  async #openIndexPage(
+    name: string,
+    pageId: number,
+    skip?: number,
+  ): Promise<{ generation: number; bytes: Uint8Array } | undefined> {
     const page = await this.#pages.readPage(pageId);
     if (page === undefined) throw new PqdbError('CORRUPTION', `lexical index page ${pageId} is missing`);
     const generation = indexPageGeneration(page);
     if (generation === skip) return undefined;
-    return { generation, bytes: await decodeIndexPageAsync(pageId, this.#lexicalKey(generation), name, page, yieldToEventLoop) };
+    return {
+      generation,
+      bytes: await decodeIndexPageAsync(pageId, this.#lexicalKey(generation), name, page, yieldToEventLoop),
+    };
   }
 
   /** A new index page of collection `name` holding `plaintext`, sealed under generation g (its id taken from the manifest). */
-  async #sealIndexPage(name: string, g: number, plaintext: Uint8Array | readonly Uint8Array[]): Promise<{ id: number; bytes: Uint8Array }> {
+  async #sealIndexPage(
+    name: string,
+    g: number,
+    plaintext: Uint8Array | readonly Uint8Array[],
+  ): Promise<{ id: number; bytes: Uint8Array }> {
     const id = this.#manifest.nextPageId++;
     return { id, bytes: await encodeIndexPage(id, g, this.#lexicalKey(g), name, plaintext, yieldToEventLoop) };
   }
 
   /** Adds to `pages` a log page of generation g's leaves not yet in one (if any), and its entry to `logs`. */
-  async #pushLogPage(g: number, logs: Record<string, LogPageRef[]>, pages: { id: number; bytes: Uint8Array }[]): Promise<void> {
+  async #pushLogPage(
+    g: number,
+    logs: Record<string, LogPageRef[]>,
+    pages: { id: number; bytes: Uint8Array }[],
+  ): Promise<void> {
     const log = this.#log(g);
     const size = log.length / HASH_BYTES;
     const persistedTo = logs[g]?.at(-1)?.to ?? 0;
     if (size <= persistedTo) return;
     const id = this.#manifest.nextPageId++;
-    pages.push({ id, bytes: await encodeLogPage(g, persistedTo, log.subarray(persistedTo * HASH_BYTES), yieldToEventLoop) });
+    pages.push({
+      id,
+      bytes: await encodeLogPage(g, persistedTo, log.subarray(persistedTo * HASH_BYTES), yieldToEventLoop),
+    });
     logs[g] = [...(logs[g] ?? []), { pageId: id, from: persistedTo, to: size }];
   }
 
@@ -815,12 +958,18 @@ export class Store {
    * A typed collection. Its schema is stored with the store; reopening with another schema is an error.
    * @throws TypeError for a bad name or schema; RangeError when the schema differs from the stored one.
    */
-  collection(name: string, options: { schema: Schema; suite?: SuiteName; index?: { text: readonly string[] } }): Collection {
+  collection(
+    name: string,
+    options: { schema: Schema; suite?: SuiteName; index?: { text: readonly string[] } },
+  ): Collection {
     this.#live();
     if (typeof name !== 'string' || name.length === 0) throw new TypeError('"name" expected a non-empty string');
     const schema = compileSchema(options?.schema);
     const existing = this.#manifest.collections[name];
-    if (existing !== undefined && JSON.stringify(compileSchema(existing.schema).source) !== JSON.stringify(schema.source)) {
+    if (
+      existing !== undefined &&
+      JSON.stringify(compileSchema(existing.schema).source) !== JSON.stringify(schema.source)
+    ) {
       throw new RangeError(`collection "${name}" exists with another schema`);
     }
     if (options.suite !== undefined && existing === undefined) {
@@ -867,7 +1016,9 @@ export class Store {
     const snapshot = this.#manifest.indexes?.[c.name];
     const pending = this.#indexPending.get(c.name) ?? new Set<string>();
     this.#indexPending.delete(c.name);
-    const sameFields = snapshot?.fields === undefined || (snapshot.fields.length === c.indexed.length && c.indexed.every((f) => snapshot.fields!.includes(f)));
+    const sameFields =
+      snapshot?.fields === undefined ||
+      (snapshot.fields.length === c.indexed.length && c.indexed.every((f) => snapshot.fields!.includes(f)));
     if (snapshot !== undefined && sameFields && !this.#indexFromRecords.has(c.name)) {
       const { bytes } = (await this.#openIndexPage(c.name, snapshot.pageId))!;
       let index: LexicalIndex | undefined;
@@ -900,7 +1051,8 @@ export class Store {
     this.#live();
     const ops: PendingOp[] = [];
     await fn({
-      put: (collection, id, value, options = {}) => ops.push({ kind: 'put', collection, id, value, governance: options.governance }),
+      put: (collection, id, value, options = {}) =>
+        ops.push({ kind: 'put', collection, id, value, governance: options.governance }),
       delete: (collection, id) => ops.push({ kind: 'delete', collection, id }),
     });
     if (ops.length > 0) await this.commitOps(ops);
@@ -914,7 +1066,9 @@ export class Store {
         this.#enqueue(async () => {
           this.#live();
           this.#writable();
-          const inUse = [...this.#dir.values()].some((m) => m.size > 0) && Object.values(this.#manifest.collections).some((c) => c.suite === suiteOf(suite).id);
+          const inUse =
+            [...this.#dir.values()].some((m) => m.size > 0) &&
+            Object.values(this.#manifest.collections).some((c) => c.suite === suiteOf(suite).id);
           const before = this.#registry.records();
           this.#registry.setState(suite, state, { inUse });
           try {
@@ -950,9 +1104,18 @@ export class Store {
   }
 
   /** Store id, page store kind and counts. */
-  info(): { storeId: string; storage: string; generations: number[]; collections: Record<string, number>; commits: number; autoCheckpointError?: string } {
+  info(): {
+    storeId: string;
+    storage: string;
+    generations: number[];
+    collections: Record<string, number>;
+    commits: number;
+    autoCheckpointError?: string;
+  } {
     return {
-      ...(this.#autoError !== undefined ? { autoCheckpointError: String((this.#autoError as Error)?.message ?? this.#autoError) } : {}),
+      ...(this.#autoError !== undefined
+        ? { autoCheckpointError: String((this.#autoError as Error)?.message ?? this.#autoError) }
+        : {}),
       storeId: this.#manifest.storeId,
       storage: this.#pages.kind,
       generations: this.#keys.generations(),
@@ -997,7 +1160,8 @@ export class Store {
     return this.#enqueue(async () => {
       this.#live();
       this.#writable();
-      if (this.#signer === undefined || this.#signerPublic === undefined) throw new TypeError('checkpoints need the "signer" and "signerPublicKey" options');
+      if (this.#signer === undefined || this.#signerPublic === undefined)
+        throw new TypeError('checkpoints need the "signer" and "signerPublicKey" options');
       const g = this.#keys.current();
       // The root comes from the generation's compact range, kept current by every commit: no
       // rehashing of the log, however long it is.
@@ -1009,7 +1173,12 @@ export class Store {
       const signed = signCheckpoint(c, this.#signer, this.#signerPublic);
       // The log's leaf hashes go with the checkpoint, so reopening does not rehash every record.
       const logs = { ...(this.#manifest.logs ?? {}) };
-      const saved = { checkpointPages: list, logs: this.#manifest.logs, indexes: this.#manifest.indexes, nextPageId: this.#manifest.nextPageId };
+      const saved = {
+        checkpointPages: list,
+        logs: this.#manifest.logs,
+        indexes: this.#manifest.indexes,
+        nextPageId: this.#manifest.nextPageId,
+      };
       const afterPage = this.#manifest.nextPageId - 1;
       const checkpointPage = { id: this.#manifest.nextPageId++, bytes: signed };
       const pages = [checkpointPage];
@@ -1063,7 +1232,11 @@ export class Store {
     return this.#enqueue(async () => {
       this.#live();
       this.#writable();
-      if (this.#manifest.migration !== undefined) throw new PqdbError('GENERATION_IN_USE', 'a migration is under way: retire the older generations once it is done');
+      if (this.#manifest.migration !== undefined)
+        throw new PqdbError(
+          'GENERATION_IN_USE',
+          'a migration is under way: retire the older generations once it is done',
+        );
       const current = this.#keys.current();
       const old = this.#keys.generations().filter((g) => g < current);
       if (old.length === 0) return [];
@@ -1077,7 +1250,11 @@ export class Store {
           if (inUse++ === 0) example = `${name}/${id} (generation ${loc.generation})`;
         }
       }
-      if (inUse > 0) throw new PqdbError('GENERATION_IN_USE', `${inUse} live record(s) are still in an older generation, such as ${example}: migrate them (or delete them) first`);
+      if (inUse > 0)
+        throw new PqdbError(
+          'GENERATION_IN_USE',
+          `${inUse} live record(s) are still in an older generation, such as ${example}: migrate them (or delete them) first`,
+        );
       const retiring = new Set(old);
       const m = this.#manifest;
       const saved = JSON.stringify(m);
@@ -1166,7 +1343,8 @@ export class Store {
     const list = this.checkpoints();
     const a = list[from];
     const b = list[to];
-    if (a === undefined || b === undefined || a.generation !== b.generation || a.size > b.size) throw new RangeError('"from" and "to" expected checkpoints of one generation, oldest first');
+    if (a === undefined || b === undefined || a.generation !== b.generation || a.size > b.size)
+      throw new RangeError('"from" and "to" expected checkpoints of one generation, oldest first');
     return this.#tree(b.generation, b.size).consistencyProof(a.size);
   }
 
@@ -1178,18 +1356,27 @@ export class Store {
     if (loc === undefined) throw new RangeError(`no record "${id}" in collection "${c.name}"`);
     let cp = lastWhere(this.#checkpoints, (x) => x.generation === loc.generation && x.size > loc.leafIndex);
     if (cp === undefined) cp = await this.checkpoint();
-    if (cp.generation !== loc.generation || cp.size <= loc.leafIndex) throw new PqdbError('NOT_OPEN', 'no checkpoint covers this record');
+    if (cp.generation !== loc.generation || cp.size <= loc.leafIndex)
+      throw new PqdbError('NOT_OPEN', 'no checkpoint covers this record');
     const page = await this.#page(loc.pageId);
     const record = page.slice(loc.offset, loc.offset + loc.length);
     const proof = this.#tree(loc.generation, cp.size).inclusionProof(loc.leafIndex);
     return encodeExport({
       leafData: leafData(this.#storeId, c.name, id, loc.sequence, record[1], loc.generation, record, loc.governance),
-      record, governance: loc.governance, leafIndex: loc.leafIndex, proof, signedCheckpoint: cp.signed,
+      record,
+      governance: loc.governance,
+      leafIndex: loc.leafIndex,
+      proof,
+      signedCheckpoint: cp.signed,
     });
   }
 
   /** The data key of (suite, generation, governance) for opening exports (see openSealed). */
-  dataKeyFor(suite: number, generation: number, governance: string): { key: Uint8Array; aead: ReturnType<KeyRing['aeadFor']>['aead'] } {
+  dataKeyFor(
+    suite: number,
+    generation: number,
+    governance: string,
+  ): { key: Uint8Array; aead: ReturnType<KeyRing['aeadFor']>['aead'] } {
     this.#live();
     return this.#keys.aeadFor(suite, generation, governance);
   }
@@ -1213,19 +1400,31 @@ export class Store {
     if (typeof options !== 'object' || options === null) throw new TypeError('"options" expected an object');
     const target = suiteOf(options.to);
     const chunk = options.chunkRecords ?? 256;
-    if (!Number.isInteger(chunk) || chunk < 1 || chunk > 100_000) throw new RangeError('"chunkRecords" expected an integer in 1..100000');
-    if (options.collection !== undefined && this.#manifest.collections[options.collection] === undefined) throw new RangeError(`no collection "${options.collection}"`);
-    if (options.authority !== undefined && typeof options.authority !== 'function') throw new TypeError('"authority" expected a function');
+    if (!Number.isInteger(chunk) || chunk < 1 || chunk > 100_000)
+      throw new RangeError('"chunkRecords" expected an integer in 1..100000');
+    if (options.collection !== undefined && this.#manifest.collections[options.collection] === undefined)
+      throw new RangeError(`no collection "${options.collection}"`);
+    if (options.authority !== undefined && typeof options.authority !== 'function')
+      throw new TypeError('"authority" expected a function');
     const hooks = { signal: options.signal, onProgress: options.onProgress, authority: options.authority };
     const current = this.#manifest.migration;
     if (current !== undefined) {
-      const same = current.to === target.id && (options.collection === undefined ? true : current.collections.includes(options.collection));
-      if (!same) return Promise.reject(new RangeError(`a migration of ${current.collections.join(', ')} to ${suiteOf(current.to).name} is under way`));
+      const same =
+        current.to === target.id &&
+        (options.collection === undefined ? true : current.collections.includes(options.collection));
+      if (!same)
+        return Promise.reject(
+          new RangeError(
+            `a migration of ${current.collections.join(', ')} to ${suiteOf(current.to).name} is under way`,
+          ),
+        );
       this.#migrationHooks = hooks;
       return (this.#migrationRun ??= this.#runMigration());
     }
     this.#migrationHooks = hooks;
-    const run = this.#enqueue(() => this.#prepareMigration(target.id, options.collection, chunk)).then(() => this.#runMigration());
+    const run = this.#enqueue(() => this.#prepareMigration(target.id, options.collection, chunk)).then(() =>
+      this.#runMigration(),
+    );
     this.#migrationRun = run;
     return run;
   }
@@ -1238,9 +1437,18 @@ export class Store {
 
   #status(m: MigrationRecord): MigrationStatus {
     return {
-      phase: m.phase, ...m.counts, collections: [...m.collections], to: suiteOf(m.to).name, generation: m.generation,
-      cursor: m.cursor, startedAt: m.startedAt, finishedAt: m.finishedAt, workMs: m.workMs, phaseMs: { ...m.phaseMs },
-      failures: [...m.failures], running: this.#migrationRun !== undefined && this.#manifest.migration === m,
+      phase: m.phase,
+      ...m.counts,
+      collections: [...m.collections],
+      to: suiteOf(m.to).name,
+      generation: m.generation,
+      cursor: m.cursor,
+      startedAt: m.startedAt,
+      finishedAt: m.finishedAt,
+      workMs: m.workMs,
+      phaseMs: { ...m.phaseMs },
+      failures: [...m.failures],
+      running: this.#migrationRun !== undefined && this.#manifest.migration === m,
     };
   }
 
@@ -1254,7 +1462,9 @@ export class Store {
     const sole = listed.length === 0 ? this.#keys.soleRecipient() : undefined;
     const recipients = sole !== undefined ? [sole] : listed;
     if (recipients.length === 0) {
-      throw new TypeError("the store does not list its recipients' public keys: add them with addRecipient(publicKey) before migrating");
+      throw new TypeError(
+        "the store does not list its recipients' public keys: add them with addRecipient(publicKey) before migrating",
+      );
     }
     const names = collection !== undefined ? [collection] : Object.keys(this.#manifest.collections);
     const fromSuites = [...new Set(names.map((n) => this.#manifest.collections[n].suite))];
@@ -1270,9 +1480,19 @@ export class Store {
         if (collection === undefined) m.defaultSuite = to;
         if (sole !== undefined) m.recipients = [b64(sole)];
         m.migration = {
-          id: hex(id), collections: names, to, generation: g, fromSuites, phase: 'copying', cursor: null,
+          id: hex(id),
+          collections: names,
+          to,
+          generation: g,
+          fromSuites,
+          phase: 'copying',
+          cursor: null,
           counts: { copied: 0, superseded: 0, deleted: 0, withheld: 0, failed: 0, inserted: 0, total },
-          startedAt: new Date().toISOString(), workMs: 0, phaseMs: {}, failures: [], chunkRecords,
+          startedAt: new Date().toISOString(),
+          workMs: 0,
+          phaseMs: {},
+          failures: [],
+          chunkRecords,
         };
       });
     } catch (e) {
@@ -1295,8 +1515,10 @@ export class Store {
       for (;;) {
         const m = this.#manifest.migration;
         if (m === undefined) throw new PqdbError('NOT_OPEN', 'no migration under way');
-        if (this.#closing) throw new PqdbError('NOT_OPEN', 'the store is closing; the migration resumes when it is reopened');
-        if (this.#migrationHooks.signal?.aborted) throw new PqdbError('ABORTED', 'the migration was paused; migrate() or reopening resumes it');
+        if (this.#closing)
+          throw new PqdbError('NOT_OPEN', 'the store is closing; the migration resumes when it is reopened');
+        if (this.#migrationHooks.signal?.aborted)
+          throw new PqdbError('ABORTED', 'the migration was paused; migrate() or reopening resumes it');
         const phase = m.phase;
         let next: MigrationPhase | undefined;
         if (phase === 'copying') next = (await this.#enqueue(() => this.#copyChunk())) ? undefined : 'indexing';
@@ -1373,11 +1595,18 @@ export class Store {
       for (const [id, loc] of this.#dir.get(m.collections[c]) ?? []) {
         if (++n % 2048 === 0) await yieldToEventLoop();
         if (loc.generation === m.generation) continue;
-        if (m.cursor !== null && (loc.generation < m.cursor[0] || (loc.generation === m.cursor[0] && loc.leafIndex <= m.cursor[1]))) continue;
+        if (
+          m.cursor !== null &&
+          (loc.generation < m.cursor[0] || (loc.generation === m.cursor[0] && loc.leafIndex <= m.cursor[1]))
+        )
+          continue;
         let slots = byGen.get(loc.generation);
         if (slots === undefined) {
           const size = Math.max(this.#log(loc.generation).length / HASH_BYTES, loc.leafIndex + 1);
-          byGen.set(loc.generation, (slots = { ids: new Array<string | undefined>(size), cols: new Uint32Array(size), n: 0 }));
+          byGen.set(
+            loc.generation,
+            (slots = { ids: new Array<string | undefined>(size), cols: new Uint32Array(size), n: 0 }),
+          );
         }
         slots.ids[loc.leafIndex] = id;
         slots.cols[loc.leafIndex] = c;
@@ -1386,7 +1615,14 @@ export class Store {
     }
     let total = 0;
     for (const slots of byGen.values()) total += slots.n;
-    const q: SourceQueue = { ids: new Array<string>(total), gens: new Int32Array(total), leaves: new Int32Array(total), cols: new Uint32Array(total), names: m.collections, pos: 0 };
+    const q: SourceQueue = {
+      ids: new Array<string>(total),
+      gens: new Int32Array(total),
+      leaves: new Int32Array(total),
+      cols: new Uint32Array(total),
+      names: m.collections,
+      pos: 0,
+    };
     let k = 0;
     for (const g of [...byGen.keys()].sort((a, b) => a - b)) {
       const slots = byGen.get(g)!;
@@ -1411,7 +1647,8 @@ export class Store {
     const queue = (this.#migrationQueue ??= await this.#sourceQueue(m));
     const authority = this.#migrationHooks.authority ?? this.#authority;
     const g = this.#keys.current();
-    if (g !== m.generation) throw new PqdbError('CORRUPTION', `the migration targets generation ${m.generation}, the store writes ${g}`);
+    if (g !== m.generation)
+      throw new PqdbError('CORRUPTION', `the migration targets generation ${m.generation}, the store writes ${g}`);
     const base = this.#manifest.nextSequence;
     const ops: PageWriteOp[] = [];
     const plaintexts: Uint8Array[] = [];
@@ -1424,7 +1661,12 @@ export class Store {
       // directory meanwhile).
       if (++visited % 64 === 0) await yieldToEventLoop();
       const at = queue.pos++;
-      const it = { g: queue.gens[at], leaf: queue.leaves[at], collection: queue.names[queue.cols[at]], id: queue.ids[at] };
+      const it = {
+        g: queue.gens[at],
+        leaf: queue.leaves[at],
+        collection: queue.names[queue.cols[at]],
+        id: queue.ids[at],
+      };
       cursor = [it.g, it.leaf];
       const loc = this.#dir.get(it.collection)?.get(it.id);
       // Updated or deleted since the queue was built: counted when that write committed.
@@ -1432,15 +1674,25 @@ export class Store {
       let plaintext: Uint8Array;
       try {
         const page = await this.#page(loc.pageId);
-        const opened = openRecord(page.subarray(loc.offset, loc.offset + loc.length), it.collection, it.id, (suite, generation) => this.#keys.aeadFor(suite.id, generation, loc.governance));
-        if (opened.header.sequence !== loc.sequence) throw new PqdbError('CORRUPTION', 'the record is not the version its index names');
+        const opened = openRecord(
+          page.subarray(loc.offset, loc.offset + loc.length),
+          it.collection,
+          it.id,
+          (suite, generation) => this.#keys.aeadFor(suite.id, generation, loc.governance),
+        );
+        if (opened.header.sequence !== loc.sequence)
+          throw new PqdbError('CORRUPTION', 'the record is not the version its index names');
         plaintext = opened.plaintext;
       } catch (e) {
         delta.failed++;
-        if (m.failures.length + failures.length < 100) failures.push(`${it.collection}/${it.id}: ${e instanceof Error ? e.message : String(e)}`);
+        if (m.failures.length + failures.length < 100)
+          failures.push(`${it.collection}/${it.id}: ${e instanceof Error ? e.message : String(e)}`);
         continue;
       }
-      if (authority !== undefined && !authority({ collection: it.collection, id: it.id, governance: JSON.parse(loc.governance) as Governance })) {
+      if (
+        authority !== undefined &&
+        !authority({ collection: it.collection, id: it.id, governance: JSON.parse(loc.governance) as Governance })
+      ) {
         plaintext.fill(0);
         delta.withheld++;
         continue;
@@ -1450,11 +1702,17 @@ export class Store {
       const address = { collection: it.collection, id: it.id, generation: g, sequence };
       const governance = loc.governance;
       ops.push({
-        kind: 'put', copy: true, collection: it.collection, id: it.id, sequence, governance,
+        kind: 'put',
+        copy: true,
+        collection: it.collection,
+        id: it.id,
+        sequence,
+        governance,
         length: sealedLength(m.to, plaintext.length),
         // The key is looked up as the record seals (see commitOps): reads between here and the
         // commit may evict and wipe a cached one.
-        seal: (slot: Uint8Array) => void sealRecord(m.to, this.#keys.aeadFor(m.to, g, governance), address, plaintext, 0, slot),
+        seal: (slot: Uint8Array) =>
+          void sealRecord(m.to, this.#keys.aeadFor(m.to, g, governance), address, plaintext, 0, slot),
       });
       delta.copied++;
     }
@@ -1498,7 +1756,11 @@ export class Store {
         }
         continue;
       }
-      const ahead = loc.generation !== r.generation && (r.cursor === null || loc.generation > r.cursor[0] || (loc.generation === r.cursor[0] && loc.leafIndex > r.cursor[1]));
+      const ahead =
+        loc.generation !== r.generation &&
+        (r.cursor === null ||
+          loc.generation > r.cursor[0] ||
+          (loc.generation === r.cursor[0] && loc.leafIndex > r.cursor[1]));
       if (!ahead || r.phase !== 'copying') continue;
       if (op.kind === 'put') r.counts.superseded++;
       else r.counts.deleted++;
@@ -1513,7 +1775,11 @@ export class Store {
       const snapshot = this.#manifest.indexes?.[name];
       const fields = c !== undefined && c.indexed.length > 0 ? c.indexed : (snapshot?.fields ?? []);
       if (fields.length === 0) continue;
-      if (c === undefined) this.#collections.set(name, (c = new Collection(this, name, compileSchema(this.#manifest.collections[name].schema), fields)));
+      if (c === undefined)
+        this.#collections.set(
+          name,
+          (c = new Collection(this, name, compileSchema(this.#manifest.collections[name].schema), fields)),
+        );
       // A migration changes no value: an index kept current by the commits (or persisted, plus the
       // writes since) is the index of the migrated records. One in memory is persisted at the
       // activation checkpoint; a persisted one that is not loaded is sealed again, unchanged, under
@@ -1524,7 +1790,11 @@ export class Store {
         this.#indexDirty.add(name);
         continue;
       }
-      if (snapshot !== undefined && (snapshot.fields === undefined || (snapshot.fields.length === fields.length && fields.every((f) => snapshot.fields!.includes(f))))) {
+      if (
+        snapshot !== undefined &&
+        (snapshot.fields === undefined ||
+          (snapshot.fields.length === fields.length && fields.every((f) => snapshot.fields!.includes(f))))
+      ) {
         await this.#resealIndex(name, m.generation);
         continue;
       }
@@ -1577,7 +1847,12 @@ export class Store {
         const page = await this.#sealIndexPage(name, g, bytes);
         this.#manifest.indexes = { ...this.#manifest.indexes, [name]: { ...snapshot, pageId: page.id } };
         try {
-          await this.#pages.commit({ pages: [page], deletes: [snapshot.pageId], manifest: this.#manifestBytes(), transfer: true });
+          await this.#pages.commit({
+            pages: [page],
+            deletes: [snapshot.pageId],
+            manifest: this.#manifestBytes(),
+            transfer: true,
+          });
         } catch (e) {
           Object.assign(this.#manifest, saved);
           throw e;
@@ -1593,7 +1868,9 @@ export class Store {
     let behind = 0;
     const problems: string[] = [];
     for (const name of m.collections) {
-      const c = this.#collections.get(name) ?? new Collection(this, name, compileSchema(this.#manifest.collections[name].schema));
+      const c =
+        this.#collections.get(name) ??
+        new Collection(this, name, compileSchema(this.#manifest.collections[name].schema));
       const ids = [...(this.#dir.get(name)?.keys() ?? [])];
       for (let i = 0; i < ids.length; i += 128) {
         this.#live();
@@ -1610,7 +1887,10 @@ export class Store {
         await yieldToEventLoop();
       }
     }
-    if (behind > m.counts.withheld + m.counts.failed) problems.push(`${behind} records remain outside generation ${m.generation}, but only ${m.counts.withheld + m.counts.failed} were withheld or failed`);
+    if (behind > m.counts.withheld + m.counts.failed)
+      problems.push(
+        `${behind} records remain outside generation ${m.generation}, but only ${m.counts.withheld + m.counts.failed} were withheld or failed`,
+      );
     if (problems.length > 0) throw new PqdbError('CORRUPTION', `migration verification failed: ${problems.join('; ')}`);
   }
 

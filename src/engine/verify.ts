@@ -18,12 +18,30 @@
 import { PqdbError } from '../errors';
 import type { PageStore } from '../storage/page-store';
 import { openRecord } from '../crypto/record';
-import { recordLeafHashes, decodeCheckpoint, verifyCheckpoint, checkpointHash, signerKeyId, CHECKPOINT_BYTES, KEY_ID_BYTES, type Checkpoint } from '../crypto/proofs';
+import {
+  recordLeafHashes,
+  decodeCheckpoint,
+  verifyCheckpoint,
+  checkpointHash,
+  signerKeyId,
+  CHECKPOINT_BYTES,
+  KEY_ID_BYTES,
+  type Checkpoint,
+} from '../crypto/proofs';
 import { MerkleHashTree, HASH_BYTES, verifyConsistency, verifyInclusionOfHash } from '../crypto/merkle';
 import { KeyRing, type GenerationRecord } from './keys';
 import {
-  decodePage, pageGeneration, pageKey, metaKey, lexicalKey, readManifestJson, verifyManifest, decodeLogPage,
-  decodeIndexPage, indexPageGeneration, type IndexedOp,
+  decodePage,
+  pageGeneration,
+  pageKey,
+  metaKey,
+  lexicalKey,
+  readManifestJson,
+  verifyManifest,
+  decodeLogPage,
+  decodeIndexPage,
+  indexPageGeneration,
+  type IndexedOp,
 } from './page-format';
 import { concatBytes, equalBytes } from '../_bytes';
 
@@ -106,17 +124,43 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
   const problems: VerifyProblem[] = [];
   const skipped: string[] = [];
   const fail = (where: string, e: unknown, code = 'CORRUPTION') =>
-    problems.push({ where, code: e instanceof PqdbError ? e.code : code, message: e instanceof Error ? e.message : String(e) });
+    problems.push({
+      where,
+      code: e instanceof PqdbError ? e.code : code,
+      message: e instanceof Error ? e.message : String(e),
+    });
   const counts: VerifyReport['counts'] = {
-    pages: 0, commitPages: 0, logPages: 0, indexPages: 0, recordsDecrypted: 0, collections: {}, leaves: {},
-    checkpoints: 0, signaturesVerified: 0, consistencyProofs: 0, inclusionProofs: 0, uncheckpointed: 0,
+    pages: 0,
+    commitPages: 0,
+    logPages: 0,
+    indexPages: 0,
+    recordsDecrypted: 0,
+    collections: {},
+    leaves: {},
+    checkpoints: 0,
+    signaturesVerified: 0,
+    consistencyProofs: 0,
+    inclusionProofs: 0,
+    uncheckpointed: 0,
   };
   const report = (): VerifyReport => {
     const ok = problems.length === 0;
-    return { ok, complete: ok && skipped.length === 0, storeId: manifest?.storeId, storage: pages.kind, counts, skipped, problems, notes: [...pages.recovery.actions], ms: performance.now() - started };
+    return {
+      ok,
+      complete: ok && skipped.length === 0,
+      storeId: manifest?.storeId,
+      storage: pages.kind,
+      counts,
+      skipped,
+      problems,
+      notes: [...pages.recovery.actions],
+      ms: performance.now() - started,
+    };
   };
-  if (options.unlock !== undefined && !(options.unlock instanceof Uint8Array)) throw new TypeError('"unlock" expected a Uint8Array');
-  if (options.signerPublicKey !== undefined && !(options.signerPublicKey instanceof Uint8Array)) throw new TypeError('"signerPublicKey" expected a Uint8Array');
+  if (options.unlock !== undefined && !(options.unlock instanceof Uint8Array))
+    throw new TypeError('"unlock" expected a Uint8Array');
+  if (options.signerPublicKey !== undefined && !(options.signerPublicKey instanceof Uint8Array))
+    throw new TypeError('"signerPublicKey" expected a Uint8Array');
 
   // ---- manifest and keys ----
   let manifest: ManifestView | undefined;
@@ -126,7 +170,12 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
     if (raw === undefined) throw new PqdbError('NOT_OPEN', 'no store here (no manifest)');
     manifest = readManifestJson(raw) as ManifestView;
     if (manifest.v !== 1) throw new PqdbError('FORMAT_VERSION', `store manifest format ${manifest.v} is not supported`);
-    if (typeof manifest.storeId !== 'string' || !/^[0-9a-f]{32}$/.test(manifest.storeId) || !Number.isInteger(manifest.nextPageId) || !Array.isArray(manifest.keyring)) {
+    if (
+      typeof manifest.storeId !== 'string' ||
+      !/^[0-9a-f]{32}$/.test(manifest.storeId) ||
+      !Number.isInteger(manifest.nextPageId) ||
+      !Array.isArray(manifest.keyring)
+    ) {
       throw new PqdbError('CORRUPTION', 'the manifest lacks its store id, page counter or key ring');
     }
   } catch (e) {
@@ -139,7 +188,12 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
   if (options.unlock === undefined) skipped.push('decryption and the manifest MAC (no recipient secret key)');
   else {
     try {
-      const records: GenerationRecord[] = manifest.keyring.map((r) => ({ generation: r.generation, suite: r.suite, salt: unb64(r.salt), envelopes: r.envelopes.map(unb64) }));
+      const records: GenerationRecord[] = manifest.keyring.map((r) => ({
+        generation: r.generation,
+        suite: r.suite,
+        salt: unb64(r.salt),
+        envelopes: r.envelopes.map(unb64),
+      }));
       keys = new KeyRing(records, 64);
       keys.unlock(options.unlock);
       verifyManifest(raw, keys.generationKey(manifest.macGeneration, 'meta', metaKey));
@@ -156,7 +210,10 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
     const persisted = new Map<number, Uint8Array>();
     const logParts = new Map<number, (Uint8Array | undefined)[]>();
     for (const [g, refs] of Object.entries(manifest.logs ?? {})) {
-      logParts.set(Number(g), refs.map(() => undefined));
+      logParts.set(
+        Number(g),
+        refs.map(() => undefined),
+      );
       refs.forEach(({ pageId, from, to }, i) => special.set(pageId, `log:${g}:${i}:${from}:${to}`));
     }
     for (const [name, { pageId }] of Object.entries(manifest.indexes ?? {})) special.set(pageId, `index:${name}`);
@@ -170,7 +227,9 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       fail('pages', e);
     }
     const listed = new Set(ids);
-    for (const pageId of special.keys()) if (!listed.has(pageId)) fail(`page ${pageId}`, new PqdbError('CORRUPTION', `page ${pageId} named by the manifest is missing`));
+    for (const pageId of special.keys())
+      if (!listed.has(pageId))
+        fail(`page ${pageId}`, new PqdbError('CORRUPTION', `page ${pageId} named by the manifest is missing`));
     const leaves = new Map<number, Uint8Array[]>();
     const live = new Map<string, Map<string, { generation: number; leafIndex: number }>>();
     const leafCount = new Map<number, number>();
@@ -201,7 +260,13 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
         } else if (role?.startsWith('index:')) {
           const name = role.slice(6);
           counts.indexPages++;
-          if (keys !== undefined) decodeIndexPage(pageId, keys.generationKey(indexPageGeneration(page), 'lexical', lexicalKey), name, page).fill(0);
+          if (keys !== undefined)
+            decodeIndexPage(
+              pageId,
+              keys.generationKey(indexPageGeneration(page), 'lexical', lexicalKey),
+              name,
+              page,
+            ).fill(0);
         } else {
           counts.commitPages++;
           const g = pageGeneration(page);
@@ -213,7 +278,15 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
             storeId,
             puts.map((op) => {
               const record = page!.subarray(op.offset, op.offset + op.length);
-              return { collection: op.collection, id: op.id, sequence: op.sequence, suite: record[1], generation: g, record, governance: op.governance };
+              return {
+                collection: op.collection,
+                id: op.id,
+                sequence: op.sequence,
+                suite: record[1],
+                generation: g,
+                record,
+                governance: op.governance,
+              };
             }),
           );
           let list = leaves.get(g);
@@ -236,7 +309,12 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
     for (const [g, parts] of logParts) {
       const refs = manifest.logs![g];
       const contiguous = refs.every((r, i) => r.from === (i === 0 ? 0 : refs[i - 1].to));
-      if (!contiguous) problems.push({ where: `generation ${g}`, code: 'CORRUPTION', message: `the log pages of generation ${g} are not contiguous` });
+      if (!contiguous)
+        problems.push({
+          where: `generation ${g}`,
+          code: 'CORRUPTION',
+          message: `the log pages of generation ${g} are not contiguous`,
+        });
       else if (parts.every((p) => p !== undefined)) persisted.set(g, concatBytes(parts as Uint8Array[]));
     }
 
@@ -248,7 +326,11 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
         logOf.set(g, all);
         const kept = persisted.get(g);
         if (kept !== undefined && (kept.length > all.length || !equalBytes(kept, all.subarray(0, kept.length)))) {
-          problems.push({ where: `generation ${g}`, code: 'MISMATCH', message: `the persisted log of generation ${g} differs from the leaves recomputed from its records` });
+          problems.push({
+            where: `generation ${g}`,
+            code: 'MISMATCH',
+            message: `the persisted log of generation ${g} differs from the leaves recomputed from its records`,
+          });
         }
       }
       const retired = new Set(manifest.retired ?? []);
@@ -256,9 +338,20 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
         if (leaves.has(g)) continue;
         // A retired generation's records are gone with its keys: its log stands on its log pages.
         if (retired.has(g)) logOf.set(g, kept);
-        else problems.push({ where: `generation ${g}`, code: 'MISMATCH', message: `generation ${g} has a persisted log but no records` });
+        else
+          problems.push({
+            where: `generation ${g}`,
+            code: 'MISMATCH',
+            message: `generation ${g} has a persisted log but no records`,
+          });
       }
-      for (const g of retired) if (leaves.has(g)) problems.push({ where: `generation ${g}`, code: 'MISMATCH', message: `generation ${g} is retired but still has commit pages` });
+      for (const g of retired)
+        if (leaves.has(g))
+          problems.push({
+            where: `generation ${g}`,
+            code: 'MISMATCH',
+            message: `generation ${g} is retired but still has commit pages`,
+          });
       for (const [name, m] of live) if (m.size > 0) counts.collections[name] = m.size;
     } else {
       for (const [g, kept] of persisted) logOf.set(g, kept);
@@ -274,7 +367,8 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       return t;
     };
     const list = signedCheckpoints;
-    if (list.length > 0 && options.signerPublicKey === undefined) skipped.push('checkpoint signatures (no trusted signer public key)');
+    if (list.length > 0 && options.signerPublicKey === undefined)
+      skipped.push('checkpoint signatures (no trusted signer public key)');
     let previous: Uint8Array = new Uint8Array(48);
     const lastOf = new Map<number, Checkpoint>();
     list.forEach((signed, i) => {
@@ -288,24 +382,54 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       }
       if (options.signerPublicKey !== undefined) {
         if (verifyCheckpoint(signed, options.signerPublicKey) === undefined) {
-          const named = equalBytes(signed.subarray(CHECKPOINT_BYTES, CHECKPOINT_BYTES + KEY_ID_BYTES), signerKeyId(options.signerPublicKey)) ? 'its signature does not verify' : 'it names another signer key';
-          problems.push({ where, code: 'AUTH_FAILED', message: `the checkpoint is not signed by the trusted signer key: ${named}` });
+          const named = equalBytes(
+            signed.subarray(CHECKPOINT_BYTES, CHECKPOINT_BYTES + KEY_ID_BYTES),
+            signerKeyId(options.signerPublicKey),
+          )
+            ? 'its signature does not verify'
+            : 'it names another signer key';
+          problems.push({
+            where,
+            code: 'AUTH_FAILED',
+            message: `the checkpoint is not signed by the trusted signer key: ${named}`,
+          });
         } else counts.signaturesVerified++;
       }
-      if (!equalBytes(c.storeId, storeId)) problems.push({ where, code: 'MISMATCH', message: 'the checkpoint names another store' });
-      if (!equalBytes(c.previous, previous)) problems.push({ where, code: 'MISMATCH', message: 'the checkpoint does not chain to the one before it' });
+      if (!equalBytes(c.storeId, storeId))
+        problems.push({ where, code: 'MISMATCH', message: 'the checkpoint names another store' });
+      if (!equalBytes(c.previous, previous))
+        problems.push({ where, code: 'MISMATCH', message: 'the checkpoint does not chain to the one before it' });
       previous = checkpointHash(signed);
       const before = lastOf.get(c.generation);
-      if (before !== undefined && c.size < before.size) problems.push({ where, code: 'MISMATCH', message: `the log shrank from ${before.size} to ${c.size} leaves` });
+      if (before !== undefined && c.size < before.size)
+        problems.push({ where, code: 'MISMATCH', message: `the log shrank from ${before.size} to ${c.size} leaves` });
       const log = logOf.get(c.generation);
       if (log === undefined || log.length < c.size * HASH_BYTES) {
-        if (keys !== undefined || c.size > 0) problems.push({ where, code: 'MISMATCH', message: `generation ${c.generation} holds fewer than the ${c.size} leaves the checkpoint signs` });
+        if (keys !== undefined || c.size > 0)
+          problems.push({
+            where,
+            code: 'MISMATCH',
+            message: `generation ${c.generation} holds fewer than the ${c.size} leaves the checkpoint signs`,
+          });
       } else if (!equalBytes(treeOf(c.generation, c.size).root(), c.root)) {
-        problems.push({ where, code: 'MISMATCH', message: `the root of the first ${c.size} leaves of generation ${c.generation} is not the signed root` });
-      } else if (before !== undefined && before.size <= c.size && logOf.get(c.generation)!.length >= c.size * HASH_BYTES) {
+        problems.push({
+          where,
+          code: 'MISMATCH',
+          message: `the root of the first ${c.size} leaves of generation ${c.generation} is not the signed root`,
+        });
+      } else if (
+        before !== undefined &&
+        before.size <= c.size &&
+        logOf.get(c.generation)!.length >= c.size * HASH_BYTES
+      ) {
         const proof = treeOf(c.generation, c.size).consistencyProof(before.size);
         if (verifyConsistency(before.size, c.size, before.root, c.root, proof)) counts.consistencyProofs++;
-        else problems.push({ where, code: 'MISMATCH', message: `the consistency proof from size ${before.size} does not verify` });
+        else
+          problems.push({
+            where,
+            code: 'MISMATCH',
+            message: `the consistency proof from size ${before.size} does not verify`,
+          });
       }
       lastOf.set(c.generation, c);
     });
@@ -326,8 +450,14 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
           if (log.length < c.size * HASH_BYTES) continue; // reported above
           const tree = treeOf(generation, c.size);
           const leaf = log.subarray(leafIndex * HASH_BYTES, (leafIndex + 1) * HASH_BYTES);
-          if (verifyInclusionOfHash(leaf, leafIndex, c.size, tree.inclusionProof(leafIndex), c.root)) counts.inclusionProofs++;
-          else problems.push({ where: `record ${name}/${id}`, code: 'MISMATCH', message: 'the inclusion proof does not verify against the checkpoint root' });
+          if (verifyInclusionOfHash(leaf, leafIndex, c.size, tree.inclusionProof(leafIndex), c.root))
+            counts.inclusionProofs++;
+          else
+            problems.push({
+              where: `record ${name}/${id}`,
+              code: 'MISMATCH',
+              message: 'the inclusion proof does not verify against the checkpoint root',
+            });
         }
       }
       options.onProgress?.({ phase: 'proofs', done: total, total });
@@ -344,10 +474,20 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       if (op.kind !== 'put') continue;
       try {
         const blob = page.subarray(op.offset, op.offset + op.length);
-        const { plaintext, header } = openRecord(blob, op.collection, op.id, (suite, generation) => ring.aeadFor(suite.id, generation, op.governance));
+        const { plaintext, header } = openRecord(blob, op.collection, op.id, (suite, generation) =>
+          ring.aeadFor(suite.id, generation, op.governance),
+        );
         plaintext.fill(0);
-        if (header.sequence !== op.sequence) throw new PqdbError('CORRUPTION', `the record carries sequence ${header.sequence}, its index names ${op.sequence}`);
-        if (header.generation !== g) throw new PqdbError('CORRUPTION', `the record was sealed under generation ${header.generation} but sits in a page of generation ${g}`);
+        if (header.sequence !== op.sequence)
+          throw new PqdbError(
+            'CORRUPTION',
+            `the record carries sequence ${header.sequence}, its index names ${op.sequence}`,
+          );
+        if (header.generation !== g)
+          throw new PqdbError(
+            'CORRUPTION',
+            `the record was sealed under generation ${header.generation} but sits in a page of generation ${g}`,
+          );
         counts.recordsDecrypted++;
       } catch (e) {
         fail(`record ${op.collection}/${op.id} (page ${pageId})`, e);
@@ -361,20 +501,34 @@ export function formatVerifyReport(r: VerifyReport, location = ''): string {
   const n = (x: number) => x.toLocaleString('en-US');
   const c = r.counts;
   const lines = [`pqdb verify ${location}`.trimEnd(), `  store          ${r.storeId ?? '(unknown)'} (${r.storage})`];
-  lines.push(`  pages          ${n(c.pages)} read: ${n(c.commitPages)} commit, ${n(c.logPages)} log, ${n(c.checkpoints)} checkpoint, ${n(c.indexPages)} lexical index`);
+  lines.push(
+    `  pages          ${n(c.pages)} read: ${n(c.commitPages)} commit, ${n(c.logPages)} log, ${n(c.checkpoints)} checkpoint, ${n(c.indexPages)} lexical index`,
+  );
   if (c.recordsDecrypted > 0 || Object.keys(c.collections).length > 0) {
-    const cols = Object.entries(c.collections).map(([k, v]) => `${k} ${n(v)}`).join(', ');
+    const cols = Object.entries(c.collections)
+      .map(([k, v]) => `${k} ${n(v)}`)
+      .join(', ');
     lines.push(`  records        ${n(c.recordsDecrypted)} versions decrypted; live: ${cols || 'none'}`);
   }
-  const leaves = Object.entries(c.leaves).map(([g, v]) => `generation ${g}: ${n(v)}`).join(', ');
+  const leaves = Object.entries(c.leaves)
+    .map(([g, v]) => `generation ${g}: ${n(v)}`)
+    .join(', ');
   lines.push(`  Merkle log     ${leaves || 'empty'}`);
-  lines.push(`  checkpoints    ${n(c.checkpoints)}, ${n(c.signaturesVerified)} signatures verified, ${n(c.consistencyProofs)} consistency proofs`);
-  lines.push(`  inclusion      ${n(c.inclusionProofs)} live records proven${c.uncheckpointed > 0 ? `, ${n(c.uncheckpointed)} written after the last checkpoint` : ''}`);
+  lines.push(
+    `  checkpoints    ${n(c.checkpoints)}, ${n(c.signaturesVerified)} signatures verified, ${n(c.consistencyProofs)} consistency proofs`,
+  );
+  lines.push(
+    `  inclusion      ${n(c.inclusionProofs)} live records proven${c.uncheckpointed > 0 ? `, ${n(c.uncheckpointed)} written after the last checkpoint` : ''}`,
+  );
   for (const s of r.skipped) lines.push(`  skipped        ${s}`);
   for (const s of r.notes) lines.push(`  note           ${s}`);
   for (const p of r.problems.slice(0, 50)) lines.push(`  PROBLEM        ${p.where}: [${p.code}] ${p.message}`);
   if (r.problems.length > 50) lines.push(`  …and ${n(r.problems.length - 50)} more problems`);
-  const verdict = !r.ok ? `FAILED: ${n(r.problems.length)} problem(s)` : r.complete ? 'OK: every check holds' : 'OK as far as checked (checks skipped, see above)';
+  const verdict = !r.ok
+    ? `FAILED: ${n(r.problems.length)} problem(s)`
+    : r.complete
+      ? 'OK: every check holds'
+      : 'OK as far as checked (checks skipped, see above)';
   lines.push(`${verdict} (${(r.ms / 1000).toFixed(2)} s)`);
   return lines.join('\n');
 }

@@ -40,7 +40,9 @@ function checkNonce(mode: AeadMode, nonce: unknown, name = 'nonce'): Uint8Array 
   if (mode === 'gcmsiv') return bytes(name, nonce, NONCE_BYTES);
   const n = bytes(name, nonce);
   if (n.length < 1 || n.length > GCM_MAX_NONCE) {
-    throw new RangeError(`"${name}" expected Uint8Array of length 1..${GCM_MAX_NONCE} (12 recommended), got length=${n.length}`);
+    throw new RangeError(
+      `"${name}" expected Uint8Array of length 1..${GCM_MAX_NONCE} (12 recommended), got length=${n.length}`,
+    );
   }
   return n;
 }
@@ -102,7 +104,14 @@ function absorbAll(k: Kernel, data: Uint8Array): void {
   }
 }
 
-function sealStream(k: Kernel, mode: AeadMode, nonce: Uint8Array, pt: Uint8Array, aad: Uint8Array, output?: Uint8Array): Uint8Array {
+function sealStream(
+  k: Kernel,
+  mode: AeadMode,
+  nonce: Uint8Array,
+  pt: Uint8Array,
+  aad: Uint8Array,
+  output?: Uint8Array,
+): Uint8Array {
   // In-place sealing reads the plaintext again after writing ciphertext (SIV), so stream from a copy.
   if (output !== undefined && output.buffer === pt.buffer) pt = copyBytes(pt);
   const out = target(output, pt.length + TAG_BYTES);
@@ -111,7 +120,8 @@ function sealStream(k: Kernel, mode: AeadMode, nonce: Uint8Array, pt: Uint8Array
     k.mem.set(nonce, k.IN);
     k.x.aead_begin(MODE_ID[mode], nonce.length);
     absorbAll(k, aad);
-    if (mode === 'gcmsiv') absorbAll(k, pt); // SIV: the tag (and so the counter) comes first
+    if (mode === 'gcmsiv')
+      absorbAll(k, pt); // SIV: the tag (and so the counter) comes first
     else {
       for (let off = 0; off < pt.length; off += step) {
         const part = pt.subarray(off, off + step);
@@ -138,7 +148,14 @@ function sealStream(k: Kernel, mode: AeadMode, nonce: Uint8Array, pt: Uint8Array
   }
 }
 
-function openStream(k: Kernel, mode: AeadMode, nonce: Uint8Array, ct: Uint8Array, aad: Uint8Array, output?: Uint8Array): Uint8Array {
+function openStream(
+  k: Kernel,
+  mode: AeadMode,
+  nonce: Uint8Array,
+  ct: Uint8Array,
+  aad: Uint8Array,
+  output?: Uint8Array,
+): Uint8Array {
   if (output !== undefined && output.buffer === ct.buffer) ct = copyBytes(ct);
   const len = ct.length - TAG_BYTES;
   const body = ct.subarray(0, len);
@@ -191,7 +208,14 @@ function openStream(k: Kernel, mode: AeadMode, nonce: Uint8Array, ct: Uint8Array
 }
 
 /** Seals one record under the expanded key `rk`: ciphertext ‖ 16-byte tag. */
-export function sealWith(mode: AeadMode, rk: Uint8Array, nonce: Uint8Array, pt: Uint8Array, aad: Uint8Array, output?: Uint8Array): Uint8Array {
+export function sealWith(
+  mode: AeadMode,
+  rk: Uint8Array,
+  nonce: Uint8Array,
+  pt: Uint8Array,
+  aad: Uint8Array,
+  output?: Uint8Array,
+): Uint8Array {
   if (pt.length > MAX_PLAINTEXT[mode]) throw new RangeError(`"plaintext" longer than ${MAX_PLAINTEXT[mode]} bytes`);
   if (output !== undefined) bytes('output', output, pt.length + TAG_BYTES);
   const k = kernel();
@@ -212,7 +236,14 @@ export function sealWith(mode: AeadMode, rk: Uint8Array, nonce: Uint8Array, pt: 
  * Opens one record (ciphertext ‖ tag) under the expanded key `rk`.
  * @throws PqdbError AUTH_FAILED when the tag does not verify (or the input is shorter than a tag).
  */
-export function openWith(mode: AeadMode, rk: Uint8Array, nonce: Uint8Array, ct: Uint8Array, aad: Uint8Array, output?: Uint8Array): Uint8Array {
+export function openWith(
+  mode: AeadMode,
+  rk: Uint8Array,
+  nonce: Uint8Array,
+  ct: Uint8Array,
+  aad: Uint8Array,
+  output?: Uint8Array,
+): Uint8Array {
   if (ct.length < TAG_BYTES) throw authFailed();
   if (ct.length - TAG_BYTES > MAX_PLAINTEXT[mode]) throw authFailed();
   if (output !== undefined) bytes('output', output, ct.length - TAG_BYTES);
@@ -264,7 +295,7 @@ function batch(mode: AeadMode, rk: Uint8Array, records: readonly AeadRecord[], o
   });
 
   function batchGroups(): void {
-    for (let i = 0; i < checked.length; ) {
+    for (let i = 0; i < checked.length;) {
       // Pack records [i, j) while both the input and the output fit.
       let j = i;
       let inUsed = 0;
@@ -282,7 +313,9 @@ function batch(mode: AeadMode, rk: Uint8Array, records: readonly AeadRecord[], o
       if (j === i) {
         const r = checked[i];
         const dst = all.subarray(offsets[i], offsets[i] + outLens[i]);
-        results[i] = open ? openWith(mode, rk, r.nonce, r.data, r.aad, dst) : sealWith(mode, rk, r.nonce, r.data, r.aad, dst);
+        results[i] = open
+          ? openWith(mode, rk, r.nonce, r.data, r.aad, dst)
+          : sealWith(mode, rk, r.nonce, r.data, r.aad, dst);
         k.mem.set(rk, k.AES_RK); // the one-record path cleared it
         i++;
         continue;

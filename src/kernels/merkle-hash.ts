@@ -42,7 +42,7 @@ export function sha384Many(messages: readonly Uint8Array[]): Uint8Array {
   const k = kernel();
   const out = new Uint8Array(messages.length * HASH_BYTES);
   const maxN = Math.floor(k.OUT_BYTES / HASH_BYTES);
-  for (let i = 0; i < messages.length; ) {
+  for (let i = 0; i < messages.length;) {
     const n = pack(k, messages, i, messages.length, maxN);
     if (n === 0) {
       out.set(sha384(messages[i]), i * HASH_BYTES);
@@ -62,7 +62,7 @@ export function leafHashes(leaves: readonly Uint8Array[]): Uint8Array {
   const k = kernel();
   const out = new Uint8Array(leaves.length * HASH_BYTES);
   const maxN = Math.floor(k.OUT_BYTES / HASH_BYTES);
-  for (let i = 0; i < leaves.length; ) {
+  for (let i = 0; i < leaves.length;) {
     const n = pack(k, leaves, i, leaves.length, maxN);
     if (n === 0) {
       out.set(bigLeafHash(leaves[i]), i * HASH_BYTES);
@@ -135,7 +135,7 @@ export function frontierAppend(
   end = leaves.length,
 ): number {
   const k = kernel();
-  for (let i = start; i < end; ) {
+  for (let i = start; i < end;) {
     loadFrontier(k, frontier, count);
     const n = pack(k, leaves, i, end, Number.MAX_SAFE_INTEGER);
     if (n === 0) {
@@ -157,7 +157,7 @@ export function frontierAppend(
 export function frontierAppendHashes(frontier: Uint8Array, count: number, hashes: Uint8Array): number {
   const k = kernel();
   const max = Math.floor(k.IN_BYTES / HASH_BYTES) * HASH_BYTES;
-  for (let i = 0; i < hashes.length; ) {
+  for (let i = 0; i < hashes.length;) {
     const len = Math.min(max, hashes.length - i);
     loadFrontier(k, frontier, count);
     k.mem.set(hashes.subarray(i, i + len), k.IN);

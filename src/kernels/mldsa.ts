@@ -84,7 +84,10 @@ function pureMu(tr: Uint8Array, msg: Uint8Array, ctx: Uint8Array): Uint8Array {
 
 function preHashMu(tr: Uint8Array, msg: Uint8Array, ctx: Uint8Array, hashAlg: string): Uint8Array {
   const ph = PRE_HASHES[hashAlg];
-  if (ph === undefined) throw new RangeError(`"hashAlg" expected one of ${Object.keys(PRE_HASHES).join(', ')}, got ${JSON.stringify(hashAlg)}`);
+  if (ph === undefined)
+    throw new RangeError(
+      `"hashAlg" expected one of ${Object.keys(PRE_HASHES).join(', ')}, got ${JSON.stringify(hashAlg)}`,
+    );
   const digest = ph.hash(msg);
   const prefix = new Uint8Array(2 + ctx.length + 11);
   prefix[0] = 1;
@@ -125,7 +128,8 @@ function keygen(seed?: Uint8Array): { publicKey: Uint8Array; secretKey: Uint8Arr
 }
 
 function signMu(m: Uint8Array, secretKey: Uint8Array, rnd: Uint8Array): Uint8Array {
-  if (!secretKeyInRange(secretKey)) throw new PqdbError('INVALID_KEY', 'ML-DSA-87 secret key has s1/s2 coefficients out of range');
+  if (!secretKeyInRange(secretKey))
+    throw new PqdbError('INVALID_KEY', 'ML-DSA-87 secret key has s1/s2 coefficients out of range');
   const k = kernel();
   k.mem.set(secretKey, k.IN);
   k.mem.set(m, k.IN + L.secretKey);
@@ -177,7 +181,13 @@ const prehash = Object.freeze({
     const ctx = checkContext(opts?.context, false)!;
     return signMu(preHashMu(trOfSecretKey(secretKey), msg, ctx, hashAlg), secretKey, rndFor(opts));
   },
-  verify(sig: Uint8Array, msg: Uint8Array, publicKey: Uint8Array, hashAlg: string, opts?: { context?: Uint8Array }): boolean {
+  verify(
+    sig: Uint8Array,
+    msg: Uint8Array,
+    publicKey: Uint8Array,
+    hashAlg: string,
+    opts?: { context?: Uint8Array },
+  ): boolean {
     bytes('sig', sig);
     bytes('msg', msg);
     bytes('publicKey', publicKey);
@@ -189,7 +199,11 @@ const prehash = Object.freeze({
 
 /** ML-DSA.Sign_internal / Verify_internal (Algorithms 7, 8) on M′ directly, or on a given μ. */
 const internal = Object.freeze({
-  sign(msg: Uint8Array, secretKey: Uint8Array, opts?: { extraEntropy?: Uint8Array | false; externalMu?: boolean }): Uint8Array {
+  sign(
+    msg: Uint8Array,
+    secretKey: Uint8Array,
+    opts?: { extraEntropy?: Uint8Array | false; externalMu?: boolean },
+  ): Uint8Array {
     bytes('msg', msg);
     bytes('secretKey', secretKey, L.secretKey);
     const m = opts?.externalMu ? bytes('mu', msg, L.mu) : mu(trOfSecretKey(secretKey), EMPTY, msg);

@@ -20,7 +20,14 @@ const L = ML_KEM1024_LENGTHS;
 
 /** The KEM interface shared by ml_kem1024, the hybrid and the noble provider. */
 export interface Kem {
-  readonly lengths: { publicKey: number; secretKey: number; cipherText: number; seed: number; msg?: number; sharedSecret: number };
+  readonly lengths: {
+    publicKey: number;
+    secretKey: number;
+    cipherText: number;
+    seed: number;
+    msg?: number;
+    sharedSecret: number;
+  };
   keygen(seed?: Uint8Array): { publicKey: Uint8Array; secretKey: Uint8Array };
   getPublicKey(secretKey: Uint8Array): Uint8Array;
   encapsulate(publicKey: Uint8Array, msg?: Uint8Array): { cipherText: Uint8Array; sharedSecret: Uint8Array };
@@ -117,12 +124,13 @@ export function checkSecretKey(secretKey: Uint8Array): boolean {
  * const { cipherText, sharedSecret } = ml_kem1024.encapsulate(publicKey);
  * ml_kem1024.decapsulate(cipherText, secretKey); // equals sharedSecret
  */
-export const ml_kem1024: Kem & { checkPublicKey: typeof checkPublicKey; checkSecretKey: typeof checkSecretKey } = Object.freeze({
-  lengths: ML_KEM1024_LENGTHS,
-  keygen,
-  getPublicKey,
-  encapsulate,
-  decapsulate,
-  checkPublicKey,
-  checkSecretKey,
-});
+export const ml_kem1024: Kem & { checkPublicKey: typeof checkPublicKey; checkSecretKey: typeof checkSecretKey } =
+  Object.freeze({
+    lengths: ML_KEM1024_LENGTHS,
+    keygen,
+    getPublicKey,
+    encapsulate,
+    decapsulate,
+    checkPublicKey,
+    checkSecretKey,
+  });

@@ -44,7 +44,10 @@ class Stream implements KeccakStream {
   private ctx: Uint8Array | undefined;
   private squeezing = false;
 
-  constructor(private readonly p: Params, private readonly dkLen: number) {
+  constructor(
+    private readonly p: Params,
+    private readonly dkLen: number,
+  ) {
     const k = kernel();
     k.x.keccak_init(p.rate, p.ds);
     this.ctx = k.mem.slice(k.KCTX, k.KCTX + k.KCTX_BYTES);

@@ -59,9 +59,16 @@ export const lockName = (name: string): string => `pqdb-page-store:${name}`;
  * @example
  * const store = await openIndexedDbPageStore('my-app-pqdb');
  */
-export async function openIndexedDbPageStore(name: string, options: IndexedDbPageStoreOptions = {}): Promise<PageStore> {
-  if (typeof name !== 'string' || name.length === 0) throw new TypeError(`"name" expected a non-empty string, got ${typeof name}`);
-  const locks = options.locks === undefined ? (globalThis as { navigator?: { locks?: LockManager } }).navigator?.locks : options.locks;
+export async function openIndexedDbPageStore(
+  name: string,
+  options: IndexedDbPageStoreOptions = {},
+): Promise<PageStore> {
+  if (typeof name !== 'string' || name.length === 0)
+    throw new TypeError(`"name" expected a non-empty string, got ${typeof name}`);
+  const locks =
+    options.locks === undefined
+      ? (globalThis as { navigator?: { locks?: LockManager } }).navigator?.locks
+      : options.locks;
   const release = await acquire(lockName(name), locks ?? undefined);
   if (release === undefined) throw new PqdbError('LOCKED', `indexeddb page store "${name}" is held by another writer`);
   let db: IDBPDatabase | undefined;
@@ -87,7 +94,8 @@ export async function openIndexedDbPageStore(name: string, options: IndexedDbPag
       tx.objectStore(META).get('format'),
       tx.done,
     ]);
-    if (format !== FORMAT_VERSION) throw new PqdbError('FORMAT_VERSION', `indexeddb page store "${name}" has format ${String(format)}`);
+    if (format !== FORMAT_VERSION)
+      throw new PqdbError('FORMAT_VERSION', `indexeddb page store "${name}" has format ${String(format)}`);
     const index = new Map<number, IndexEntry>();
     keys.forEach((k, i) => index.set(k as number, entries[i] as IndexEntry));
     store = new IndexedDbPageStore(name, db, index, release);
@@ -143,7 +151,8 @@ class IndexedDbPageStore extends BasePageStore {
   }
 
   #live(): void {
-    if (this.#terminated) throw new PqdbError('IO_ERROR', `indexeddb page store "${this.#name}": the browser closed the database`);
+    if (this.#terminated)
+      throw new PqdbError('IO_ERROR', `indexeddb page store "${this.#name}": the browser closed the database`);
   }
 
   protected async _readPage(id: number): Promise<Uint8Array | undefined> {
@@ -190,7 +199,8 @@ class IndexedDbPageStore extends BasePageStore {
     this.#live();
     // Checksums first, in steps (nothing but IDB may be awaited once the transaction is open).
     const added: { id: number; entry: { length: number; crc: number } }[] = [];
-    for (const p of batch.pages) added.push({ id: p.id, entry: { length: p.bytes.length, crc: await crc32cAsync(p.bytes) } });
+    for (const p of batch.pages)
+      added.push({ id: p.id, entry: { length: p.bytes.length, crc: await crc32cAsync(p.bytes) } });
     let tx;
     const requests: Promise<unknown>[] = [];
     try {

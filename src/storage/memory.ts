@@ -113,7 +113,10 @@ class MemoryPageStore extends BasePageStore {
     for (const p of batch.pages) stored += p.bytes.length + RECORD_OVERHEAD_BYTES;
     if (batch.manifest !== undefined) stored += batch.manifest.length - (m.manifest?.bytes.length ?? 0);
     if (stored > m.quotaBytes) {
-      throw new PqdbError('QUOTA_EXCEEDED', `memory page store: commit needs ${stored} bytes, quota is ${m.quotaBytes}`);
+      throw new PqdbError(
+        'QUOTA_EXCEEDED',
+        `memory page store: commit needs ${stored} bytes, quota is ${m.quotaBytes}`,
+      );
     }
     // Synchronous from here on: a commit is applied entirely or not at all.
     for (const id of batch.deletes) m.pages.delete(id);

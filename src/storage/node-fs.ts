@@ -92,7 +92,8 @@ interface Segment {
  * console.log(store.recovery.actions);
  */
 export async function openNodeFsPageStore(dir: string, options: NodeFsPageStoreOptions = {}): Promise<PageStore> {
-  if (typeof dir !== 'string' || dir.length === 0) throw new TypeError(`"dir" expected a non-empty string, got ${typeof dir}`);
+  if (typeof dir !== 'string' || dir.length === 0)
+    throw new TypeError(`"dir" expected a non-empty string, got ${typeof dir}`);
   const segmentBytes = options.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
   if (!Number.isInteger(segmentBytes) || segmentBytes < 4096) {
     throw new RangeError(`"segmentBytes" expected an integer >= 4096, got ${segmentBytes}`);
@@ -206,7 +207,8 @@ class NodeFsPageStore extends BasePageStore {
       if (!match) continue;
       const seq = parseInt(match[1], 16);
       if (committed.has(seq)) present.add(seq);
-      else if (ro) actions.push(`${name} is not named by the manifest (an interrupted commit; left in place, read-only)`);
+      else if (ro)
+        actions.push(`${name} is not named by the manifest (an interrupted commit; left in place, read-only)`);
       else {
         await unlink(join(this.#dir, name));
         actions.push(`removed ${name}: not named by the manifest (an interrupted commit)`);
@@ -221,7 +223,9 @@ class NodeFsPageStore extends BasePageStore {
       if (size < length) throw corruption(`node-fs: ${name} holds ${size} bytes, the manifest committed ${length}`);
       if (size > length && ro) {
         truncatedBytes += size - length;
-        actions.push(`${name} has ${size - length} bytes past its committed length ${length}: the tail of a commit that never completed (left in place, read-only)`);
+        actions.push(
+          `${name} has ${size - length} bytes past its committed length ${length}: the tail of a commit that never completed (left in place, read-only)`,
+        );
       } else if (size > length) {
         await fh.truncate(length);
         await fh.datasync();
@@ -241,14 +245,17 @@ class NodeFsPageStore extends BasePageStore {
       if (head[i] !== SEGMENT_MAGIC.charCodeAt(i)) throw corruption(`node-fs: ${name} is not a pqdb segment`);
     }
     const version = hv.getUint32(8, true);
-    if (version !== FORMAT_VERSION) throw new PqdbError('FORMAT_VERSION', `node-fs: ${name} has format version ${version}`);
+    if (version !== FORMAT_VERSION)
+      throw new PqdbError('FORMAT_VERSION', `node-fs: ${name} has format version ${version}`);
     if (hv.getUint32(12, true) !== seq) throw corruption(`node-fs: ${name} carries another segment number`);
     let off = SEGMENT_HEADER_BYTES;
     while (off < length) {
-      if (length - off < RECORD_HEADER_BYTES) throw corruption(`node-fs: ${name} ends inside a record header at ${off}`);
+      if (length - off < RECORD_HEADER_BYTES)
+        throw corruption(`node-fs: ${name} ends inside a record header at ${off}`);
       await readExactly(fh, head, RECORD_HEADER_BYTES, off, name);
       const h = parseRecordHeader(head, `${name} @${off}`);
-      if (off + RECORD_HEADER_BYTES + h.length > length) throw corruption(`node-fs: ${name} @${off}: record runs past the committed length`);
+      if (off + RECORD_HEADER_BYTES + h.length > length)
+        throw corruption(`node-fs: ${name} @${off}: record runs past the committed length`);
       if (h.kind === KIND_PAGE) this.#index.set(h.id, { seq, offset: off, length: h.length, crc: h.crc });
       else this.#index.delete(h.id);
       off += RECORD_HEADER_BYTES + h.length;
@@ -272,7 +279,8 @@ class NodeFsPageStore extends BasePageStore {
     }
     const body = buf.subarray(RECORD_HEADER_BYTES);
     // In steps: an index page can be megabytes, and its checksum must not hold the event loop.
-    if ((await crc32cAsync(body)) !== h.crc) throw corruption(`node-fs: page ${id} (${name} @${loc.offset}): checksum mismatch`);
+    if ((await crc32cAsync(body)) !== h.crc)
+      throw corruption(`node-fs: page ${id} (${name} @${loc.offset}): checksum mismatch`);
     return body;
   }
 
@@ -317,7 +325,10 @@ class NodeFsPageStore extends BasePageStore {
     }
     let seg = this.#current();
     let created: Segment | undefined;
-    if (total > 0 && (seg === undefined || (seg.committed > SEGMENT_HEADER_BYTES && seg.committed + total > this.#segmentBytes))) {
+    if (
+      total > 0 &&
+      (seg === undefined || (seg.committed > SEGMENT_HEADER_BYTES && seg.committed + total > this.#segmentBytes))
+    ) {
       const seq = seg === undefined ? 1 : seg.seq + 1;
       const fh = await open(join(this.#dir, segmentName(seq)), 'w+');
       created = seg = { seq, fh, committed: 0 };
@@ -424,11 +435,16 @@ function parseRecordHeader(h: Uint8Array, where: string): { kind: number; id: nu
     throw corruption(`node-fs: ${where}: damaged record header`);
   }
   const kind = h[4];
-  if ((kind !== KIND_PAGE && kind !== KIND_DELETE) || h[5] | h[6] | h[7]) throw corruption(`node-fs: ${where}: unknown record kind ${kind}`);
+  if ((kind !== KIND_PAGE && kind !== KIND_DELETE) || h[5] | h[6] | h[7])
+    throw corruption(`node-fs: ${where}: unknown record kind ${kind}`);
   return { kind, id: v.getUint32(8, true), length: v.getUint32(12, true), crc: v.getUint32(16, true) };
 }
 
-function encodeManifest(commitSeq: number, segments: Map<number, number>, manifest: Uint8Array | undefined): Uint8Array {
+function encodeManifest(
+  commitSeq: number,
+  segments: Map<number, number>,
+  manifest: Uint8Array | undefined,
+): Uint8Array {
   const user = manifest ?? new Uint8Array(0);
   const out = new Uint8Array(32 + segments.size * 12 + 4 + user.length + 4);
   const v = new DataView(out.buffer);
@@ -453,13 +469,18 @@ function encodeManifest(commitSeq: number, segments: Map<number, number>, manife
   return out;
 }
 
-function decodeManifest(raw: Uint8Array): { commitSeq: number; segments: Map<number, number>; manifest: Uint8Array | undefined } {
+function decodeManifest(raw: Uint8Array): {
+  commitSeq: number;
+  segments: Map<number, number>;
+  manifest: Uint8Array | undefined;
+} {
   const bad = (why: string): PqdbError => corruption(`node-fs: ${MANIFEST}: ${why}`);
   if (raw.length < 40) throw bad(`too short (${raw.length} bytes)`);
   for (let i = 0; i < 8; i++) if (raw[i] !== MANIFEST_MAGIC.charCodeAt(i)) throw bad('not a pqdb manifest');
   const v = new DataView(raw.buffer, raw.byteOffset, raw.length);
   const version = v.getUint32(8, true);
-  if (version !== FORMAT_VERSION) throw new PqdbError('FORMAT_VERSION', `node-fs: ${MANIFEST} has format version ${version}`);
+  if (version !== FORMAT_VERSION)
+    throw new PqdbError('FORMAT_VERSION', `node-fs: ${MANIFEST} has format version ${version}`);
   if (v.getUint32(raw.length - 4, true) !== crc32c(raw.subarray(0, raw.length - 4))) throw bad('checksum mismatch');
   const flags = v.getUint32(12, true);
   const commitSeq = v.getUint32(16, true) + v.getUint32(20, true) * 2 ** 32;
@@ -467,14 +488,21 @@ function decodeManifest(raw: Uint8Array): { commitSeq: number; segments: Map<num
   if (32 + n * 12 + 8 > raw.length) throw bad('segment table runs past the end');
   const segments = new Map<number, number>();
   let o = 32;
-  for (let i = 0; i < n; i++, o += 12) segments.set(v.getUint32(o, true), v.getUint32(o + 4, true) + v.getUint32(o + 8, true) * 2 ** 32);
+  for (let i = 0; i < n; i++, o += 12)
+    segments.set(v.getUint32(o, true), v.getUint32(o + 4, true) + v.getUint32(o + 8, true) * 2 ** 32);
   const len = v.getUint32(o, true);
   if (o + 4 + len + 4 !== raw.length) throw bad('length mismatch');
   const manifest = flags & 1 ? new Uint8Array(raw.subarray(o + 4, o + 4 + len)) : undefined;
   return { commitSeq, segments, manifest };
 }
 
-async function readExactly(fh: FileHandle, buf: Uint8Array, length: number, position: number, name: string): Promise<void> {
+async function readExactly(
+  fh: FileHandle,
+  buf: Uint8Array,
+  length: number,
+  position: number,
+  name: string,
+): Promise<void> {
   let done = 0;
   while (done < length) {
     const { bytesRead } = await fh.read(buf, done, length - done, position + done);

@@ -120,7 +120,11 @@ export interface CheckedBatch {
   readonly deletes: readonly number[];
 }
 
-export const CLEAN_RECOVERY: RecoveryReport = Object.freeze({ clean: true, truncatedBytes: 0, actions: Object.freeze([]) });
+export const CLEAN_RECOVERY: RecoveryReport = Object.freeze({
+  clean: true,
+  truncatedBytes: 0,
+  actions: Object.freeze([]),
+});
 
 /** Throws unless `id` is a u32 page id. */
 export function checkPageId(name: string, id: unknown): number {
@@ -128,9 +132,15 @@ export function checkPageId(name: string, id: unknown): number {
 }
 
 /** Validates and copies a commit batch (the copy keeps later caller writes out of the store). */
-export function checkBatch(batch: unknown): { pages: PageWrite[]; manifest: Uint8Array | undefined; deletes: number[] } {
+export function checkBatch(batch: unknown): {
+  pages: PageWrite[];
+  manifest: Uint8Array | undefined;
+  deletes: number[];
+} {
   if (typeof batch !== 'object' || batch === null || Array.isArray(batch)) {
-    throw new TypeError(`"batch" expected an object, got ${batch === null ? 'null' : Array.isArray(batch) ? 'Array' : typeof batch}`);
+    throw new TypeError(
+      `"batch" expected an object, got ${batch === null ? 'null' : Array.isArray(batch) ? 'Array' : typeof batch}`,
+    );
   }
   const b = batch as CommitBatch;
   const pages: PageWrite[] = [];
@@ -138,7 +148,8 @@ export function checkBatch(batch: unknown): { pages: PageWrite[]; manifest: Uint
   if (b.pages !== undefined) {
     if (!Array.isArray(b.pages)) throw new TypeError(`"pages" expected an array, got ${typeof b.pages}`);
     b.pages.forEach((p: unknown, i: number) => {
-      if (typeof p !== 'object' || p === null) throw new TypeError(`"pages[${i}]" expected {id, bytes}, got ${p === null ? 'null' : typeof p}`);
+      if (typeof p !== 'object' || p === null)
+        throw new TypeError(`"pages[${i}]" expected {id, bytes}, got ${p === null ? 'null' : typeof p}`);
       const id = checkPageId(`pages[${i}].id`, (p as PageWrite).id);
       const data = checkBytes(`pages[${i}].bytes`, (p as PageWrite).bytes);
       if (data.length > MAX_PAGE_BYTES) {
@@ -166,7 +177,8 @@ export function checkBatch(batch: unknown): { pages: PageWrite[]; manifest: Uint
 
 /** Validates an id list; returns it without duplicates. */
 export function checkIds(name: string, ids: unknown): number[] {
-  if (!Array.isArray(ids)) throw new TypeError(`"${name}" expected an array, got ${ids === null ? 'null' : typeof ids}`);
+  if (!Array.isArray(ids))
+    throw new TypeError(`"${name}" expected an array, got ${ids === null ? 'null' : typeof ids}`);
   const out = new Set<number>();
   ids.forEach((id: unknown, i: number) => out.add(checkPageId(`${name}[${i}]`, id)));
   return [...out];
@@ -258,7 +270,8 @@ export abstract class BasePageStore implements PageStore {
         if (this._has(p.id)) throw new RangeError(`"pages[${i}].id" page ${p.id} already exists (pages are immutable)`);
       });
       const deletes = checked.deletes.filter((id) => this._has(id));
-      if (checked.pages.length === 0 && deletes.length === 0 && checked.manifest === undefined) return Promise.resolve();
+      if (checked.pages.length === 0 && deletes.length === 0 && checked.manifest === undefined)
+        return Promise.resolve();
       return this._commit({ pages: checked.pages, manifest: checked.manifest, deletes });
     });
   }
