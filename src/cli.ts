@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import { openNodeFsPageStore } from './storage/node-fs';
 import { verifyStore, formatVerifyReport } from './engine/verify';
 import { Store, type MigrationProgress, type MigrationStatus } from './engine/store';
-import { readManifestJson } from './engine/page-format';
+import { readManifestJson } from './engine/manifest';
 import { suite as suiteOf, type SuiteName } from './crypto/suites';
 import { PqdbError } from './errors';
 

@@ -63,23 +63,38 @@ export class KeyRing {
     return [...this.#generations.keys()].sort((a, b) => a - b);
   }
 
-  /** Opens a new generation: a fresh random root and salt, wrapped for every recipient. */
-  createGeneration(suiteName: SuiteName | number, recipients: readonly Uint8Array[]): number {
+  /**
+   * A draft of the ring's persisted form, to edit inside a commit (src/engine/commit.ts): it takes
+   * effect through install() once the commit is durable; a dropped draft wipes the roots it made.
+   */
+  draft(): KeyringDraft {
     this.live();
-    const s = suiteOf(suiteName);
-    if (!Array.isArray(recipients) || recipients.length === 0)
-      throw new RangeError('"recipients" expected at least one public key');
-    const generation = this.#generations.size === 0 ? 1 : Math.max(...this.#generations.keys()) + 1;
-    const root = randomBytes(32);
-    const envelopes = recipients.map((pk, i) => wrapRoot(root, bytes(`recipients[${i}]`, pk), s.id, generation));
-    this.#generations.set(generation, { generation, suite: s.id, salt: randomBytes(32), envelopes });
-    this.#roots.set(generation, root);
-    return generation;
+    return new KeyringDraft(this.records(), (g) => this.#roots.get(g));
   }
 
-  /** Forgets a generation created by createGeneration whose commit did not happen (wipes its root). */
-  discardGeneration(generation: number): void {
+  /**
+   * Makes a draft the ring's state: its generations (with the roots it created); a generation the
+   * draft no longer has is forgotten, its root and keys wiped.
+   */
+  install(draft: KeyringDraft): void {
     this.live();
+    const keep = new Map(draft.records.map((r) => [r.generation, r]));
+    for (const [g, root] of draft.takeRoots()) this.#roots.set(g, root);
+    for (const g of [...this.#generations.keys(), ...this.#roots.keys()]) if (!keep.has(g)) this.#forget(g);
+    this.#generations.clear();
+    for (const [g, r] of keep) this.#generations.set(g, r);
+  }
+
+  /** Opens a new generation: a fresh random root and salt, wrapped for every recipient. */
+  createGeneration(suiteName: SuiteName | number, recipients: readonly Uint8Array[]): number {
+    const d = this.draft();
+    const g = d.createGeneration(suiteName, recipients);
+    this.install(d);
+    return g;
+  }
+
+  /** Wipes and forgets one generation's root, data keys and per-generation keys. */
+  #forget(generation: number): void {
     this.#roots.get(generation)?.fill(0);
     this.#roots.delete(generation);
     this.#generations.delete(generation);
@@ -137,18 +152,9 @@ export class KeyRing {
 
   /** Wraps every unlocked root for one more recipient (no record is re-encrypted). */
   addRecipient(publicKey: Uint8Array): void {
-    this.live();
-    const id = hexOf(recipientId(bytes('publicKey', publicKey)));
-    for (const r of this.#generations.values()) {
-      if (r.envelopes.some((e) => hexOf(readEnvelope(e).recipientId) === id)) continue;
-      const root = this.#roots.get(r.generation);
-      if (root === undefined)
-        throw new PqdbError(
-          'AUTH_FAILED',
-          `generation ${r.generation} is locked: unlock the store before adding a recipient`,
-        );
-      r.envelopes.push(wrapRoot(root, publicKey, r.suite, r.generation));
-    }
+    const d = this.draft();
+    d.addRecipient(publicKey);
+    this.install(d);
   }
 
   /**
@@ -156,14 +162,9 @@ export class KeyRing {
    * @throws RangeError when it would leave a generation without any recipient.
    */
   removeRecipient(publicKey: Uint8Array): void {
-    this.live();
-    const id = hexOf(recipientId(bytes('publicKey', publicKey)));
-    for (const r of this.#generations.values()) {
-      const keep = r.envelopes.filter((e) => hexOf(readEnvelope(e).recipientId) !== id);
-      if (keep.length === 0)
-        throw new RangeError(`removing this recipient would leave generation ${r.generation} unreadable`);
-      r.envelopes = keep;
-    }
+    const d = this.draft();
+    d.removeRecipient(publicKey);
+    this.install(d);
   }
 
   /**
@@ -249,5 +250,90 @@ export class KeyRing {
     for (const r of this.#roots.values()) r.fill(0);
     this.#roots.clear();
     this.#closed = true;
+  }
+}
+
+/**
+ * The key ring's persisted form being edited inside a commit: generations to add (with fresh roots,
+ * held here until installed), envelopes to add or drop, generations to leave out. Nothing changes in
+ * the ring until KeyRing.install(draft); discard() wipes the roots it created.
+ */
+export class KeyringDraft {
+  #records: GenerationRecord[];
+  readonly #rootOf: (generation: number) => Uint8Array | undefined;
+  readonly #newRoots = new Map<number, Uint8Array>();
+
+  /** @internal Made by KeyRing.draft(). */
+  constructor(records: GenerationRecord[], rootOf: (generation: number) => Uint8Array | undefined) {
+    this.#records = records;
+    this.#rootOf = (g) => this.#newRoots.get(g) ?? rootOf(g);
+  }
+
+  /** The generations as the commit will persist them. */
+  get records(): readonly GenerationRecord[] {
+    return this.#records;
+  }
+
+  /** Adds a new generation: a fresh random root and salt, wrapped for every recipient. */
+  createGeneration(suiteName: SuiteName | number, recipients: readonly Uint8Array[]): number {
+    const s = suiteOf(suiteName);
+    if (!Array.isArray(recipients) || recipients.length === 0)
+      throw new RangeError('"recipients" expected at least one public key');
+    const generation = this.#records.reduce((m, r) => Math.max(m, r.generation), 0) + 1;
+    const root = randomBytes(32);
+    this.#newRoots.set(generation, root);
+    const envelopes = recipients.map((pk, i) => wrapRoot(root, bytes(`recipients[${i}]`, pk), s.id, generation));
+    this.#records = [...this.#records, { generation, suite: s.id, salt: randomBytes(32), envelopes }];
+    return generation;
+  }
+
+  /**
+   * Wraps every root for one more recipient.
+   * @throws PqdbError AUTH_FAILED when a generation is locked.
+   */
+  addRecipient(publicKey: Uint8Array): void {
+    const id = hexOf(recipientId(bytes('publicKey', publicKey)));
+    this.#records = this.#records.map((r) => {
+      if (r.envelopes.some((e) => hexOf(readEnvelope(e).recipientId) === id)) return r;
+      const root = this.#rootOf(r.generation);
+      if (root === undefined)
+        throw new PqdbError(
+          'AUTH_FAILED',
+          `generation ${r.generation} is locked: unlock the store before adding a recipient`,
+        );
+      return { ...r, envelopes: [...r.envelopes, wrapRoot(root, publicKey, r.suite, r.generation)] };
+    });
+  }
+
+  /**
+   * Drops a recipient's envelopes.
+   * @throws RangeError when it would leave a generation without any recipient.
+   */
+  removeRecipient(publicKey: Uint8Array): void {
+    const id = hexOf(recipientId(bytes('publicKey', publicKey)));
+    this.#records = this.#records.map((r) => {
+      const keep = r.envelopes.filter((e) => hexOf(readEnvelope(e).recipientId) !== id);
+      if (keep.length === 0)
+        throw new RangeError(`removing this recipient would leave generation ${r.generation} unreadable`);
+      return { ...r, envelopes: keep };
+    });
+  }
+
+  /** Leaves generations out (retirement): installing the draft destroys their roots. */
+  drop(generations: ReadonlySet<number>): void {
+    this.#records = this.#records.filter((r) => !generations.has(r.generation));
+  }
+
+  /** @internal The roots this draft created, handed over to the ring. */
+  takeRoots(): Map<number, Uint8Array> {
+    const roots = new Map(this.#newRoots);
+    this.#newRoots.clear();
+    return roots;
+  }
+
+  /** Wipes the roots this draft created (its commit did not happen). */
+  discard(): void {
+    for (const r of this.#newRoots.values()) r.fill(0);
+    this.#newRoots.clear();
   }
 }

@@ -1,4 +1,4 @@
-// Commit pages and the manifest as the engine writes them into a PageStore (which sees only these
+// Commit, log and index pages as the engine writes them into a PageStore (which sees only these
 // opaque bytes). Layouts are documented in docs/format.md.
 //
 // Commit page:
@@ -13,10 +13,7 @@
 // medium; each record blob authenticates itself and its place (AAD), and the index entry's sequence
 // must equal the blob header's (no swapping in an older version of a record).
 //
-// Manifest:
-//   "PQDM" ‖ version(1) ‖ be32(|json|) ‖ json (UTF-8) ‖ HMAC-SHA384(K_meta_g, everything before)[0, 32)
-//   K_meta_g = HKDF-SHA384(R_g, salt_g, "pqdb manifest mac v1", 32), g = json.macGeneration
-// The JSON is readable (it carries the key envelopes needed to unlock) but authenticated.
+// The manifest's framing is in src/engine/manifest.ts.
 //
 // Log page (leaf hashes a checkpoint added to a generation's Merkle log; public, not sealed):
 //   "PQDG" ‖ 1 ‖ be32(generation) ‖ be64(from) ‖ be64(to) ‖ leaf hashes [from, to) (48 each)
@@ -30,7 +27,7 @@
 
 import { PqdbError } from '../errors';
 import { gcmsiv } from '../kernels/aead';
-import { hkdf, hmac } from '../kernels/hmac';
+import { hkdf } from '../kernels/hmac';
 import { sha384 } from '../kernels/sha2';
 import { utf8Length, writeUtf8 } from '../_utf8';
 import { getU64, setU64 } from '../_bytes';
@@ -38,14 +35,11 @@ import { getU64, setU64 } from '../_bytes';
 const enc = new TextEncoder();
 const dec = new TextDecoder('utf-8', { fatal: true });
 const PAGE_MAGIC = [0x50, 0x51, 0x44, 0x50]; // PQDP
-const MANIFEST_MAGIC = [0x50, 0x51, 0x44, 0x4d]; // PQDM
 const LOG_MAGIC = [0x50, 0x51, 0x44, 0x47]; // PQDG
 const INDEX_MAGIC = [0x50, 0x51, 0x44, 0x49]; // PQDI
 const CHECKPOINT_MAGIC = [0x50, 0x51, 0x44, 0x43]; // PQDC: a signed checkpoint (src/crypto/proofs.ts) is its own page
 const HASH_BYTES = 48;
 export const PAGE_VERSION = 1;
-export const MANIFEST_VERSION = 1;
-const MAC_BYTES = 32;
 
 export type PageOp =
   | { kind: 'put'; collection: string; id: string; sequence: number; governance: string; blob: Uint8Array }
@@ -477,44 +471,4 @@ export function decodePage(pageId: number, key: Uint8Array, page: Uint8Array): I
     } else index.fail();
   }
   return ops;
-}
-
-/** Seals the manifest JSON with its MAC. */
-export function encodeManifest(json: unknown, macKey: Uint8Array): Uint8Array {
-  const body = enc.encode(JSON.stringify(json));
-  const head = new Uint8Array(9);
-  head.set(MANIFEST_MAGIC);
-  head[4] = MANIFEST_VERSION;
-  new DataView(head.buffer).setUint32(5, body.length);
-  const unsigned = new Uint8Array(9 + body.length);
-  unsigned.set(head);
-  unsigned.set(body, 9);
-  const out = new Uint8Array(unsigned.length + MAC_BYTES);
-  out.set(unsigned);
-  out.set(hmac(sha384, macKey, unsigned).subarray(0, MAC_BYTES), unsigned.length);
-  return out;
-}
-
-/** The manifest's JSON, read before its MAC can be checked (the MAC key comes from the key ring in it). */
-export function readManifestJson(bytes: Uint8Array): unknown {
-  if (bytes.length < 9 + MAC_BYTES || MANIFEST_MAGIC.some((m, i) => bytes[i] !== m))
-    throw new PqdbError('CORRUPTION', 'not a pqdb manifest');
-  if (bytes[4] !== MANIFEST_VERSION)
-    throw new PqdbError('FORMAT_VERSION', `manifest version ${bytes[4]} is not supported`);
-  const len = new DataView(bytes.buffer, bytes.byteOffset).getUint32(5);
-  if (9 + len + MAC_BYTES !== bytes.length) throw new PqdbError('CORRUPTION', 'manifest length does not match');
-  try {
-    return JSON.parse(dec.decode(bytes.subarray(9, 9 + len)));
-  } catch (cause) {
-    throw new PqdbError('CORRUPTION', 'manifest JSON does not parse', { cause });
-  }
-}
-
-/** Checks the manifest MAC (constant-time compare). @throws PqdbError AUTH_FAILED */
-export function verifyManifest(bytes: Uint8Array, macKey: Uint8Array): void {
-  const body = bytes.subarray(0, bytes.length - MAC_BYTES);
-  const mac = hmac(sha384, macKey, body);
-  let d = 0;
-  for (let i = 0; i < MAC_BYTES; i++) d |= mac[i] ^ bytes[body.length + i];
-  if (d !== 0) throw new PqdbError('AUTH_FAILED', 'the manifest does not authenticate');
 }

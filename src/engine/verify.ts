@@ -17,7 +17,7 @@
 
 import { PqdbError } from '../errors';
 import type { PageStore } from '../storage/page-store';
-import { openRecord } from '../crypto/record';
+import { openStored } from './records';
 import {
   recordLeafHashes,
   decodeCheckpoint,
@@ -29,15 +29,14 @@ import {
   type Checkpoint,
 } from '../crypto/proofs';
 import { MerkleHashTree, HASH_BYTES, verifyConsistency, verifyInclusionOfHash } from '../crypto/merkle';
-import { KeyRing, type GenerationRecord } from './keys';
+import { KeyRing } from './keys';
+import { decodeManifest, fromHex, generationRecords, hex, verifyManifest, type Manifest } from './manifest';
 import {
   decodePage,
   pageGeneration,
   pageKey,
   metaKey,
   lexicalKey,
-  readManifestJson,
-  verifyManifest,
   decodeLogPage,
   decodeIndexPage,
   indexPageGeneration,
@@ -97,22 +96,6 @@ export interface VerifyReport {
   ms: number;
 }
 
-interface ManifestView {
-  v: number;
-  storeId: string;
-  macGeneration: number;
-  nextPageId: number;
-  keyring: { generation: number; suite: number; salt: string; envelopes: string[] }[];
-  checkpointPages?: number[];
-  logs?: Record<string, { pageId: number; from: number; to: number }[]>;
-  indexes?: Record<string, { pageId: number; afterPage: number }>;
-  retired?: number[];
-}
-
-const unb64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
-const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
-const fromHex = (s: string) => Uint8Array.from(s.match(/../g) ?? [], (h) => parseInt(h, 16));
-
 /**
  * Verifies a store on `pages` (open it read-only: see openNodeFsPageStore's `readOnly`). Never
  * throws for bad data: every failure is a problem in the report.
@@ -163,13 +146,12 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
     throw new TypeError('"signerPublicKey" expected a Uint8Array');
 
   // ---- manifest and keys ----
-  let manifest: ManifestView | undefined;
+  let manifest: Manifest | undefined;
   let raw: Uint8Array | undefined;
   try {
     raw = await pages.readManifest();
     if (raw === undefined) throw new PqdbError('NOT_OPEN', 'no store here (no manifest)');
-    manifest = readManifestJson(raw) as ManifestView;
-    if (manifest.v !== 1) throw new PqdbError('FORMAT_VERSION', `store manifest format ${manifest.v} is not supported`);
+    manifest = decodeManifest(raw);
     if (
       typeof manifest.storeId !== 'string' ||
       !/^[0-9a-f]{32}$/.test(manifest.storeId) ||
@@ -188,13 +170,7 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
   if (options.unlock === undefined) skipped.push('decryption and the manifest MAC (no recipient secret key)');
   else {
     try {
-      const records: GenerationRecord[] = manifest.keyring.map((r) => ({
-        generation: r.generation,
-        suite: r.suite,
-        salt: unb64(r.salt),
-        envelopes: r.envelopes.map(unb64),
-      }));
-      keys = new KeyRing(records, 64);
+      keys = new KeyRing(generationRecords(manifest), 64);
       keys.unlock(options.unlock);
       verifyManifest(raw, keys.generationKey(manifest.macGeneration, 'meta', metaKey));
     } catch (e) {
@@ -474,20 +450,7 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       if (op.kind !== 'put') continue;
       try {
         const blob = page.subarray(op.offset, op.offset + op.length);
-        const { plaintext, header } = openRecord(blob, op.collection, op.id, (suite, generation) =>
-          ring.aeadFor(suite.id, generation, op.governance),
-        );
-        plaintext.fill(0);
-        if (header.sequence !== op.sequence)
-          throw new PqdbError(
-            'CORRUPTION',
-            `the record carries sequence ${header.sequence}, its index names ${op.sequence}`,
-          );
-        if (header.generation !== g)
-          throw new PqdbError(
-            'CORRUPTION',
-            `the record was sealed under generation ${header.generation} but sits in a page of generation ${g}`,
-          );
+        openStored('verify', blob, { ...op, generation: g }, ring).fill(0);
         counts.recordsDecrypted++;
       } catch (e) {
         fail(`record ${op.collection}/${op.id} (page ${pageId})`, e);

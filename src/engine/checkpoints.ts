@@ -1,0 +1,172 @@
+// Signed checkpoints (DESIGN §7): the signing policy of a store. A checkpoint is (store id,
+// generation, tree size, root, hash of the previous checkpoint) signed with ML-DSA-87; it is its own
+// page, and the log's new leaf hashes (a log page) and whatever contributors add (sealed lexical
+// indexes) go into the same commit. Automatic checkpoints follow commits (an `applied` hook) once
+// enough records or time passed since the last one.
+
+import { PqdbError } from '../errors';
+import { signCheckpoint, checkpointHash, type Checkpoint } from '../crypto/proofs';
+import type { KeyRing } from './keys';
+import type { MerkleLogs } from './merkle-log';
+import type { CommitPipeline, Draft } from './commit';
+import type { SignedCheckpoint } from './replay';
+
+/** Automatic checkpoint defaults: after this many records, or this long with at least one. */
+export const AUTO_CHECKPOINT_RECORDS = 10_000;
+export const AUTO_CHECKPOINT_MS = 60_000;
+
+/** Adds to a checkpoint's draft, under generation `g`, what covers the commit pages up to `afterPage`. */
+export type CheckpointContributor = (draft: Draft, g: number, afterPage: number) => Promise<void>;
+
+export interface CheckpointOptions {
+  signer?: Uint8Array;
+  signerPublicKey?: Uint8Array;
+  autoCheckpoint?: { records?: number; ms?: number } | false;
+}
+
+/** The last element of `list` that satisfies `test`. */
+export function lastWhere<T>(list: readonly T[], test: (x: T) => boolean): T | undefined {
+  for (let i = list.length - 1; i >= 0; i--) if (test(list[i])) return list[i];
+  return undefined;
+}
+
+export class Checkpoints {
+  readonly #pipeline: CommitPipeline;
+  readonly #keys: KeyRing;
+  readonly #logs: MerkleLogs;
+  readonly #storeId: Uint8Array;
+  readonly #signer?: Uint8Array;
+  readonly #signerPublic?: Uint8Array;
+  readonly #auto?: { records: number; ms: number };
+  readonly #contributors: CheckpointContributor[] = [];
+  /** Every signed checkpoint with its decoded fields, oldest first. */
+  readonly #list: SignedCheckpoint[];
+  #lastAt = Date.now();
+  #autoError?: unknown;
+
+  constructor(
+    pipeline: CommitPipeline,
+    keys: KeyRing,
+    logs: MerkleLogs,
+    storeId: Uint8Array,
+    list: SignedCheckpoint[],
+    options: CheckpointOptions,
+  ) {
+    this.#pipeline = pipeline;
+    this.#keys = keys;
+    this.#logs = logs;
+    this.#storeId = storeId;
+    this.#list = list;
+    this.#signer = options.signer === undefined ? undefined : new Uint8Array(options.signer);
+    this.#signerPublic = options.signerPublicKey;
+    const auto = options.autoCheckpoint ?? {};
+    if (auto !== false && this.#signer !== undefined) {
+      if (typeof auto !== 'object' || auto === null)
+        throw new TypeError('"autoCheckpoint" expected { records?, ms? } or false');
+      const records = auto.records ?? AUTO_CHECKPOINT_RECORDS;
+      const ms = auto.ms ?? AUTO_CHECKPOINT_MS;
+      if (!(records >= 1) || !(ms >= 0)) throw new RangeError('"autoCheckpoint" expected records >= 1 and ms >= 0');
+      this.#auto = { records, ms };
+    }
+  }
+
+  /** True when the store holds signer keys. */
+  get canSign(): boolean {
+    return this.#signer !== undefined && this.#signerPublic !== undefined;
+  }
+
+  /** The last automatic checkpoint's failure, if it failed. */
+  get autoError(): unknown {
+    return this.#autoError;
+  }
+
+  /** Adds what a checkpoint's commit must also carry (run in registration order). */
+  contribute(fn: CheckpointContributor): void {
+    this.#contributors.push(fn);
+  }
+
+  /** Every signed checkpoint, oldest first (the list itself: do not edit). */
+  get list(): readonly SignedCheckpoint[] {
+    return this.#list;
+  }
+
+  /** The newest checkpoint of generation `g`. */
+  last(g: number): SignedCheckpoint | undefined {
+    return lastWhere(this.#list, (c) => c.generation === g);
+  }
+
+  /**
+   * Signs a checkpoint of the current generation's log and stores it durably.
+   * @throws TypeError without signer keys; whatever the commit throws.
+   */
+  checkpoint(): Promise<SignedCheckpoint> {
+    return this.#pipeline.run(async (draft) => {
+      if (!this.canSign) throw new TypeError('checkpoints need the "signer" and "signerPublicKey" options');
+      const g = this.#keys.current();
+      // The root comes from the generation's compact range, kept current by every commit: no
+      // rehashing of the log, however long it is.
+      const last = this.#list.at(-1);
+      const previous = last !== undefined ? checkpointHash(last.signed) : new Uint8Array(48);
+      const size = this.#logs.size(g);
+      const c: Checkpoint = { storeId: this.#storeId, generation: g, size, root: this.#logs.root(g), previous };
+      const signed = signCheckpoint(c, this.#signer!, this.#signerPublic!);
+      const m = draft.manifest;
+      const afterPage = m.nextPageId - 1; // every commit page so far: what an index persisted here covers
+      const page = { id: draft.pageId(), bytes: signed };
+      draft.addPage(page);
+      // Only the leaves added since the last log page are written: a checkpoint costs what it adds.
+      const logs = { ...(m.logs ?? {}) };
+      await this.#logs.pushLogPage(g, logs, draft);
+      m.logs = logs;
+      for (const fn of this.#contributors) await fn(draft, g, afterPage);
+      m.checkpointPages = [...(m.checkpointPages ?? []), page.id];
+      const result = { ...c, signed };
+      draft.afterCommit(() => {
+        this.#list.push(result);
+        this.#lastAt = Date.now();
+      });
+      return result;
+    });
+  }
+
+  /** `applied` hook: queues an automatic checkpoint when enough records or time passed since the last one. */
+  maybeCheckpoint(): void {
+    if (this.#auto === undefined || this.#signerPublic === undefined) return;
+    const g = this.#keys.current();
+    const size = this.#logs.size(g);
+    const last = this.last(g)?.size ?? 0;
+    const due = size - last >= this.#auto.records || (size > last && Date.now() - this.#lastAt >= this.#auto.ms);
+    if (!due) return;
+    this.#lastAt = Date.now(); // one queued checkpoint at a time
+    this.checkpoint().then(
+      () => (this.#autoError = undefined),
+      (e) => (this.#autoError = e),
+    );
+  }
+
+  /**
+   * Consistency proof between two checkpoints (by position in the list) of one generation.
+   * @throws RangeError for unknown positions or checkpoints of different generations.
+   */
+  consistencyProof(from: number, to: number): Uint8Array[] {
+    const a = this.#list[from];
+    const b = this.#list[to];
+    if (a === undefined || b === undefined || a.generation !== b.generation || a.size > b.size)
+      throw new RangeError('"from" and "to" expected checkpoints of one generation, oldest first');
+    return this.#logs.tree(b.generation, b.size).consistencyProof(a.size);
+  }
+
+  /** A checkpoint covering leaf `leafIndex` of generation `g`: the newest one, or a new one. */
+  async covering(g: number, leafIndex: number): Promise<SignedCheckpoint> {
+    let cp = lastWhere(this.#list, (x) => x.generation === g && x.size > leafIndex);
+    if (cp === undefined) cp = await this.checkpoint();
+    if (cp.generation !== g || cp.size <= leafIndex)
+      throw new PqdbError('NOT_OPEN', 'no checkpoint covers this record');
+    return cp;
+  }
+
+  /** Wipes the signer's secret key. */
+  close(): void {
+    this.#signer?.fill(0);
+  }
+}

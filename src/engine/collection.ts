@@ -1,0 +1,146 @@
+// A typed collection of a store: the façade users put, get, scan and search through. It holds no
+// state of its own beyond its name, schema and indexed fields; every operation goes to the store's
+// engine (src/engine/store.ts), whose writes all pass through the commit pipeline.
+
+import type { Governance } from '../crypto/record';
+import { utf8Length } from '../_utf8';
+import type { CompiledSchema, Value } from './codec';
+import type { LexicalIndex, SearchOptions } from './lexical';
+import type { Store } from './store';
+
+/** Longest record id, in UTF-8 bytes. */
+export const MAX_ID_BYTES = 1024;
+
+export interface PutOptions {
+  governance?: Governance;
+}
+
+export interface ScanOptions {
+  prefix?: string;
+  limit?: number;
+}
+
+/** Operations collected by `store.batch`; they commit together or not at all. */
+export interface Transaction {
+  put(collection: Collection, id: string, value: Value, options?: PutOptions): void;
+  delete(collection: Collection, id: string): void;
+}
+
+/** @internal A write a collection hands to its store. */
+export type PendingOp =
+  | { kind: 'put'; collection: Collection; id: string; value: Value; governance?: Governance }
+  | { kind: 'delete'; collection: Collection; id: string };
+
+/** @internal What a collection asks of its store. */
+export interface CollectionEngine {
+  commit(ops: PendingOp[]): Promise<void>;
+  read(c: Collection, id: string): Promise<Value | undefined>;
+  has(collection: string, id: string): boolean;
+  count(collection: string): number;
+  ids(collection: string, prefix: string): string[];
+  index(collection: string): Promise<LexicalIndex>;
+  loadedIndex(collection: string): Promise<LexicalIndex> | undefined;
+  exportSealed(collection: string, id: string): Promise<Uint8Array>;
+}
+
+/** @internal Checks a record id. @throws TypeError, RangeError */
+export function checkId(id: unknown): string {
+  if (typeof id !== 'string' || id.length === 0) throw new TypeError('"id" expected a non-empty string');
+  if (utf8Length(id) > MAX_ID_BYTES) throw new RangeError('"id" is limited to 1,024 UTF-8 bytes');
+  return id;
+}
+
+export class Collection {
+  readonly #engine: CollectionEngine;
+
+  /** @internal Made by Store.collection. */
+  constructor(
+    readonly store: Store,
+    engine: CollectionEngine,
+    readonly name: string,
+    /** @internal */ readonly schema: CompiledSchema,
+    /** String fields indexed for search(), if any. */
+    readonly indexed: readonly string[] = [],
+    /** @internal The suite named when the collection was first opened (written with its first commit). */
+    readonly suite?: number,
+  ) {
+    this.#engine = engine;
+  }
+
+  /** @internal The lexical index if it is loaded or being loaded (for benchmarks). */
+  get lexical(): Promise<LexicalIndex> | undefined {
+    return this.#engine.loadedIndex(this.name);
+  }
+
+  /**
+   * Ids (with values) of records whose indexed text fields contain the query's words: `mode` 'all'
+   * (default) or 'any', `prefix` to match the last word as typed, at most `limit` (default 100).
+   * The index is built from the records on first use after opening and kept current by every commit.
+   * @throws TypeError when the collection was opened without `index: { text: [...] }`.
+   */
+  async search(query: string, options: SearchOptions = {}): Promise<{ id: string; value: Value }[]> {
+    if (this.indexed.length === 0)
+      throw new TypeError(`collection "${this.name}" has no lexical index (open it with index: { text: [...] })`);
+    if (typeof query !== 'string') throw new TypeError('"query" expected a string');
+    const index = await this.#engine.index(this.name);
+    const out: { id: string; value: Value }[] = [];
+    for (const id of index.search(query, options)) {
+      const value = await this.get(id);
+      if (value !== undefined) out.push({ id, value });
+    }
+    return out;
+  }
+
+  /**
+   * Seals and stores `value` under `id` in one commit (durable when the promise resolves).
+   * @throws PqdbError SCHEMA_MISMATCH (nothing written), SUITE_QUARANTINED, NOT_OPEN, IO_ERROR.
+   */
+  async put(id: string, value: Value, options: PutOptions = {}): Promise<void> {
+    return this.#engine.commit([{ kind: 'put', collection: this, id, value, governance: options?.governance }]);
+  }
+
+  /** The value stored under `id`, or undefined. @throws PqdbError AUTH_FAILED, CORRUPTION, SUITE_RETIRED */
+  async get(id: string): Promise<Value | undefined> {
+    return this.#engine.read(this, id);
+  }
+
+  /** True when a record is stored under `id` (answered from the key directory: nothing is decrypted). */
+  has(id: string): boolean {
+    return this.#engine.has(this.name, checkId(id));
+  }
+
+  /** Deletes `id`; true when it existed. */
+  async delete(id: string): Promise<boolean> {
+    checkId(id);
+    if (!this.#engine.has(this.name, id)) return false;
+    await this.#engine.commit([{ kind: 'delete', collection: this, id }]);
+    return true;
+  }
+
+  /** Records in id order, optionally only ids starting with `prefix`, at most `limit`. */
+  async *scan(options: ScanOptions = {}): AsyncGenerator<{ id: string; value: Value }> {
+    const ids = this.#engine.ids(this.name, options.prefix ?? '');
+    const limit = options.limit ?? Infinity;
+    let n = 0;
+    for (const id of ids) {
+      if (n >= limit) return;
+      const value = await this.get(id);
+      if (value === undefined) continue;
+      n++;
+      yield { id, value };
+    }
+  }
+
+  /**
+   * A self-verifying sealed export of `id`: header ‖ ciphertext ‖ inclusion proof ‖ signed
+   * checkpoint ‖ signer key id. Verify it anywhere with verifySealed(bytes, signerPublicKey).
+   */
+  exportSealed(id: string): Promise<Uint8Array> {
+    return this.#engine.exportSealed(this.name, checkId(id));
+  }
+
+  /** Number of live records. */
+  get size(): number {
+    return this.#engine.count(this.name);
+  }
+}

@@ -1,0 +1,165 @@
+// A live migration's copy step (DESIGN §8): the records still to visit, in log order, and one
+// bounded chunk of them re-encrypted into the target generation per commit, the durable cursor and
+// the chunk's accounting written in the same commit.
+
+import { PqdbError } from '../../errors';
+import { HASH_BYTES } from '../../crypto/merkle';
+import type { Governance } from '../../crypto/record';
+import { yieldToEventLoop } from '../../_yield';
+import type { KeyDirectory } from '../directory';
+import type { MerkleLogs } from '../merkle-log';
+import type { RecordIO } from '../records';
+import type { Draft } from '../commit';
+import type { MigrationRecord } from '../manifest';
+
+/** Directory entries visited per step while the source queue is built. */
+const QUEUE_BUILD_STEP = 2048;
+/** Slots visited per step while the queue is put in log order. */
+const QUEUE_ORDER_STEP = 8192;
+/** Records a copy chunk visits between letting reads in. */
+const COPY_READ_STEP = 64;
+/** Failures kept in the manifest (the count covers all). */
+export const MAX_FAILURES_KEPT = 100;
+
+/** Asked whether a record may be migrated now (DESIGN §9 current authority). */
+export type AuthorityCheck = (record: { collection: string; id: string; governance: Governance }) => boolean;
+
+/**
+ * The records a migration still has to visit, in log order: entry i is id ids[i] of collection
+ * names[cols[i]], leaf leaves[i] of generation gens[i]. Parallel arrays, not an object per record:
+ * 100,000 small objects alive for the whole copy made the collector's work (and pauses) larger.
+ */
+export interface SourceQueue {
+  ids: string[];
+  gens: Int32Array;
+  leaves: Int32Array;
+  cols: Uint32Array;
+  names: readonly string[];
+  pos: number;
+}
+
+export interface CopyContext {
+  readonly directory: KeyDirectory;
+  readonly logs: MerkleLogs;
+  readonly records: RecordIO;
+  /** The generation new records are written under. */
+  current(): number;
+  /** Throws when the store is closed. */
+  live(): void;
+}
+
+/** Source records to visit: live records of the migrated collections outside the target generation, after the cursor. */
+export async function sourceQueue(ctx: CopyContext, m: MigrationRecord): Promise<SourceQueue> {
+  // Per source generation, slot = leaf index: the id and its collection's number.
+  const byGen = new Map<number, { ids: (string | undefined)[]; cols: Uint32Array; n: number }>();
+  let n = 0;
+  for (let c = 0; c < m.collections.length; c++) {
+    // Built in steps: entries changed meanwhile are checked again when the copy reaches them.
+    for (const [id, loc] of ctx.directory.entries(m.collections[c])) {
+      if (++n % QUEUE_BUILD_STEP === 0) await yieldToEventLoop();
+      if (loc.generation === m.generation) continue;
+      const done =
+        m.cursor !== null &&
+        (loc.generation < m.cursor[0] || (loc.generation === m.cursor[0] && loc.leafIndex <= m.cursor[1]));
+      if (done) continue;
+      let slots = byGen.get(loc.generation);
+      if (slots === undefined) {
+        const size = Math.max(ctx.logs.log(loc.generation).length / HASH_BYTES, loc.leafIndex + 1);
+        byGen.set(
+          loc.generation,
+          (slots = { ids: new Array<string | undefined>(size), cols: new Uint32Array(size), n: 0 }),
+        );
+      }
+      slots.ids[loc.leafIndex] = id;
+      slots.cols[loc.leafIndex] = c;
+      slots.n++;
+    }
+  }
+  let total = 0;
+  for (const slots of byGen.values()) total += slots.n;
+  const q: SourceQueue = {
+    ids: new Array<string>(total),
+    gens: new Int32Array(total),
+    leaves: new Int32Array(total),
+    cols: new Uint32Array(total),
+    names: m.collections,
+    pos: 0,
+  };
+  let k = 0;
+  for (const g of [...byGen.keys()].sort((a, b) => a - b)) {
+    const slots = byGen.get(g)!;
+    for (let i = 0; i < slots.ids.length; i++) {
+      if (i % QUEUE_ORDER_STEP === QUEUE_ORDER_STEP - 1) await yieldToEventLoop();
+      const id = slots.ids[i];
+      if (id === undefined) continue;
+      q.ids[k] = id;
+      q.gens[k] = g;
+      q.leaves[k] = i;
+      q.cols[k] = slots.cols[i];
+      k++;
+    }
+  }
+  return q;
+}
+
+/**
+ * Copies up to chunkRecords source records into the target generation, as writes of `draft` whose
+ * manifest also takes the cursor and the chunk's accounting; true while records are left. Runs
+ * inside the commit queue: no write changes the directory meanwhile.
+ */
+export async function copyChunk(
+  ctx: CopyContext,
+  draft: Draft,
+  queue: SourceQueue,
+  authority: AuthorityCheck | undefined,
+): Promise<boolean> {
+  const r = draft.manifest.migration!;
+  const g = ctx.current();
+  if (g !== r.generation)
+    throw new PqdbError('CORRUPTION', `the migration targets generation ${r.generation}, the store writes ${g}`);
+  const plaintexts: Uint8Array[] = [];
+  draft.afterCommit(() => plaintexts.forEach((p) => p.fill(0)));
+  draft.onAbort(() => plaintexts.forEach((p) => p.fill(0)));
+  let visited = 0;
+  while (plaintexts.length < r.chunkRecords && queue.pos < queue.ids.length) {
+    if (++visited % COPY_READ_STEP === 0) await yieldToEventLoop(); // reads get in
+    ctx.live();
+    const at = queue.pos++;
+    const collection = queue.names[queue.cols[at]];
+    const id = queue.ids[at];
+    r.cursor = [queue.gens[at], queue.leaves[at]];
+    const loc = ctx.directory.get(collection, id);
+    // Updated or deleted since the queue was built: counted when that write committed.
+    if (loc === undefined || loc.generation !== queue.gens[at] || loc.leafIndex !== queue.leaves[at]) continue;
+    let plaintext: Uint8Array;
+    try {
+      plaintext = await ctx.records.open('copy', collection, id, loc);
+    } catch (e) {
+      r.counts.failed++;
+      if (r.failures.length < MAX_FAILURES_KEPT)
+        r.failures.push(`${collection}/${id}: ${e instanceof Error ? e.message : String(e)}`);
+      continue;
+    }
+    const governance = loc.governance;
+    if (authority !== undefined && !authority({ collection, id, governance: JSON.parse(governance) as Governance })) {
+      plaintext.fill(0);
+      r.counts.withheld++;
+      continue;
+    }
+    plaintexts.push(plaintext);
+    const sequence = draft.sequences(1);
+    const op = ctx.records.put({
+      collection,
+      id,
+      suite: r.to,
+      generation: g,
+      sequence,
+      governance,
+      plaintext,
+      copy: true,
+    });
+    draft.write(op, { kind: 'put', collection, id, copy: true });
+    r.counts.copied++;
+  }
+  return queue.pos < queue.ids.length;
+}

@@ -1,0 +1,358 @@
+// A live migration's phases and accounting (DESIGN §8): prepare generation g+1 with the target
+// suite (new writes go there at once) → copy the records in bounded chunks, each commit carrying
+// the durable cursor → carry the lexical indexes over → verify every migrated record → checkpoint
+// (with signer keys) → activate. Each step is one queued task, so reads and writes interleave; a
+// store reopened with a migration under way resumes it. The accounting is kept in the manifest:
+// copied + superseded + deleted + withheld + failed + inserted = total, with writes that reach a
+// record before the copy does counted as they commit (a `prepare` hook).
+
+import { PqdbError } from '../../errors';
+import { suite as suiteOf, type SuiteName } from '../../crypto/suites';
+import { yieldToEventLoop } from '../../_yield';
+import type { KeyRing } from '../keys';
+import type { KeyDirectory } from '../directory';
+import type { CommitPipeline, Draft } from '../commit';
+import type { LexicalStore } from '../lexical-store';
+import type { Checkpoints } from '../checkpoints';
+import type { RecordIO } from '../records';
+import { b64, hex, unb64, type MigrationCounts, type MigrationPhase, type MigrationRecord } from '../manifest';
+import { copyChunk, sourceQueue, type AuthorityCheck, type CopyContext, type SourceQueue } from './copy';
+
+export type { AuthorityCheck } from './copy';
+export type { MigrationCounts, MigrationPhase } from '../manifest';
+
+/** Records per copy commit unless the caller says otherwise. */
+export const DEFAULT_CHUNK_RECORDS = 256;
+/** Records verified per step of the verifying phase. */
+const VERIFY_STEP = 128;
+/** Problems a failed verification names. */
+const MAX_PROBLEMS_NAMED = 20;
+
+export interface MigrationProgress extends MigrationCounts {
+  phase: MigrationPhase;
+}
+
+export interface MigrationStatus extends MigrationProgress {
+  /** Collections migrated. */
+  collections: string[];
+  /** Target suite. */
+  to: SuiteName;
+  /** The key generation records are copied into. */
+  generation: number;
+  /** The last source record (generation, leaf index) the copy reached. */
+  cursor: [number, number] | null;
+  startedAt: string;
+  finishedAt?: string;
+  /** Milliseconds of migration work (in every process that worked on it), per phase and in all. */
+  workMs: number;
+  phaseMs: Partial<Record<MigrationPhase, number>>;
+  /** The first failures (collection/id: reason). */
+  failures: string[];
+  /** True while this process is working on it. */
+  running: boolean;
+}
+
+export interface MigrateOptions {
+  /** Only this collection (default: every collection). */
+  collection?: string;
+  /** The target suite. */
+  to: SuiteName;
+  /** Records per copy commit (default 256): bounds the event-loop time of each step. */
+  chunkRecords?: number;
+  /** Aborting pauses the migration after the current step; migrate() then rejects with ABORTED. */
+  signal?: AbortSignal;
+  onProgress?: (p: MigrationProgress) => void;
+  /** Overrides the store's authority check for this migration. */
+  authority?: AuthorityCheck;
+}
+
+export interface MigrationContext extends CopyContext {
+  readonly pipeline: CommitPipeline;
+  readonly keys: KeyRing;
+  readonly directory: KeyDirectory;
+  readonly records: RecordIO;
+  readonly lexical: LexicalStore;
+  readonly checkpoints: Checkpoints;
+  /** The store's authority check. */
+  readonly authority?: AuthorityCheck;
+  /** True once the store is closing. */
+  closing(): boolean;
+  /** Decodes a record's plaintext with its collection's schema (verification decodes every record). */
+  decode(collection: string, plaintext: Uint8Array): unknown;
+}
+
+type Hooks = Pick<MigrateOptions, 'signal' | 'onProgress' | 'authority'>;
+
+export class Migration {
+  readonly #ctx: MigrationContext;
+  /** The migration this process is running, and the hooks its caller gave. */
+  #run?: Promise<MigrationStatus>;
+  #hooks: Hooks = {};
+  /** Source records still to visit, and the next position. */
+  #queue?: SourceQueue;
+  /** When the migration's work time was last accounted (performance.now()). */
+  #mark = 0;
+  /** Why a migration resumed on open stopped, if it did. */
+  error?: unknown;
+
+  constructor(ctx: MigrationContext) {
+    this.#ctx = ctx;
+    ctx.pipeline.hook({ prepare: (draft) => this.#accountWrites(draft) });
+  }
+
+  /** The migration this process is running, if any (close waits for it). */
+  get running(): Promise<MigrationStatus> | undefined {
+    return this.#run;
+  }
+
+  /** Starts (or joins) a migration; see Store.migrate. */
+  start(options: MigrateOptions): Promise<MigrationStatus> {
+    const manifest = this.#ctx.pipeline.manifest;
+    if (typeof options !== 'object' || options === null) throw new TypeError('"options" expected an object');
+    const target = suiteOf(options.to);
+    const chunk = options.chunkRecords ?? DEFAULT_CHUNK_RECORDS;
+    if (!Number.isInteger(chunk) || chunk < 1 || chunk > 100_000)
+      throw new RangeError('"chunkRecords" expected an integer in 1..100000');
+    if (options.collection !== undefined && manifest.collections[options.collection] === undefined)
+      throw new RangeError(`no collection "${options.collection}"`);
+    if (options.authority !== undefined && typeof options.authority !== 'function')
+      throw new TypeError('"authority" expected a function');
+    const hooks = { signal: options.signal, onProgress: options.onProgress, authority: options.authority };
+    const current = manifest.migration;
+    if (current !== undefined) {
+      const same =
+        current.to === target.id &&
+        (options.collection === undefined ? true : current.collections.includes(options.collection));
+      if (!same)
+        return Promise.reject(
+          new RangeError(
+            `a migration of ${current.collections.join(', ')} to ${suiteOf(current.to).name} is under way`,
+          ),
+        );
+      this.#hooks = hooks;
+      return (this.#run ??= this.#runPhases());
+    }
+    this.#hooks = hooks;
+    const run = this.#prepare(target.id, options.collection, chunk).then(() => this.#runPhases());
+    this.#run = run;
+    return run;
+  }
+
+  /** Resumes the migration the manifest has under way (on open). */
+  resume(): void {
+    this.#run = this.#runPhases();
+    this.#run.catch((e) => (this.error = e));
+  }
+
+  /** The migration under way (or the last finished one), with its accounting; undefined if none. */
+  status(): MigrationStatus | undefined {
+    const manifest = this.#ctx.pipeline.manifest;
+    const m = manifest.migration ?? manifest.migrations?.at(-1);
+    if (m === undefined) return undefined;
+    return {
+      phase: m.phase,
+      ...m.counts,
+      collections: [...m.collections],
+      to: suiteOf(m.to).name,
+      generation: m.generation,
+      cursor: m.cursor,
+      startedAt: m.startedAt,
+      finishedAt: m.finishedAt,
+      workMs: m.workMs,
+      phaseMs: { ...m.phaseMs },
+      failures: [...m.failures],
+      running: this.#run !== undefined && manifest.migration !== undefined,
+    };
+  }
+
+  /** Opens generation g+1 under the target suite and records the migration, in one commit. */
+  #prepare(to: number, collection: string | undefined, chunkRecords: number): Promise<void> {
+    return this.#ctx.pipeline.run((draft) => {
+      const m = draft.manifest;
+      const state = draft.registry.state(to);
+      if (state === 'quarantined' || state === 'retired') draft.registry.checkWrite(to); // refuses
+      const listed = (m.recipients ?? []).map(unb64);
+      const sole = listed.length === 0 ? this.#ctx.keys.soleRecipient() : undefined;
+      const recipients = sole !== undefined ? [sole] : listed;
+      if (recipients.length === 0) {
+        throw new TypeError(
+          "the store does not list its recipients' public keys: add them with addRecipient(publicKey) before migrating",
+        );
+      }
+      const names = collection !== undefined ? [collection] : Object.keys(m.collections);
+      const fromSuites = [...new Set(names.map((n) => m.collections[n].suite))];
+      const total = names.reduce((n, name) => n + this.#ctx.directory.count(name), 0);
+      const g = draft.keyring.createGeneration(to, recipients);
+      if (state === 'decrypt-only') draft.registry.setState(to, 'active');
+      for (const n of names) m.collections[n] = { ...m.collections[n], suite: to };
+      if (collection === undefined) m.defaultSuite = to;
+      if (sole !== undefined) m.recipients = [b64(sole)];
+      const id = new Uint8Array(8);
+      globalThis.crypto.getRandomValues(id);
+      m.migration = {
+        id: hex(id),
+        collections: names,
+        to,
+        generation: g,
+        fromSuites,
+        phase: 'copying',
+        cursor: null,
+        counts: { copied: 0, superseded: 0, deleted: 0, withheld: 0, failed: 0, inserted: 0, total },
+        startedAt: new Date().toISOString(),
+        workMs: 0,
+        phaseMs: {},
+        failures: [],
+        chunkRecords,
+      };
+      draft.afterCommit(() => (this.#queue = undefined));
+    });
+  }
+
+  /** Runs the migration's remaining phases; each step is one queued task, so writes interleave. */
+  async #runPhases(): Promise<MigrationStatus> {
+    const { pipeline, lexical, checkpoints } = this.#ctx;
+    this.#mark = performance.now();
+    try {
+      for (;;) {
+        const m = pipeline.manifest.migration;
+        if (m === undefined) throw new PqdbError('NOT_OPEN', 'no migration under way');
+        if (this.#ctx.closing())
+          throw new PqdbError('NOT_OPEN', 'the store is closing; the migration resumes when it is reopened');
+        if (this.#hooks.signal?.aborted)
+          throw new PqdbError('ABORTED', 'the migration was paused; migrate() or reopening resumes it');
+        let next: MigrationPhase | undefined;
+        if (m.phase === 'copying') next = (await this.#copy()) ? undefined : 'indexing';
+        else if (m.phase === 'indexing') {
+          for (const name of m.collections) await lexical.carryOver(name, m.generation);
+          next = 'verifying';
+        } else if (m.phase === 'verifying') {
+          await this.#verify(m);
+          next = 'activating';
+        } else if (m.phase === 'activating') {
+          if (checkpoints.canSign) await checkpoints.checkpoint();
+          next = 'done';
+        }
+        if (next !== undefined) await this.#advance(next);
+        this.#report();
+        if (next === 'done') return this.status()!;
+        await yieldToEventLoop(); // let reads and other work in
+      }
+    } finally {
+      this.#run = undefined;
+      this.#queue = undefined;
+    }
+  }
+
+  #report(): void {
+    const manifest = this.#ctx.pipeline.manifest;
+    const m = manifest.migration ?? manifest.migrations?.at(-1);
+    if (m !== undefined) this.#hooks.onProgress?.({ phase: m.phase, ...m.counts });
+  }
+
+  /** One copy chunk in one commit; false when no source record is left. */
+  #copy(): Promise<boolean> {
+    return this.#ctx.pipeline.run(async (draft) => {
+      const queue = (this.#queue ??= await sourceQueue(this.#ctx, draft.manifest.migration!));
+      draft.onAbort(() => (this.#queue = undefined)); // rebuilt from the durable cursor on the next step
+      const more = await copyChunk(this.#ctx, draft, queue, this.#hooks.authority ?? this.#ctx.authority);
+      this.#accountWork(draft.manifest.migration!);
+      return more;
+    });
+  }
+
+  /** Persists the move to the next phase (and, at 'done', activation: registry, history). */
+  #advance(next: MigrationPhase): Promise<void> {
+    return this.#ctx.pipeline.run((draft) => {
+      const mm = draft.manifest;
+      const r = mm.migration!;
+      this.#accountWork(r);
+      r.phase = next;
+      if (next !== 'done') return;
+      r.finishedAt = new Date().toISOString();
+      // Activation: old suites no longer used by any collection stop writing (they keep decrypting).
+      for (const s of r.fromSuites) {
+        const used = s === r.to || s === mm.defaultSuite || Object.values(mm.collections).some((c) => c.suite === s);
+        if (!used && draft.registry.state(s) === 'active') draft.registry.setState(s, 'decrypt-only');
+      }
+      mm.migrations = [...(mm.migrations ?? []), r];
+      delete mm.migration;
+    });
+  }
+
+  /**
+   * Adds the wall-clock time since the last accounting to the migration's work time (and its
+   * phase's): the time a process spent migrating, commits included; an outage adds nothing.
+   */
+  #accountWork(r: MigrationRecord): void {
+    const now = performance.now();
+    const ms = now - this.#mark;
+    this.#mark = now;
+    r.workMs += ms;
+    r.phaseMs[r.phase] = (r.phaseMs[r.phase] ?? 0) + ms;
+  }
+
+  /** `prepare` hook: counts writes to migrated collections that reach records before the copy does. */
+  #accountWrites(draft: Draft): void {
+    const r = draft.manifest.migration;
+    if (r === undefined || r.phase === 'done') return;
+    const seen = new Set<string>();
+    for (const w of draft.writes) {
+      if (w.copy === true || !r.collections.includes(w.collection)) continue;
+      const key = `${w.collection}\u0000${w.id}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const loc = this.#ctx.directory.get(w.collection, w.id);
+      if (loc === undefined) {
+        if (w.kind === 'put') {
+          r.counts.inserted++;
+          r.counts.total++;
+        }
+        continue;
+      }
+      const ahead =
+        loc.generation !== r.generation &&
+        (r.cursor === null ||
+          loc.generation > r.cursor[0] ||
+          (loc.generation === r.cursor[0] && loc.leafIndex > r.cursor[1]));
+      if (!ahead || r.phase !== 'copying') continue;
+      if (w.kind === 'put') r.counts.superseded++;
+      else r.counts.deleted++;
+    }
+  }
+
+  /** Decrypts every live record of the migrated collections; all must open, and only withheld or failed ones may be left behind. */
+  async #verify(m: MigrationRecord): Promise<void> {
+    const { directory, records } = this.#ctx;
+    let behind = 0;
+    const problems: string[] = [];
+    for (const name of m.collections) {
+      const ids = directory.unorderedIds(name);
+      for (let i = 0; i < ids.length; i += VERIFY_STEP) {
+        this.#ctx.live();
+        for (const id of ids.slice(i, i + VERIFY_STEP)) {
+          const loc = directory.get(name, id);
+          if (loc === undefined) continue;
+          if (loc.generation !== m.generation) behind++;
+          try {
+            const plaintext = await records.open('verify', name, id, loc);
+            try {
+              this.#ctx.decode(name, plaintext);
+            } finally {
+              plaintext.fill(0);
+            }
+          } catch (e) {
+            if (problems.length < MAX_PROBLEMS_NAMED)
+              problems.push(`${name}/${id}: ${e instanceof Error ? e.message : String(e)}`);
+          }
+        }
+        await yieldToEventLoop();
+      }
+    }
+    const leftBehind = m.counts.withheld + m.counts.failed;
+    if (behind > leftBehind)
+      problems.push(
+        `${behind} records remain outside generation ${m.generation}, but only ${leftBehind} were withheld or failed`,
+      );
+    if (problems.length > 0) throw new PqdbError('CORRUPTION', `migration verification failed: ${problems.join('; ')}`);
+  }
+}

@@ -1,0 +1,120 @@
+// RecordIO: the one place a stored record is opened or sealed. Opening names its purpose — `read`
+// (a user's get), `index` (building a lexical index), `verify` (a migration's or the verifier's
+// check), `copy` (a migration re-encrypting it) — and applies that purpose's gates: the registry's
+// read gate (a retired suite refuses reads; a migration's copy is not a read) and, for every
+// purpose, the check that the record carries the write sequence (and generation) its index entry
+// names, so an older version of a record swapped into its place never opens as the live one.
+//
+// The plaintext returned is the caller's to wipe once decoded or re-sealed.
+
+import { PqdbError } from '../errors';
+import { openRecord, sealRecord, sealedLength } from '../crypto/record';
+import type { KeyRing } from './keys';
+import type { Registry } from './registry';
+import type { PageCache } from './page-cache';
+import type { PageWriteOp } from './page-format';
+import type { Location } from './directory';
+
+export type Purpose = 'read' | 'copy' | 'index' | 'verify';
+
+/** What an index entry says of a stored record version. */
+export interface Expected {
+  collection: string;
+  id: string;
+  sequence: number;
+  governance: string;
+  /** The generation of the page it sits in, when known (the verifier checks it). */
+  generation?: number;
+}
+
+/**
+ * Opens a sealed record for `purpose`: its plaintext (the caller wipes it).
+ * @throws PqdbError AUTH_FAILED (altered, misplaced or wrong key), CORRUPTION (not the version its
+ * index names), SUITE_RETIRED (purposes other than copy, with `registry`).
+ */
+export function openStored(
+  purpose: Purpose,
+  blob: Uint8Array,
+  at: Expected,
+  keys: KeyRing,
+  registry?: Registry,
+): Uint8Array {
+  const gated = purpose !== 'copy' ? registry : undefined;
+  const { plaintext, header } = openRecord(blob, at.collection, at.id, (suite, generation) => {
+    gated?.checkRead(suite.id);
+    return keys.aeadFor(suite.id, generation, at.governance);
+  });
+  const where = `record ${at.collection}/${at.id}`;
+  if (header.sequence !== at.sequence) {
+    plaintext.fill(0);
+    throw new PqdbError(
+      'CORRUPTION',
+      `${where} is not the version its index names (it carries sequence ${header.sequence}, the index ${at.sequence})`,
+    );
+  }
+  if (at.generation !== undefined && header.generation !== at.generation) {
+    plaintext.fill(0);
+    throw new PqdbError(
+      'CORRUPTION',
+      `${where} was sealed under generation ${header.generation} but sits in a page of generation ${at.generation}`,
+    );
+  }
+  return plaintext;
+}
+
+/** What a put needs to be sealed into its slot of a commit page. */
+export interface PutSpec {
+  collection: string;
+  id: string;
+  suite: number;
+  generation: number;
+  sequence: number;
+  governance: string;
+  plaintext: Uint8Array;
+  copy?: boolean;
+}
+
+export class RecordIO {
+  readonly #cache: PageCache;
+  readonly #keys: KeyRing;
+  readonly #registry: () => Registry;
+
+  constructor(cache: PageCache, keys: KeyRing, registry: () => Registry) {
+    this.#cache = cache;
+    this.#keys = keys;
+    this.#registry = registry;
+  }
+
+  /** Opens the record version at `loc` for `purpose` (see openStored). */
+  async open(purpose: Purpose, collection: string, id: string, loc: Location): Promise<Uint8Array> {
+    const page = await this.#cache.get(loc.pageId);
+    return openStored(
+      purpose,
+      page.subarray(loc.offset, loc.offset + loc.length),
+      { collection, id, sequence: loc.sequence, governance: loc.governance },
+      this.#keys,
+      this.#registry(),
+    );
+  }
+
+  /**
+   * A put operation of a commit page that seals `spec.plaintext` straight into its slot. The keyed
+   * AEAD is looked up as the record seals, not before: the key cache may evict (and wipe) an entry
+   * when a commit holds more governance states than it has room for.
+   */
+  put(spec: PutSpec): PageWriteOp {
+    const { collection, id, suite, generation, sequence, governance, plaintext } = spec;
+    const address = { collection, id, generation, sequence };
+    return {
+      kind: 'put',
+      collection,
+      id,
+      sequence,
+      governance,
+      length: sealedLength(suite, plaintext.length),
+      seal: (slot: Uint8Array) =>
+        void sealRecord(suite, this.#keys.aeadFor(suite, generation, governance), address, plaintext, 0, slot),
+      ...(spec.copy === true ? { copy: true } : {}),
+    };
+  }
+}
