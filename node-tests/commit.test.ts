@@ -1,0 +1,191 @@
+// The commit pipeline on its own (src/engine/commit.ts), driven by fake hooks over a memory page
+// store: a draft is installed only after a durable write, a failure leaves the installed manifest,
+// registry, key ring and counters exactly as they were, hooks run in order, and a refusing
+// `prepare` writes nothing. Then the store-level regression this design fixes: a collection that
+// names its suite while another commit fails.
+import { describe, it, expect } from 'vitest';
+import { openMemoryPageStore, openStore, generateRecipient } from '../src/index';
+import { MemoryMedium } from '../src/storage/memory';
+import { CommitPipeline, type AppliedCommit } from '../src/engine/commit';
+import { KeyRing } from '../src/engine/keys';
+import { Registry } from '../src/engine/registry';
+import { decodeManifest, hex, keyringEntries, type Manifest } from '../src/engine/manifest';
+import { faulty, type Faults } from './support/faulty-page-store';
+import type { PageStore } from '../src/storage/page-store';
+
+const r = generateRecipient('classical');
+
+async function pipelineOver(faults: Faults = {}) {
+  const medium = new MemoryMedium();
+  const pages = faulty(await openMemoryPageStore({ medium }), faults);
+  const keys = new KeyRing();
+  const g = keys.createGeneration(2, [r.publicKey]);
+  keys.unlock(r.secretKey);
+  const registry = new Registry({ active: 2 });
+  const manifest: Manifest = {
+    v: 1,
+    storeId: hex(new Uint8Array(16)),
+    macGeneration: g,
+    nextPageId: 1,
+    nextSequence: 1,
+    keyring: keyringEntries(keys.records()),
+    registry: registry.records(),
+    collections: {},
+    defaultSuite: 2,
+  };
+  const pipeline = new CommitPipeline(pages, keys, manifest, registry);
+  return { pipeline, pages, keys, medium };
+}
+
+const snapshot = (p: CommitPipeline, keys: KeyRing) => ({
+  manifest: JSON.stringify(p.manifest),
+  registry: JSON.stringify(p.registry.records()),
+  generations: keys.generations(),
+});
+
+describe('commit pipeline', () => {
+  it('installs a draft only after its commit is durable; a failed commit changes nothing', async () => {
+    const faults: Faults = {};
+    const { pipeline, pages, keys } = await pipelineOver(faults);
+    await pipeline.run((d) => {
+      d.sequences(3);
+      d.manifest.defaultSuite = 1;
+    });
+    expect(pipeline.manifest.nextSequence).toBe(4);
+    expect(decodeManifest((await pages.readManifest())!).defaultSuite).toBe(1);
+    const before = snapshot(pipeline, keys);
+    const stored = await pages.readManifest();
+    let aborted = 0;
+    faults.failNextCommit = 'io';
+    await expect(
+      pipeline.run((d) => {
+        d.sequences(10);
+        d.addPage({ id: d.pageId(), bytes: new Uint8Array([1, 2, 3]) });
+        d.manifest.defaultSuite = 3;
+        d.registry.setState(3, 'active');
+        d.registry.setState(2, 'quarantined');
+        d.keyring.createGeneration(3, [r.publicKey]);
+        d.onAbort(() => aborted++);
+      }),
+    ).rejects.toMatchObject({ code: 'IO_ERROR' });
+    expect(aborted).toBe(1);
+    expect(snapshot(pipeline, keys)).toEqual(before);
+    expect(pipeline.registry.state(2)).toBe('active');
+    expect(pipeline.registry.state(3)).toBe('decrypt-only');
+    expect(await pages.readManifest()).toEqual(stored);
+    expect(await pages.listPages()).toEqual([]);
+    // A task that throws writes nothing either, and the queue goes on.
+    await expect(
+      pipeline.run((d) => {
+        d.manifest.nextSequence = 99;
+        throw new Error('task failed');
+      }),
+    ).rejects.toThrow('task failed');
+    expect(snapshot(pipeline, keys)).toEqual(before);
+    await pipeline.run((d) => void d.keyring.createGeneration(3, [r.publicKey]));
+    expect(keys.generations()).toEqual([1, 2]);
+    expect(decodeManifest((await pages.readManifest())!).keyring.map((k) => k.generation)).toEqual([1, 2]);
+    await pages.close();
+  });
+
+  it('runs prepare hooks before the write and applied hooks after it, in order; a refusing prepare writes nothing', async () => {
+    const { pipeline, pages, keys } = await pipelineOver();
+    const log: string[] = [];
+    let refuse = false;
+    pipeline.hook({
+      prepare: (d) => {
+        log.push(`prepare A ${d.manifest.nextSequence}`);
+        d.manifest.defaultSuite = 3; // a prepare hook may edit the draft
+      },
+      applied: (c: AppliedCommit) => void log.push(`applied A ${c.manifest.nextSequence}`),
+    });
+    pipeline.hook({
+      prepare: () => {
+        log.push('prepare B');
+        if (refuse) throw new RangeError('refused');
+      },
+      applied: async (c: AppliedCommit) => {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        log.push(`applied B ${c.manifest.nextSequence}`);
+      },
+    });
+    const first = pipeline.run((d) => void d.sequences(1));
+    const second = pipeline.run((d) => void d.sequences(2));
+    await Promise.all([first, second]);
+    expect(log).toEqual([
+      'prepare A 2',
+      'prepare B',
+      'applied A 2',
+      'applied B 2',
+      'prepare A 4',
+      'prepare B',
+      'applied A 4',
+      'applied B 4',
+    ]);
+    expect(pipeline.manifest.defaultSuite).toBe(3);
+    const before = snapshot(pipeline, keys);
+    const stored = await pages.readManifest();
+    refuse = true;
+    log.length = 0;
+    await expect(pipeline.run((d) => d.addPage({ id: d.pageId(), bytes: new Uint8Array(8) }))).rejects.toThrow(
+      'refused',
+    );
+    expect(log).toEqual(['prepare A 4', 'prepare B']);
+    expect(snapshot(pipeline, keys)).toEqual(before);
+    expect(await pages.readManifest()).toEqual(stored);
+    expect(await pages.listPages()).toEqual([]);
+    await pages.close();
+  });
+
+  it('a discarded draft writes nothing and runs no hook', async () => {
+    const { pipeline, pages } = await pipelineOver();
+    let applied = 0;
+    pipeline.hook({ applied: () => void applied++ });
+    const result = await pipeline.run((d) => {
+      d.sequences(5);
+      d.discard();
+      return 'nothing to do';
+    });
+    expect(result).toBe('nothing to do');
+    expect(applied).toBe(0);
+    expect(pipeline.manifest.nextSequence).toBe(1);
+    expect(await pages.readManifest()).toBeUndefined();
+    await pages.close();
+  });
+});
+
+describe('collections and failed commits', () => {
+  it('a collection that names its suite while another commit fails writes with that suite, and the registry agrees after reopen', async () => {
+    const medium = new MemoryMedium();
+    const faults: Faults = {};
+    const handles: PageStore[] = [];
+    const open = async (create: boolean) => {
+      const storage = faulty(await openMemoryPageStore({ medium }), faults);
+      handles.push(storage); // a PageStore passed in stays the caller's to close
+      return openStore({ storage, create, recipients: [r.publicKey], unlock: r.secretKey });
+    };
+    const store = await open(true);
+    const a = store.collection('a', { schema: { n: 'integer' } });
+    faults.failNextCommit = 'io';
+    const failing = a.put('x', { n: 1 });
+    // Opened while that commit is under way.
+    const b = store.collection('b', { schema: { n: 'integer' }, suite: 'cnsa2-gcm-hkdf384-commit' });
+    await expect(failing).rejects.toMatchObject({ code: 'IO_ERROR' });
+    expect(store.registry.list().find((e) => e.suite.id === 3)?.state).toBe('decrypt-only'); // nothing committed yet
+    await b.put('y', { n: 2 });
+    const states = () => Object.fromEntries(store.registry.list().map((e) => [e.suite.id, e.state]));
+    expect(states()).toMatchObject({ 2: 'active', 3: 'active' });
+    const seen = states();
+    await store.close();
+    await handles.pop()!.close();
+    const again = await open(false);
+    expect(Object.fromEntries(again.registry.list().map((e) => [e.suite.id, e.state]))).toEqual(seen);
+    const manifest = decodeManifest((await handles[0].readManifest())!);
+    expect(manifest.collections.b.suite).toBe(3);
+    expect(manifest.collections.a).toBeUndefined(); // its only write failed
+    const b2 = again.collection('b', { schema: { n: 'integer' } });
+    expect(await b2.get('y')).toEqual({ n: 2 });
+    await again.close();
+    await handles[0].close();
+  });
+});
