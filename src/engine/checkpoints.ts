@@ -18,6 +18,15 @@ export const AUTO_CHECKPOINT_MS = 60_000;
 /** Adds to a checkpoint's draft, under generation `g`, what covers the commit pages up to `afterPage`. */
 export type CheckpointContributor = (draft: Draft, g: number, afterPage: number) => Promise<void>;
 
+export interface CheckpointContext {
+  readonly pipeline: CommitPipeline;
+  readonly keys: KeyRing;
+  readonly logs: MerkleLogs;
+  readonly storeId: Uint8Array;
+  /** The signed checkpoints so far, oldest first (found by replay; new ones are appended). */
+  readonly list: SignedCheckpoint[];
+}
+
 export interface CheckpointOptions {
   signer?: Uint8Array;
   signerPublicKey?: Uint8Array;
@@ -44,19 +53,12 @@ export class Checkpoints {
   #lastAt = Date.now();
   #autoError?: unknown;
 
-  constructor(
-    pipeline: CommitPipeline,
-    keys: KeyRing,
-    logs: MerkleLogs,
-    storeId: Uint8Array,
-    list: SignedCheckpoint[],
-    options: CheckpointOptions,
-  ) {
-    this.#pipeline = pipeline;
-    this.#keys = keys;
-    this.#logs = logs;
-    this.#storeId = storeId;
-    this.#list = list;
+  constructor(ctx: CheckpointContext, options: CheckpointOptions) {
+    this.#pipeline = ctx.pipeline;
+    this.#keys = ctx.keys;
+    this.#logs = ctx.logs;
+    this.#storeId = ctx.storeId;
+    this.#list = ctx.list;
     this.#signer = options.signer === undefined ? undefined : new Uint8Array(options.signer);
     this.#signerPublic = options.signerPublicKey;
     const auto = options.autoCheckpoint ?? {};

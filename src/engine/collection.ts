@@ -1,10 +1,15 @@
 // A typed collection of a store: the façade users put, get, scan and search through. It holds no
 // state of its own beyond its name, schema and indexed fields; every operation goes to the store's
-// engine (src/engine/store.ts), whose writes all pass through the commit pipeline.
+// engine (src/engine/store.ts), whose writes all pass through the commit pipeline: this file checks
+// and encodes them (encodeOps) and stages them into a commit draft (stageOps).
 
-import type { Governance } from '../crypto/record';
+import { canonicalGovernanceText, type Governance } from '../crypto/record';
 import { utf8Length } from '../_utf8';
-import type { CompiledSchema, Value } from './codec';
+import { encodeValueInto, ValueWriter, type CompiledSchema, type Schema, type Value } from './codec';
+import type { RecordIO } from './records';
+import type { Manifest } from './manifest';
+import type { Registry } from './registry';
+import type { Draft } from './commit';
 import type { LexicalIndex, SearchOptions } from './lexical';
 import type { Store } from './store';
 
@@ -48,6 +53,78 @@ export function checkId(id: unknown): string {
   if (typeof id !== 'string' || id.length === 0) throw new TypeError('"id" expected a non-empty string');
   if (utf8Length(id) > MAX_ID_BYTES) throw new RangeError('"id" is limited to 1,024 UTF-8 bytes');
   return id;
+}
+
+/**
+ * The suite collection `c` writes with under manifest `m`, and whether its commit must make it
+ * active: a new collection that names its suite makes a decrypt-only suite active with its first
+ * commit; quarantined and retired suites stay as they are (and refuse the write).
+ */
+export function writeSuite(m: Manifest, registry: Registry, c: Collection): { suite: number; activate: boolean } {
+  const meta = m.collections[c.name];
+  if (meta !== undefined) return { suite: meta.suite, activate: false };
+  if (c.suite !== undefined) return { suite: c.suite, activate: registry.state(c.suite) === 'decrypt-only' };
+  return { suite: m.defaultSuite, activate: false };
+}
+
+/** A collection written for the first time enters the draft's manifest (and registry). */
+export function declareCollection(draft: Draft, c: Collection): void {
+  const m = draft.manifest;
+  if (m.collections[c.name] !== undefined) return;
+  const { suite, activate } = writeSuite(m, draft.currentRegistry, c);
+  if (activate) draft.registry.setState(suite, 'active');
+  m.collections[c.name] = { schema: c.schema.source as Schema, suite };
+}
+
+/** @internal Pending operations checked and encoded, their plaintexts in one shared buffer. */
+export interface EncodedOps {
+  pending: readonly PendingOp[];
+  buf: ValueWriter;
+  spans: [number, number][];
+  governance: string[];
+}
+
+/**
+ * @internal Checks and encodes operations before anything is queued: a bad value writes nothing.
+ * The plaintexts of the whole commit share one buffer.
+ * @throws TypeError for a collection of another store or a bad id; PqdbError SCHEMA_MISMATCH,
+ * SUITE_QUARANTINED, SUITE_RETIRED.
+ */
+export function encodeOps(store: Store, pending: readonly PendingOp[], m: Manifest, registry: Registry): EncodedOps {
+  const buf = new ValueWriter();
+  const spans: [number, number][] = pending.map(() => [0, 0]);
+  const governance = pending.map((p, i) => {
+    if (!(p.collection instanceof Collection) || p.collection.store !== store)
+      throw new TypeError('"collection" expected a collection of this store');
+    checkId(p.id);
+    if (p.kind === 'delete') return '';
+    const start = buf.n;
+    spans[i] = [start, start + encodeValueInto(p.collection.schema, p.value, buf)];
+    const { suite, activate } = writeSuite(m, registry, p.collection);
+    if (!activate) registry.checkWrite(suite);
+    return canonicalGovernanceText(p.governance);
+  });
+  return { pending, buf, spans, governance };
+}
+
+/** @internal Adds encoded operations to a draft as record writes of generation `g`, sealed with its commit. */
+export function stageOps(draft: Draft, records: RecordIO, g: number, e: EncodedOps): void {
+  const base = draft.sequences(e.pending.length);
+  e.pending.forEach((p, i) => {
+    const sequence = base + i;
+    const { name: collection } = p.collection;
+    if (p.kind === 'delete') {
+      draft.write({ kind: 'delete', collection, id: p.id, sequence }, { kind: 'delete', collection, id: p.id });
+      return;
+    }
+    // The suite is read again here: a migration may have changed it since the call.
+    const { suite, activate } = writeSuite(draft.manifest, draft.currentRegistry, p.collection);
+    if (!activate) draft.currentRegistry.checkWrite(suite);
+    const plaintext = e.buf.buf.subarray(e.spans[i][0], e.spans[i][1]);
+    const governance = e.governance[i];
+    const op = records.put({ collection, id: p.id, suite, generation: g, sequence, governance, plaintext });
+    draft.write(op, { kind: 'put', collection, id: p.id, value: p.value });
+  });
 }
 
 export class Collection {

@@ -144,6 +144,33 @@ export function generationRecords(m: Pick<Manifest, 'keyring'>): GenerationRecor
   }));
 }
 
+/** Bytes of a new store's random id. */
+const STORE_ID_BYTES = 16;
+
+/** The manifest of a new store: a random store id, key generation `g` and nothing written yet. */
+export function newManifest(
+  g: number,
+  keyring: readonly GenerationRecord[],
+  registry: RegistryRecord[],
+  suite: number,
+  recipients: readonly Uint8Array[],
+): Manifest {
+  const storeId = new Uint8Array(STORE_ID_BYTES);
+  globalThis.crypto.getRandomValues(storeId);
+  return {
+    v: 1,
+    storeId: hex(storeId),
+    macGeneration: g,
+    nextPageId: 1,
+    nextSequence: 1,
+    keyring: keyringEntries(keyring),
+    registry,
+    collections: {},
+    defaultSuite: suite,
+    recipients: recipients.map((r) => b64(r)),
+  };
+}
+
 /** A deep copy to edit (drafts): the manifest is plain JSON data. */
 export function cloneManifest(m: Manifest): Manifest {
   return JSON.parse(JSON.stringify(m)) as Manifest;

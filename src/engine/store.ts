@@ -14,15 +14,14 @@
 import { PqdbError } from '../errors';
 import { bytes } from '../_args';
 import type { PageStore } from '../storage/page-store';
-import { canonicalGovernanceText } from '../crypto/record';
 import { suite as suiteOf, DEFAULT_SUITE, type SuiteName } from '../crypto/suites';
 import type { KeyedAead } from '../kernels/aead';
 import type { Checkpoint } from '../crypto/proofs';
-import { compileSchema, encodeValueInto, decodeValue, ValueWriter, type CompiledSchema, type Schema } from './codec';
+import { compileSchema, decodeValue, type CompiledSchema, type Schema } from './codec';
 import { KeyRing } from './keys';
 import { Registry, type SuiteState, type RegistryEntry } from './registry';
 import { metaKey } from './page-format';
-import { b64, decodeManifest, fromHex, generationRecords, hex, keyringEntries, verifyManifest } from './manifest';
+import { b64, decodeManifest, fromHex, generationRecords, newManifest, verifyManifest } from './manifest';
 import type { Manifest } from './manifest';
 import { KeyDirectory } from './directory';
 import { MerkleLogs } from './merkle-log';
@@ -35,16 +34,14 @@ import { LexicalStore } from './lexical-store';
 import { Migration, type AuthorityCheck, type MigrateOptions, type MigrationStatus } from './migration/run';
 import { retireGenerations } from './retire';
 import { exportSealed } from './exports';
-import { Collection, checkId, type CollectionEngine, type PendingOp, type Transaction } from './collection';
+import { Collection, checkId, declareCollection, encodeOps, stageOps } from './collection';
+import type { CollectionEngine, PendingOp, Transaction } from './collection';
 import type { SearchOptions } from './lexical';
 
 export { Collection, type PutOptions, type ScanOptions, type Transaction } from './collection';
 export type { AuthorityCheck, MigrateOptions, MigrationStatus, MigrationProgress } from './migration/run';
 export type { MigrationCounts, MigrationPhase } from './manifest';
 export type { SearchOptions };
-
-/** Bytes of a new store's random id. */
-const STORE_ID_BYTES = 16;
 
 export interface StoreOptions {
   /** Create the store when it has no manifest yet. */
@@ -79,16 +76,23 @@ export interface StoreOptions {
   readOnly?: boolean;
 }
 
+/** The engine's parts, wired once per store; each module's context is a view of it. */
+interface Parts {
+  readonly pages: PageStore;
+  readonly keys: KeyRing;
+  readonly pipeline: CommitPipeline;
+  readonly directory: KeyDirectory;
+  readonly logs: MerkleLogs;
+  readonly cache: PageCache;
+  readonly records: RecordIO;
+  readonly storeId: Uint8Array;
+  readonly lexical: LexicalStore;
+  readonly checkpoints: Checkpoints;
+  live(): void;
+}
+
 export class Store {
-  readonly #pages: PageStore;
-  readonly #keys: KeyRing;
-  readonly #pipeline: CommitPipeline;
-  readonly #directory = new KeyDirectory();
-  readonly #logs = new MerkleLogs();
-  readonly #cache: PageCache;
-  readonly #records: RecordIO;
-  readonly #lexical: LexicalStore;
-  readonly #checkpoints: Checkpoints;
+  readonly #p: Parts;
   readonly #checkpointList: SignedCheckpoint[] = [];
   readonly #migration: Migration;
   readonly #collections = new Map<string, Collection>();
@@ -96,7 +100,6 @@ export class Store {
   readonly #target: ReplayTarget;
   readonly #engine: CollectionEngine;
   readonly #readOnly: boolean;
-  readonly #storeId: Uint8Array;
   #recovered: string[] = [];
   #open = true;
   #closing = false;
@@ -104,68 +107,46 @@ export class Store {
   private constructor(pages: PageStore, keys: KeyRing, manifest: Manifest, registry: Registry, options: StoreOptions) {
     if (options.authority !== undefined && typeof options.authority !== 'function')
       throw new TypeError('"authority" expected a function');
-    this.#pages = pages;
-    this.#keys = keys;
     this.#readOnly = options.readOnly === true;
-    this.#storeId = fromHex(manifest.storeId);
     const live = () => this.#live();
-    this.#pipeline = new CommitPipeline(pages, keys, manifest, registry, () => {
+    const pipeline = new CommitPipeline(pages, keys, manifest, registry, () => {
       this.#live();
-      if (this.#readOnly) throw new PqdbError('READ_ONLY', 'the store was opened read-only');
+      this.#writable();
     });
-    this.#cache = new PageCache(pages);
-    this.#records = new RecordIO(this.#cache, keys, () => this.#pipeline.registry);
-    const { directory, pipeline, records } = {
-      directory: this.#directory,
-      pipeline: this.#pipeline,
-      records: this.#records,
-    };
+    const cache = new PageCache(pages);
+    const directory = new KeyDirectory();
+    const records = new RecordIO(cache, keys, () => pipeline.registry);
+    const base = { pages, keys, pipeline, directory, logs: new MerkleLogs(), cache, records, live };
     const value = async (collection: string, id: string) => {
       const loc = directory.get(collection, id);
       if (loc === undefined) return undefined;
       return decodeValue(this.#schemaOf(collection), await records.open('index', collection, id, loc));
     };
-    this.#lexical = new LexicalStore({ pipeline, pages, keys, directory, value, live });
-    this.#checkpoints = new Checkpoints(pipeline, keys, this.#logs, this.#storeId, this.#checkpointList, options);
-    this.#checkpoints.contribute((draft, g, afterPage) => this.#lexical.persistDirty(draft, g, afterPage));
-    this.#target = {
-      directory,
-      logs: this.#logs,
-      storeId: this.#storeId,
-      onPage: (page) => this.#lexical.notePage(page),
-    };
+    const lexical = new LexicalStore({ ...base, value });
+    const storeId = fromHex(manifest.storeId);
+    const checkpoints = new Checkpoints({ ...base, storeId, list: this.#checkpointList }, options);
+    const p = (this.#p = { ...base, storeId, lexical, checkpoints });
+    checkpoints.contribute((draft, g, afterPage) => lexical.persistDirty(draft, g, afterPage));
+    this.#target = { ...p, onPage: (page) => lexical.notePage(page) };
     this.#migration = new Migration({
-      pipeline,
-      keys,
-      directory,
-      records,
-      logs: this.#logs,
-      lexical: this.#lexical,
-      checkpoints: this.#checkpoints,
+      ...p,
       authority: options.authority,
       current: () => keys.current(),
-      live,
       closing: () => this.#closing,
       decode: (collection, plaintext) => decodeValue(this.#schemaOf(collection), plaintext),
     });
     pipeline.hook({ prepare: (draft) => this.#declareCollections(draft), applied: (c) => this.#applied(c) });
-    pipeline.hook({ applied: (c) => this.#lexical.applied(c) });
-    pipeline.hook({
-      applied: (c) => void (c.writes.some((w) => w.copy !== true) && this.#checkpoints.maybeCheckpoint()),
-    });
+    pipeline.hook({ applied: (c) => lexical.applied(c) });
+    pipeline.hook({ applied: (c) => void (c.writes.some((w) => w.copy !== true) && checkpoints.maybeCheckpoint()) });
     this.#engine = {
       commit: (ops) => this.#commitOps(ops),
       read: (c, id) => this.#read(c, id),
       has: (collection, id) => directory.has(collection, id),
       count: (collection) => directory.count(collection),
       ids: (collection, prefix) => directory.ids(collection, prefix),
-      index: (collection) => this.#lexical.indexOf(collection),
-      loadedIndex: (collection) => this.#lexical.loaded(collection),
-      exportSealed: (collection, id) => {
-        this.#live();
-        const ctx = { directory, logs: this.#logs, cache: this.#cache, checkpoints: this.#checkpoints };
-        return exportSealed({ ...ctx, storeId: this.#storeId }, collection, id);
-      },
+      index: (collection) => lexical.indexOf(collection),
+      loadedIndex: (collection) => lexical.loaded(collection),
+      exportSealed: (collection, id) => (this.#live(), exportSealed(p, collection, id)),
     };
   }
 
@@ -189,22 +170,9 @@ export class Store {
       const g = keys.createGeneration(suite.id, recipients);
       keys.unlock(options.unlock); // the creator must be able to open what it creates
       const registry = new Registry({ active: suite.id });
-      const storeId = new Uint8Array(STORE_ID_BYTES);
-      globalThis.crypto.getRandomValues(storeId);
-      const manifest: Manifest = {
-        v: 1,
-        storeId: hex(storeId),
-        macGeneration: g,
-        nextPageId: 1,
-        nextSequence: 1,
-        keyring: keyringEntries(keys.records()),
-        registry: registry.records(),
-        collections: {},
-        defaultSuite: suite.id,
-        recipients: recipients.map((r) => b64(bytes('recipients[]', r))),
-      };
+      const manifest = newManifest(g, keys.records(), registry.records(), suite.id, recipients);
       const store = new Store(pages, keys, manifest, registry, options);
-      await store.#pipeline.run(() => undefined); // the first manifest
+      await store.#p.pipeline.run(() => undefined); // the first manifest
       return store;
     }
     const manifest = decodeManifest(raw);
@@ -222,7 +190,7 @@ export class Store {
 
   /** What opening the store repaired, at this layer and in the page store below. */
   get recovery(): { clean: boolean; actions: string[] } {
-    const actions = [...this.#pages.recovery.actions, ...this.#recovered];
+    const actions = [...this.#p.pages.recovery.actions, ...this.#recovered];
     return { clean: actions.length === 0, actions };
   }
 
@@ -239,7 +207,7 @@ export class Store {
     if (open !== undefined) return open;
     let s = this.#schemas.get(collection);
     if (s === undefined)
-      this.#schemas.set(collection, (s = compileSchema(this.#pipeline.manifest.collections[collection].schema)));
+      this.#schemas.set(collection, (s = compileSchema(this.#p.pipeline.manifest.collections[collection].schema)));
     return s;
   }
 
@@ -247,88 +215,33 @@ export class Store {
   #applied(commit: AppliedCommit): void {
     if (commit.page !== undefined) {
       applyCommitPage(this.#target, commit.page);
-      this.#cache.put(commit.page.id, commit.page.bytes);
+      this.#p.cache.put(commit.page.id, commit.page.bytes);
     }
-    this.#directory.dropPages(commit.deletes);
-    for (const id of commit.deletes) this.#cache.drop(id);
-  }
-
-  /** The suite collection `c` writes with in `m`, and whether the commit must make it active. */
-  #writeSuite(m: Manifest, registry: Registry, c: Collection): { suite: number; activate: boolean } {
-    const meta = m.collections[c.name];
-    if (meta !== undefined) return { suite: meta.suite, activate: false };
-    // A new collection that names its suite: a decrypt-only suite becomes active for it with its
-    // first commit. Quarantined and retired suites stay as they are (and refuse the write).
-    if (c.suite !== undefined) return { suite: c.suite, activate: registry.state(c.suite) === 'decrypt-only' };
-    return { suite: m.defaultSuite, activate: false };
+    this.#p.directory.dropPages(commit.deletes);
+    for (const id of commit.deletes) this.#p.cache.drop(id);
   }
 
   /** `prepare` hook: collections written for the first time enter the manifest (and the registry). */
   #declareCollections(draft: Draft): void {
-    const m = draft.manifest;
-    for (const w of draft.writes) {
-      if (w.copy === true || m.collections[w.collection] !== undefined) continue;
-      const c = this.#collections.get(w.collection)!;
-      const { suite, activate } = this.#writeSuite(m, draft.currentRegistry, c);
-      if (activate) draft.registry.setState(suite, 'active');
-      m.collections[c.name] = { schema: c.schema.source as Schema, suite };
-    }
+    for (const w of draft.writes) if (w.copy !== true) declareCollection(draft, this.#collections.get(w.collection)!);
   }
 
   /** Checks and encodes operations, then seals and commits them as one page. */
   #commitOps(pending: PendingOp[]): Promise<void> {
     this.#live();
-    // Everything is checked before anything is written: a bad value writes nothing. The plaintexts
-    // of the whole commit share one buffer.
-    const w = new ValueWriter();
-    const spans: [number, number][] = pending.map(() => [0, 0]);
-    const governance: string[] = pending.map((p, i) => {
-      if (!(p.collection instanceof Collection) || p.collection.store !== this)
-        throw new TypeError('"collection" expected a collection of this store');
-      checkId(p.id);
-      if (p.kind === 'delete') return '';
-      const start = w.n;
-      spans[i] = [start, start + encodeValueInto(p.collection.schema, p.value, w)];
-      const { suite, activate } = this.#writeSuite(this.#pipeline.manifest, this.#pipeline.registry, p.collection);
-      if (!activate) this.#pipeline.registry.checkWrite(suite);
-      return canonicalGovernanceText(p.governance);
-    });
-    return this.#pipeline.run((draft) => {
-      // Sealing happens in commit order, so write sequences (and so nonces) are unique and ordered.
-      const g = this.#keys.current();
-      const base = draft.sequences(pending.length);
-      pending.forEach((p, i) => {
-        const sequence = base + i;
-        const { name: collection } = p.collection;
-        if (p.kind === 'delete') {
-          draft.write({ kind: 'delete', collection, id: p.id, sequence }, { kind: 'delete', collection, id: p.id });
-          return;
-        }
-        // The suite is read again here: a migration may have changed it since the call.
-        const { suite, activate } = this.#writeSuite(draft.manifest, draft.currentRegistry, p.collection);
-        if (!activate) draft.currentRegistry.checkWrite(suite);
-        const plaintext = w.buf.subarray(spans[i][0], spans[i][1]);
-        const op = this.#records.put({
-          collection,
-          id: p.id,
-          suite,
-          generation: g,
-          sequence,
-          governance: governance[i],
-          plaintext,
-        });
-        draft.write(op, { kind: 'put', collection, id: p.id, value: p.value });
-      });
-    });
+    const { pipeline, keys, records } = this.#p;
+    const encoded = encodeOps(this, pending, pipeline.manifest, pipeline.registry);
+    // Sealing happens in commit order, so write sequences (and so nonces) are unique and ordered.
+    return pipeline.run((draft) => stageOps(draft, records, keys.current(), encoded));
   }
 
   /** The value of record `id` of `c`, opened for reading. */
   async #read(c: Collection, id: string) {
     this.#live();
     checkId(id);
-    const loc = this.#directory.get(c.name, id);
+    const loc = this.#p.directory.get(c.name, id);
     if (loc === undefined) return undefined;
-    return decodeValue(c.schema, await this.#records.open('read', c.name, id, loc));
+    return decodeValue(c.schema, await this.#p.records.open('read', c.name, id, loc));
   }
 
   /**
@@ -342,7 +255,7 @@ export class Store {
     this.#live();
     if (typeof name !== 'string' || name.length === 0) throw new TypeError('"name" expected a non-empty string');
     const schema = compileSchema(options?.schema);
-    const existing = this.#pipeline.manifest.collections[name];
+    const existing = this.#p.pipeline.manifest.collections[name];
     if (
       existing !== undefined &&
       JSON.stringify(compileSchema(existing.schema).source) !== JSON.stringify(schema.source)
@@ -357,7 +270,7 @@ export class Store {
     let c = this.#collections.get(name);
     if (c === undefined) {
       this.#collections.set(name, (c = new Collection(this, this.#engine, name, schema, text, suite)));
-      this.#lexical.declare(name, text);
+      this.#p.lexical.declare(name, text);
     }
     return c;
   }
@@ -377,11 +290,12 @@ export class Store {
   /** The crypto registry: list states, change them (durably). */
   get registry(): { list(): RegistryEntry[]; setState(suite: SuiteName | number, state: SuiteState): Promise<void> } {
     return {
-      list: () => this.#pipeline.registry.list(),
+      list: () => this.#p.pipeline.registry.list(),
       setState: (suite, state) =>
-        this.#pipeline.run((draft) => {
+        this.#p.pipeline.run((draft) => {
           const id = suiteOf(suite).id;
-          const inUse = this.#directory.any() && Object.values(draft.manifest.collections).some((c) => c.suite === id);
+          const inUse =
+            this.#p.directory.any() && Object.values(draft.manifest.collections).some((c) => c.suite === id);
           draft.registry.setState(suite, state, { inUse });
         }),
     };
@@ -389,7 +303,7 @@ export class Store {
 
   /** Wraps the store's roots for another recipient (no record is re-encrypted). */
   addRecipient(publicKey: Uint8Array): Promise<void> {
-    return this.#pipeline.run((draft) => {
+    return this.#p.pipeline.run((draft) => {
       draft.keyring.addRecipient(publicKey);
       const m = draft.manifest;
       m.recipients = [...new Set([...(m.recipients ?? []), b64(publicKey)])];
@@ -398,7 +312,7 @@ export class Store {
 
   /** Drops a recipient's envelopes. */
   removeRecipient(publicKey: Uint8Array): Promise<void> {
-    return this.#pipeline.run((draft) => {
+    return this.#p.pipeline.run((draft) => {
       draft.keyring.removeRecipient(publicKey);
       const b = b64(publicKey);
       draft.manifest.recipients = (draft.manifest.recipients ?? []).filter((x) => x !== b);
@@ -414,14 +328,14 @@ export class Store {
     commits: number;
     autoCheckpointError?: string;
   } {
-    const error = this.#checkpoints.autoError;
+    const error = this.#p.checkpoints.autoError;
     return {
       ...(error !== undefined ? { autoCheckpointError: String((error as Error)?.message ?? error) } : {}),
-      storeId: this.#pipeline.manifest.storeId,
-      storage: this.#pages.kind,
-      generations: this.#keys.generations(),
-      collections: this.#directory.counts(),
-      commits: this.#pipeline.manifest.nextPageId - 1,
+      storeId: this.#p.pipeline.manifest.storeId,
+      storage: this.#p.pages.kind,
+      generations: this.#p.keys.generations(),
+      collections: this.#p.directory.counts(),
+      commits: this.#p.pipeline.manifest.nextPageId - 1,
     };
   }
 
@@ -433,12 +347,12 @@ export class Store {
    * @throws PqdbError NOT_OPEN; TypeError when the store was opened without signer keys.
    */
   checkpoint(): Promise<Checkpoint & { signed: Uint8Array }> {
-    return this.#checkpoints.checkpoint();
+    return this.#p.checkpoints.checkpoint();
   }
 
   /** Every signed checkpoint, oldest first. */
   checkpoints(): (Checkpoint & { signed: Uint8Array })[] {
-    return this.#checkpoints.list.map((c) => ({ ...c, signed: c.signed.slice() }));
+    return this.#p.checkpoints.list.map((c) => ({ ...c, signed: c.signed.slice() }));
   }
 
   /**
@@ -446,13 +360,13 @@ export class Store {
    * @throws RangeError for unknown positions or checkpoints of different generations.
    */
   consistencyProof(from: number, to: number): Uint8Array[] {
-    return this.#checkpoints.consistencyProof(from, to);
+    return this.#p.checkpoints.consistencyProof(from, to);
   }
 
   /** The data key of (suite, generation, governance) for opening exports (see openSealed). */
   dataKeyFor(suite: number, generation: number, governance: string): { key: Uint8Array; aead: KeyedAead } {
     this.#live();
-    return this.#keys.aeadFor(suite, generation, governance);
+    return this.#p.keys.aeadFor(suite, generation, governance);
   }
 
   /**
@@ -470,8 +384,7 @@ export class Store {
    * @example await store.migrate({ to: 'gcmsiv-hkdf384' }); await store.retireGenerations(); // [1]
    */
   retireGenerations(): Promise<number[]> {
-    const ctx = { pipeline: this.#pipeline, keys: this.#keys, directory: this.#directory, logs: this.#logs };
-    return retireGenerations({ ...ctx, lexical: this.#lexical });
+    return retireGenerations(this.#p);
   }
 
   // ---- live migration (DESIGN §8) -----------------------------------------------------------------
@@ -502,12 +415,12 @@ export class Store {
   async close(): Promise<void> {
     if (!this.#open) return;
     this.#closing = true;
-    await this.#pipeline.idle();
+    await this.#p.pipeline.idle();
     await this.#migration.running?.catch(() => undefined);
-    await this.#pipeline.idle();
+    await this.#p.pipeline.idle();
     this.#open = false;
-    this.#keys.close();
-    this.#checkpoints.close();
-    await this.#pages.close();
+    this.#p.keys.close();
+    this.#p.checkpoints.close();
+    await this.#p.pages.close();
   }
 }
