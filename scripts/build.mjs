@@ -55,7 +55,7 @@ await esbuild.build({
     crypto: 'src/crypto.ts',
     node: 'src/node.ts',
     browser: 'src/browser.ts',
-    cli: 'src/cli.ts',
+    cli: 'src/cli/index.ts',
   },
   outdir: 'dist',
   bundle: true,

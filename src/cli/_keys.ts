@@ -1,0 +1,84 @@
+// Key loading for the pqdb command (Node only). Keys come from outside the store: a FILE named by an
+// option holds the raw key bytes or their base64; an environment variable holds base64. The option
+// wins over the variable. Caveat: the bytes read from a file or decoded from base64 are copied into
+// the returned keys; the caller owns them and wipes them with `wipeKeys` in a `finally`. Strings
+// (the environment, a base64 file's text) cannot be wiped.
+
+/// <reference types="node" />
+import { readFileSync } from 'node:fs';
+import { UsageError } from './_report';
+
+/** Accepted key lengths in bytes: the recipient secret key; the ML-DSA-87 public and secret keys (FIPS 204 Table 2). */
+export const LENGTHS = { unlock: [32], 'signer-public': [2592], signer: [4896] } as const;
+
+export type KeyName = keyof typeof LENGTHS;
+
+/** The keys a verb may use; absent ones were not given. */
+export interface Keys {
+  /** Recipient secret key: decrypt and authenticate. */
+  unlock?: Uint8Array;
+  /** Trusted ML-DSA-87 public key of the checkpoints. */
+  signerPublicKey?: Uint8Array;
+  /** ML-DSA-87 secret key: migrate signs its checkpoint. */
+  signer?: Uint8Array;
+}
+
+/**
+ * One key from a file (raw bytes of an accepted length, else base64 text) or from an environment
+ * variable's base64; the file wins. Returns undefined when neither is given.
+ * @throws UsageError for text that is not base64 or a key of the wrong length; the file system's
+ * error when the file cannot be read.
+ * @example
+ * const unlock = keyFrom('unlock', values.unlock, process.env.PQDB_UNLOCK || undefined);
+ */
+export function keyFrom(name: KeyName, file: string | undefined, env: string | undefined): Uint8Array | undefined {
+  const lengths: readonly number[] = LENGTHS[name];
+  let text: string | undefined = env;
+  if (file !== undefined) {
+    const raw = readFileSync(file);
+    if (lengths.includes(raw.length)) return new Uint8Array(raw);
+    text = raw.toString('latin1');
+  }
+  if (text === undefined) return undefined;
+  const clean = text.replace(/\s+/g, '');
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(clean)) throw new UsageError(`--${name}: expected the key's raw bytes or base64`);
+  const key = new Uint8Array(Buffer.from(clean, 'base64'));
+  if (!lengths.includes(key.length))
+    throw new UsageError(`--${name}: expected a key of ${lengths.join(' or ')} bytes, got ${key.length}`);
+  return key;
+}
+
+/**
+ * The three keys from `--unlock`, `--signer-public`, `--signer` or PQDB_UNLOCK, PQDB_SIGNER_PUBLIC,
+ * PQDB_SIGNER (an empty variable counts as unset). On a failure the keys already loaded are wiped.
+ * @throws as `keyFrom`.
+ * @example
+ * const keys = loadKeys(values, process.env);
+ * try { … } finally { wipeKeys(keys); }
+ */
+export function loadKeys(
+  files: { unlock?: string; 'signer-public'?: string; signer?: string },
+  env: Record<string, string | undefined>,
+): Keys {
+  const keys: Keys = {};
+  try {
+    keys.unlock = keyFrom('unlock', files.unlock, env.PQDB_UNLOCK || undefined);
+    keys.signerPublicKey = keyFrom('signer-public', files['signer-public'], env.PQDB_SIGNER_PUBLIC || undefined);
+    keys.signer = keyFrom('signer', files.signer, env.PQDB_SIGNER || undefined);
+    return keys;
+  } catch (e) {
+    wipeKeys(keys);
+    throw e;
+  }
+}
+
+/**
+ * Overwrites every key with zeros (mutates `keys`' arrays).
+ * @example
+ * wipeKeys(keys);
+ */
+export function wipeKeys(keys: Keys): void {
+  keys.unlock?.fill(0);
+  keys.signerPublicKey?.fill(0);
+  keys.signer?.fill(0);
+}
