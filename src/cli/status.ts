@@ -9,24 +9,11 @@
 /// <reference types="node" />
 import { openNodeFsPageStore } from '../storage/node-fs';
 import { Store, type MigrationProgress, type MigrationStatus } from '../engine/store';
-import { readManifestJson } from '../engine/page-format';
+import { decodeManifest, type MigrationRecord } from '../engine/manifest';
 import { suite as suiteOf } from '../crypto/suites';
 import { PqdbError } from '../errors';
 import type { Keys } from './_keys';
 import { cannotOpen, formatAccounting } from './_report';
-
-/** The fields of the store manifest that status reads (unauthenticated without a key). */
-interface ManifestSummary {
-  storeId: string;
-  keyring: { generation: number; suite: number }[];
-  registry: { suite: number; state: string; since: string }[];
-  collections: Record<string, { suite: number }>;
-  defaultSuite: number;
-  checkpointPages?: number[];
-  migration?: unknown;
-  migrations?: unknown[];
-  retired?: number[];
-}
 
 /**
  * Runs `pqdb status`; returns the exit status. The caller owns `keys` (and wipes them).
@@ -45,7 +32,7 @@ export async function status(location: string, options: { json?: boolean }, keys
   try {
     const raw = await pages.readManifest();
     if (raw === undefined) throw new PqdbError('NOT_OPEN', 'no store here');
-    const m = readManifestJson(raw) as ManifestSummary;
+    const m = decodeManifest(raw); // authenticated below when a key is given
     let counts: Record<string, number> | undefined;
     let migration: MigrationStatus | undefined;
     let authenticated = false;
@@ -90,11 +77,10 @@ export async function status(location: string, options: { json?: boolean }, keys
         `  collection   ${k}: ${v.suite}${v.records !== undefined ? `, ${v.records.toLocaleString('en-US')} records` : ''}`,
       );
     lines.push(`  checkpoints  ${out.checkpoints}`);
-    const mig = out.migration as
-      (MigrationProgress & { to?: string | number; collections?: string[]; workMs?: number }) | undefined;
+    const mig: MigrationStatus | MigrationRecord | undefined = out.migration;
     if (mig !== undefined) {
       const to = typeof mig.to === 'number' ? suiteOf(mig.to).name : mig.to;
-      const counted = 'copied' in mig ? mig : (mig as unknown as { counts: MigrationProgress }).counts;
+      const counted: MigrationProgress = 'counts' in mig ? { phase: mig.phase, ...mig.counts } : mig;
       lines.push(`  migration    ${mig.collections?.join(', ')} → ${to}: ${mig.phase}; ${formatAccounting(counted)}`);
     }
     process.stdout.write(`${lines.join('\n')}\n`);
