@@ -82,4 +82,18 @@ describe('build', () => {
       expect(r.e).toBe('function');
     }
   });
+
+  it('the published types hold the documented API, not the engine internals', () => {
+    const types = (f: string) => readFileSync(new URL(`dist/types/${f}`, repo), 'utf8');
+    const store = types('engine/store.d.ts');
+    const collection = types('engine/collection.d.ts');
+    for (const name of ['commitOps', ' read(', 'lexicalOf', 'buildIndex']) expect(store, name).not.toContain(name);
+    for (const name of ['checkpoint(', 'migrate(', 'retireGenerations(', 'collection(', 'batch('])
+      expect(store, name).toContain(name);
+    expect(collection).not.toMatch(
+      /get lexical|constructor\(|encodeOps|stageOps|writeSuite|PendingOp|CollectionEngine/,
+    );
+    expect(collection).toMatch(/search\(query/);
+    expect(types('engine/commit.d.ts')).not.toMatch(/\baborted\(|\bcommitted\(|editedKeyring/);
+  });
 });

@@ -56,7 +56,7 @@ export function checkId(id: unknown): string {
 }
 
 /**
- * The suite collection `c` writes with under manifest `m`, and whether its commit must make it
+ * @internal The suite collection `c` writes with under manifest `m`, and whether its commit must make it
  * active: a new collection that names its suite makes a decrypt-only suite active with its first
  * commit; quarantined and retired suites stay as they are (and refuse the write).
  */
@@ -67,7 +67,7 @@ export function writeSuite(m: Manifest, registry: Registry, c: Collection): { su
   return { suite: m.defaultSuite, activate: false };
 }
 
-/** A collection written for the first time enters the draft's manifest (and registry). */
+/** @internal A collection written for the first time enters the draft's manifest (and registry). */
 export function declareCollection(draft: Draft, c: Collection): void {
   const m = draft.manifest;
   if (m.collections[c.name] !== undefined) return;
