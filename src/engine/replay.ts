@@ -6,7 +6,8 @@
 // Pages and manifest change only together (atomic PageStore commits), so the live commit pages are
 // the stored pages below `nextPageId` that the manifest does not name as log, index or checkpoint
 // pages; pages at or above it were written by a commit whose manifest never landed (never
-// acknowledged) and are dropped, or only reported when opened read-only.
+// acknowledged) and are dropped, or only reported when opened read-only. A log, index or checkpoint
+// page below it that the manifest does not name is reported and left alone.
 
 import { PqdbError } from '../errors';
 import type { PageStore } from '../storage/page-store';
@@ -17,7 +18,7 @@ import type { KeyRing } from './keys';
 import type { KeyDirectory } from './directory';
 import type { MerkleLogs } from './merkle-log';
 import type { Manifest } from './manifest';
-import { decodeLogPage, decodePage, pageGeneration, pageKey, type IndexedOp } from './page-format';
+import { decodeLogPage, decodePage, pageGeneration, pageKey, pageKind, type IndexedOp } from './page-format';
 
 /** A checkpoint with the signed bytes it was decoded from. */
 export type SignedCheckpoint = Checkpoint & { signed: Uint8Array };
@@ -140,6 +141,7 @@ export async function replay(
     named.add(pageId);
   }
   const orphans: number[] = [];
+  let unreferenced = 0;
   for (const pageId of await pages.listPages()) {
     if (named.has(pageId)) continue;
     if (pageId >= manifest.nextPageId) {
@@ -148,6 +150,13 @@ export async function replay(
     }
     const bytes = await pages.readPage(pageId);
     if (bytes === undefined) throw new PqdbError('CORRUPTION', `commit page ${pageId} is missing`);
+    const kind = pageKind(bytes);
+    if (kind !== 'commit' && kind !== undefined) {
+      // A log, index or checkpoint page the manifest does not name holds no record: it is left
+      // as it is (a restore or a replica may list pages it does not use).
+      unreferenced++;
+      continue;
+    }
     const generation = pageGeneration(bytes);
     const ops = decodePage(pageId, keys.generationKey(generation, 'page', pageKey), bytes);
     applyCommitPage(target, { id: pageId, generation, bytes, ops }, known.get(generation));
@@ -166,6 +175,8 @@ export async function replay(
       );
     }
   }
+  if (unreferenced > 0)
+    recovered.push(`${unreferenced} log, index or checkpoint page(s) the manifest does not name are ignored`);
   if (orphans.length > 0 && readOnly) {
     recovered.push(
       `${orphans.length} commit page(s) written after the last manifest (an unacknowledged commit) are ignored`,
