@@ -39,6 +39,16 @@ const LOG_MAGIC = [0x50, 0x51, 0x44, 0x47]; // PQDG
 const INDEX_MAGIC = [0x50, 0x51, 0x44, 0x49]; // PQDI
 const CHECKPOINT_MAGIC = [0x50, 0x51, 0x44, 0x43]; // PQDC: a signed checkpoint (src/crypto/proofs.ts) is its own page
 const HASH_BYTES = 48;
+/** Magic, version and be32(generation): the part of every page head that names its kind and key. */
+const KIND_HEAD_BYTES = 9;
+/** Commit page head: kind head ‖ be32(|sealed index|). */
+const PAGE_HEAD_BYTES = 13;
+/** Log page head: kind head ‖ be64(from) ‖ be64(to). */
+const LOG_HEAD_BYTES = 25;
+/** Index page head: kind head ‖ be32(number of parts). */
+const INDEX_HEAD_BYTES = 13;
+/** AES-256-GCM-SIV tag. */
+const TAG_BYTES = 16;
 export const PAGE_VERSION = 1;
 
 export type PageOp =
@@ -92,7 +102,7 @@ export async function encodeLogPage(
   hashes: Uint8Array,
   pause: () => Promise<void> = async () => undefined,
 ): Promise<Uint8Array> {
-  const out = new Uint8Array(25 + hashes.length);
+  const out = new Uint8Array(LOG_HEAD_BYTES + hashes.length);
   out.set(LOG_MAGIC);
   out[4] = PAGE_VERSION;
   const dv = new DataView(out.buffer);
@@ -103,7 +113,7 @@ export async function encodeLogPage(
   // memory at once holds the event loop for tens of milliseconds.
   for (let at = 0; at < hashes.length; at += LOG_COPY_STEP) {
     if (at > 0) await pause();
-    out.set(hashes.subarray(at, at + LOG_COPY_STEP), 25 + at);
+    out.set(hashes.subarray(at, at + LOG_COPY_STEP), LOG_HEAD_BYTES + at);
   }
   return out;
 }
@@ -115,15 +125,16 @@ const LOG_COPY_STEP = 256 * 1024;
  * [from, to) the manifest names. @throws PqdbError CORRUPTION, FORMAT_VERSION
  */
 export function decodeLogPage(page: Uint8Array, generation: number, from: number, to: number): Uint8Array {
-  if (page.length < 25 || pageKind(page) !== 'log') throw new PqdbError('CORRUPTION', 'not a pqdb log page');
+  if (page.length < LOG_HEAD_BYTES || pageKind(page) !== 'log')
+    throw new PqdbError('CORRUPTION', 'not a pqdb log page');
   if (page[4] !== PAGE_VERSION) throw new PqdbError('FORMAT_VERSION', `log page version ${page[4]} is not supported`);
   const dv = new DataView(page.buffer, page.byteOffset, page.length);
   if (dv.getUint32(5) !== generation)
     throw new PqdbError('CORRUPTION', `log page is of generation ${dv.getUint32(5)}, expected ${generation}`);
-  if (getU64(dv, 9) !== from || getU64(dv, 17) !== to || page.length !== 25 + (to - from) * HASH_BYTES) {
+  if (getU64(dv, 9) !== from || getU64(dv, 17) !== to || page.length !== LOG_HEAD_BYTES + (to - from) * HASH_BYTES) {
     throw new PqdbError('CORRUPTION', `log page does not hold the leaves [${from}, ${to}) its manifest entry names`);
   }
-  return page.subarray(25);
+  return page.subarray(LOG_HEAD_BYTES);
 }
 
 /** Bytes of serialized index per sealed part of an index page: each part seals in a few milliseconds. */
@@ -170,18 +181,18 @@ export async function encodeIndexPage(
     );
   }
   if (parts.length === 0) throw new RangeError('"parts" expected at least one part');
-  const head = new Uint8Array(9);
+  const head = new Uint8Array(KIND_HEAD_BYTES);
   head.set(INDEX_MAGIC);
   head[4] = PAGE_VERSION;
   new DataView(head.buffer).setUint32(5, generation);
-  const out = new Uint8Array(13 + parts.reduce((n, p) => n + 4 + p.length + 16, 0));
+  const out = new Uint8Array(INDEX_HEAD_BYTES + parts.reduce((n, p) => n + 4 + p.length + TAG_BYTES, 0));
   out.set(head);
   const dv = new DataView(out.buffer);
   dv.setUint32(9, parts.length);
-  let at = 13;
+  let at = INDEX_HEAD_BYTES;
   for (let i = 0; i < parts.length; i++) {
     if (i > 0) await pause();
-    const len = parts[i].length + 16;
+    const len = parts[i].length + TAG_BYTES;
     dv.setUint32(at, len);
     gcmsiv(key, indexNonce(pageId, i), indexAad(head, pageId, collection, i, parts.length)).encrypt(
       parts[i],
@@ -194,7 +205,7 @@ export async function encodeIndexPage(
 
 /** The generation an index page was sealed under. @throws PqdbError CORRUPTION, FORMAT_VERSION */
 export function indexPageGeneration(page: Uint8Array): number {
-  if (page.length < 13 || pageKind(page) !== 'index')
+  if (page.length < INDEX_HEAD_BYTES || pageKind(page) !== 'index')
     throw new PqdbError('CORRUPTION', 'not a pqdb lexical index page');
   if (page[4] !== PAGE_VERSION) throw new PqdbError('FORMAT_VERSION', `index page version ${page[4]} is not supported`);
   return new DataView(page.buffer, page.byteOffset).getUint32(5);
@@ -232,27 +243,28 @@ function* decodeIndexPageSteps(
   const parts = dv.getUint32(9);
   // The framing first (lengths only), then each part opened in place into the output.
   const lens: number[] = [];
-  let at = 13;
+  let at = INDEX_HEAD_BYTES;
   for (let i = 0; i < parts; i++) {
     if (at + 4 > page.length) throw new PqdbError('CORRUPTION', 'lexical index page is truncated');
     const len = dv.getUint32(at);
-    if (at + 4 + len > page.length || len < 16) throw new PqdbError('CORRUPTION', 'lexical index page is truncated');
+    if (at + 4 + len > page.length || len < TAG_BYTES)
+      throw new PqdbError('CORRUPTION', 'lexical index page is truncated');
     lens.push(len);
     at += 4 + len;
   }
   if (at !== page.length || parts === 0) throw new PqdbError('CORRUPTION', 'lexical index page has trailing bytes');
-  const out = new Uint8Array(lens.reduce((n, len) => n + len - 16, 0));
-  let from = 13;
+  const out = new Uint8Array(lens.reduce((n, len) => n + len - TAG_BYTES, 0));
+  let from = INDEX_HEAD_BYTES;
   let to = 0;
   try {
     for (let i = 0; i < parts; i++) {
       const len = lens[i];
       gcmsiv(key, indexNonce(pageId, i), indexAad(page, pageId, collection, i, parts)).decrypt(
         page.subarray(from + 4, from + 4 + len),
-        out.subarray(to, to + len - 16),
+        out.subarray(to, to + len - TAG_BYTES),
       );
       from += 4 + len;
-      to += len - 16;
+      to += len - TAG_BYTES;
       yield;
     }
   } catch (e) {
@@ -397,20 +409,20 @@ export function encodePage(
       blobOffset += op.length;
     } else located.push(op);
   }
-  const head = new Uint8Array(13);
+  const head = new Uint8Array(PAGE_HEAD_BYTES);
   head.set(PAGE_MAGIC);
   head[4] = PAGE_VERSION;
   const dv = new DataView(head.buffer);
   dv.setUint32(5, generation);
-  const aad = new Uint8Array(13);
-  aad.set(head.subarray(0, 9));
+  const aad = new Uint8Array(KIND_HEAD_BYTES + 4); // kind head ‖ be32(page id)
+  aad.set(head.subarray(0, KIND_HEAD_BYTES));
   new DataView(aad.buffer).setUint32(9, pageId);
   const sealed = gcmsiv(key, pageNonce(pageId), aad).encrypt(index.bytes());
   dv.setUint32(9, sealed.length);
-  const base = 13 + sealed.length;
+  const base = PAGE_HEAD_BYTES + sealed.length;
   const page = new Uint8Array(base + blobOffset);
   page.set(head);
-  page.set(sealed, 13);
+  page.set(sealed, PAGE_HEAD_BYTES);
   let i = 0;
   for (const op of ops) {
     const at = located[i++];
@@ -424,7 +436,7 @@ export function encodePage(
 
 /** The generation a page was written under (read before its key is known). */
 export function pageGeneration(page: Uint8Array): number {
-  if (page.length < 13 || PAGE_MAGIC.some((m, i) => page[i] !== m))
+  if (page.length < PAGE_HEAD_BYTES || PAGE_MAGIC.some((m, i) => page[i] !== m))
     throw new PqdbError('CORRUPTION', 'not a pqdb commit page');
   if (page[4] !== PAGE_VERSION)
     throw new PqdbError('FORMAT_VERSION', `commit page version ${page[4]} is not supported`);
@@ -438,12 +450,14 @@ export function pageGeneration(page: Uint8Array): number {
 export function decodePage(pageId: number, key: Uint8Array, page: Uint8Array): IndexedOp[] {
   pageGeneration(page);
   const sealedLen = new DataView(page.buffer, page.byteOffset).getUint32(9);
-  if (13 + sealedLen > page.length) throw new PqdbError('CORRUPTION', 'commit page is truncated');
-  const aad = new Uint8Array(13);
+  if (PAGE_HEAD_BYTES + sealedLen > page.length) throw new PqdbError('CORRUPTION', 'commit page is truncated');
+  const aad = new Uint8Array(KIND_HEAD_BYTES + 4); // kind head ‖ be32(page id)
   aad.set(page.subarray(0, 9));
   new DataView(aad.buffer).setUint32(9, pageId);
-  const index = new In(gcmsiv(key, pageNonce(pageId), aad).decrypt(page.subarray(13, 13 + sealedLen)));
-  const base = 13 + sealedLen;
+  const index = new In(
+    gcmsiv(key, pageNonce(pageId), aad).decrypt(page.subarray(PAGE_HEAD_BYTES, PAGE_HEAD_BYTES + sealedLen)),
+  );
+  const base = PAGE_HEAD_BYTES + sealedLen;
   const n = index.varint();
   const ops: IndexedOp[] = [];
   for (let i = 0; i < n; i++) {
