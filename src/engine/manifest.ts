@@ -46,6 +46,16 @@ export interface MigrationCounts {
   total: number;
 }
 
+/**
+ * A record a migration could not read, by its place in the log (its id is not written down: the
+ * manifest names no record id) and the PqdbError code (or "ERROR") it failed with.
+ */
+export interface MigrationFailure {
+  generation: number;
+  leaf: number;
+  code: string;
+}
+
 /** A migration as the manifest keeps it (under way in `migration`, finished in `migrations`). */
 export interface MigrationRecord {
   id: string;
@@ -61,7 +71,8 @@ export interface MigrationRecord {
   finishedAt?: string;
   workMs: number;
   phaseMs: Partial<Record<MigrationPhase, number>>;
-  failures: string[];
+  /** The first failures (at most MAX_FAILURES_KEPT; `counts.failed` counts all). */
+  failures: MigrationFailure[];
   chunkRecords: number;
 }
 

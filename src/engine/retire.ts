@@ -52,11 +52,17 @@ export function retireGenerations(ctx: RetireContext): Promise<number[]> {
         if (inUse++ === 0) example = `${name}/${id} (generation ${loc.generation})`;
       }
     }
-    if (inUse > 0)
+    if (inUse > 0) {
+      const last = m.migrations?.at(-1)?.counts;
+      const why =
+        last !== undefined && last.withheld + last.failed > 0
+          ? ` (the last migration left ${last.withheld} withheld by the authority check and ${last.failed} it could not read; see migration().failures)`
+          : '';
       throw new PqdbError(
         'GENERATION_IN_USE',
-        `${inUse} live record(s) are still in an older generation, such as ${example}: migrate them (or delete them) first`,
+        `${inUse} live record(s) are still in an older generation, such as ${example}${why}: migrate them (or delete them) first`,
       );
+    }
     const retiring = new Set(old);
     const afterPage = m.nextPageId - 1; // every commit page so far: what an index persisted here covers
     const deletes = ctx.directory.pagesOf(retiring);

@@ -136,8 +136,9 @@ export async function copyChunk(
       plaintext = await ctx.records.open('copy', collection, id, loc);
     } catch (e) {
       r.counts.failed++;
+      const code = e instanceof PqdbError ? e.code : 'ERROR';
       if (r.failures.length < MAX_FAILURES_KEPT)
-        r.failures.push(`${collection}/${id}: ${e instanceof Error ? e.message : String(e)}`);
+        r.failures.push({ generation: loc.generation, leaf: loc.leafIndex, code });
       continue;
     }
     const governance = loc.governance;

@@ -15,7 +15,8 @@ import type { CommitPipeline, Draft } from '../commit';
 import type { LexicalStore } from '../lexical-store';
 import type { Checkpoints } from '../checkpoints';
 import type { RecordIO } from '../records';
-import { b64, hex, unb64, type MigrationCounts, type MigrationPhase, type MigrationRecord } from '../manifest';
+import { b64, hex, unb64 } from '../manifest';
+import type { MigrationCounts, MigrationFailure, MigrationPhase, MigrationRecord } from '../manifest';
 import { copyChunk, sourceQueue, type AuthorityCheck, type CopyContext, type SourceQueue } from './copy';
 
 export type { AuthorityCheck } from './copy';
@@ -46,8 +47,11 @@ export interface MigrationStatus extends MigrationProgress {
   /** Milliseconds of migration work (in every process that worked on it), per phase and in all. */
   workMs: number;
   phaseMs: Partial<Record<MigrationPhase, number>>;
-  /** The first failures (collection/id: reason). */
-  failures: string[];
+  /**
+   * The first records the copy could not read (they stay in their old generation): their place in
+   * the log, the error code, and their collection and id while the record still exists.
+   */
+  failures: (MigrationFailure & { collection?: string; id?: string })[];
   /** True while this process is working on it. */
   running: boolean;
 }
@@ -160,9 +164,21 @@ export class Migration {
       finishedAt: m.finishedAt,
       workMs: m.workMs,
       phaseMs: { ...m.phaseMs },
-      failures: [...m.failures],
+      failures: this.#resolve(m.failures),
       running: this.#run !== undefined && manifest.migration !== undefined,
     };
+  }
+
+  /** Failures with the collection and id now at their place in the log, when a record is still there. */
+  #resolve(failures: readonly MigrationFailure[]): MigrationStatus['failures'] {
+    if (failures.length === 0) return [];
+    const wanted = new Map(failures.map((f) => [`${f.generation}/${f.leaf}`, { ...f }] as const));
+    for (const [collection, records] of this.#ctx.directory.collections())
+      for (const [id, loc] of records) {
+        const f = wanted.get(`${loc.generation}/${loc.leafIndex}`);
+        if (f !== undefined) Object.assign(f, { collection, id });
+      }
+    return [...wanted.values()];
   }
 
   /** Opens generation g+1 under the target suite and records the migration, in one commit. */
@@ -320,7 +336,12 @@ export class Migration {
     }
   }
 
-  /** Decrypts every live record of the migrated collections; all must open, and only withheld or failed ones may be left behind. */
+  /**
+   * Decrypts every live record of the migrated collections in the target generation (all must open
+   * and decode); records left outside it must be no more than those withheld or failed, which stay
+   * readable (or not) where they are and are reported, so a record that cannot be read does not
+   * keep the migration from finishing.
+   */
   async #verify(m: MigrationRecord): Promise<void> {
     const { directory, records } = this.#ctx;
     let behind = 0;
@@ -332,7 +353,10 @@ export class Migration {
         for (const id of ids.slice(i, i + VERIFY_STEP)) {
           const loc = directory.get(name, id);
           if (loc === undefined) continue;
-          if (loc.generation !== m.generation) behind++;
+          if (loc.generation !== m.generation) {
+            behind++;
+            continue;
+          }
           try {
             const plaintext = await records.open('verify', name, id, loc);
             try {
@@ -342,7 +366,9 @@ export class Migration {
             }
           } catch (e) {
             if (problems.length < MAX_PROBLEMS_NAMED)
-              problems.push(`${name}/${id}: ${e instanceof Error ? e.message : String(e)}`);
+              problems.push(
+                `generation ${loc.generation}, leaf ${loc.leafIndex}: ${e instanceof PqdbError ? e.code : String(e)}`,
+              );
           }
         }
         await yieldToEventLoop();
