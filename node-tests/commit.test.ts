@@ -9,7 +9,7 @@ import { MemoryMedium } from '../src/storage/memory';
 import { CommitPipeline, type AppliedCommit } from '../src/engine/commit';
 import { KeyRing } from '../src/engine/keys';
 import { Registry } from '../src/engine/registry';
-import { decodeManifest, hex, keyringEntries, type Manifest } from '../src/engine/manifest';
+import { hex, newManifest, unlockManifest, STORE_ID_LABEL } from '../src/engine/manifest';
 import { faulty, type Faults } from './support/faulty-page-store';
 import type { PageStore } from '../src/storage/page-store';
 
@@ -19,20 +19,12 @@ async function pipelineOver(faults: Faults = {}) {
   const medium = new MemoryMedium();
   const pages = faulty(await openMemoryPageStore({ medium }), faults);
   const keys = new KeyRing();
-  const g = keys.createGeneration(2, [r.publicKey]);
+  keys.createGeneration(2, [r.publicKey]);
   keys.unlock(r.secretKey);
   const registry = new Registry({ active: 2 });
-  const manifest: Manifest = {
-    v: 1,
-    storeId: hex(new Uint8Array(16)),
-    macGeneration: g,
-    nextPageId: 1,
-    nextSequence: 1,
-    keyring: keyringEntries(keys.records()),
-    registry: registry.records(),
-    collections: {},
-    defaultSuite: 2,
-  };
+  const manifest = newManifest(hex(keys.storeKey(STORE_ID_LABEL, 16)), keys.records(), registry.records(), 2, [
+    r.publicKey,
+  ]);
   const pipeline = new CommitPipeline(pages, keys, manifest, registry);
   return { pipeline, pages, keys, medium };
 }
@@ -42,6 +34,13 @@ const snapshot = (p: CommitPipeline, keys: KeyRing) => ({
   registry: JSON.stringify(p.registry.records()),
   generations: keys.generations(),
 });
+
+/** The stored manifest, opened with the recipient's key (its body is sealed). */
+const decodeManifest = (raw: Uint8Array) => {
+  const { manifest, keys } = unlockManifest(raw, r.secretKey);
+  keys.close();
+  return manifest;
+};
 
 describe('commit pipeline', () => {
   it('installs a draft only after its commit is durable; a failed commit changes nothing', async () => {
@@ -84,7 +83,7 @@ describe('commit pipeline', () => {
     expect(snapshot(pipeline, keys)).toEqual(before);
     await pipeline.run((d) => void d.keyring.createGeneration(3, [r.publicKey]));
     expect(keys.generations()).toEqual([1, 2]);
-    expect(decodeManifest((await pages.readManifest())!).keyring.map((k) => k.generation)).toEqual([1, 2]);
+    expect(decodeManifest((await pages.readManifest())!).keyring.map((k) => k.generation)).toEqual([0, 1, 2]); // 0: the store secret
     await pages.close();
   });
 

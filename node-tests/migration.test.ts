@@ -12,6 +12,7 @@ import { openMemoryPageStore, verifyStore, verifySealed, openSealed, PqdbError }
 import { MemoryMedium } from '../src/storage/memory';
 import { readHeader } from '../src/crypto/record';
 import { tokenize } from '../src/engine/lexical';
+import { unlockManifest } from '../src/engine/manifest';
 import { hex } from './cases/_util';
 
 const schema = { lemma: 'string', gloss: 'string', n: 'integer' } as const;
@@ -328,9 +329,9 @@ describe('live migration across a kill', () => {
       const ps = await openMemoryPageStore({ medium });
       const bytes = (await ps.readManifest())!;
       await ps.close();
-      return JSON.parse(
-        new TextDecoder().decode(bytes.subarray(9, 9 + new DataView(bytes.buffer, bytes.byteOffset).getUint32(5))),
-      ) as { indexes: Record<string, { pageId: number; afterPage: number }> };
+      const { manifest, keys } = unlockManifest(bytes, recipient.secretKey); // the body is sealed
+      keys.close();
+      return manifest as { indexes: Record<string, { pageId: number; afterPage: number }> };
     };
     const before = (await manifest()).indexes.words;
     const again = await open();

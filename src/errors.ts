@@ -19,6 +19,8 @@ export const ERROR_CODES = [
   'SCHEMA_MISMATCH', // a record value does not match its collection's schema (nothing is written)
   'READ_ONLY', // the store or page store was opened for reading only
   'GENERATION_IN_USE', // a key generation cannot be retired: a live record or a migration still needs it
+  'ROLLBACK', // the store is older than a freshness pin or its own signed checkpoints (an older copy)
+  'CONFLICT', // another writer changed the store since this one read it
 ] as const;
 
 export type PqdbErrorCode = (typeof ERROR_CODES)[number];

@@ -1,15 +1,15 @@
 // `pqdb status <location>`: the store's key generations and their suites, the suite registry and its
 // states, the collections, the checkpoints and the migration, read from the manifest of a file store
-// opened read-only. Caveat: without the recipient secret key the manifest is read but not
-// authenticated (the output says so) and record counts are unknown; with it the store is opened
-// read-only and the counts and migration state come from the authenticated manifest. Node only.
+// opened read-only. Without the recipient secret key only the manifest's readable header is shown
+// (store id, commit counter, key generations; unauthenticated, and the output says so): the rest is
+// sealed. With it everything comes from the authenticated manifest and a read-only open. Node only.
 //
 // Exit status: 0 printed; 2 a bad key or a store that cannot be opened or read.
 
 /// <reference types="node" />
 import { openNodeFsPageStore } from '../storage/node-fs';
 import { Store, type MigrationProgress, type MigrationStatus } from '../engine/store';
-import { decodeManifest, type MigrationRecord } from '../engine/manifest';
+import { readManifest, unlockManifest, type Manifest, type MigrationRecord } from '../engine/manifest';
 import { suite as suiteOf } from '../crypto/suites';
 import { PqdbError } from '../errors';
 import type { Keys } from './_keys';
@@ -32,51 +32,62 @@ export async function status(location: string, options: { json?: boolean }, keys
   try {
     const raw = await pages.readManifest();
     if (raw === undefined) throw new PqdbError('NOT_OPEN', 'no store here');
-    const m = decodeManifest(raw); // authenticated below when a key is given
+    const { header } = readManifest(raw);
+    let m: Manifest | undefined;
     let counts: Record<string, number> | undefined;
     let migration: MigrationStatus | undefined;
-    let authenticated = false;
     if (unlock !== undefined) {
-      const store = await Store.open(pages, { unlock, readOnly: true });
+      const opened = unlockManifest(raw, unlock);
+      opened.keys.close();
+      m = opened.manifest;
+      const store = await Store.open(pages, { unlock, readOnly: true, storeId: header.storeId });
       counts = store.info().collections;
       migration = store.migration();
-      authenticated = true;
       await store.close();
     }
+    // Without the key only the header is readable: the store id, the commit counter and which key
+    // generations have envelopes; the rest of the manifest is sealed.
     const out = {
       location,
-      storeId: m.storeId,
-      authenticated,
-      generations: m.keyring.map((k) => ({ generation: k.generation, suite: suiteOf(k.suite).name })),
-      retired: m.retired ?? [],
-      registry: m.registry.map((r) => ({ suite: suiteOf(r.suite).name, state: r.state, since: r.since })),
-      defaultSuite: suiteOf(m.defaultSuite).name,
+      storeId: header.storeId,
+      commit: header.commit,
+      authenticated: m !== undefined,
+      generations:
+        m !== undefined
+          ? m.keyring
+              .filter((k) => k.generation > 0)
+              .map((k) => ({ generation: k.generation, suite: suiteOf(k.suite).name }))
+          : header.envelopes.filter(([g]) => g > 0).map(([generation]) => ({ generation, suite: undefined })),
+      retired: m?.retired ?? [],
+      registry: (m?.registry ?? []).map((r) => ({ suite: suiteOf(r.suite).name, state: r.state, since: r.since })),
+      defaultSuite: m !== undefined ? suiteOf(m.defaultSuite).name : undefined,
       collections: Object.fromEntries(
-        Object.entries(m.collections).map(([k, v]) => [
+        Object.entries(m?.collections ?? {}).map(([k, v]) => [
           k,
           { suite: suiteOf(v.suite).name, records: counts?.[k] ?? (counts ? 0 : undefined) },
         ]),
       ),
-      checkpoints: m.checkpointPages?.length ?? 0,
-      migration: migration ?? m.migration ?? m.migrations?.at(-1),
+      checkpoints: m?.checkpointPages?.length,
+      migration: migration ?? m?.migration ?? m?.migrations?.at(-1),
     };
     if (options.json) {
       process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
       return 0;
     }
     const lines = [
-      `pqdb status ${location}${authenticated ? '' : ' (manifest not authenticated: no --unlock)'}`,
+      `pqdb status ${location}${out.authenticated ? '' : ' (no --unlock: the manifest body is sealed)'}`,
       `  store        ${out.storeId}`,
+      `  commit       ${out.commit}`,
     ];
     lines.push(
-      `  generations  ${out.generations.map((g) => `${g.generation} (${g.suite})`).join(', ')}${out.retired.length > 0 ? `; retired ${out.retired.join(', ')}` : ''}`,
+      `  generations  ${out.generations.map((g) => (g.suite !== undefined ? `${g.generation} (${g.suite})` : `${g.generation}`)).join(', ')}${out.retired.length > 0 ? `; retired ${out.retired.join(', ')}` : ''}`,
     );
-    lines.push(`  suites       ${out.registry.map((r) => `${r.suite} ${r.state}`).join(', ')}`);
+    if (out.authenticated) lines.push(`  suites       ${out.registry.map((r) => `${r.suite} ${r.state}`).join(', ')}`);
     for (const [k, v] of Object.entries(out.collections))
       lines.push(
         `  collection   ${k}: ${v.suite}${v.records !== undefined ? `, ${v.records.toLocaleString('en-US')} records` : ''}`,
       );
-    lines.push(`  checkpoints  ${out.checkpoints}`);
+    if (out.checkpoints !== undefined) lines.push(`  checkpoints  ${out.checkpoints}`);
     const mig: MigrationStatus | MigrationRecord | undefined = out.migration;
     if (mig !== undefined) {
       const to = typeof mig.to === 'number' ? suiteOf(mig.to).name : mig.to;

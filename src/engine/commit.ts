@@ -17,8 +17,8 @@ import type { PageStore } from '../storage/page-store';
 import type { Value } from './codec';
 import type { KeyRing, KeyringDraft } from './keys';
 import { Registry } from './registry';
-import { encodePage, metaKey, pageKey, type IndexedOp, type PageWriteOp } from './page-format';
-import { cloneManifest, encodeManifest, keyringEntries, type Manifest } from './manifest';
+import { encodePage, pageKey, type IndexedOp, type PageWriteOp } from './page-format';
+import { cloneManifest, encodeManifest, keyringEntries, MANIFEST_KEY_LABEL, type Manifest } from './manifest';
 
 /** A page to write: its id (allocated from the draft) and bytes. */
 export interface PageOut {
@@ -255,7 +255,8 @@ export class CommitPipeline {
     if (registry !== undefined) m.registry = registry.records();
     if (keyring !== undefined) m.keyring = keyringEntries(keyring.records);
     const pages = page !== undefined ? [page, ...draft.pages] : draft.pages;
-    const manifest = encodeManifest(m, this.#keys.generationKey(m.macGeneration, 'meta', metaKey));
+    m.commit++;
+    const manifest = encodeManifest(m, this.#keys.storeKey(MANIFEST_KEY_LABEL));
     await this.#pages.commit({
       pages: pages.map((p) => ({ id: p.id, bytes: p.bytes })),
       deletes: draft.deletes,

@@ -2,8 +2,17 @@
 // envelopes (one per recipient), unwrapped in memory when the store is unlocked; data keys derived on
 // demand from (root, suite, generation, governance), cached in a bounded LRU of keyed AEADs, and
 // wiped on eviction and on close. No data key is ever persisted; there is no per-record key inventory.
+//
+// Generation 0 is the store secret S: a root like the others (wrapped for every recipient) that
+// seals the manifest, names the store (its id is derived from S) and binds every other generation
+// to the store — bind_g = HMAC-SHA384(K_bind, "pqdb generation v1" ‖ be32(g) ‖ suite ‖ salt_g ‖
+// check_g)[0, 32) with check_g = HKDF-SHA384(R_g, salt_g, "pqdb root check v1", 32) — so a root
+// someone wrapped to a recipient's public key (anyone can: an envelope is not sender-authenticated)
+// is refused on unlock. S is never retired and writes no record.
 
 import { bytes, integer } from '../_args';
+import { hkdf, hmac } from '../kernels/hmac';
+import { sha384 } from '../kernels/sha2';
 import { PqdbError } from '../errors';
 import { gcm, gcmsiv, type KeyedAead } from '../kernels/aead';
 import { randomBytes } from '../kernels/mlkem';
@@ -13,12 +22,41 @@ import { wrapRoot, unwrapRoot, readEnvelope, recipientId } from '../crypto/envel
 import { deriveDataKey, canonicalGovernanceText, type Governance } from '../crypto/record';
 import { suite as suiteOf, type Suite, type SuiteName } from '../crypto/suites';
 
-/** What the manifest keeps of a generation: never the root. */
+/** What the manifest keeps of a generation: never the root. Generation 0 is the store secret. */
 export interface GenerationRecord {
   generation: number;
   suite: number;
   salt: Uint8Array;
   envelopes: Uint8Array[];
+  /** The generation's binding to the store secret (32 bytes; generations ≥ 1). */
+  bind?: Uint8Array;
+}
+
+/** The store secret's generation number. */
+export const STORE_GENERATION = 0;
+const BIND_BYTES = 32;
+const enc = new TextEncoder();
+
+/** A key derived from the store secret S for `label` (no salt: S is uniformly random). */
+export function storeKey(secret: Uint8Array, label: string, length = 32): Uint8Array {
+  return hkdf(sha384, secret, new Uint8Array(0), enc.encode(label), length);
+}
+
+/** bind_g for a generation record and its root (see the file header). */
+function bindOf(secret: Uint8Array, r: GenerationRecord, root: Uint8Array): Uint8Array {
+  const check = hkdf(sha384, root, r.salt, enc.encode('pqdb root check v1'), 32);
+  const label = enc.encode('pqdb generation v1');
+  const msg = new Uint8Array(label.length + 5 + r.salt.length + check.length);
+  msg.set(label);
+  new DataView(msg.buffer).setUint32(label.length, r.generation);
+  msg[label.length + 4] = r.suite;
+  msg.set(r.salt, label.length + 5);
+  msg.set(check, label.length + 5 + r.salt.length);
+  const key = storeKey(secret, 'pqdb generation bind key v1');
+  const mac = hmac(sha384, key, msg).slice(0, BIND_BYTES);
+  key.fill(0);
+  check.fill(0);
+  return mac;
 }
 
 export const DEFAULT_KEY_CACHE = 1024;
@@ -29,6 +67,39 @@ function publicKeysOf(secretKey: Uint8Array): Uint8Array[] {
   bytes('secretKey', secretKey, 32);
   // A 32-byte secret may be either kind: try both ids (the hybrid id needs an ML-KEM key generation).
   return [ml_kem1024_x25519.getPublicKey(secretKey), x25519.getPublicKey(secretKey)];
+}
+
+/**
+ * Unwraps a generation's root (0: the store secret) with `secretKey`; with `idOnly`, finds the
+ * recipient without unwrapping.
+ * @throws PqdbError AUTH_FAILED when no envelope is for this key or it does not open.
+ */
+function unwrapFor(
+  r: Pick<GenerationRecord, 'generation' | 'envelopes'>,
+  secretKey: Uint8Array,
+  idOnly = false,
+): { root: Uint8Array; publicKey: Uint8Array } {
+  const publicKeys = publicKeysOf(secretKey);
+  const ids = publicKeys.map((pk) => hexOf(recipientId(pk)));
+  const env = r.envelopes.find((e) => ids.includes(hexOf(readEnvelope(e).recipientId)));
+  if (env === undefined)
+    throw new PqdbError(
+      'AUTH_FAILED',
+      r.generation === STORE_GENERATION
+        ? "the secret key opens none of the store's key envelopes"
+        : `the secret key does not open key generation ${r.generation}`,
+    );
+  const publicKey = publicKeys[ids.indexOf(hexOf(readEnvelope(env).recipientId))];
+  return { root: idOnly ? new Uint8Array(0) : unwrapRoot(env, secretKey), publicKey };
+}
+
+/**
+ * The store secret S, unwrapped from its envelopes with `secretKey` (the caller wipes it, or hands
+ * it to KeyRing.unlock).
+ * @throws PqdbError AUTH_FAILED, CORRUPTION, FORMAT_VERSION.
+ */
+export function openStoreSecret(envelopes: Uint8Array[], secretKey: Uint8Array): Uint8Array {
+  return unwrapFor({ generation: STORE_GENERATION, envelopes }, secretKey).root;
 }
 
 export class KeyRing {
@@ -56,11 +127,29 @@ export class KeyRing {
       ...r,
       salt: r.salt.slice(),
       envelopes: r.envelopes.map((e) => e.slice()),
+      ...(r.bind !== undefined ? { bind: r.bind.slice() } : {}),
     }));
   }
 
+  /** The key generations that seal records (the store secret, generation 0, is not one). */
   generations(): number[] {
-    return [...this.#generations.keys()].sort((a, b) => a - b);
+    return [...this.#generations.keys()].filter((g) => g !== STORE_GENERATION).sort((a, b) => a - b);
+  }
+
+  /**
+   * A key derived from the store secret for `label`, cached until close.
+   * @throws PqdbError AUTH_FAILED when the ring is not unlocked.
+   */
+  storeKey(label: string, length = 32): Uint8Array {
+    this.live();
+    const cacheKey = `#store/${label}/${length}`;
+    const hit = this.#derived.get(cacheKey);
+    if (hit !== undefined) return hit;
+    const secret = this.#roots.get(STORE_GENERATION);
+    if (secret === undefined) throw new PqdbError('AUTH_FAILED', 'the store secret is not unlocked');
+    const key = storeKey(secret, label, length);
+    this.#derived.set(cacheKey, key);
+    return key;
   }
 
   /**
@@ -112,26 +201,42 @@ export class KeyRing {
   }
 
   /**
-   * Unwraps every generation's root that has an envelope for `secretKey`.
-   * @throws PqdbError AUTH_FAILED when the key opens no generation at all.
+   * Unwraps the store secret and every generation's root with `secretKey`, and checks that each
+   * generation is bound to the store secret. Returns the number of record generations opened.
+   * @throws PqdbError AUTH_FAILED when the key does not open the store secret or some generation,
+   * or a generation is not bound to the store (a root wrapped by someone else).
    */
-  unlock(secretKey: Uint8Array): number {
+  unlock(secretKey: Uint8Array, storeSecret?: Uint8Array): number {
     this.live();
-    const publicKeys = publicKeysOf(secretKey);
-    const ids = publicKeys.map((pk) => hexOf(recipientId(pk)));
+    const unwrap = (r: GenerationRecord): Uint8Array => {
+      const { root, publicKey } = unwrapFor(r, secretKey);
+      this.#unlockedBy = publicKey;
+      return root;
+    };
+    const store = this.#generations.get(STORE_GENERATION);
+    if (store === undefined) throw new PqdbError('AUTH_FAILED', 'the key ring has no store secret');
+    if (storeSecret !== undefined) {
+      this.#unlockedBy = unwrapFor(store, secretKey, true).publicKey;
+      this.#roots.get(STORE_GENERATION)?.fill(0);
+      this.#roots.set(STORE_GENERATION, storeSecret); // already unwrapped by the caller (openStoreSecret)
+    } else if (!this.#roots.has(STORE_GENERATION)) this.#roots.set(STORE_GENERATION, unwrap(store));
+    const secret = this.#roots.get(STORE_GENERATION)!;
     let opened = 0;
     for (const r of this.#generations.values()) {
-      if (this.#roots.has(r.generation)) {
-        opened++;
-        continue;
+      if (r.generation === STORE_GENERATION) continue;
+      if (!this.#roots.has(r.generation)) {
+        const root = unwrap(r);
+        const bind = bindOf(secret, r, root);
+        let d = r.bind === undefined || r.bind.length !== BIND_BYTES ? 1 : 0;
+        for (let i = 0; i < BIND_BYTES && d === 0; i++) d |= bind[i] ^ r.bind![i];
+        if (d !== 0) {
+          root.fill(0);
+          throw new PqdbError('AUTH_FAILED', `key generation ${r.generation} is not bound to this store`);
+        }
+        this.#roots.set(r.generation, root);
       }
-      const env = r.envelopes.find((e) => ids.includes(hexOf(readEnvelope(e).recipientId)));
-      if (env === undefined) continue;
-      this.#unlockedBy = publicKeys[ids.indexOf(hexOf(readEnvelope(env).recipientId))];
-      this.#roots.set(r.generation, unwrapRoot(env, secretKey));
       opened++;
     }
-    if (opened === 0) throw new PqdbError('AUTH_FAILED', "the secret key opens none of the store's key envelopes");
     return opened;
   }
 
@@ -274,16 +379,36 @@ export class KeyringDraft {
     return this.#records;
   }
 
-  /** Adds a new generation: a fresh random root and salt, wrapped for every recipient. */
+  /**
+   * Adds a new generation: a fresh random root and salt, wrapped for every recipient and bound to
+   * the store secret (made first, for the same recipients, in a ring that has none yet).
+   * @throws PqdbError AUTH_FAILED when the store secret is locked.
+   */
   createGeneration(suiteName: SuiteName | number, recipients: readonly Uint8Array[]): number {
     const s = suiteOf(suiteName);
     if (!Array.isArray(recipients) || recipients.length === 0)
       throw new RangeError('"recipients" expected at least one public key');
+    const wrapAll = (root: Uint8Array, generation: number) =>
+      recipients.map((pk, i) => wrapRoot(root, bytes(`recipients[${i}]`, pk), s.id, generation));
+    if (!this.#records.some((r) => r.generation === STORE_GENERATION)) {
+      const secret = randomBytes(32);
+      this.#newRoots.set(STORE_GENERATION, secret);
+      const envelopes = wrapAll(secret, STORE_GENERATION);
+      this.#records = [{ generation: STORE_GENERATION, suite: s.id, salt: new Uint8Array(0), envelopes }];
+    }
+    const secret = this.#rootOf(STORE_GENERATION);
+    if (secret === undefined) throw new PqdbError('AUTH_FAILED', 'the store secret is locked');
     const generation = this.#records.reduce((m, r) => Math.max(m, r.generation), 0) + 1;
     const root = randomBytes(32);
     this.#newRoots.set(generation, root);
-    const envelopes = recipients.map((pk, i) => wrapRoot(root, bytes(`recipients[${i}]`, pk), s.id, generation));
-    this.#records = [...this.#records, { generation, suite: s.id, salt: randomBytes(32), envelopes }];
+    const record: GenerationRecord = {
+      generation,
+      suite: s.id,
+      salt: randomBytes(32),
+      envelopes: wrapAll(root, generation),
+    };
+    record.bind = bindOf(secret, record, root);
+    this.#records = [...this.#records, record];
     return generation;
   }
 
@@ -321,7 +446,7 @@ export class KeyringDraft {
 
   /** Leaves generations out (retirement): installing the draft destroys their roots. */
   drop(generations: ReadonlySet<number>): void {
-    this.#records = this.#records.filter((r) => !generations.has(r.generation));
+    this.#records = this.#records.filter((r) => r.generation === STORE_GENERATION || !generations.has(r.generation));
   }
 
   /** @internal The roots this draft created, handed over to the ring. */

@@ -1,27 +1,39 @@
-// The store manifest (DESIGN §6): the one persisted schema of a store's structure, with its binary
-// framing and MAC. The engine keeps the installed manifest in this form and edits copies of it
+// The store manifest (DESIGN §6, §11): the one persisted schema of a store's structure, with its
+// binary framing. The engine keeps the installed manifest in this form and edits copies of it
 // (drafts, src/engine/commit.ts); the verifier and the command line read the same type.
 //
-// Framing (docs/format.md):
-//   "PQDM" ‖ version(1) ‖ be32(|json|) ‖ json (UTF-8) ‖ HMAC-SHA384(K_meta_g, everything before)[0, 32)
-//   K_meta_g = HKDF-SHA384(R_g, salt_g, "pqdb manifest mac v1", 32), g = json.macGeneration
-// The JSON is readable (it carries the key envelopes needed to unlock) but authenticated. Security
-// caveat: `decodeManifest` parses before the MAC is checked (the MAC key comes from the key ring the
-// JSON carries), so nothing it returns may be trusted until `verifyManifest` passed.
+// Framing, format 2 (docs/format.md):
+//   "PQDM" ‖ 2 ‖ be32(|header|) ‖ header ‖ nonce(12) ‖ AES-256-GCM-SIV(K_manifest, nonce, aad = every byte before the nonce).encrypt(body)
+//   header = JSON { v: 2, storeId, commit, envelopes: [[generation, [envelope (base64)…]]…] }
+//   body   = JSON of every other field (collections, schemas, registry, counters, page lists,
+//            recipients, migrations, and each generation's suite, salt and binding)
+//   K_manifest = HKDF-SHA384(S, "", "pqdb manifest key v2", 32), S the store secret (keys.ts,
+//            generation 0), storeId = hex(HKDF-SHA384(S, "", "pqdb store id v1", 16))
+// Only what unlocking needs is readable: the store id, the commit counter and the key envelopes
+// (which name their recipients by key id). The body's tag authenticates the header too, under a key
+// only a holder of a recipient secret key can derive. The header is untrusted until the body opens:
+// openManifest checks its shape before unwrapping anything and validates every field of the body
+// (types, ranges, known suites and states) before anything uses it.
 
 import { PqdbError } from '../errors';
-import { hmac } from '../kernels/hmac';
-import { sha384 } from '../kernels/sha2';
-import type { GenerationRecord } from './keys';
+import { gcmsiv } from '../kernels/aead';
+import { suites } from '../crypto/suites';
+import { KeyRing, openStoreSecret, storeKey, type GenerationRecord } from './keys';
 import type { RegistryRecord } from './registry';
-import type { Schema } from './codec';
+import { compileSchema, type Schema } from './codec';
 
-export const MANIFEST_VERSION = 1;
+export const MANIFEST_VERSION = 2;
 const MANIFEST_MAGIC = [0x50, 0x51, 0x44, 0x4d]; // PQDM
-/** Magic, version and the JSON length. */
+/** Magic, version and the header's length. */
 const MANIFEST_HEAD_BYTES = 9;
-/** The MAC is HMAC-SHA384 cut to 32 bytes. */
-const MAC_BYTES = 32;
+const NONCE_BYTES = 12;
+const TAG_BYTES = 16;
+/** Labels of the keys derived from the store secret. */
+export const MANIFEST_KEY_LABEL = 'pqdb manifest key v2';
+export const STORE_ID_LABEL = 'pqdb store id v1';
+/** Bounds on what a manifest may hold (a manifest past them is not one pqdb wrote). */
+const MAX_GENERATION = 2 ** 32 - 1;
+const MAX_PAGE_ID = 0xffff_ffff;
 const enc = new TextEncoder();
 const dec = new TextDecoder('utf-8', { fatal: true });
 
@@ -95,18 +107,21 @@ export interface CollectionMeta {
   suite: number;
 }
 
-/** A key generation as persisted: salt and envelopes in base64 (the root never leaves memory). */
+/** A key generation as persisted: salt, envelopes and binding in base64 (the root never leaves memory). */
 export interface KeyringEntry {
   generation: number;
   suite: number;
   salt: string;
   envelopes: string[];
+  bind?: string;
 }
 
 export interface Manifest {
-  v: 1;
+  v: 2;
+  /** 32 hex digits, derived from the store secret. */
   storeId: string;
-  macGeneration: number;
+  /** Commits made so far: a freshness counter an application can keep elsewhere (minCommit). */
+  commit: number;
   nextPageId: number;
   nextSequence: number;
   keyring: KeyringEntry[];
@@ -131,7 +146,13 @@ export interface Manifest {
 }
 
 export const b64 = (b: Uint8Array): string => btoa(String.fromCharCode(...b));
-export const unb64 = (s: string): Uint8Array => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
+export const unb64 = (s: string): Uint8Array => {
+  try {
+    return Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
+  } catch (cause) {
+    throw new PqdbError('CORRUPTION', 'bad base64', { cause });
+  }
+};
 export const hex = (b: Uint8Array): string => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
 export const fromHex = (s: string): Uint8Array => Uint8Array.from(s.match(/../g) ?? [], (h) => parseInt(h, 16));
 
@@ -142,6 +163,7 @@ export function keyringEntries(records: readonly GenerationRecord[]): KeyringEnt
     suite: r.suite,
     salt: b64(r.salt),
     envelopes: r.envelopes.map(b64),
+    ...(r.bind !== undefined ? { bind: b64(r.bind) } : {}),
   }));
 }
 
@@ -152,26 +174,22 @@ export function generationRecords(m: Pick<Manifest, 'keyring'>): GenerationRecor
     suite: r.suite,
     salt: unb64(r.salt),
     envelopes: r.envelopes.map(unb64),
+    ...(r.bind !== undefined ? { bind: unb64(r.bind) } : {}),
   }));
 }
 
-/** Bytes of a new store's random id. */
-const STORE_ID_BYTES = 16;
-
-/** The manifest of a new store: a random store id, key generation `g` and nothing written yet. */
+/** The manifest of a new store: its id (derived from its store secret) and nothing written yet. */
 export function newManifest(
-  g: number,
+  storeId: string,
   keyring: readonly GenerationRecord[],
   registry: RegistryRecord[],
   suite: number,
   recipients: readonly Uint8Array[],
 ): Manifest {
-  const storeId = new Uint8Array(STORE_ID_BYTES);
-  globalThis.crypto.getRandomValues(storeId);
   return {
-    v: 1,
-    storeId: hex(storeId),
-    macGeneration: g,
+    v: 2,
+    storeId,
+    commit: 0,
     nextPageId: 1,
     nextSequence: 1,
     keyring: keyringEntries(keyring),
@@ -187,57 +205,279 @@ export function cloneManifest(m: Manifest): Manifest {
   return JSON.parse(JSON.stringify(m)) as Manifest;
 }
 
-/** Frames the manifest and appends its MAC under `macKey`. */
-export function encodeManifest(m: Manifest, macKey: Uint8Array): Uint8Array {
-  const body = enc.encode(JSON.stringify(m));
-  const out = new Uint8Array(MANIFEST_HEAD_BYTES + body.length + MAC_BYTES);
+/** The manifest's readable header: what unlocking needs. */
+export interface ManifestHeader {
+  v: 2;
+  storeId: string;
+  commit: number;
+  /** Per generation (0 = the store secret), its key envelopes. */
+  envelopes: [number, string[]][];
+}
+
+/** A manifest as read, before its body is opened. */
+export interface SealedManifest {
+  readonly header: ManifestHeader;
+  /** The store secret's envelopes. */
+  readonly storeEnvelopes: Uint8Array[];
+  /** Opens and validates the body under K_manifest. @throws PqdbError AUTH_FAILED, CORRUPTION */
+  open(manifestKey: Uint8Array): Manifest;
+}
+
+/** Seals the manifest under `manifestKey` (K_manifest) with a fresh nonce. */
+export function encodeManifest(m: Manifest, manifestKey: Uint8Array): Uint8Array {
+  const { v, storeId, commit, keyring, ...rest } = m;
+  const header: ManifestHeader = { v, storeId, commit, envelopes: keyring.map((k) => [k.generation, k.envelopes]) };
+  const body = { ...rest, keyring: keyring.map(({ envelopes: _, ...k }) => k) };
+  const head = enc.encode(JSON.stringify(header));
+  const plain = enc.encode(JSON.stringify(body));
+  const at = MANIFEST_HEAD_BYTES + head.length;
+  const out = new Uint8Array(at + NONCE_BYTES + plain.length + TAG_BYTES);
   out.set(MANIFEST_MAGIC);
   out[4] = MANIFEST_VERSION;
-  new DataView(out.buffer).setUint32(5, body.length);
-  out.set(body, MANIFEST_HEAD_BYTES);
-  const unsigned = out.subarray(0, MANIFEST_HEAD_BYTES + body.length);
-  out.set(hmac(sha384, macKey, unsigned).subarray(0, MAC_BYTES), unsigned.length);
+  new DataView(out.buffer).setUint32(5, head.length);
+  out.set(head, MANIFEST_HEAD_BYTES);
+  const nonce = out.subarray(at, at + NONCE_BYTES);
+  globalThis.crypto.getRandomValues(nonce);
+  const aead = gcmsiv.withKey(manifestKey);
+  try {
+    aead.encrypt(nonce, plain, out.subarray(0, at), out.subarray(at + NONCE_BYTES));
+  } finally {
+    aead.destroy();
+    plain.fill(0);
+  }
   return out;
 }
 
 /**
- * The manifest's JSON, read before its MAC can be checked (the MAC key comes from the key ring in
- * it): untrusted until verifyManifest passes.
- * @throws PqdbError CORRUPTION (not a manifest, bad length or JSON), FORMAT_VERSION.
+ * Reads a manifest's framing and header (untrusted until `open` succeeds).
+ * @throws PqdbError CORRUPTION (not a manifest, bad framing or header), FORMAT_VERSION (another
+ * format, such as a store of an earlier pre-release).
  */
-export function readManifestJson(bytes: Uint8Array): unknown {
-  if (bytes.length < MANIFEST_HEAD_BYTES + MAC_BYTES || MANIFEST_MAGIC.some((m, i) => bytes[i] !== m))
+export function readManifest(bytes: Uint8Array): SealedManifest {
+  if (
+    !(bytes instanceof Uint8Array) ||
+    bytes.length < MANIFEST_HEAD_BYTES ||
+    MANIFEST_MAGIC.some((m, i) => bytes[i] !== m)
+  )
     throw new PqdbError('CORRUPTION', 'not a pqdb manifest');
   if (bytes[4] !== MANIFEST_VERSION)
-    throw new PqdbError('FORMAT_VERSION', `manifest version ${bytes[4]} is not supported`);
+    throw new PqdbError(
+      'FORMAT_VERSION',
+      bytes[4] === 1
+        ? 'this store was written by an earlier pre-release of pqdb (manifest format 1), which it cannot open: recreate the store'
+        : `manifest format ${bytes[4]} is not supported`,
+    );
   const len = new DataView(bytes.buffer, bytes.byteOffset).getUint32(5);
-  if (MANIFEST_HEAD_BYTES + len + MAC_BYTES !== bytes.length)
-    throw new PqdbError('CORRUPTION', 'manifest length does not match');
-  try {
-    return JSON.parse(dec.decode(bytes.subarray(MANIFEST_HEAD_BYTES, MANIFEST_HEAD_BYTES + len)));
-  } catch (cause) {
-    throw new PqdbError('CORRUPTION', 'manifest JSON does not parse', { cause });
-  }
+  const at = MANIFEST_HEAD_BYTES + len;
+  if (at + NONCE_BYTES + TAG_BYTES > bytes.length) throw new PqdbError('CORRUPTION', 'the manifest is truncated');
+  const header = checkHeader(parseJson(bytes.subarray(MANIFEST_HEAD_BYTES, at), 'header'));
+  const store = header.envelopes.find(([g]) => g === 0);
+  if (store === undefined) throw new PqdbError('CORRUPTION', 'the manifest has no store secret');
+  return {
+    header,
+    storeEnvelopes: store[1].map((e) => base64(e, 'an envelope')),
+    open(manifestKey: Uint8Array): Manifest {
+      const aead = gcmsiv.withKey(manifestKey);
+      let plain: Uint8Array;
+      try {
+        plain = aead.decrypt(
+          bytes.subarray(at, at + NONCE_BYTES),
+          bytes.subarray(at + NONCE_BYTES),
+          bytes.subarray(0, at),
+        );
+      } catch (cause) {
+        throw new PqdbError('AUTH_FAILED', 'the manifest does not authenticate', { cause });
+      } finally {
+        aead.destroy();
+      }
+      const body = parseJson(plain, 'body');
+      plain.fill(0);
+      return checkManifest(header, body);
+    },
+  };
 }
 
 /**
- * The manifest, parsed and checked for its format version (still unauthenticated: see
- * readManifestJson).
- * @throws PqdbError CORRUPTION, FORMAT_VERSION.
+ * Opens a manifest with a recipient secret key: unwraps the store secret, checks that the store id
+ * is derived from it (and equals `storeId` when the caller pins one), opens and validates the body,
+ * and unlocks every key generation (each must be bound to the store secret).
+ * @throws PqdbError AUTH_FAILED (wrong key, altered manifest, a generation not bound to the store,
+ * another store than the pinned one), CORRUPTION, FORMAT_VERSION.
  */
-export function decodeManifest(bytes: Uint8Array): Manifest {
-  const json = readManifestJson(bytes) as Manifest;
-  if (typeof json !== 'object' || json === null || Array.isArray(json))
-    throw new PqdbError('CORRUPTION', 'the manifest is not a JSON object');
-  if (json.v !== 1) throw new PqdbError('FORMAT_VERSION', `store manifest format ${String(json.v)} is not supported`);
-  return json;
+export function unlockManifest(
+  raw: Uint8Array,
+  secretKey: Uint8Array,
+  options: { keyCacheSize?: number; storeId?: string } = {},
+): { manifest: Manifest; keys: KeyRing } {
+  const sealed = readManifest(raw);
+  if (options.storeId !== undefined && options.storeId.toLowerCase() !== sealed.header.storeId)
+    throw new PqdbError('AUTH_FAILED', `this is not the store ${options.storeId} (its id is ${sealed.header.storeId})`);
+  const secret = openStoreSecret(sealed.storeEnvelopes, secretKey);
+  let keys: KeyRing | undefined;
+  try {
+    if (hex(storeKey(secret, STORE_ID_LABEL, 16)) !== sealed.header.storeId)
+      throw new PqdbError('AUTH_FAILED', 'the manifest does not authenticate');
+    const manifest = sealed.open(storeKey(secret, MANIFEST_KEY_LABEL));
+    keys = new KeyRing(generationRecords(manifest), options.keyCacheSize);
+    keys.unlock(secretKey, secret);
+    return { manifest, keys };
+  } catch (e) {
+    if (keys !== undefined) keys.close();
+    else secret.fill(0);
+    throw e;
+  }
 }
 
-/** Checks the manifest MAC (constant-time compare). @throws PqdbError AUTH_FAILED */
-export function verifyManifest(bytes: Uint8Array, macKey: Uint8Array): void {
-  const body = bytes.subarray(0, bytes.length - MAC_BYTES);
-  const mac = hmac(sha384, macKey, body);
-  let d = 0;
-  for (let i = 0; i < MAC_BYTES; i++) d |= mac[i] ^ bytes[body.length + i];
-  if (d !== 0) throw new PqdbError('AUTH_FAILED', 'the manifest does not authenticate');
+// ---- validation: every field read from the medium is checked before use ---------------------------
+
+function corrupt(what: string): never {
+  throw new PqdbError('CORRUPTION', `the manifest ${what}`);
+}
+
+function parseJson(bytes: Uint8Array, part: string): unknown {
+  try {
+    return JSON.parse(dec.decode(bytes));
+  } catch (cause) {
+    throw new PqdbError('CORRUPTION', `the manifest ${part} does not parse`, { cause });
+  }
+}
+
+const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+const int = (x: unknown, min: number, max: number, what: string): number =>
+  Number.isSafeInteger(x) && (x as number) >= min && (x as number) <= max
+    ? (x as number)
+    : corrupt(`has a bad ${what}`);
+const str = (x: unknown, what: string): string => (typeof x === 'string' ? x : corrupt(`has a bad ${what}`));
+const list = (x: unknown, what: string): unknown[] => (Array.isArray(x) ? x : corrupt(`has a bad ${what}`));
+const base64 = (x: unknown, what: string): Uint8Array => {
+  const s = str(x, what);
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(s) || s.length % 4 !== 0) corrupt(`has a bad ${what}`);
+  return unb64(s);
+};
+const suiteId = (x: unknown, what: string): number => {
+  const id = int(x, 0, 255, what);
+  if (!suites().some((s) => s.id === id)) corrupt(`names an unknown suite (${what})`);
+  return id;
+};
+
+function checkHeader(h: unknown): ManifestHeader {
+  if (!isObject(h)) corrupt('header is not an object');
+  if (h.v !== MANIFEST_VERSION) corrupt('header has a bad version');
+  if (!/^[0-9a-f]{32}$/.test(str(h.storeId, 'store id'))) corrupt('has a bad store id');
+  int(h.commit, 0, Number.MAX_SAFE_INTEGER, 'commit counter');
+  const seen = new Set<number>();
+  for (const e of list(h.envelopes, 'envelope list')) {
+    const [g, envs] = list(e, 'envelope list');
+    const generation = int(g, 0, MAX_GENERATION, 'generation');
+    if (seen.has(generation)) corrupt('lists a generation twice');
+    seen.add(generation);
+    if (list(envs, 'envelope list').length === 0) corrupt(`has no envelope for generation ${generation}`);
+    for (const x of envs as unknown[]) base64(x, 'envelope');
+  }
+  return h as unknown as ManifestHeader;
+}
+
+/** The body checked field by field and joined with its header into a Manifest. */
+function checkManifest(h: ManifestHeader, b: unknown): Manifest {
+  if (!isObject(b)) corrupt('body is not an object');
+  const nextPageId = int(b.nextPageId, 1, MAX_PAGE_ID + 1, 'page counter');
+  const pageId = (x: unknown) => {
+    const id = int(x, 1, MAX_PAGE_ID, 'page id');
+    return id < nextPageId ? id : corrupt('names a page beyond its page counter');
+  };
+  int(b.nextSequence, 1, Number.MAX_SAFE_INTEGER, 'sequence counter');
+  const envelopes = new Map(h.envelopes);
+  const keyring: KeyringEntry[] = list(b.keyring, 'key ring').map((k) => {
+    if (!isObject(k)) corrupt('has a bad key ring entry');
+    const generation = int(k.generation, 0, MAX_GENERATION, 'generation');
+    const envs = envelopes.get(generation) ?? corrupt(`has no envelopes for generation ${generation}`);
+    envelopes.delete(generation);
+    suiteId(k.suite, 'key generation suite');
+    const salt = base64(k.salt, 'salt');
+    if (generation > 0 && (salt.length !== 32 || k.bind === undefined || base64(k.bind, 'binding').length !== 32))
+      corrupt(`has a bad salt or binding for generation ${generation}`);
+    return { ...(k as unknown as KeyringEntry), envelopes: envs };
+  });
+  if (envelopes.size > 0) corrupt('has envelopes for a generation it does not list');
+  if (!keyring.some((k) => k.generation > 0)) corrupt('has no key generation');
+  const registry = list(b.registry, 'registry');
+  for (const r of registry) {
+    if (!isObject(r)) corrupt('has a bad registry entry');
+    suiteId(r.suite, 'registry suite');
+    if (!['active', 'decrypt-only', 'quarantined', 'retired'].includes(str(r.state, 'registry state')))
+      corrupt('has an unknown registry state');
+    str(r.since, 'registry date');
+  }
+  if (!isObject(b.collections)) corrupt('has a bad collection list');
+  for (const c of Object.values(b.collections)) {
+    if (!isObject(c) || !isObject(c.schema)) corrupt('has a bad collection');
+    suiteId(c.suite, 'collection suite');
+    try {
+      compileSchema(c.schema as Schema);
+    } catch {
+      corrupt('has a bad collection schema');
+    }
+  }
+  suiteId(b.defaultSuite, 'default suite');
+  if (b.checkpointPages !== undefined) list(b.checkpointPages, 'checkpoint list').forEach(pageId);
+  if (b.logs !== undefined) {
+    if (!isObject(b.logs)) corrupt('has a bad log list');
+    for (const [g, refs] of Object.entries(b.logs)) {
+      int(Number(g), 1, MAX_GENERATION, 'log generation');
+      for (const ref of list(refs, 'log list')) {
+        if (!isObject(ref)) corrupt('has a bad log page entry');
+        pageId(ref.pageId);
+        const from = int(ref.from, 0, Number.MAX_SAFE_INTEGER, 'log range');
+        if (int(ref.to, from + 1, Number.MAX_SAFE_INTEGER, 'log range') <= from) corrupt('has a bad log range');
+      }
+    }
+  }
+  if (b.indexes !== undefined) {
+    if (!isObject(b.indexes)) corrupt('has a bad index list');
+    for (const ref of Object.values(b.indexes)) {
+      if (!isObject(ref)) corrupt('has a bad index entry');
+      pageId(ref.pageId);
+      int(ref.afterPage, 0, MAX_PAGE_ID, 'index coverage');
+      if (ref.fields !== undefined) list(ref.fields, 'index fields').forEach((f) => str(f, 'index field'));
+    }
+  }
+  if (b.recipients !== undefined) list(b.recipients, 'recipient list').forEach((x) => base64(x, 'recipient'));
+  if (b.retired !== undefined) list(b.retired, 'retired list').forEach((g) => int(g, 1, MAX_GENERATION, 'generation'));
+  for (const m of [...(b.migration !== undefined ? [b.migration] : []), ...list(b.migrations ?? [], 'migration list')])
+    checkMigration(m);
+  return {
+    ...(b as unknown as Omit<Manifest, 'v' | 'storeId' | 'commit'>),
+    v: h.v,
+    storeId: h.storeId,
+    commit: h.commit,
+    keyring,
+  };
+}
+
+function checkMigration(m: unknown): void {
+  if (!isObject(m)) corrupt('has a bad migration');
+  str(m.id, 'migration id');
+  list(m.collections, 'migration collections').forEach((c) => str(c, 'migration collection'));
+  suiteId(m.to, 'migration target');
+  int(m.generation, 1, MAX_GENERATION, 'migration generation');
+  list(m.fromSuites, 'migration suites').forEach((x) => suiteId(x, 'migration suite'));
+  if (!['copying', 'indexing', 'verifying', 'activating', 'done'].includes(str(m.phase, 'migration phase')))
+    corrupt('has an unknown migration phase');
+  if (m.cursor !== null) {
+    const [g, leaf] = list(m.cursor, 'migration cursor');
+    int(g, 1, MAX_GENERATION, 'migration cursor');
+    int(leaf, 0, Number.MAX_SAFE_INTEGER, 'migration cursor');
+  }
+  if (!isObject(m.counts)) corrupt('has bad migration counts');
+  for (const k of ['copied', 'superseded', 'deleted', 'withheld', 'failed', 'inserted', 'total'])
+    int(m.counts[k], 0, Number.MAX_SAFE_INTEGER, 'migration count');
+  str(m.startedAt, 'migration date');
+  if (typeof m.workMs !== 'number' || !isObject(m.phaseMs)) corrupt('has bad migration times');
+  for (const f of list(m.failures, 'migration failures')) {
+    if (!isObject(f)) corrupt('has a bad migration failure');
+    int(f.generation, 1, MAX_GENERATION, 'migration failure');
+    int(f.leaf, 0, Number.MAX_SAFE_INTEGER, 'migration failure');
+    str(f.code, 'migration failure');
+  }
+  int(m.chunkRecords, 1, 100_000, 'migration chunk size');
 }

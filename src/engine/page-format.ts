@@ -73,10 +73,6 @@ export function pageKey(root: Uint8Array, salt: Uint8Array): Uint8Array {
   return hkdf(sha384, root, salt, enc.encode('pqdb page key v1'), 32);
 }
 
-export function metaKey(root: Uint8Array, salt: Uint8Array): Uint8Array {
-  return hkdf(sha384, root, salt, enc.encode('pqdb manifest mac v1'), 32);
-}
-
 export function lexicalKey(root: Uint8Array, salt: Uint8Array): Uint8Array {
   return hkdf(sha384, root, salt, enc.encode('pqdb lexical index key v1'), 32);
 }
@@ -135,6 +131,13 @@ export function decodeLogPage(page: Uint8Array, generation: number, from: number
     throw new PqdbError('CORRUPTION', `log page does not hold the leaves [${from}, ${to}) its manifest entry names`);
   }
   return page.subarray(LOG_HEAD_BYTES);
+}
+
+/** The generation and leaf range a log page's head names (unchecked), or undefined for a short page. */
+export function logPageRange(page: Uint8Array): { generation: number; from: number; to: number } | undefined {
+  if (page.length < LOG_HEAD_BYTES || pageKind(page) !== 'log') return undefined;
+  const dv = new DataView(page.buffer, page.byteOffset, page.length);
+  return { generation: dv.getUint32(5), from: getU64(dv, 9), to: getU64(dv, 17) };
 }
 
 /** Bytes of serialized index per sealed part of an index page: each part seals in a few milliseconds. */

@@ -75,7 +75,6 @@ export function retireGenerations(ctx: RetireContext): Promise<number[]> {
     const lastDeleted = deletes.reduce((a, b) => Math.max(a, b), 0);
     await ctx.lexical.beforeRetire(draft, current, lastDeleted, afterPage);
     m.retired = [...(m.retired ?? []), ...old];
-    if (retiring.has(m.macGeneration)) m.macGeneration = current;
     draft.keyring.drop(retiring);
     return old;
   });

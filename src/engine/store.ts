@@ -16,12 +16,11 @@ import { bytes } from '../_args';
 import type { PageStore } from '../storage/page-store';
 import { suite as suiteOf, DEFAULT_SUITE, type SuiteName } from '../crypto/suites';
 import type { KeyedAead } from '../kernels/aead';
-import type { Checkpoint } from '../crypto/proofs';
+import { checkpointHash, type Checkpoint } from '../crypto/proofs';
 import { compileSchema, decodeValue, type CompiledSchema, type Schema } from './codec';
 import { KeyRing } from './keys';
 import { Registry, type SuiteState, type RegistryEntry } from './registry';
-import { metaKey } from './page-format';
-import { b64, decodeManifest, fromHex, generationRecords, newManifest, verifyManifest } from './manifest';
+import { b64, fromHex, hex, newManifest, unlockManifest, STORE_ID_LABEL } from './manifest';
 import type { Manifest } from './manifest';
 import { KeyDirectory } from './directory';
 import { MerkleLogs } from './merkle-log';
@@ -74,6 +73,16 @@ export interface StoreOptions {
    * with READ_ONLY. Use with a read-only page store (openNodeFsPageStore(dir, { readOnly: true })).
    */
   readOnly?: boolean;
+  /**
+   * The store id the caller expects (from `info().storeId`): opening another store, even one whose
+   * keys were wrapped to the same recipient, fails with AUTH_FAILED.
+   */
+  storeId?: string;
+  /**
+   * A commit counter the store is known to have reached (from `info().commit`, kept elsewhere):
+   * opening an older copy of the store fails with ROLLBACK.
+   */
+  minCommit?: number;
 }
 
 /** The engine's parts, wired once per store; each module's context is a view of it. */
@@ -167,18 +176,25 @@ export class Store {
         throw new RangeError('"recipients" expected at least one public key to create a store');
       const suite = suiteOf(options.suite ?? DEFAULT_SUITE);
       const keys = new KeyRing([], options.keyCacheSize);
-      const g = keys.createGeneration(suite.id, recipients);
+      keys.createGeneration(suite.id, recipients);
       keys.unlock(options.unlock); // the creator must be able to open what it creates
       const registry = new Registry({ active: suite.id });
-      const manifest = newManifest(g, keys.records(), registry.records(), suite.id, recipients);
+      const storeId = hex(keys.storeKey(STORE_ID_LABEL, 16));
+      const manifest = newManifest(storeId, keys.records(), registry.records(), suite.id, recipients);
       const store = new Store(pages, keys, manifest, registry, options);
       await store.#p.pipeline.run(() => undefined); // the first manifest
       return store;
     }
-    const manifest = decodeManifest(raw);
-    const keys = new KeyRing(generationRecords(manifest), options.keyCacheSize);
-    keys.unlock(options.unlock);
-    verifyManifest(raw, keys.generationKey(manifest.macGeneration, 'meta', metaKey));
+    if (options.storeId !== undefined && typeof options.storeId !== 'string')
+      throw new TypeError('"storeId" expected a string of 32 hex digits');
+    const { manifest, keys } = unlockManifest(raw, options.unlock, options);
+    if (options.minCommit !== undefined && manifest.commit < options.minCommit) {
+      keys.close();
+      throw new PqdbError(
+        'ROLLBACK',
+        `the store is at commit ${manifest.commit}, older than the ${options.minCommit} it was known to reach: an older copy of it`,
+      );
+    }
     const store = new Store(pages, keys, manifest, new Registry({ records: manifest.registry }), options);
     const found = await replay(pages, manifest, keys, store.#target, store.#readOnly);
     store.#checkpointList.push(...found.checkpoints);
@@ -326,9 +342,12 @@ export class Store {
     generations: number[];
     collections: Record<string, number>;
     commits: number;
+    commit: number;
+    checkpoint?: { generation: number; size: number; hash: string };
     autoCheckpointError?: string;
   } {
     const error = this.#p.checkpoints.autoError;
+    const last = this.#p.checkpoints.list.at(-1);
     return {
       ...(error !== undefined ? { autoCheckpointError: String((error as Error)?.message ?? error) } : {}),
       storeId: this.#p.pipeline.manifest.storeId,
@@ -336,6 +355,10 @@ export class Store {
       generations: this.#p.keys.generations(),
       collections: this.#p.directory.counts(),
       commits: this.#p.pipeline.manifest.nextPageId - 1,
+      commit: this.#p.pipeline.manifest.commit,
+      ...(last !== undefined
+        ? { checkpoint: { generation: last.generation, size: last.size, hash: hex(checkpointHash(last.signed)) } }
+        : {}),
     };
   }
 

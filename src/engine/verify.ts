@@ -30,16 +30,17 @@ import {
 } from '../crypto/proofs';
 import { MerkleHashTree, HASH_BYTES, verifyConsistency, verifyInclusionOfHash } from '../crypto/merkle';
 import { KeyRing } from './keys';
-import { decodeManifest, fromHex, generationRecords, hex, verifyManifest, type Manifest } from './manifest';
+import { fromHex, hex, readManifest, unlockManifest, type Manifest, type ManifestHeader } from './manifest';
 import {
   decodePage,
   pageGeneration,
   pageKey,
-  metaKey,
   lexicalKey,
   decodeLogPage,
   decodeIndexPage,
   indexPageGeneration,
+  pageKind,
+  logPageRange,
   type IndexedOp,
 } from './page-format';
 import { concatBytes, equalBytes } from '../_bytes';
@@ -131,7 +132,7 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
     return {
       ok,
       complete: ok && skipped.length === 0,
-      storeId: manifest?.storeId,
+      storeId: header?.storeId,
       storage: pages.kind,
       counts,
       skipped,
@@ -146,37 +147,31 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
     throw new TypeError('"signerPublicKey" expected a Uint8Array');
 
   // ---- manifest and keys ----
-  let manifest: Manifest | undefined;
+  let header: ManifestHeader | undefined;
   let raw: Uint8Array | undefined;
   try {
     raw = await pages.readManifest();
     if (raw === undefined) throw new PqdbError('NOT_OPEN', 'no store here (no manifest)');
-    manifest = decodeManifest(raw);
-    if (
-      typeof manifest.storeId !== 'string' ||
-      !/^[0-9a-f]{32}$/.test(manifest.storeId) ||
-      !Number.isInteger(manifest.nextPageId) ||
-      !Array.isArray(manifest.keyring)
-    ) {
-      throw new PqdbError('CORRUPTION', 'the manifest lacks its store id, page counter or key ring');
-    }
+    header = readManifest(raw).header;
   } catch (e) {
     fail('manifest', e);
-    manifest = undefined;
     return report();
   }
-  const storeId = fromHex(manifest.storeId);
+  const storeId = fromHex(header.storeId);
   let keys: KeyRing | undefined;
-  if (options.unlock === undefined) skipped.push('decryption and the manifest MAC (no recipient secret key)');
-  else {
+  let manifest: View;
+  if (options.unlock === undefined) {
+    skipped.push('decryption and the manifest body (no recipient secret key): pages are found by their kind');
+    manifest = await viewOfPages(pages);
+  } else {
     try {
-      keys = new KeyRing(generationRecords(manifest), 64);
-      keys.unlock(options.unlock);
-      verifyManifest(raw, keys.generationKey(manifest.macGeneration, 'meta', metaKey));
+      const opened = unlockManifest(raw, options.unlock, { keyCacheSize: 64 });
+      keys = opened.keys;
+      manifest = opened.manifest;
     } catch (e) {
+      // Nothing the manifest says is used once it does not authenticate.
       fail('manifest', e, 'AUTH_FAILED');
-      keys?.close();
-      keys = undefined;
+      return report();
     }
   }
 
@@ -457,6 +452,35 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       }
     }
   }
+}
+
+/** What the verifier needs of a manifest. */
+type View = Pick<Manifest, 'nextPageId' | 'logs' | 'indexes' | 'checkpointPages' | 'retired'>;
+
+/**
+ * Without a recipient secret key the manifest's body is sealed: the pages are classified by their
+ * kind instead (checkpoint pages in page order, log pages by the range their head names; index pages
+ * are counted). Nothing here is authenticated; checkpoint signatures are, with the signer's key.
+ */
+async function viewOfPages(pages: PageStore): Promise<View> {
+  const logs: Record<string, { pageId: number; from: number; to: number }[]> = {};
+  const checkpointPages: number[] = [];
+  const indexes: Record<string, { pageId: number; afterPage: number }> = {};
+  let last = 0;
+  for (const pageId of await pages.listPages().catch(() => [] as number[])) {
+    const page = await pages.readPage(pageId).catch(() => undefined);
+    last = Math.max(last, pageId);
+    if (page === undefined) continue;
+    const kind = pageKind(page);
+    if (kind === 'checkpoint') checkpointPages.push(pageId);
+    else if (kind === 'index') indexes[`(index page ${pageId})`] = { pageId, afterPage: 0 };
+    else if (kind === 'log') {
+      const range = logPageRange(page);
+      if (range !== undefined) (logs[range.generation] ??= []).push({ pageId, from: range.from, to: range.to });
+    }
+  }
+  for (const refs of Object.values(logs)) refs.sort((a, b) => a.from - b.from);
+  return { nextPageId: last + 1, logs, indexes, checkpointPages, retired: [] };
 }
 
 /** A short readable summary of a report (what `pqdb verify` prints). */
