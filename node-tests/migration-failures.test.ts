@@ -44,6 +44,8 @@ describe('migration with unreadable records', () => {
     ]);
     const manifest = new TextDecoder().decode((await handles[0].readManifest())!);
     for (const id of ids) expect(manifest).not.toContain(id);
+    // The record left behind is still sealed with the old suite: that suite cannot be retired.
+    await expect(store.registry.setState('gcmsiv-hkdf384', 'retired')).rejects.toThrow(RangeError);
     await expect(store.retireGenerations()).rejects.toMatchObject({
       code: 'GENERATION_IN_USE',
       message: expect.stringContaining('1 it could not read'),

@@ -63,6 +63,12 @@ export class KeyDirectory {
     return Object.fromEntries([...this.#collections].map(([k, m]) => [k, m.size]));
   }
 
+  /** True when some live record is sealed with suite `suite`. */
+  usesSuite(suite: number): boolean {
+    for (const m of this.#collections.values()) for (const loc of m.values()) if (loc.suite === suite) return true;
+    return false;
+  }
+
   /** True when some collection has a live record. */
   any(): boolean {
     for (const m of this.#collections.values()) if (m.size > 0) return true;

@@ -149,7 +149,11 @@ export class LexicalStore {
     }
   }
 
-  /** `applied` hook: loaded indexes follow the commit's writes (unloaded ones will read the records). */
+  /**
+   * `applied` hook: loaded indexes follow the commit's writes (unloaded ones will read the records).
+   * It never throws: the commit is durable already. An index whose load fails meanwhile is dropped
+   * (indexOf builds it from the records next time, this write included).
+   */
   async applied(commit: AppliedCommit): Promise<void> {
     const re = this.#reindexing;
     for (const w of commit.writes) {
@@ -157,7 +161,8 @@ export class LexicalStore {
       if (re !== undefined && re.name === w.collection) re.touched.add(w.id);
       const lexical = this.loaded(w.collection);
       if (lexical === undefined) continue;
-      const index = await lexical;
+      const index = await lexical.catch(() => undefined);
+      if (index === undefined) continue;
       if (w.kind === 'delete') index.remove(w.id);
       else index.update(w.id, w.value!);
       this.#dirty.add(w.collection);

@@ -310,8 +310,9 @@ export class Store {
       setState: (suite, state) =>
         this.#p.pipeline.run((draft) => {
           const id = suiteOf(suite).id;
-          const inUse =
-            this.#p.directory.any() && Object.values(draft.manifest.collections).some((c) => c.suite === id);
+          // In use: a collection writes with it, or a live record (withheld or failed by a migration) is sealed with it.
+          const writes = Object.values(draft.manifest.collections).some((c) => c.suite === id);
+          const inUse = (writes && this.#p.directory.any()) || this.#p.directory.usesSuite(id);
           draft.registry.setState(suite, state, { inUse });
         }),
     };
