@@ -1,20 +1,25 @@
 // Durability: a forked writer is SIGKILLed at random points while committing; after each kill the
-// store reopens with every acknowledged commit present and readable, and nothing corrupt.
-import { describe, it, expect, afterAll } from 'vitest';
+// store reopens with every acknowledged commit present and readable, and nothing corrupt. On
+// node-fs only: the writer is a child process writing the store's directory, and the kill loop is
+// long (20 rounds, each a process start-up).
+import { describe, it, expect } from 'vitest';
 import { fork } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { openStore, generateRecipient } from '../src/node';
+import { generateRecipient } from '../src/node';
 import { Rng } from './cases/_util';
+import { nodeFsStoreFixture, perTest } from './support/store-fixtures';
 
 const KILLS = Number(process.env.PQDB_CRASH_KILLS ?? 20);
-const dir = mkdtempSync(join(tmpdir(), 'pqdb-crash-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 const schema = { round: 'integer', i: 'integer', payload: 'string' } as const;
 
-function runAndKill(round: number, pub: string, sec: string, batch: number, delayMs: number): Promise<string[]> {
+function runAndKill(
+  dir: string,
+  round: number,
+  pub: string,
+  sec: string,
+  batch: number,
+  delayMs: number,
+): Promise<string[]> {
   return new Promise((resolve, reject) => {
     const acked: string[] = [];
     const child = fork(
@@ -36,15 +41,19 @@ function runAndKill(round: number, pub: string, sec: string, batch: number, dela
 }
 
 describe('crash safety (SIGKILL during commits)', () => {
+  const fresh = perTest(nodeFsStoreFixture);
+
   it(
     `${KILLS} kills: every acknowledged commit survives, nothing else is corrupt`,
     async () => {
+      const f = await fresh();
       const r = generateRecipient('classical'); // classical keeps the writer's start-up short; the format is the same
       const rng = new Rng(Number(process.env.PQDB_SEED ?? 99));
       const allAcked = new Set<string>();
       let recoveries = 0;
       for (let round = 0; round < KILLS; round++) {
         const acked = await runAndKill(
+          f.dir,
           round,
           hex(r.publicKey),
           hex(r.secretKey),
@@ -52,7 +61,7 @@ describe('crash safety (SIGKILL during commits)', () => {
           20 + rng.int(180),
         );
         acked.forEach((k) => allAcked.add(k));
-        const store = await openStore({ location: dir, unlock: r.secretKey });
+        const store = await f.open({ unlock: r.secretKey });
         const c = store.collection('crash', { schema });
         // Every acknowledged record is there and decrypts to what was written.
         for (const key of allAcked) {

@@ -1,29 +1,26 @@
 // Fault injection: failed fsyncs and full disks reject the commit and change nothing; torn commits
 // are dropped on reopen; altered bytes are detected (CORRUPTION below the checksum, AUTH_FAILED
-// above it), never returned as data.
+// above it), never returned as data. On every page store (memory, node-fs, IndexedDB over
+// fake-indexeddb), each wrapped in the fault-injecting page store.
 import { describe, it, expect } from 'vitest';
-import { openStore, generateRecipient, openMemoryPageStore } from '../src/index';
-import { MemoryMedium } from '../src/storage/memory';
+import { generateRecipient } from '../src/index';
 import { faulty, type Faults } from './support/faulty-page-store';
+import { STORE_FIXTURES, perTest, type NodeStoreFixture } from './support/store-fixtures';
 
 const schema = { n: 'integer', s: 'string' } as const;
 const r = generateRecipient('classical');
 
-async function open(medium: MemoryMedium, faults: Faults, create = false) {
-  const pages = faulty(await openMemoryPageStore({ medium }), faults);
-  try {
-    return await openStore({ storage: pages, create, recipients: [r.publicKey], unlock: r.secretKey });
-  } catch (e) {
-    await pages.close(); // a PageStore passed in stays the caller's to close
-    throw e;
-  }
+function open(f: NodeStoreFixture, faults: Faults, create = false) {
+  return f.open({ create, recipients: [r.publicKey], unlock: r.secretKey }, (pages) => faulty(pages, faults));
 }
 
-describe('faults', () => {
+describe.each(STORE_FIXTURES)('faults (%s)', (_name, factory) => {
+  const fresh = perTest(factory);
+
   it('a failed fsync rejects with IO_ERROR, a full disk with QUOTA_EXCEEDED; nothing changes; later commits work', async () => {
-    const medium = new MemoryMedium();
+    const f = await fresh();
     const faults: Faults = {};
-    const store = await open(medium, faults, true);
+    const store = await open(f, faults, true);
     const c = store.collection('c', { schema });
     await c.put('a', { n: 1, s: 'one' });
     faults.failNextCommit = 'io';
@@ -36,22 +33,22 @@ describe('faults', () => {
     await c.put('b', { n: 2, s: 'two' });
     await c.put('c', { n: 3, s: 'three' });
     await store.close();
-    const again = await open(medium, {});
+    const again = await open(f, {});
     const c2 = again.collection('c', { schema });
     expect([await c2.get('a'), await c2.get('b'), await c2.get('c')].map((v) => v?.n)).toEqual([1, 2, 3]);
     await again.close();
   });
 
   it('a torn commit (pages without their manifest) is dropped and reported on reopen', async () => {
-    const medium = new MemoryMedium();
+    const f = await fresh();
     const faults: Faults = {};
-    const store = await open(medium, faults, true);
+    const store = await open(f, faults, true);
     const c = store.collection('c', { schema });
     await c.put('kept', { n: 1, s: 'acknowledged' });
     faults.tearNextCommit = true;
     await expect(c.put('lost', { n: 2, s: 'never acknowledged' })).rejects.toMatchObject({ code: 'IO_ERROR' });
     await store.close();
-    const again = await open(medium, {});
+    const again = await open(f, {});
     expect(again.recovery.clean).toBe(false);
     expect(again.recovery.actions.join()).toContain('unacknowledged commit');
     const c2 = again.collection('c', { schema });
@@ -63,25 +60,25 @@ describe('faults', () => {
   });
 
   it('a flipped bit on the medium is CORRUPTION; bytes altered above the checksum are AUTH_FAILED', async () => {
-    const medium = new MemoryMedium();
-    const store = await open(medium, {}, true);
+    const f = await fresh();
+    const store = await open(f, {}, true);
     const c = store.collection('c', { schema });
     await c.put('a', { n: 1, s: 'x'.repeat(100) });
     await c.put('b', { n: 2, s: 'y'.repeat(100) });
     await store.close();
-    medium.flipByte(2, 60);
-    const s1 = await open(medium, {}).catch((e) => e);
+    await f.flipStoredByte(2, 60);
+    const s1 = await open(f, {}).catch((e) => e);
     expect(s1).toMatchObject({ code: 'CORRUPTION' });
-    medium.flipByte(2, 60); // repair, then alter above the checksum instead
-    const altered = await open(medium, { alterPages: new Set([2]) });
+    await f.flipStoredByte(2, 60); // repair, then alter above the checksum instead
+    const altered = await open(f, { alterPages: new Set([2]) });
     const ca = altered.collection('c', { schema });
     expect(await ca.get('a')).toEqual({ n: 1, s: 'x'.repeat(100) });
     await expect(ca.get('b')).rejects.toMatchObject({ code: 'AUTH_FAILED' });
     await altered.close();
-    await expect(open(medium, { alterManifestAt: 20 })).rejects.toMatchObject({
+    await expect(open(f, { alterManifestAt: 20 })).rejects.toMatchObject({
       code: expect.stringMatching(/AUTH_FAILED|CORRUPTION/),
     });
-    const fine = await open(medium, {});
+    const fine = await open(f, {});
     expect(await fine.collection('c', { schema }).get('b')).toEqual({ n: 2, s: 'y'.repeat(100) });
     await fine.close();
   });

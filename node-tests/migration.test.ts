@@ -1,19 +1,18 @@
 // Live migration (DESIGN §8): every record moves to the target suite in a new key generation while
 // reads and writes go on; writes that reach records first are accounted (superseded, deleted,
 // inserted); authority can withhold records; a pause resumes; a SIGKILLed migrator resumes in a new
-// process from its durable cursor; the result verifies record by record and with verifyStore.
-import { describe, it, expect, afterAll } from 'vitest';
+// process from its durable cursor; the result verifies record by record and with verifyStore. On
+// memory, node-fs and IndexedDB over fake-indexeddb; the killed migrator on node-fs (it is a child
+// process writing a directory).
+import { describe, it, expect } from 'vitest';
 import { fork } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { openStore, generateRecipient, generateSigner, openNodeFsPageStore } from '../src/node';
-import { openMemoryPageStore, verifyStore, verifySealed, openSealed, PqdbError } from '../src/index';
-import { MemoryMedium } from '../src/storage/memory';
+import { generateRecipient, generateSigner, type Store } from '../src/node';
+import { verifyStore, verifySealed, openSealed, PqdbError } from '../src/index';
 import { readHeader } from '../src/crypto/record';
 import { tokenize } from '../src/engine/lexical';
 import { unlockManifest } from '../src/engine/manifest';
 import { hex } from './cases/_util';
+import { STORE_FIXTURES, nodeFsStoreFixture, perTest, type NodeStoreFixture } from './support/store-fixtures';
 
 const schema = { lemma: 'string', gloss: 'string', n: 'integer' } as const;
 type Doc = { lemma: string; gloss: string; n: number };
@@ -25,10 +24,7 @@ const doc = (i: number): Doc => ({
   gloss: `${WORDS[(i * 3) % 8]} ${WORDS[(i * 5 + 1) % 8]} number ${i}`,
   n: i,
 });
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
-
-async function fill(open: (create: boolean) => ReturnType<typeof openStore>, n: number) {
+async function fill(open: (create: boolean) => Promise<Store>, n: number) {
   const store = await open(true);
   const words = store.collection('words', { schema, index: { text: ['lemma', 'gloss'] } });
   const model = new Map<string, Doc>();
@@ -46,7 +42,7 @@ async function fill(open: (create: boolean) => ReturnType<typeof openStore>, n: 
 }
 
 /** Every record equals the model, and (via the pages) is sealed with `suite`, except `except`. */
-async function checkAll(store: Awaited<ReturnType<typeof openStore>>, model: Map<string, Doc>) {
+async function checkAll(store: Store, model: Map<string, Doc>) {
   const words = store.collection('words', { schema, index: { text: ['lemma', 'gloss'] } });
   expect(words.size).toBe(model.size);
   for (const [id, v] of model) expect(await words.get(id), id).toEqual(v);
@@ -68,12 +64,23 @@ function recordOf(exported: Uint8Array): { suite: number; generation: number } {
   return { suite: h.suite.id, generation: h.generation };
 }
 
-describe('live migration', () => {
+/** verifyStore over the location's page store, opened for reading with no store open on it. */
+async function verifyAt(f: NodeStoreFixture, options: Parameters<typeof verifyStore>[1]) {
+  const pages = await f.pages();
+  try {
+    return await verifyStore(pages, options);
+  } finally {
+    await pages.close();
+  }
+}
+
+describe.each(STORE_FIXTURES)('live migration (%s)', (_name, factory) => {
+  const fresh = perTest(factory);
+
   it('moves every record to the target suite while writes go on, and accounts for each', async () => {
-    const medium = new MemoryMedium();
-    const open = async (create = false) =>
-      openStore({
-        storage: await openMemoryPageStore({ medium }),
+    const f = await fresh();
+    const open = (create = false) =>
+      f.open({
         create,
         recipients: [recipient.publicKey],
         unlock: recipient.secretKey,
@@ -141,20 +148,18 @@ describe('live migration', () => {
     expect(store.migration()).toMatchObject({ phase: 'done', copied: 999, total: 1002, running: false });
     await checkAll(store, model);
     await store.close();
-    const pages = await openMemoryPageStore({ medium });
-    const report = await verifyStore(pages, { unlock: recipient.secretKey, signerPublicKey: signer.publicKey });
-    await pages.close();
+    const report = await verifyAt(f, { unlock: recipient.secretKey, signerPublicKey: signer.publicKey });
     expect(report.problems).toEqual([]);
     expect(report.counts.leaves).toEqual({ 1: 1001, 2: 1001 });
   });
 });
 
-describe('live migration: pause, authority, errors', () => {
-  const openMem =
-    (medium: MemoryMedium, extra: Record<string, unknown> = {}) =>
-    async (create = false) =>
-      openStore({
-        storage: await openMemoryPageStore({ medium }),
+describe.each(STORE_FIXTURES)('live migration: pause, authority, errors (%s)', (_name, factory) => {
+  const fresh = perTest(factory);
+  const opener =
+    (f: NodeStoreFixture, extra: Record<string, unknown> = {}) =>
+    (create = false) =>
+      f.open({
         create,
         recipients: [recipient.publicKey],
         unlock: recipient.secretKey,
@@ -164,8 +169,8 @@ describe('live migration: pause, authority, errors', () => {
       });
 
   it('pauses on abort and resumes on the next migrate(); authority withholds records', async () => {
-    const medium = new MemoryMedium();
-    const open = openMem(medium, {
+    const f = await fresh();
+    const open = opener(f, {
       authority: ({ governance }: { governance: { scope?: string } }) => governance.scope !== 'restricted',
     });
     const { store, model } = await fill(open, 600);
@@ -201,8 +206,8 @@ describe('live migration: pause, authority, errors', () => {
   });
 
   it('retiring keeps a persisted index whole when the pages it would re-index from are deleted', async () => {
-    const medium = new MemoryMedium();
-    const open = openMem(medium, { signer: signer.secretKey, signerPublicKey: signer.publicKey });
+    const f = await fresh();
+    const open = opener(f, { signer: signer.secretKey, signerPublicKey: signer.publicKey });
     const { store, words, model } = await fill(open, 400);
     await store.checkpoint(); // the index is persisted here
     await words.put('w00003', { lemma: 'zircon', gloss: 'after the checkpoint', n: 3 }); // only in a generation-1 page after it
@@ -223,8 +228,7 @@ describe('live migration: pause, authority, errors', () => {
   });
 
   it('seals right when a commit or a copy chunk holds more governance states than the key cache', async () => {
-    const medium = new MemoryMedium();
-    const store = await openMem(medium, { keyCacheSize: 2 })(true);
+    const store = await opener(await fresh(), { keyCacheSize: 2 })(true);
     const words = store.collection('words', { schema });
     await store.batch((tx) => {
       for (let i = 0; i < 30; i++) tx.put(words, `k${i}`, doc(i), { governance: { scope: `s${i % 5}` } });
@@ -240,8 +244,8 @@ describe('live migration: pause, authority, errors', () => {
   });
 
   it('retires the old generation after a migration: its pages and keys go, its log and checkpoints stay', async () => {
-    const medium = new MemoryMedium();
-    const open = openMem(medium, { signer: signer.secretKey, signerPublicKey: signer.publicKey });
+    const f = await fresh();
+    const open = opener(f, { signer: signer.secretKey, signerPublicKey: signer.publicKey });
     const { store, words, model } = await fill(open, 800);
     await store.checkpoint();
     await words.put('w00001', doc(901));
@@ -270,20 +274,18 @@ describe('live migration: pause, authority, errors', () => {
     await checkAll(again, model);
     expect(again.checkpoints().map((c) => [c.generation, c.size])).toEqual(cps.map((c) => [c.generation, c.size]));
     expect(again.consistencyProof(0, 1)).toEqual(store.consistencyProof(0, 1));
-    const fresh = again.collection('words', { schema, index: { text: ['lemma', 'gloss'] } });
-    expect(verifySealed(await fresh.exportSealed('new'), signer.publicKey).valid).toBe(true);
+    const reopened = again.collection('words', { schema, index: { text: ['lemma', 'gloss'] } });
+    expect(verifySealed(await reopened.exportSealed('new'), signer.publicKey).valid).toBe(true);
     await again.close();
-    const pages = await openMemoryPageStore({ medium });
-    const report = await verifyStore(pages, { unlock: recipient.secretKey, signerPublicKey: signer.publicKey });
-    await pages.close();
+    const report = await verifyAt(f, { unlock: recipient.secretKey, signerPublicKey: signer.publicKey });
     expect(report.problems).toEqual([]);
     expect(report.counts.leaves).toMatchObject({ 1: 801, 2: 801 });
     expect(report.counts.collections).toEqual({ words: 801 });
   });
 
   it('refuses what it cannot do', async () => {
-    const medium = new MemoryMedium();
-    const { store } = await fill(openMem(medium), 10);
+    const f = await fresh();
+    const { store } = await fill(opener(f), 10);
     expect(() => store.migrate({ to: 'nope' as never })).toThrow(RangeError);
     expect(() => store.migrate({ to: 'gcmsiv-hkdf384', collection: 'missing' })).toThrow(RangeError);
     expect(() => store.migrate({ to: 'gcmsiv-hkdf384', chunkRecords: 0 })).toThrow(RangeError);
@@ -293,8 +295,7 @@ describe('live migration: pause, authority, errors', () => {
     });
     expect(store.info().generations).toEqual([1]);
     await store.close();
-    const pages = await openMemoryPageStore({ medium });
-    const ro = await openStore({ storage: pages, unlock: recipient.secretKey, readOnly: true });
+    const ro = await f.open({ unlock: recipient.secretKey, readOnly: true });
     expect(() => ro.migrate({ to: 'gcmsiv-hkdf384' })).toThrow(expect.objectContaining({ code: 'READ_ONLY' }));
     await expect(
       ro.collection('words', { schema, index: { text: ['lemma', 'gloss'] } }).put('x', doc(1)),
@@ -303,12 +304,13 @@ describe('live migration: pause, authority, errors', () => {
   });
 });
 
-describe('live migration across a kill', () => {
+describe.each(STORE_FIXTURES)('live migration: an index not loaded (%s)', (_name, factory) => {
+  const fresh = perTest(factory);
+
   it('reseals a persisted index that is not loaded under the target generation, its content and coverage unchanged (not re-serialized)', async () => {
-    const medium = new MemoryMedium();
-    const open = async (create = false) =>
-      openStore({
-        storage: await openMemoryPageStore({ medium }),
+    const f = await fresh();
+    const open = (create = false) =>
+      f.open({
         create,
         recipients: [recipient.publicKey],
         unlock: recipient.secretKey,
@@ -326,7 +328,7 @@ describe('live migration across a kill', () => {
     model.delete('w00010');
     await store.close();
     const manifest = async () => {
-      const ps = await openMemoryPageStore({ medium });
+      const ps = await f.pages();
       const bytes = (await ps.readManifest())!;
       await ps.close();
       const { manifest, keys } = unlockManifest(bytes, recipient.secretKey); // the body is sealed
@@ -342,7 +344,7 @@ describe('live migration across a kill', () => {
     const after = (await manifest()).indexes.words;
     expect(after.afterPage).toBe(before.afterPage);
     expect(after.pageId).not.toBe(before.pageId);
-    const pages = await openMemoryPageStore({ medium });
+    const pages = await f.pages();
     expect(await pages.readPage(before.pageId)).toBeUndefined();
     const page = (await pages.readPage(after.pageId))!;
     expect(String.fromCharCode(...page.subarray(0, 4))).toBe('PQDI');
@@ -356,13 +358,16 @@ describe('live migration across a kill', () => {
     await checkAll(third, model);
     await third.close();
   });
+});
+
+describe('live migration across a kill (node-fs)', () => {
+  const fresh = perTest(nodeFsStoreFixture);
 
   it('a SIGKILLed migrator resumes from its durable cursor in a new process; nothing is lost or doubled', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'pqdb-migrate-'));
-    dirs.push(dir);
+    const f = await fresh();
+    const dir = f.dir;
     const open = (create = false) =>
-      openStore({
-        location: dir,
+      f.open({
         create,
         recipients: [recipient.publicKey],
         unlock: recipient.secretKey,
@@ -408,9 +413,7 @@ describe('live migration across a kill', () => {
     await checkAll(again, model);
     await again.close();
     // Cold, read-only: every record decrypts and the logs hold each copy exactly once.
-    const pages = await openNodeFsPageStore(dir, { readOnly: true, create: false });
-    const report = await verifyStore(pages, { unlock: recipient.secretKey });
-    await pages.close();
+    const report = await verifyAt(f, { unlock: recipient.secretKey });
     expect(report.problems).toEqual([]);
     expect(report.counts.collections).toEqual({ words: 2001 });
     expect(report.counts.leaves[2]).toBe(2001);

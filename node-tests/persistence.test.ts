@@ -1,13 +1,13 @@
 // What checkpoints persist besides the signed root: the lexical index of each searched collection,
 // sealed (no token in the clear), loaded on reopen and brought up to date with later commits; and
-// automatic checkpoints by record count and by time.
+// automatic checkpoints by record count and by time. On every page store (memory, node-fs,
+// IndexedDB over fake-indexeddb).
 import { describe, it, expect } from 'vitest';
-import { openStore, generateRecipient, generateSigner, openMemoryPageStore, PqdbError } from '../src/index';
-import { MemoryMedium } from '../src/storage/memory';
-import { crc32c } from '../src/storage/page-store';
+import { generateRecipient, generateSigner, PqdbError } from '../src/index';
 import { tokenize } from '../src/engine/lexical';
 import { pageKind } from '../src/engine/page-format';
 import { Rng } from './cases/_util';
+import { STORE_FIXTURES, perTest, replacePage, type NodeStoreFixture } from './support/store-fixtures';
 
 const schema = { lemma: 'string', gloss: 'string', n: 'integer' } as const;
 type Doc = { lemma: string; gloss: string; n: number };
@@ -40,16 +40,17 @@ function brute(model: Map<string, Doc>, query: string, mode: 'all' | 'any', fiel
     .sort();
 }
 
-function indexPages(medium: MemoryMedium): number[] {
-  return [...medium.pages.entries()].filter(([, p]) => pageKind(p.bytes) === 'index').map(([id]) => id);
+async function indexPages(f: NodeStoreFixture): Promise<number[]> {
+  return [...(await f.storedPages()).entries()].filter(([, bytes]) => pageKind(bytes) === 'index').map(([id]) => id);
 }
 
-describe('persisted lexical index', () => {
+describe.each(STORE_FIXTURES)('persisted lexical index (%s)', (_name, factory) => {
+  const fresh = perTest(factory);
+
   it('is sealed at checkpoints, loaded on reopen, and follows later commits', async () => {
-    const medium = new MemoryMedium();
+    const f = await fresh();
     const open = async (create = false, text: (keyof Doc)[] = ['lemma', 'gloss']) => {
-      const store = await openStore({
-        storage: await openMemoryPageStore({ medium }),
+      const store = await f.open({
         create,
         recipients: [r.publicKey],
         unlock: r.secretKey,
@@ -87,9 +88,9 @@ describe('persisted lexical index', () => {
       }
     };
     await check();
-    expect(indexPages(medium)).toEqual([]);
+    expect(await indexPages(f)).toEqual([]);
     await store.checkpoint();
-    expect(indexPages(medium)).toHaveLength(1);
+    expect(await indexPages(f)).toHaveLength(1);
     // Later commits: an update, a delete, an insert, after the persisted index.
     await words.put('d1', { lemma: 'zanzibarite', gloss: 'kelp', n: 1 });
     model.set('d1', { lemma: 'zanzibarite', gloss: 'kelp', n: 1 });
@@ -101,33 +102,33 @@ describe('persisted lexical index', () => {
 
     // No page holds a token in the clear (commit pages and the index page are sealed).
     const token = new TextEncoder().encode('zanzibarite');
-    for (const [id, p] of medium.pages) {
-      const text = Buffer.from(p.bytes);
+    for (const [id, bytes] of await f.storedPages()) {
+      const text = Buffer.from(bytes);
       expect(text.indexOf(Buffer.from(token)), `page ${id}`).toBe(-1);
     }
 
     ({ store, words } = await open());
     await check();
     // The next checkpoint replaces the index page (one per collection).
-    const before = indexPages(medium);
+    const before = await indexPages(f);
     await store.checkpoint();
-    const after = indexPages(medium);
+    const after = await indexPages(f);
     expect(after).toHaveLength(1);
     expect(after[0]).not.toBe(before[0]);
     await store.close();
 
     // The index page is read on reopen: an altered one (checksum recomputed) does not authenticate.
-    const [pageId] = indexPages(medium);
-    const stored = medium.pages.get(pageId)!;
-    const altered = new Uint8Array(stored.bytes);
+    const [pageId] = await indexPages(f);
+    const stored = (await f.storedPages()).get(pageId)!;
+    const altered = new Uint8Array(stored);
     altered[altered.length - 5] ^= 0x10;
-    medium.pages.set(pageId, { bytes: altered, crc: crc32c(altered) });
+    await replacePage(f, pageId, altered);
     ({ store, words } = await open());
     const err = await words.search('amber').catch((e) => e);
     expect(err).toBeInstanceOf(PqdbError);
     expect(err.code).toBe('AUTH_FAILED');
     await store.close();
-    medium.pages.set(pageId, stored);
+    await replacePage(f, pageId, stored);
 
     // Other indexed fields than persisted: built anew from the records.
     ({ store, words } = await open(false, ['lemma']));
@@ -136,10 +137,11 @@ describe('persisted lexical index', () => {
   });
 });
 
-describe('automatic checkpoints', () => {
+describe.each(STORE_FIXTURES)('automatic checkpoints (%s)', (_name, factory) => {
+  const fresh = perTest(factory);
   const openWith = async (autoCheckpoint?: { records?: number; ms?: number } | false, withSigner = true) => {
-    const store = await openStore({
-      storage: 'memory',
+    const f = await fresh();
+    const store = await f.open({
       create: true,
       recipients: [r.publicKey],
       unlock: r.secretKey,

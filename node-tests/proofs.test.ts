@@ -1,29 +1,20 @@
 // Verifiable batches: the Merkle log of a generation, ML-DSA-87-signed checkpoints, consistency
 // proofs between them, and self-verifying sealed exports (any flipped bit fails), across reopen;
-// then the shared cases (cases/proofs.ts, also run in Chromium) on memory, node-fs and IndexedDB.
+// then the shared cases (cases/proofs.ts, also run in Chromium). All on memory, node-fs and
+// IndexedDB over fake-indexeddb.
 import { describe, it, expect } from 'vitest';
-import {
-  openStore,
-  generateRecipient,
-  generateSigner,
-  openMemoryPageStore,
-  verifySealed,
-  openSealed,
-  verifyStore,
-} from '../src/index';
-import { MemoryMedium } from '../src/storage/memory';
+import { generateRecipient, generateSigner, verifySealed, openSealed, verifyStore } from '../src/index';
 import { merkle, ml_dsa87, sha384 } from '../src/crypto';
 import { decodeValue, compileSchema } from '../src/engine/codec';
 import { proofsCases } from './cases/proofs';
-import { STORE_FIXTURES } from './support/store-fixtures';
+import { STORE_FIXTURES, perTest, type NodeStoreFixture } from './support/store-fixtures';
 
 const schema = { lemma: 'string', n: 'integer' } as const;
 const r = generateRecipient('classical');
 const signer = generateSigner();
 
-async function open(medium: MemoryMedium, create = false) {
-  return openStore({
-    storage: await openMemoryPageStore({ medium }),
+function open(f: NodeStoreFixture, create = false) {
+  return f.open({
     create,
     recipients: [r.publicKey],
     unlock: r.secretKey,
@@ -32,10 +23,12 @@ async function open(medium: MemoryMedium, create = false) {
   });
 }
 
-describe('verifiable batches', () => {
+describe.each(STORE_FIXTURES)('verifiable batches (%s)', (_name, factory) => {
+  const fresh = perTest(factory);
+
   it('checkpoints, consistency proofs and sealed exports verify offline; every flipped bit fails', async () => {
-    const medium = new MemoryMedium();
-    const store = await open(medium, true);
+    const f = await fresh();
+    const store = await open(f, true);
     const words = store.collection('w', { schema });
     await store.batch((tx) => {
       for (let i = 0; i < 300; i++)
@@ -73,7 +66,7 @@ describe('verifiable batches', () => {
     await store.close();
 
     // After reopening, the log is rebuilt: old and new exports verify against the stored checkpoints.
-    const again = await open(medium);
+    const again = await open(f);
     const w2 = again.collection('w', { schema });
     expect(again.checkpoints().map((c) => c.size)).toEqual([300, 414]);
     const e0 = await w2.exportSealed('w0');
@@ -95,7 +88,7 @@ describe('verifiable batches', () => {
   });
 
   it('checkpoints need signer keys', async () => {
-    const store = await openStore({ storage: 'memory', create: true, recipients: [r.publicKey], unlock: r.secretKey });
+    const store = await (await fresh()).open({ create: true, recipients: [r.publicKey], unlock: r.secretKey });
     await expect(store.checkpoint()).rejects.toThrow(TypeError);
     await store.close();
   });

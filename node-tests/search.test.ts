@@ -1,12 +1,12 @@
 // Search through the store: a collection's lexical index over chosen string fields agrees with a
 // brute-force scan, follows puts, updates and deletes, and is rebuilt after reopening; then the
-// shared randomized cases (cases/search.ts, also run in Chromium) on memory, node-fs and IndexedDB.
+// shared randomized cases (cases/search.ts, also run in Chromium). All on memory, node-fs and
+// IndexedDB over fake-indexeddb.
 import { describe, it, expect } from 'vitest';
-import { openStore, generateRecipient, generateSigner, openMemoryPageStore } from '../src/index';
-import { MemoryMedium } from '../src/storage/memory';
+import { generateRecipient, generateSigner } from '../src/index';
 import { tokenize } from '../src/engine/lexical';
 import { searchCases } from './cases/search';
-import { STORE_FIXTURES } from './support/store-fixtures';
+import { STORE_FIXTURES, perTest } from './support/store-fixtures';
 
 const schema = { lemma: 'string', pos: 'string', gloss: 'string' } as const;
 const r = generateRecipient('classical');
@@ -29,16 +29,12 @@ function brute(values: Map<string, { lemma: string; gloss: string }>, query: str
     .sort();
 }
 
-describe('search', () => {
+describe.each(STORE_FIXTURES)('search (%s)', (_name, factory) => {
+  const fresh = perTest(factory);
+
   it('agrees with a brute-force scan; follows updates and deletes; survives reopen', async () => {
-    const medium = new MemoryMedium();
-    const open = async (create = false) =>
-      openStore({
-        storage: await openMemoryPageStore({ medium }),
-        create,
-        recipients: [r.publicKey],
-        unlock: r.secretKey,
-      });
+    const f = await fresh();
+    const open = (create = false) => f.open({ create, recipients: [r.publicKey], unlock: r.secretKey });
     let store = await open(true);
     let words = store.collection('w', { schema, index: { text: ['lemma', 'gloss'] } });
     const model = new Map<string, { lemma: string; pos: string; gloss: string }>();

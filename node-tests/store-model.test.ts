@@ -1,10 +1,11 @@
 // Property test: random operation sequences — puts, deletes, batches, reads, close/reopen and torn
-// commits (crashes) — run against the store and against a plain Map; they always agree.
+// commits (crashes) — run against the store and against a plain Map; they always agree. On memory,
+// node-fs and IndexedDB over fake-indexeddb, each wrapped in the fault-injecting page store.
 import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
-import { openStore, generateRecipient, openMemoryPageStore, type Store } from '../src/index';
-import { MemoryMedium } from '../src/storage/memory';
+import { generateRecipient, type Store } from '../src/index';
 import { faulty, type Faults } from './support/faulty-page-store';
+import { STORE_FIXTURES, perTest } from './support/store-fixtures';
 
 const schema = { n: 'integer', s: 'string' } as const;
 const r = generateRecipient('classical');
@@ -22,20 +23,17 @@ const op = fc.oneof(
   fc.constant({ t: 'crash' as const }),
 );
 
-describe('store against a Map model', () => {
+describe.each(STORE_FIXTURES)('store against a Map model (%s)', (_name, factory) => {
+  const fresh = perTest(factory); // one location per run, all disposed after the test
+
   it('random operation sequences with reopens and torn commits', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(op, { maxLength: 40 }), async (ops) => {
-        const medium = new MemoryMedium();
+        const f = await fresh();
         const faults: Faults = {};
         const model = new Map<string, { n: number; s: string }>();
-        const openIt = async (create = false): Promise<Store> =>
-          openStore({
-            storage: faulty(await openMemoryPageStore({ medium }), faults),
-            create,
-            recipients: [r.publicKey],
-            unlock: r.secretKey,
-          });
+        const openIt = (create = false): Promise<Store> =>
+          f.open({ create, recipients: [r.publicKey], unlock: r.secretKey }, (pages) => faulty(pages, faults));
         let store = await openIt(true);
         let c = store.collection('m', { schema });
         for (const o of ops) {

@@ -1,19 +1,8 @@
-// The store end to end on the memory and file page stores: typed collections, sealed records,
-// batches, reopen, wrong keys, locks, the registry, recipients.
-import { describe, it, expect, afterAll } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { openStore, generateRecipient, generateSigner, openMemoryPageStore, type Store } from '../src/node';
-import { openNodeFsPageStore } from '../src/storage/node-fs';
-
-const dirs: string[] = [];
-const tempDir = () => {
-  const d = mkdtempSync(join(tmpdir(), 'pqdb-store-'));
-  dirs.push(d);
-  return d;
-};
-afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+// The store end to end on every page store (memory, node-fs, IndexedDB over fake-indexeddb): typed
+// collections, sealed records, batches, reopen, wrong keys, locks, the registry, recipients.
+import { describe, it, expect } from 'vitest';
+import { generateRecipient, generateSigner, type Store } from '../src/node';
+import { STORE_FIXTURES, perTest } from './support/store-fixtures';
 
 const schema = { lemma: 'string', pos: 'string', gloss: 'string', offset: 'integer' } as const;
 const entity = {
@@ -29,13 +18,12 @@ async function values(store: Store, name = 'synsets') {
   return out;
 }
 
-describe.each(['memory', 'fs'] as const)('store on %s', (kind) => {
+describe.each(STORE_FIXTURES)('store (%s)', (_name, factory) => {
+  const fresh = perTest(factory);
   const recipient = generateRecipient();
   const signer = generateSigner();
-  const make = async (dir?: string) =>
-    openStore({
-      location: dir,
-      storage: kind === 'memory' ? await openMemoryPageStore() : 'fs',
+  const make = async () =>
+    (await fresh()).open({
       create: true,
       recipients: [recipient.publicKey],
       unlock: recipient.secretKey,
@@ -43,7 +31,7 @@ describe.each(['memory', 'fs'] as const)('store on %s', (kind) => {
     });
 
   it('put / get / delete / scan / batch with typed, sealed values', async () => {
-    const store = await make(kind === 'fs' ? tempDir() : undefined);
+    const store = await make();
     const words = store.collection('synsets', { schema });
     await words.put('n00001740', entity, { governance: { scope: 'public' } });
     expect(await words.get('n00001740')).toEqual(entity);
@@ -68,7 +56,7 @@ describe.each(['memory', 'fs'] as const)('store on %s', (kind) => {
   });
 
   it('registry: a quarantined suite refuses writes and serves reads; retired refuses reads', async () => {
-    const store = await make(kind === 'fs' ? tempDir() : undefined);
+    const store = await make();
     const old = store.collection('legacy', { schema, suite: 'gcmsiv-hkdf256' });
     await old.put('a', entity);
     expect(store.registry.list().find((e) => e.suite.id === 1)?.state).toBe('active');
@@ -85,49 +73,40 @@ describe.each(['memory', 'fs'] as const)('store on %s', (kind) => {
     expect(store.registry.list().find((e) => e.suite.id === 3)?.state).toBe('active');
     await store.close();
   });
-});
 
-describe('store on fs: durability, keys, locks', () => {
   it('reopens with every committed record; a wrong key is AUTH_FAILED; a second opener is LOCKED', async () => {
-    const dir = tempDir();
+    const f = await fresh();
     const alice = generateRecipient();
     const bob = generateRecipient('classical');
-    const store = await openStore({
-      location: dir,
-      create: true,
-      recipients: [alice.publicKey],
-      unlock: alice.secretKey,
-    });
+    const store = await f.open({ create: true, recipients: [alice.publicKey], unlock: alice.secretKey });
     const words = store.collection('synsets', { schema });
     for (let i = 0; i < 30; i++) await words.put(`id${i}`, { ...entity, offset: i });
-    await expect(openStore({ location: dir, unlock: alice.secretKey })).rejects.toMatchObject({ code: 'LOCKED' });
+    await expect(f.open({ unlock: alice.secretKey })).rejects.toMatchObject({ code: 'LOCKED' });
     await store.addRecipient(bob.publicKey);
     await store.close();
 
-    const again = await openStore({ location: dir, unlock: bob.secretKey });
+    const again = await f.open({ unlock: bob.secretKey });
     expect(Object.keys(await values(again)).length).toBe(30);
     expect(await again.collection('synsets', { schema }).get('id7')).toEqual({ ...entity, offset: 7 });
     await again.removeRecipient(alice.publicKey);
     await again.close();
-    await expect(openStore({ location: dir, unlock: alice.secretKey })).rejects.toMatchObject({ code: 'AUTH_FAILED' });
-    await expect(openStore({ location: dir, unlock: generateRecipient().secretKey })).rejects.toMatchObject({
-      code: 'AUTH_FAILED',
-    });
-    await expect(openStore({ location: tempDir(), unlock: bob.secretKey })).rejects.toMatchObject({ code: 'NOT_OPEN' });
+    await expect(f.open({ unlock: alice.secretKey })).rejects.toMatchObject({ code: 'AUTH_FAILED' });
+    await expect(f.open({ unlock: generateRecipient().secretKey })).rejects.toMatchObject({ code: 'AUTH_FAILED' });
+    await expect((await fresh()).open({ unlock: bob.secretKey })).rejects.toMatchObject({ code: 'NOT_OPEN' });
   });
 
-  it('zero bytes per record: a 115-byte value costs the same on disk whether the root is PQC or classical', async () => {
+  it('zero bytes per record: a 115-byte value costs the same stored whether the root is PQC or classical', async () => {
     const sizes = [];
     for (const type of ['hybrid', 'classical'] as const) {
       const r = generateRecipient(type);
-      const dir = tempDir();
-      const store = await openStore({ location: dir, create: true, recipients: [r.publicKey], unlock: r.secretKey });
+      const f = await fresh();
+      const store = await f.open({ create: true, recipients: [r.publicKey], unlock: r.secretKey });
       const c = store.collection('blobs', { schema: { data: 'bytes' } });
       await store.batch((tx) => {
         for (let i = 0; i < 100; i++) tx.put(c, `r${i}`, { data: new Uint8Array(110).fill(i) });
       });
       await store.close();
-      const pages = await openNodeFsPageStore(dir);
+      const pages = await f.pages();
       sizes.push((await pages.stats()).pageBytes);
       await pages.close();
     }

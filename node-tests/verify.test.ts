@@ -1,7 +1,8 @@
 // The store verifier and `pqdb verify`: a good store passes (exit 0), and a flipped bit in a page, a
 // truncated segment, a forged checkpoint or a record altered under a recomputed checksum are found
 // and named (non-zero exit). The verifier opens the store read-only: it changes nothing on disk and
-// runs while a writer holds the store.
+// runs while a writer holds the store. The command line takes a directory, so its tests run on
+// node-fs (copies of one good store, edited file by file); verifyStore runs on every page store.
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import {
@@ -12,23 +13,29 @@ import {
   writeFileSync,
   statSync,
   truncateSync,
-  cpSync,
   existsSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openStore, generateRecipient, generateSigner } from '../src/node';
-import { openMemoryPageStore, verifyStore } from '../src/index';
-import { MemoryMedium } from '../src/storage/memory';
-import { crc32c } from '../src/storage/page-store';
-import { openNodeFsPageStore } from '../src/storage/node-fs';
+import { generateRecipient, generateSigner } from '../src/node';
+import { verifyStore } from '../src/index';
 import { pageKind } from '../src/engine/page-format';
+import {
+  STORE_FIXTURES,
+  nodeFsStoreFixture,
+  perTest,
+  replacePage,
+  type NodeFsStoreFixture,
+} from './support/store-fixtures';
 
 const recipient = generateRecipient('classical');
 const signer = generateSigner();
 const schema = { lemma: 'string', gloss: 'string' } as const;
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
-let base: string;
+/** Key files and paths that hold no store. */
+let scratch: string;
+/** The good store every command-line test starts from (a copy of it, where a test changes it). */
+let goodStore: NodeFsStoreFixture;
 let good: string;
 
 function cli(args: string[], env: Record<string, string> = {}) {
@@ -40,9 +47,8 @@ function cli(args: string[], env: Record<string, string> = {}) {
 }
 const keys = { PQDB_UNLOCK: b64(recipient.secretKey), PQDB_SIGNER_PUBLIC: b64(signer.publicKey) };
 
-async function fill(dir: string): Promise<void> {
-  const store = await openStore({
-    location: dir,
+async function fill(f: NodeFsStoreFixture): Promise<void> {
+  const store = await f.open({
     create: true,
     recipients: [recipient.publicKey],
     unlock: recipient.secretKey,
@@ -63,25 +69,26 @@ async function fill(dir: string): Promise<void> {
   await store.close();
 }
 
-function copy(name: string): string {
-  const dir = join(base, name);
-  cpSync(good, dir, { recursive: true });
-  return dir;
-}
-
 const segments = (dir: string) =>
   readdirSync(dir)
     .filter((f) => f.endsWith('.pqs'))
     .sort();
 
 beforeAll(async () => {
-  base = mkdtempSync(join(tmpdir(), 'pqdb-verify-'));
-  good = join(base, 'good');
-  await fill(good);
+  scratch = mkdtempSync(join(tmpdir(), 'pqdb-verify-'));
+  goodStore = await nodeFsStoreFixture();
+  good = goodStore.dir;
+  await fill(goodStore);
 });
-afterAll(() => rmSync(base, { recursive: true, force: true }));
+afterAll(async () => {
+  rmSync(scratch, { recursive: true, force: true });
+  await goodStore.dispose();
+});
 
 describe('pqdb verify', () => {
+  /** A copy of the good store, removed after the test. */
+  const copyOfGood = perTest(() => goodStore.copy());
+
   it('passes a good store and changes nothing on disk', () => {
     const before = readdirSync(good).map((f) => [f, statSync(join(good, f)).size, statSync(join(good, f)).mtimeMs]);
     const r = cli(['verify', good, '--json'], keys);
@@ -111,8 +118,8 @@ describe('pqdb verify', () => {
   });
 
   it('takes keys from files (raw or base64); without keys it checks what it can and exits 3', () => {
-    const unlockFile = join(base, 'unlock.key');
-    const signerFile = join(base, 'signer.pub');
+    const unlockFile = join(scratch, 'unlock.key');
+    const signerFile = join(scratch, 'signer.pub');
     writeFileSync(unlockFile, recipient.secretKey);
     writeFileSync(signerFile, b64(signer.publicKey) + '\n');
     expect(cli(['verify', good, '--unlock', unlockFile, '--signer-public', signerFile]).status).toBe(0);
@@ -130,12 +137,12 @@ describe('pqdb verify', () => {
     expect(wrong.json().problems[0]).toMatchObject({ where: 'manifest', code: 'AUTH_FAILED' });
     expect(cli(['verify']).status).toBe(2);
     expect(cli(['frobnicate', good]).status).toBe(2);
-    expect(cli(['verify', join(base, 'nowhere')]).status).toBe(2);
+    expect(cli(['verify', join(scratch, 'nowhere')]).status).toBe(2);
     expect(cli(['verify', good], { PQDB_UNLOCK: 'not base64!' }).status).toBe(2);
   });
 
-  it('names a flipped bit in a page', () => {
-    const dir = copy('flipped');
+  it('names a flipped bit in a page', async () => {
+    const dir = (await copyOfGood()).dir;
     const seg = join(dir, segments(dir)[0]);
     const bytes = readFileSync(seg);
     // Walk the segment's records (docs/storage.md) to the body of commit page 1.
@@ -155,8 +162,8 @@ describe('pqdb verify', () => {
     expect(cli(['verify', dir], keys).stdout).toMatch(/PROBLEM +page \d+: \[CORRUPTION\]/);
   });
 
-  it('names a truncated segment', () => {
-    const dir = copy('truncated');
+  it('names a truncated segment', async () => {
+    const dir = (await copyOfGood()).dir;
     const seg = join(dir, segments(dir)[0]);
     truncateSync(seg, statSync(seg).size - 100);
     const r = cli(['verify', dir], keys);
@@ -165,10 +172,10 @@ describe('pqdb verify', () => {
   });
 
   it('names a forged checkpoint', async () => {
-    const dir = copy('forged');
+    const forged = await copyOfGood();
+    const dir = forged.dir;
     const forger = generateSigner();
-    const store = await openStore({
-      location: dir,
+    const store = await forged.open({
       recipients: [recipient.publicKey],
       unlock: recipient.secretKey,
       signer: forger.secretKey,
@@ -189,11 +196,12 @@ describe('pqdb verify', () => {
   });
 
   it('reports an unfinished commit tail as a note, not a failure, and runs beside a writer', async () => {
-    const dir = copy('tail');
+    const tail = await copyOfGood();
+    const dir = tail.dir;
     const segs = segments(dir);
     const seg = join(dir, segs[segs.length - 1]);
     writeFileSync(seg, Buffer.concat([readFileSync(seg), Buffer.alloc(77, 0xab)]));
-    const writer = await openNodeFsPageStore(dir); // holds the lock (and repairs the tail)
+    const writer = await tail.writablePages(); // holds the lock (and repairs the tail)
     try {
       const r = cli(['verify', dir, '--json'], keys);
       expect(r.status).toBe(0);
@@ -209,11 +217,12 @@ describe('pqdb verify', () => {
   });
 });
 
-describe('verifyStore', () => {
+describe.each(STORE_FIXTURES)('verifyStore (%s)', (_name, factory) => {
+  const fresh = perTest(factory);
+
   it('finds a record altered under a recomputed checksum (the MAC, not the CRC, catches it)', async () => {
-    const medium = new MemoryMedium();
-    const store = await openStore({
-      storage: await openMemoryPageStore({ medium }),
+    const f = await fresh();
+    const store = await f.open({
       create: true,
       recipients: [recipient.publicKey],
       unlock: recipient.secretKey,
@@ -227,7 +236,7 @@ describe('verifyStore', () => {
     await store.checkpoint();
     await store.close();
     const check = async () => {
-      const pages = await openMemoryPageStore({ medium });
+      const pages = await f.pages();
       try {
         return await verifyStore(pages, { unlock: recipient.secretKey, signerPublicKey: signer.publicKey });
       } finally {
@@ -235,12 +244,12 @@ describe('verifyStore', () => {
       }
     };
     expect(await check()).toMatchObject({ ok: true, complete: true });
-    const [pageId, stored] = [...medium.pages.entries()].find(
-      ([, p]) => pageKind(p.bytes) === 'commit' && p.bytes.length > 500,
+    const [pageId, stored] = [...(await f.storedPages()).entries()].find(
+      ([, bytes]) => pageKind(bytes) === 'commit' && bytes.length > 500,
     )!;
-    const altered = new Uint8Array(stored.bytes);
+    const altered = new Uint8Array(stored);
     altered[altered.length - 20] ^= 1; // inside the last record's ciphertext or tag
-    medium.pages.set(pageId, { bytes: altered, crc: crc32c(altered) });
+    await replacePage(f, pageId, altered);
     const report = await check();
     expect(report.ok).toBe(false);
     expect(report.problems).toContainEqual(
@@ -250,8 +259,10 @@ describe('verifyStore', () => {
 });
 
 describe('pqdb migrate and pqdb status', () => {
-  it('migrates a file store from the command line, reports status, and the result verifies', () => {
-    const dir = copy('cli-migrate');
+  const copyOfGood = perTest(() => goodStore.copy());
+
+  it('migrates a file store from the command line, reports status, and the result verifies', async () => {
+    const dir = (await copyOfGood()).dir;
     const signerEnv = { ...keys, PQDB_SIGNER: b64(signer.secretKey) };
     const before = cli(['status', dir, '--json'], keys);
     expect(before.status).toBe(0);
