@@ -3,7 +3,10 @@
 // attack — bytes an attacker can produce from what the medium shows — and must end in a PqdbError
 // (or, for a substituted store, be caught by the store id pin), never in a store that opens.
 import { describe, it, expect } from 'vitest';
-import { openStore, generateRecipient, openMemoryPageStore, verifyStore } from '../src/index';
+import { openStore, generateRecipient, generateSigner, openMemoryPageStore, verifyStore } from '../src/index';
+import { MerkleLogs } from '../src/engine/merkle-log';
+import { Checkpoints } from '../src/engine/checkpoints';
+import { signCheckpoint } from '../src/crypto/proofs';
 import { MemoryMedium } from '../src/storage/memory';
 import { KeyRing } from '../src/engine/keys';
 import { Registry } from '../src/engine/registry';
@@ -134,3 +137,118 @@ async function crcOf(bytes: Uint8Array): Promise<number> {
   const { crc32c } = await import('../src/storage/page-store');
   return crc32c(bytes);
 }
+
+describe('rollback and splice', () => {
+  const signer = generateSigner();
+  const openOn = async (medium: MemoryMedium, create = false, extra: { minCommit?: number } = {}) => {
+    const storage = await openMemoryPageStore({ medium });
+    try {
+      const store = await openStore({
+        storage,
+        create,
+        recipients: [victim.publicKey],
+        unlock: victim.secretKey,
+        signer: signer.secretKey,
+        signerPublicKey: signer.publicKey,
+        autoCheckpoint: false,
+        ...extra,
+      });
+      const close = store.close.bind(store);
+      store.close = async () => {
+        await close();
+        await storage.close();
+      };
+      return store;
+    } catch (e) {
+      await storage.close();
+      throw e;
+    }
+  };
+
+  it('a dropped delete-only commit page does not bring the record back: open refuses', async () => {
+    const medium = new MemoryMedium();
+    const store = await openOn(medium, true);
+    const notes = store.collection('notes', { schema });
+    await notes.put('a', { text: 'kept' });
+    await notes.put('b', { text: 'deleted' });
+    const before = new Set(medium.pages.keys());
+    await notes.delete('b');
+    const [deletePage] = [...medium.pages.keys()].filter((id) => !before.has(id));
+    await store.close();
+    medium.pages.delete(deletePage);
+    await expect(openOn(medium)).rejects.toMatchObject({ code: 'CORRUPTION' });
+    const report = await verifyStore(await openMemoryPageStore({ medium }), { unlock: victim.secretKey });
+    expect(report.ok).toBe(false);
+  });
+
+  it('a dropped page under a checkpoint, or a commit page put back from an older copy, is refused on open', async () => {
+    const medium = new MemoryMedium();
+    const store = await openOn(medium, true);
+    const notes = store.collection('notes', { schema });
+    await notes.put('a', { text: 'v1' });
+    const copy = new Map(medium.pages);
+    await notes.put('a', { text: 'v2' });
+    await store.checkpoint();
+    await store.close();
+    const v2Page = [...medium.pages.keys()].find((id) => !copy.has(id) && medium.pages.get(id)!.bytes[3] === 0x50)!;
+    const dropped = new MemoryMedium();
+    for (const [id, p] of medium.pages) if (id !== v2Page) dropped.pages.set(id, p);
+    dropped.manifest = medium.manifest;
+    await expect(openOn(dropped)).rejects.toMatchObject({ code: 'CORRUPTION' });
+  });
+
+  it('an older copy of the whole store opens only without a freshness pin', async () => {
+    const medium = new MemoryMedium();
+    const store = await openOn(medium, true);
+    const notes = store.collection('notes', { schema });
+    await notes.put('a', { text: 'v1' });
+    const old = { pages: new Map(medium.pages), manifest: medium.manifest };
+    await store.registry.setState('gcmsiv-hkdf384', 'quarantined').catch(() => undefined);
+    await notes.delete('a');
+    const { commit } = store.info();
+    await store.close();
+    const restored = new MemoryMedium();
+    for (const [id, p] of old.pages) restored.pages.set(id, p);
+    restored.manifest = old.manifest;
+    const unpinned = await openOn(restored);
+    expect(unpinned.info().commit).toBeLessThan(commit); // consistent, but older: the caller can tell
+    await unpinned.close();
+    await expect(openOn(restored, false, { minCommit: commit })).rejects.toMatchObject({ code: 'ROLLBACK' });
+    const current = await openOn(medium, false, { minCommit: commit });
+    expect(current.collection('notes', { schema }).has('a')).toBe(false);
+    await current.close();
+  });
+
+  it('checkpoint() refuses to sign a log that does not extend the last signed checkpoint', async () => {
+    const ring = new KeyRing();
+    ring.createGeneration(2, [victim.publicKey]);
+    const registry = new Registry({ active: 2 });
+    const manifest = newManifest(hex(ring.storeKey(STORE_ID_LABEL, 16)), ring.records(), registry.records(), 2, []);
+    const pages = await openMemoryPageStore();
+    const pipeline = new CommitPipeline(pages, ring, manifest, registry);
+    const logs = new MerkleLogs();
+    logs.append(1, new Uint8Array(48 * 3).fill(1));
+    const storeId = new Uint8Array(16);
+    // A signed checkpoint of size 2 whose root is not the root of this log's first two leaves.
+    const forged = { storeId, generation: 1, size: 2, root: new Uint8Array(48).fill(9), previous: new Uint8Array(48) };
+    const list = [{ ...forged, signed: signCheckpoint(forged, signer.secretKey, signer.publicKey) }];
+    const cps = new Checkpoints(
+      { pipeline, keys: ring, logs, storeId, list },
+      {
+        signer: signer.secretKey,
+        signerPublicKey: signer.publicKey,
+        autoCheckpoint: false,
+      },
+    );
+    await expect(cps.checkpoint()).rejects.toMatchObject({ code: 'CORRUPTION' });
+    expect(list.length).toBe(1);
+    expect(await pages.listPages()).toEqual([]); // nothing signed, nothing written
+    // A consistent predecessor: the next checkpoint signs.
+    list[0] = (() => {
+      const c = { ...forged, root: logs.rootAt(1, 2) };
+      return { ...c, signed: signCheckpoint(c, signer.secretKey, signer.publicKey) };
+    })();
+    await expect(cps.checkpoint()).resolves.toMatchObject({ size: 3 });
+    await pages.close();
+  });
+});

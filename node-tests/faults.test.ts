@@ -59,7 +59,7 @@ describe.each(STORE_FIXTURES)('faults (%s)', (_name, factory) => {
     await again.close();
   });
 
-  it('a flipped bit on the medium is CORRUPTION; bytes altered above the checksum are AUTH_FAILED', async () => {
+  it('a flipped bit on the medium is CORRUPTION; bytes altered above the checksum fail the log check on open and are AUTH_FAILED when read', async () => {
     const f = await fresh();
     const store = await open(f, {}, true);
     const c = store.collection('c', { schema });
@@ -70,7 +70,12 @@ describe.each(STORE_FIXTURES)('faults (%s)', (_name, factory) => {
     const s1 = await open(f, {}).catch((e) => e);
     expect(s1).toMatchObject({ code: 'CORRUPTION' });
     await f.flipStoredByte(2, 60); // repair, then alter above the checksum instead
-    const altered = await open(f, { alterPages: new Set([2]) });
+    // Opening replays the page: its record no longer gives the log the manifest names.
+    await expect(open(f, { alterPages: new Set([2]) })).rejects.toMatchObject({ code: 'CORRUPTION' });
+    // Altered only once the store is open (the page is read again for the record): AUTH_FAILED.
+    const later: Faults = {};
+    const altered = await open(f, later);
+    later.alterPages = new Set([2]);
     const ca = altered.collection('c', { schema });
     expect(await ca.get('a')).toEqual({ n: 1, s: 'x'.repeat(100) });
     await expect(ca.get('b')).rejects.toMatchObject({ code: 'AUTH_FAILED' });

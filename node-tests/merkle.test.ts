@@ -3,7 +3,7 @@ import { describe, it, expect, beforeAll } from 'vitest';
 import { createHash } from 'node:crypto';
 import * as api from '../src/crypto';
 import { merkleCases, appenderCases, ReferenceTree } from './cases/merkle';
-import { Rng } from './cases/_util';
+import { Rng, hex } from './cases/_util';
 import { FLAVORS } from './support/vectors';
 
 const sha384 = (m: Uint8Array) => new Uint8Array(createHash('sha384').update(m).digest());
@@ -52,6 +52,66 @@ describe.each(FLAVORS)('merkle (%s)', (flavor) => {
       expect(byHash.root(), `size ${end}`).toEqual(ref.mth(0, end));
     }
     expect(() => new MerkleAppender().appendHashes(new Uint8Array(47))).toThrow(RangeError);
+  });
+
+  it('consistency proofs from a compact range equal the tree proofs for every 0 ≤ m ≤ n ≤ 130 and verify', () => {
+    const rng = new Rng(11);
+    const leaves = Array.from({ length: 130 }, () => rng.bytes(1 + rng.int(40)));
+    const ref = new ReferenceTree(leaves, sha384);
+    const hashes = new Uint8Array(leaves.length * 48);
+    leaves.forEach((l, i) => hashes.set(merkle.leafHash(l), i * 48));
+    // The compact range at every size, from one appender.
+    const at = new MerkleAppender();
+    const frontiers = [at.frontier()];
+    for (let m = 1; m <= leaves.length; m++)
+      frontiers.push(at.appendHashes(hashes.subarray((m - 1) * 48, m * 48)).frontier());
+    const failures: string[] = [];
+    let checked = 0;
+    for (let n = 1; n <= leaves.length; n++) {
+      const tree = new merkle.MerkleHashTree(hashes.subarray(0, n * 48));
+      for (let m = 0; m <= n; m++) {
+        const proof = merkle.consistencyProofFromFrontier(m, frontiers[m], hashes.subarray(m * 48, n * 48));
+        const expected = m === 0 || m === n ? [] : ref.subproof(m, 0, n, true);
+        if (proof.map(hex).join() !== expected.map(hex).join()) failures.push(`${m}→${n}: differs from the reference`);
+        if (proof.map(hex).join() !== tree.consistencyProof(m).map(hex).join())
+          failures.push(`${m}→${n}: differs from MerkleHashTree`);
+        if (!merkle.verifyConsistency(m, n, ref.mth(0, m), ref.mth(0, n), proof)) failures.push(`${m}→${n}: rejected`);
+        checked++;
+      }
+    }
+    expect(failures.slice(0, 10)).toEqual([]);
+    expect(checked).toBe((131 * 132) / 2 - 1);
+  });
+
+  it('consistencyProofFromFrontier: inputs unchanged, unaligned views, fresh outputs, misuse throws', () => {
+    const rng = new Rng(12);
+    const hashes = rng.bytes(37 * 48);
+    const m = 21; // frontier of three subtrees (16, 4, 1)
+    const frontier = new MerkleAppender().appendHashes(hashes.subarray(0, m * 48)).frontier();
+    const expected = new merkle.MerkleHashTree(hashes).consistencyProof(m);
+    for (let offset = 0; offset < 8; offset++) {
+      const buf = new Uint8Array(offset + hashes.length);
+      buf.set(hashes, offset);
+      const appended = buf.subarray(offset + m * 48);
+      const kept = [appended.slice(), frontier.map((h) => h.slice())];
+      const proof = merkle.consistencyProofFromFrontier(m, frontier, appended);
+      expect(proof, `offset ${offset}`).toEqual(expected);
+      expect([appended, frontier]).toEqual(kept);
+      proof.forEach((p) => p.fill(0)); // the proof holds copies, not the caller's frontier
+      expect(frontier).toEqual(kept[1]);
+    }
+    const rest = hashes.subarray(m * 48);
+    expect(merkle.consistencyProofFromFrontier(0, [], hashes)).toEqual([]);
+    expect(merkle.consistencyProofFromFrontier(m, frontier, new Uint8Array(0))).toEqual([]);
+    expect(() => merkle.consistencyProofFromFrontier(m, frontier.slice(1), rest)).toThrow(RangeError);
+    expect(() => merkle.consistencyProofFromFrontier(m, [...frontier, frontier[0]], rest)).toThrow(RangeError);
+    expect(() =>
+      merkle.consistencyProofFromFrontier(m, [frontier[0], frontier[1], frontier[2].subarray(1)], rest),
+    ).toThrow(RangeError);
+    expect(() => merkle.consistencyProofFromFrontier(m, frontier, rest.subarray(1))).toThrow(RangeError);
+    expect(() => merkle.consistencyProofFromFrontier(-1, [], rest)).toThrow(RangeError);
+    expect(() => merkle.consistencyProofFromFrontier(1.5, frontier, rest)).toThrow(TypeError);
+    expect(() => merkle.consistencyProofFromFrontier(m, frontier, [] as unknown as Uint8Array)).toThrow(TypeError);
   });
 
   it('verification arithmetic holds for sizes beyond 2^32', () => {

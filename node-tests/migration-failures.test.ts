@@ -29,10 +29,11 @@ describe('migration with unreadable records', () => {
     const first = await open(true);
     await first.store.batch((tx) => ids.forEach((id, i) => tx.put(first.c, id, { n: i, s: `value ${i}` })));
     await closeAll(first.store);
-    // One byte in the middle of the commit page's records is altered (the storage checksum fixed).
+    // Once the store is open, reads of the commit page come back with one byte of its records altered
+    // (above the storage checksum), as a failing medium might: opening would refuse such a page.
     const [pageId] = [...medium.pages.keys()];
-    faults.alterPages = new Set([pageId]);
     const { store, c } = await open();
+    faults.alterPages = new Set([pageId]);
     const broken: string[] = [];
     for (const id of ids) await c.get(id).catch(() => broken.push(id));
     expect(broken.length).toBe(1);
@@ -51,11 +52,12 @@ describe('migration with unreadable records', () => {
       message: expect.stringContaining('1 it could not read'),
     });
     await closeAll(store);
+    faults.alterPages = undefined; // the medium reads right again
 
     const again = await open();
     expect(again.store.migration()).toMatchObject({ phase: 'done', failed: 1, running: false });
-    for (const id of ids.filter((x) => x !== broken[0])) expect((await again.c.get(id))?.n).toBe(ids.indexOf(id));
-    await again.c.delete(broken[0]); // the one way to let the old generation go
+    for (const id of ids) expect((await again.c.get(id))?.n).toBe(ids.indexOf(id));
+    await again.c.delete(broken[0]); // the record left behind keeps generation 1 until it is migrated or deleted
     expect(await again.store.retireGenerations()).toEqual([1]);
     await closeAll(again.store);
   });

@@ -3,7 +3,7 @@
 // and named (non-zero exit). The verifier opens the store read-only: it changes nothing on disk and
 // runs while a writer holds the store. The command line takes a directory, so its tests run on
 // node-fs (copies of one good store, edited file by file); verifyStore runs on every page store.
-import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { describe, it, expect, beforeAll, afterAll, vi } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import {
   mkdtempSync,
@@ -17,8 +17,11 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateRecipient, generateSigner } from '../src/node';
+import { generateRecipient, generateSigner, openStore, openMemoryPageStore } from '../src/node';
 import { verifyStore } from '../src/index';
+import { MemoryMedium } from '../src/storage/memory';
+import { crc32c } from '../src/storage/page-store';
+import { openNodeFsPageStore } from '../src/storage/node-fs';
 import { pageKind } from '../src/engine/page-format';
 import {
   STORE_FIXTURES,
@@ -27,6 +30,9 @@ import {
   replacePage,
   type NodeFsStoreFixture,
 } from './support/store-fixtures';
+import * as merkleModule from '../src/crypto/merkle';
+import { decodeCheckpoint, signCheckpoint, SIGNED_CHECKPOINT_BYTES } from '../src/crypto/proofs';
+import { sha384 } from '../src/crypto';
 
 const recipient = generateRecipient('classical');
 const signer = generateSigner();
@@ -101,7 +107,7 @@ describe('pqdb verify', () => {
       indexPages: 1,
       recordsDecrypted: 241,
       collections: { words: 239 },
-      leaves: { 1: 241 },
+      leaves: { 1: 242 }, // 241 puts and a delete
       checkpoints: 3,
       signaturesVerified: 3,
       consistencyProofs: 2,
@@ -258,6 +264,114 @@ describe.each(STORE_FIXTURES)('verifyStore (%s)', (_name, factory) => {
   });
 });
 
+describe('verifyStore on many checkpoints', () => {
+  it('builds one Merkle tree per generation, not one per checkpoint; a wrong signed root is named', async () => {
+    const medium = new MemoryMedium();
+    const store = await openStore({
+      storage: await openMemoryPageStore({ medium }),
+      create: true,
+      recipients: [recipient.publicKey],
+      unlock: recipient.secretKey,
+      signer: signer.secretKey,
+      signerPublicKey: signer.publicKey,
+      autoCheckpoint: false,
+    });
+    const c = store.collection('c', { schema });
+    for (let at = 0; at < 2000; at += 10) {
+      await store.batch((tx) => {
+        for (let i = at; i < at + 10; i++) tx.put(c, `k${i}`, { lemma: `word ${i}`, gloss: 'y' });
+      });
+      await store.checkpoint();
+    }
+    await c.put('late', { lemma: 'after the last checkpoint', gloss: 'y' });
+    await store.close();
+    const check = async () => {
+      const pages = await openMemoryPageStore({ medium });
+      try {
+        return await verifyStore(pages, { unlock: recipient.secretKey, signerPublicKey: signer.publicKey });
+      } finally {
+        await pages.close();
+      }
+    };
+    const Tree = merkleModule.MerkleHashTree;
+    const trees = vi.spyOn(merkleModule, 'MerkleHashTree').mockImplementation(function (hashes: Uint8Array) {
+      return new Tree(hashes); // a constructor returning an object: `new` gives the real tree
+    } as unknown as typeof Tree);
+    let report: Awaited<ReturnType<typeof verifyStore>>;
+    try {
+      report = await check();
+      // One generation: one tree, for the inclusion proofs against its last checkpoint (a tree per
+      // checkpoint size would be 200, ~100 MB at this size and quadratic in general).
+      expect(trees).toHaveBeenCalledTimes(1);
+    } finally {
+      trees.mockRestore();
+    }
+    expect(report).toMatchObject({ ok: true, complete: true, problems: [] });
+    expect(report.counts).toMatchObject({
+      leaves: { 1: 2001 },
+      checkpoints: 200,
+      signaturesVerified: 200,
+      consistencyProofs: 199,
+      inclusionProofs: 2000,
+      uncheckpointed: 1,
+    });
+
+    // Re-sign checkpoint 100 (size 1000) over another root: its root no longer matches its leaves,
+    // the next one no longer chains to it, and the consistency proof from it fails.
+    const [pageId, stored] = [...medium.pages.entries()].find(
+      ([, p]) => p.bytes.length === SIGNED_CHECKPOINT_BYTES && decodeCheckpoint(p.bytes)?.size === 1000,
+    )!;
+    const forged = signCheckpoint(
+      { ...decodeCheckpoint(stored.bytes)!, root: sha384(new Uint8Array([1])) },
+      signer.secretKey,
+      signer.publicKey,
+    );
+    medium.pages.set(pageId, { bytes: forged, crc: crc32c(forged) });
+    const after = await check();
+    expect(after.problems).toEqual([
+      {
+        where: 'checkpoint 100',
+        code: 'MISMATCH',
+        message: 'the root of the first 1000 leaves of generation 1 is not the signed root',
+      },
+      { where: 'checkpoint 101', code: 'MISMATCH', message: 'the checkpoint does not chain to the one before it' },
+      { where: 'checkpoint 101', code: 'MISMATCH', message: 'the consistency proof from size 1000 does not verify' },
+    ]);
+    expect(after.counts).toMatchObject({ signaturesVerified: 200, consistencyProofs: 197, inclusionProofs: 2000 });
+
+    // Re-sign the last checkpoint (size 2000) as an earlier state, size 500 with that size's true
+    // root: the shrink is named, no consistency proof is asked of it, and only the 500 records it
+    // covers are proven (against its root, from a tree of 500 leaves).
+    medium.pages.set(pageId, stored);
+    const at = (size: number) =>
+      [...medium.pages.entries()].find(
+        ([, p]) => p.bytes.length === SIGNED_CHECKPOINT_BYTES && decodeCheckpoint(p.bytes)?.size === size,
+      )!;
+    const [lastId, last] = at(2000);
+    const shrunk = signCheckpoint(
+      { ...decodeCheckpoint(last.bytes)!, size: 500, root: decodeCheckpoint(at(500)[1].bytes)!.root },
+      signer.secretKey,
+      signer.publicKey,
+    );
+    medium.pages.set(lastId, { bytes: shrunk, crc: crc32c(shrunk) });
+    const trees2 = vi.spyOn(merkleModule, 'MerkleHashTree').mockImplementation(function (hashes: Uint8Array) {
+      expect(hashes.length).toBe(500 * 48);
+      return new Tree(hashes);
+    } as unknown as typeof Tree);
+    let shrinking: Awaited<ReturnType<typeof verifyStore>>;
+    try {
+      shrinking = await check();
+      expect(trees2).toHaveBeenCalledTimes(1);
+    } finally {
+      trees2.mockRestore();
+    }
+    expect(shrinking.problems).toEqual([
+      { where: 'checkpoint 200', code: 'MISMATCH', message: 'the log shrank from 1990 to 500 leaves' },
+    ]);
+    expect(shrinking.counts).toMatchObject({ consistencyProofs: 198, inclusionProofs: 500, uncheckpointed: 1501 });
+  });
+});
+
 describe('pqdb migrate and pqdb status', () => {
   const copyOfGood = perTest(() => goodStore.copy());
 
@@ -295,7 +409,7 @@ describe('pqdb migrate and pqdb status', () => {
     const v = cli(['verify', dir, '--json'], keys);
     expect(v.status, v.stdout).toBe(0);
     expect(v.json().counts).toMatchObject({
-      leaves: { 1: 241, 2: 239 },
+      leaves: { 1: 242, 2: 239 }, // generation 1 also logs the delete
       checkpoints: 4,
       signaturesVerified: 4,
       inclusionProofs: 239,
@@ -314,7 +428,7 @@ describe('pqdb migrate and pqdb status', () => {
     const v2 = cli(['verify', dir, '--json'], keys);
     expect(v2.status, v2.stdout).toBe(0);
     expect(v2.json().counts).toMatchObject({
-      leaves: { 1: 241, 2: 239, 3: 239 },
+      leaves: { 1: 242, 2: 239, 3: 239 },
       checkpoints: 5,
       signaturesVerified: 5,
       inclusionProofs: 239,

@@ -144,29 +144,37 @@ export class MerkleHashTree {
     const n = this.size;
     integer('oldSize', oldSize, 0, n);
     if (oldSize === 0 || oldSize === n) return [];
-    const proof: Uint8Array[] = [];
-    // SUBPROOF(m, D[a:b], complete), iteratively: the recursion only ever descends one side.
-    const pending: Uint8Array[] = [];
-    let m = oldSize;
-    let a = 0;
-    let b = n;
-    let complete = true;
-    while (m !== b - a) {
-      const k = 2 ** (bitLen(b - a - 1) - 1);
-      if (m <= k) {
-        pending.push(this.#subtree(a + k, b));
-        b = a + k;
-      } else {
-        pending.push(this.#subtree(a, a + k));
-        m -= k;
-        a += k;
-        complete = false;
-      }
-    }
-    if (!complete) proof.push(this.#subtree(a, b));
-    for (let i = pending.length - 1; i >= 0; i--) proof.push(pending[i]);
-    return proof;
+    return subproof(oldSize, n, (a, b) => this.#subtree(a, b));
   }
+}
+
+/**
+ * PROOF(m, D[0:n]) = SUBPROOF(m, D[0:n], true) (RFC 9162 §2.1.4.1) for 0 < m < n, iteratively: the
+ * recursion only ever descends one side. `subtree(a, b)` gives MTH(D[a:b]); every range it is asked
+ * for lies either within [0, m) (a subtree of the old tree's compact range) or within [m, n).
+ */
+function subproof(oldSize: number, n: number, subtree: (a: number, b: number) => Uint8Array): Uint8Array[] {
+  const proof: Uint8Array[] = [];
+  const pending: Uint8Array[] = [];
+  let m = oldSize;
+  let a = 0;
+  let b = n;
+  let complete = true;
+  while (m !== b - a) {
+    const k = 2 ** (bitLen(b - a - 1) - 1);
+    if (m <= k) {
+      pending.push(subtree(a + k, b));
+      b = a + k;
+    } else {
+      pending.push(subtree(a, a + k));
+      m -= k;
+      a += k;
+      complete = false;
+    }
+  }
+  if (!complete) proof.push(subtree(a, b));
+  for (let i = pending.length - 1; i >= 0; i--) proof.push(pending[i]);
+  return proof;
 }
 
 /**
@@ -197,6 +205,62 @@ function checkProof(proof: readonly Uint8Array[]): boolean {
   if (!Array.isArray(proof)) throw new TypeError('"proof" expected an array of Uint8Array');
   for (let i = 0; i < proof.length; i++) bytes(`proof[${i}]`, proof[i]);
   return proof.every((p) => p.length === HASH_BYTES);
+}
+
+/**
+ * Consistency proof (RFC 9162 §2.1.4.1 PROOF) from the tree of the first `oldSize` leaves to the
+ * tree of those and the `appended` leaf hashes (48 bytes each, back to back), built without either
+ * tree: the proof's nodes left of `oldSize` are subtrees of the old tree's compact range
+ * (`oldFrontier`, as MerkleAppender#frontier gives it at size `oldSize`), and each node right of it
+ * is MTH of a run of the appended leaves, hashed here. O(log n) memory and at most
+ * `appended.length / 48` leaves hashed, so proving every consecutive pair of sizes along one log
+ * costs one pass over it. The result equals MerkleHashTree#consistencyProof; empty when oldSize is 0
+ * or nothing was appended.
+ * @throws TypeError/RangeError when oldSize is not a safe integer ≥ 0, the frontier is not
+ *   popcount(oldSize) hashes of 48 bytes, or `appended` is not a multiple of 48 bytes.
+ * @example
+ * const at = new MerkleAppender().appendHashes(log.subarray(0, m * 48));
+ * consistencyProofFromFrontier(m, at.frontier(), log.subarray(m * 48, n * 48))
+ */
+export function consistencyProofFromFrontier(
+  oldSize: number,
+  oldFrontier: readonly Uint8Array[],
+  appended: Uint8Array,
+): Uint8Array[] {
+  integer('oldSize', oldSize, 0, MAX_SIZE);
+  if (!Array.isArray(oldFrontier) || oldFrontier.length !== frontierSize(oldSize))
+    throw new RangeError(`"oldFrontier" expected ${frontierSize(oldSize)} hashes for size ${oldSize}`);
+  oldFrontier.forEach((h, i) => bytes(`oldFrontier[${i}]`, h, HASH_BYTES));
+  bytes('appended', appended);
+  if (appended.length % HASH_BYTES !== 0)
+    throw new RangeError(`"appended" expected a multiple of ${HASH_BYTES} bytes, got length=${appended.length}`);
+  const added = appended.length / HASH_BYTES;
+  if (oldSize + added > MAX_SIZE) throw new RangeError('tree size would exceed 2^53 - 1');
+  if (oldSize === 0 || added === 0) return [];
+  // The compact range of [0, oldSize): one perfect subtree per set bit of oldSize, largest first;
+  // entry i covers [starts[i], starts[i] + sizes[i]).
+  const starts: number[] = [];
+  const sizes: number[] = [];
+  for (let at = 0, rest = oldSize; rest > 0;) {
+    const size = 2 ** (bitLen(rest) - 1);
+    starts.push(at);
+    sizes.push(size);
+    at += size;
+    rest -= size;
+  }
+  const scratch = new Uint8Array(64 * HASH_BYTES);
+  return subproof(oldSize, oldSize + added, (a, b) => {
+    if (b <= oldSize) {
+      const i = starts.indexOf(a);
+      if (i < 0 || sizes[i] !== b - a)
+        throw new Error(`internal: [${a}, ${b}) is not in the compact range of ${oldSize}`);
+      return oldFrontier[i].slice();
+    }
+    if (a < oldSize) throw new Error(`internal: [${a}, ${b}) straddles the old size ${oldSize}`);
+    // MTH(D[a:b]) is the root of the run's own tree (RFC 9162 §2.1.1 defines it on the run alone).
+    const run = appended.subarray((a - oldSize) * HASH_BYTES, (b - oldSize) * HASH_BYTES);
+    return frontierRoot(scratch, frontierAppendHashes(scratch, 0, run));
+  });
 }
 
 /**

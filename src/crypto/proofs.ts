@@ -79,6 +79,11 @@ export function leafData(
   return out;
 }
 
+/** Leaf kinds: a stored record version, and a delete (so dropping a delete-only commit shows). */
+const LEAF_PUT = 1;
+const LEAF_DELETE = 2;
+const ZERO_HASH = new Uint8Array(HASH_BYTES);
+
 function writeLeaf(
   out: Uint8Array,
   storeId: Uint8Array,
@@ -89,10 +94,11 @@ function writeLeaf(
   generation: number,
   recordHash: Uint8Array,
   govHash: Uint8Array,
+  kind = LEAF_PUT,
 ): void {
   const cl = utf8Length(collection);
   const il = utf8Length(id);
-  out.set([0x50, 0x51, 0x44, 0x4c, 1]);
+  out.set([0x50, 0x51, 0x44, 0x4c, kind]);
   out.set(bytes('storeId', storeId, 16), 5);
   let at = 21;
   out[at++] = cl >> 8;
@@ -110,14 +116,17 @@ function writeLeaf(
   out.set(govHash, at + HASH_BYTES);
 }
 
-/** One record of a batch whose leaf hashes are computed together (recordLeafHashes). */
+/**
+ * One operation of a batch whose leaf hashes are computed together (recordLeafHashes): a stored
+ * record, or a delete when `record` is undefined (its leaf has kind 2, suite 0 and zero hashes).
+ */
 export interface LeafInput {
   collection: string;
   id: string;
   sequence: number;
   suite: number;
   generation: number;
-  record: Uint8Array;
+  record?: Uint8Array;
   governance: string;
 }
 
@@ -126,7 +135,9 @@ export interface LeafInput {
  * leaf data packed into one buffer: what a commit or a store opening does for all its records.
  */
 export function recordLeafHashes(storeId: Uint8Array, items: readonly LeafInput[]): Uint8Array {
-  const recordHashes = sha384Many(items.map((x) => x.record));
+  const puts = items.filter((x) => x.record !== undefined);
+  const recordHashes = sha384Many(puts.map((x) => x.record!));
+  let p = 0;
   const sizes = items.map(
     (x) => 5 + 16 + 2 + utf8Length(x.collection) + 2 + utf8Length(x.id) + 8 + 1 + 4 + 2 * HASH_BYTES,
   );
@@ -135,17 +146,11 @@ export function recordLeafHashes(storeId: Uint8Array, items: readonly LeafInput[
   let at = 0;
   items.forEach((x, i) => {
     const v = all.subarray(at, at + sizes[i]);
-    writeLeaf(
-      v,
-      storeId,
-      x.collection,
-      x.id,
-      x.sequence,
-      x.suite,
-      x.generation,
-      recordHashes.subarray(i * HASH_BYTES, (i + 1) * HASH_BYTES),
-      governanceHash(x.governance),
-    );
+    const put = x.record !== undefined;
+    const recordHash = put ? recordHashes.subarray(p * HASH_BYTES, ++p * HASH_BYTES) : ZERO_HASH;
+    const govHash = put ? governanceHash(x.governance) : ZERO_HASH;
+    const kind = put ? LEAF_PUT : LEAF_DELETE;
+    writeLeaf(v, storeId, x.collection, x.id, x.sequence, put ? x.suite : 0, x.generation, recordHash, govHash, kind);
     views.push(v);
     at += sizes[i];
   });

@@ -6,6 +6,7 @@
 
 import { PqdbError } from '../errors';
 import { signCheckpoint, checkpointHash, type Checkpoint } from '../crypto/proofs';
+import { consistencyProofFromFrontier, verifyConsistency, MerkleAppender, HASH_BYTES } from '../crypto/merkle';
 import type { KeyRing } from './keys';
 import type { MerkleLogs } from './merkle-log';
 import type { CommitPipeline, Draft } from './commit';
@@ -51,6 +52,8 @@ export class Checkpoints {
   /** Every signed checkpoint with its decoded fields, oldest first. */
   readonly #list: SignedCheckpoint[];
   #lastAt = Date.now();
+  /** The compact range of the log at the last checkpoint of `generation` (for consistency proofs). */
+  #frontier?: { generation: number; size: number; frontier: Uint8Array[] };
   #autoError?: unknown;
 
   constructor(ctx: CheckpointContext, options: CheckpointOptions) {
@@ -110,7 +113,9 @@ export class Checkpoints {
       const last = this.#list.at(-1);
       const previous = last !== undefined ? checkpointHash(last.signed) : new Uint8Array(48);
       const size = this.#logs.size(g);
-      const c: Checkpoint = { storeId: this.#storeId, generation: g, size, root: this.#logs.root(g), previous };
+      const root = this.#logs.root(g);
+      this.#checkConsistent(g, size, root);
+      const c: Checkpoint = { storeId: this.#storeId, generation: g, size, root, previous };
       const signed = signCheckpoint(c, this.#signer!, this.#signerPublic!);
       const m = draft.manifest;
       const afterPage = m.nextPageId - 1; // every commit page so far: what an index persisted here covers
@@ -123,12 +128,41 @@ export class Checkpoints {
       for (const fn of this.#contributors) await fn(draft, g, afterPage);
       m.checkpointPages = [...(m.checkpointPages ?? []), page.id];
       const result = { ...c, signed };
+      const frontier = this.#logs.frontier(g);
       draft.afterCommit(() => {
         this.#list.push(result);
+        this.#frontier = { generation: g, size, frontier };
         this.#lastAt = Date.now();
       });
       return result;
     });
+  }
+
+  /**
+   * Refuses to sign a root that is not an append-only extension of the last checkpoint of its
+   * generation: the RFC 9162 consistency proof between the two is built from the log (the compact
+   * range at the older size and the leaves since) and verified before anything is signed.
+   * @throws PqdbError CORRUPTION when the log does not extend what was signed.
+   */
+  #checkConsistent(g: number, size: number, root: Uint8Array): void {
+    const last = this.last(g);
+    if (last === undefined) return;
+    const log = this.#logs.log(g);
+    const bad = () => {
+      throw new PqdbError(
+        'CORRUPTION',
+        `the log of generation ${g} does not extend its last signed checkpoint (size ${last.size}): nothing is signed`,
+      );
+    };
+    if (last.size > size) bad();
+    if (this.#frontier?.generation !== g || this.#frontier.size !== last.size) {
+      // Once per process: the compact range at the last checkpoint, from one pass over the log.
+      const walk = new MerkleAppender().appendHashes(log.subarray(0, last.size * HASH_BYTES));
+      this.#frontier = { generation: g, size: last.size, frontier: walk.frontier() };
+    }
+    const appended = log.subarray(last.size * HASH_BYTES, size * HASH_BYTES);
+    const proof = consistencyProofFromFrontier(last.size, this.#frontier.frontier, appended);
+    if (!verifyConsistency(last.size, size, last.root, root, proof)) bad();
   }
 
   /** `applied` hook: queues an automatic checkpoint when enough records or time passed since the last one. */

@@ -30,6 +30,8 @@ export interface PageOut {
 export interface CommitPage extends PageOut {
   generation: number;
   ops: readonly IndexedOp[];
+  /** The Merkle leaf hashes of its operations, once a `sealed` hook computed them. */
+  leaves?: Uint8Array;
 }
 
 /** A record operation of a commit as the hooks see it (values only for users' puts). */
@@ -58,6 +60,8 @@ export interface AppliedCommit {
 export interface CommitHooks {
   /** Runs before the commit is sealed (synchronously): may edit the draft, or throw to refuse it. */
   prepare?(draft: Draft): void;
+  /** Runs once the commit page is sealed, before the manifest is (synchronously): may edit the draft. */
+  sealed?(draft: Draft, page: CommitPage): void;
   /** Runs after the commit is durable and installed, in commit order. */
   applied?(commit: AppliedCommit): void | Promise<void>;
 }
@@ -249,6 +253,7 @@ export class CommitPipeline {
       const generation = this.#keys.current();
       const encoded = encodePage(id, generation, this.#keys.generationKey(generation, 'page', pageKey), draft.ops);
       page = { id, generation, bytes: encoded.bytes, ops: encoded.index };
+      for (const h of this.#hooks) h.sealed?.(draft, page);
     }
     const registry = draft.editedRegistry;
     const keyring = draft.editedKeyring;

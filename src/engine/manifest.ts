@@ -131,6 +131,11 @@ export interface Manifest {
   defaultSuite: number;
   /** The pages holding the signed checkpoints, oldest first (a page each: the manifest stays small). */
   checkpointPages?: number[];
+  /**
+   * Per generation, the size and root (base64) of its Merkle log after the last commit: the live
+   * commit pages are those whose operations give exactly this log (DESIGN §11).
+   */
+  heads?: Record<string, { size: number; root: string }>;
   /** Per generation, the pages holding its log's leaf hashes as of the last checkpoint. */
   logs?: Record<string, LogPageRef[]>;
   /** Per collection, the sealed lexical index as of the last checkpoint. */
@@ -430,6 +435,15 @@ function checkManifest(h: ManifestHeader, b: unknown): Manifest {
         const from = int(ref.from, 0, Number.MAX_SAFE_INTEGER, 'log range');
         if (int(ref.to, from + 1, Number.MAX_SAFE_INTEGER, 'log range') <= from) corrupt('has a bad log range');
       }
+    }
+  }
+  if (b.heads !== undefined) {
+    if (!isObject(b.heads)) corrupt('has a bad log head list');
+    for (const [g, head] of Object.entries(b.heads)) {
+      int(Number(g), 1, MAX_GENERATION, 'log generation');
+      if (!isObject(head)) corrupt('has a bad log head');
+      int(head.size, 1, Number.MAX_SAFE_INTEGER, 'log size');
+      if (base64(head.root, 'log root').length !== 48) corrupt('has a bad log root');
     }
   }
   if (b.indexes !== undefined) {

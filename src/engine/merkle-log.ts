@@ -72,6 +72,18 @@ export class MerkleLogs {
     return t;
   }
 
+  /** The compact range of a generation's whole log. */
+  frontier(generation: number): Uint8Array[] {
+    return this.#appender(generation).frontier();
+  }
+
+  /** The size and root a generation's log would have with `hashes` appended (the log is unchanged). */
+  headAfter(generation: number, hashes: Uint8Array): { size: number; root: Uint8Array } {
+    const a = this.#appender(generation);
+    const next = MerkleAppender.fromFrontier(a.size, a.frontier()).appendHashes(hashes);
+    return { size: next.size, root: next.root() };
+  }
+
   /** The root of the first `size` leaves (from the compact range when that is the whole log). */
   rootAt(generation: number, size: number): Uint8Array {
     return size === this.size(generation) ? this.root(generation) : this.tree(generation, size).root();

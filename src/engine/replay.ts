@@ -11,13 +11,14 @@
 
 import { PqdbError } from '../errors';
 import type { PageStore } from '../storage/page-store';
-import { recordLeafHashes, decodeCheckpoint, type Checkpoint } from '../crypto/proofs';
-import { HASH_BYTES } from '../crypto/merkle';
+import { recordLeafHashes, decodeCheckpoint, checkpointHash, type Checkpoint } from '../crypto/proofs';
+import { HASH_BYTES, MerkleAppender } from '../crypto/merkle';
 import { concatBytes, equalBytes } from '../_bytes';
 import type { KeyRing } from './keys';
 import type { KeyDirectory } from './directory';
 import type { MerkleLogs } from './merkle-log';
-import type { Manifest } from './manifest';
+import { b64, unb64, type Manifest } from './manifest';
+import type { CommitPage, Draft } from './commit';
 import { decodeLogPage, decodePage, pageGeneration, pageKey, pageKind, type IndexedOp } from './page-format';
 
 /** A checkpoint with the signed bytes it was decoded from. */
@@ -29,6 +30,8 @@ export interface ReplayPage {
   generation: number;
   bytes: Uint8Array;
   ops: readonly IndexedOp[];
+  /** Its operations' leaf hashes, when already computed (a commit computes them to seal its manifest). */
+  leaves?: Uint8Array;
 }
 
 /** What commit pages are applied to. */
@@ -41,38 +44,27 @@ export interface ReplayTarget {
 }
 
 /**
- * Applies a commit page: every put becomes a leaf of its generation's log and the live version of
- * its id; a delete removes the id (the log only grows). `known`: leaf hashes persisted at a
+ * Applies a commit page: every operation becomes a leaf of its generation's log (a delete too, so a
+ * dropped delete-only commit changes the log's root); a put becomes the live version of its id and
+ * a delete removes the id. `known`: leaf hashes persisted at a
  * checkpoint for this generation, taken as they are where they cover the page (otherwise the
  * page's leaves are computed, in two kernel passes for the whole page).
  */
 export function applyCommitPage(t: ReplayTarget, page: ReplayPage, known?: Uint8Array): void {
   const { id: pageId, generation, bytes, ops } = page;
   t.directory.addPage(pageId, generation);
-  const puts = ops.filter((op): op is Extract<IndexedOp, { kind: 'put' }> => op.kind === 'put');
   const at = t.logs.size(generation);
   const leaves =
-    known !== undefined && (at + puts.length) * HASH_BYTES <= known.length
-      ? known.subarray(at * HASH_BYTES, (at + puts.length) * HASH_BYTES)
-      : recordLeafHashes(
-          t.storeId,
-          puts.map((op) => {
-            const record = bytes.subarray(op.offset, op.offset + op.length);
-            return {
-              collection: op.collection,
-              id: op.id,
-              sequence: op.sequence,
-              suite: record[1],
-              generation,
-              record,
-              governance: op.governance,
-            };
-          }),
-        );
+    page.leaves ??
+    (known !== undefined && (at + ops.length) * HASH_BYTES <= known.length
+      ? known.subarray(at * HASH_BYTES, (at + ops.length) * HASH_BYTES)
+      : opLeafHashes(t.storeId, generation, bytes, ops));
   let leafIndex = t.logs.append(generation, leaves);
   for (const op of ops) {
-    if (op.kind === 'delete') t.directory.delete(op.collection, op.id);
-    else
+    if (op.kind === 'delete') {
+      t.directory.delete(op.collection, op.id);
+      leafIndex++;
+    } else
       t.directory.set(op.collection, op.id, {
         leafIndex: leafIndex++,
         generation,
@@ -85,6 +77,34 @@ export function applyCommitPage(t: ReplayTarget, page: ReplayPage, known?: Uint8
       });
   }
   t.onPage?.(page);
+}
+
+/** The leaf hashes of a commit page's operations, in order: puts and deletes alike (DESIGN §7). */
+export function opLeafHashes(
+  storeId: Uint8Array,
+  generation: number,
+  bytes: Uint8Array,
+  ops: readonly IndexedOp[],
+): Uint8Array {
+  return recordLeafHashes(
+    storeId,
+    ops.map((op) => {
+      const record = op.kind === 'put' ? bytes.subarray(op.offset, op.offset + op.length) : undefined;
+      const { collection, id, sequence } = op;
+      const governance = op.kind === 'put' ? op.governance : '';
+      return { collection, id, sequence, suite: record?.[1] ?? 0, generation, record, governance };
+    }),
+  );
+}
+
+/**
+ * `sealed` hook: the commit page's leaf hashes (kept on the page for applyCommitPage) and the size
+ * and root its generation's log will have, written into the draft manifest's `heads`.
+ */
+export function logHead(t: Pick<ReplayTarget, 'logs' | 'storeId'>, draft: Draft, page: CommitPage): void {
+  page.leaves = opLeafHashes(t.storeId, page.generation, page.bytes, page.ops);
+  const { size, root } = t.logs.headAfter(page.generation, page.leaves);
+  draft.manifest.heads = { ...draft.manifest.heads, [page.generation]: { size, root: b64(root) } };
 }
 
 /** What replay found besides the state it rebuilt. */
@@ -163,18 +183,19 @@ export async function replay(
   }
   // A retired generation has no commit pages left: its log is the persisted one.
   for (const g of manifest.retired ?? []) target.logs.append(g, known.get(g) ?? new Uint8Array(0));
-  // A persisted log must agree with the last checkpoint of its generation.
-  const seen = new Set<number>();
-  for (const c of [...checkpoints].reverse()) {
-    if (seen.has(c.generation)) continue;
-    seen.add(c.generation);
-    if (target.logs.size(c.generation) >= c.size && !equalBytes(target.logs.rootAt(c.generation, c.size), c.root)) {
+  // The live commit pages must give exactly the logs the manifest names: a page dropped, put back
+  // from an older copy, taken from elsewhere or swapped changes a log's size or root.
+  const heads = manifest.heads ?? {};
+  for (const g of new Set([...Object.keys(heads).map(Number), ...keys.generations(), ...(manifest.retired ?? [])])) {
+    const head = heads[g];
+    const size = target.logs.size(g);
+    if ((head?.size ?? 0) !== size || (head !== undefined && !equalBytes(target.logs.root(g), unb64(head.root))))
       throw new PqdbError(
         'CORRUPTION',
-        `the log of generation ${c.generation} does not match its checkpoint of size ${c.size}`,
+        `the commit pages of generation ${g} do not give the log the manifest names (${size} of ${head?.size ?? 0} leaves, or another root): a page is missing, older or foreign`,
       );
-    }
   }
+  checkCheckpoints(checkpoints, target);
   if (unreferenced > 0)
     recovered.push(`${unreferenced} log, index or checkpoint page(s) the manifest does not name are ignored`);
   if (orphans.length > 0 && readOnly) {
@@ -188,4 +209,32 @@ export async function replay(
     );
   }
   return { checkpoints, recovered };
+}
+
+/**
+ * The signed checkpoints as opening checks them (their signatures are checked by verifyStore and
+ * by whoever holds the signer's public key): each names this store, chains to the one before it by
+ * hash, does not shrink its generation's log, and its root is the root of that many leaves of the
+ * log now.
+ * @throws PqdbError CORRUPTION for a checkpoint that fails any of these.
+ */
+function checkCheckpoints(list: readonly SignedCheckpoint[], t: Pick<ReplayTarget, 'logs' | 'storeId'>): void {
+  let previous: Uint8Array = new Uint8Array(48);
+  // One pass over each generation's log: the roots at the checkpoints' sizes as it passes them.
+  const walks = new Map<number, MerkleAppender>();
+  list.forEach((c, i) => {
+    const bad = (why: string) => {
+      throw new PqdbError('CORRUPTION', `checkpoint ${i} (generation ${c.generation}, size ${c.size}) ${why}`);
+    };
+    if (!equalBytes(c.storeId, t.storeId)) bad('belongs to another store');
+    if (!equalBytes(c.previous, previous)) bad('does not chain to the checkpoint before it');
+    let walk = walks.get(c.generation);
+    if (walk === undefined) walks.set(c.generation, (walk = new MerkleAppender()));
+    if (c.size < walk.size) bad('is smaller than an earlier checkpoint of its generation');
+    const log = t.logs.log(c.generation);
+    if (log.length < c.size * HASH_BYTES) bad('covers more of the log than the store holds');
+    walk.appendHashes(log.subarray(walk.size * HASH_BYTES, c.size * HASH_BYTES));
+    if (!equalBytes(walk.root(), c.root)) bad('does not match the log');
+    previous = checkpointHash(c.signed);
+  });
 }

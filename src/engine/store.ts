@@ -25,7 +25,7 @@ import type { Manifest } from './manifest';
 import { KeyDirectory } from './directory';
 import { MerkleLogs } from './merkle-log';
 import { PageCache } from './page-cache';
-import { replay, applyCommitPage, type ReplayTarget, type SignedCheckpoint } from './replay';
+import { replay, applyCommitPage, logHead, type ReplayTarget, type SignedCheckpoint } from './replay';
 import { RecordIO } from './records';
 import { CommitPipeline, type AppliedCommit, type Draft } from './commit';
 import { Checkpoints } from './checkpoints';
@@ -144,7 +144,11 @@ export class Store {
       closing: () => this.#closing,
       decode: (collection, plaintext) => decodeValue(this.#schemaOf(collection), plaintext),
     });
-    pipeline.hook({ prepare: (draft) => this.#declareCollections(draft), applied: (c) => this.#applied(c) });
+    pipeline.hook({
+      prepare: (draft) => this.#declareCollections(draft),
+      sealed: (draft, page) => logHead(p, draft, page),
+      applied: (c) => this.#applied(c),
+    });
     pipeline.hook({ applied: (c) => lexical.applied(c) });
     pipeline.hook({ applied: (c) => void (c.writes.some((w) => w.copy !== true) && checkpoints.maybeCheckpoint()) });
     this.#engine = {

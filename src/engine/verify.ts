@@ -10,7 +10,12 @@
 //   - always: checkpoints belong to this store, chain by hash, grow within a generation; each
 //     checkpoint's root equals the root of the leaves it covers; a consistency proof between every
 //     consecutive pair of one generation verifies; an inclusion proof for every live record covered
-//     by a checkpoint verifies against that checkpoint's root.
+//     by a checkpoint verifies against the root of its generation's last checkpoint.
+//
+// Roots and consistency proofs come from one MerkleAppender pass per generation (walkLog below);
+// inclusion proofs from one MerkleHashTree per generation, at its last checkpoint's size, dropped
+// before the next generation's: time and memory stay linear in the log however many checkpoints
+// sign it.
 //
 // Nothing is written: the engine's commit path is never called. Without a key, the checks needing
 // it are reported as skipped (and the report is not `complete`).
@@ -28,9 +33,16 @@ import {
   KEY_ID_BYTES,
   type Checkpoint,
 } from '../crypto/proofs';
-import { MerkleHashTree, HASH_BYTES, verifyConsistency, verifyInclusionOfHash } from '../crypto/merkle';
+import {
+  MerkleAppender,
+  MerkleHashTree,
+  HASH_BYTES,
+  consistencyProofFromFrontier,
+  verifyConsistency,
+  verifyInclusionOfHash,
+} from '../crypto/merkle';
 import { KeyRing } from './keys';
-import { fromHex, hex, readManifest, unlockManifest, type Manifest, type ManifestHeader } from './manifest';
+import { fromHex, hex, readManifest, unb64, unlockManifest, type Manifest, type ManifestHeader } from './manifest';
 import {
   decodePage,
   pageGeneration,
@@ -244,20 +256,14 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
           if (keys === undefined) continue;
           const ops = decodePage(pageId, keys.generationKey(g, 'page', pageKey), page);
           checkRecords(pageId, g, page, ops, keys);
-          const puts = ops.filter((op): op is Extract<IndexedOp, { kind: 'put' }> => op.kind === 'put');
+          // Every operation is a leaf, a delete too (its leaf has no record).
           const hashes = recordLeafHashes(
             storeId,
-            puts.map((op) => {
-              const record = page!.subarray(op.offset, op.offset + op.length);
-              return {
-                collection: op.collection,
-                id: op.id,
-                sequence: op.sequence,
-                suite: record[1],
-                generation: g,
-                record,
-                governance: op.governance,
-              };
+            ops.map((op) => {
+              const record = op.kind === 'put' ? page!.subarray(op.offset, op.offset + op.length) : undefined;
+              const governance = op.kind === 'put' ? op.governance : '';
+              const { collection, id, sequence } = op;
+              return { collection, id, sequence, suite: record?.[1] ?? 0, generation: g, record, governance };
             }),
           );
           let list = leaves.get(g);
@@ -267,8 +273,10 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
           for (const op of ops) {
             let m = live.get(op.collection);
             if (m === undefined) live.set(op.collection, (m = new Map()));
-            if (op.kind === 'delete') m.delete(op.id);
-            else m.set(op.id, { generation: g, leafIndex: n++ });
+            if (op.kind === 'delete') {
+              m.delete(op.id);
+              n++;
+            } else m.set(op.id, { generation: g, leafIndex: n++ });
           }
           leafCount.set(g, n);
         }
@@ -324,33 +332,65 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
             message: `generation ${g} is retired but still has commit pages`,
           });
       for (const [name, m] of live) if (m.size > 0) counts.collections[name] = m.size;
+      // The logs the records give must be those the manifest names (no commit page missing, older
+      // or foreign: a dropped delete-only commit, for one, shows here).
+      const heads = (manifest as Manifest).heads ?? {};
+      for (const g of new Set([...Object.keys(heads).map(Number), ...logOf.keys()])) {
+        const log = logOf.get(g) ?? new Uint8Array(0);
+        const head = heads[g];
+        const same =
+          (head?.size ?? 0) === log.length / HASH_BYTES &&
+          (head === undefined || equalBytes(new MerkleAppender().appendHashes(log).root(), unb64(head.root)));
+        if (!same)
+          problems.push({
+            where: `generation ${g}`,
+            code: 'MISMATCH',
+            message: `the records of generation ${g} do not give the log the manifest names (${log.length / HASH_BYTES} of ${head?.size ?? 0} leaves, or another root)`,
+          });
+      }
     } else {
       for (const [g, kept] of persisted) logOf.set(g, kept);
     }
     for (const [g, log] of logOf) counts.leaves[g] = log.length / HASH_BYTES;
 
     // ---- checkpoints ----
-    const trees = new Map<string, MerkleHashTree>();
-    const treeOf = (g: number, size: number) => {
-      const k = `${g}/${size}`;
-      let t = trees.get(k);
-      if (t === undefined) trees.set(k, (t = new MerkleHashTree(logOf.get(g)!.subarray(0, size * HASH_BYTES))));
-      return t;
-    };
     const list = signedCheckpoints;
     if (list.length > 0 && options.signerPublicKey === undefined)
       skipped.push('checkpoint signatures (no trusted signer public key)');
-    let previous: Uint8Array = new Uint8Array(48);
+    // Decoded in signing order, each with the one signed before it in its generation.
+    const decoded: (CheckpointEntry | undefined)[] = [];
+    const byGeneration = new Map<number, CheckpointEntry[]>();
     const lastOf = new Map<number, Checkpoint>();
+    list.forEach((signed, index) => {
+      const c = signed === undefined ? undefined : decodeCheckpoint(signed);
+      if (c === undefined) {
+        decoded.push(undefined);
+        return;
+      }
+      const entry = { index, c, before: lastOf.get(c.generation) };
+      decoded.push(entry);
+      let same = byGeneration.get(c.generation);
+      if (same === undefined) byGeneration.set(c.generation, (same = []));
+      same.push(entry);
+      lastOf.set(c.generation, c);
+    });
+    // One pass over each generation's log: its roots at the signed sizes and its consistency proofs.
+    const walks = new Map<number, LogWalk>();
+    for (const [g, same] of byGeneration) {
+      const log = logOf.get(g);
+      if (log !== undefined) walks.set(g, walkLog(log, same));
+    }
+    let previous: Uint8Array = new Uint8Array(48);
     list.forEach((signed, i) => {
       const where = `checkpoint ${i + 1}`;
       counts.checkpoints++;
       if (signed === undefined) return; // its page failed above
-      const c = decodeCheckpoint(signed);
-      if (c === undefined) {
+      const entry = decoded[i];
+      if (entry === undefined) {
         problems.push({ where, code: 'CORRUPTION', message: 'the checkpoint does not decode' });
         return;
       }
+      const { c, before } = entry;
       if (options.signerPublicKey !== undefined) {
         if (verifyCheckpoint(signed, options.signerPublicKey) === undefined) {
           const named = equalBytes(
@@ -371,7 +411,6 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       if (!equalBytes(c.previous, previous))
         problems.push({ where, code: 'MISMATCH', message: 'the checkpoint does not chain to the one before it' });
       previous = checkpointHash(signed);
-      const before = lastOf.get(c.generation);
       if (before !== undefined && c.size < before.size)
         problems.push({ where, code: 'MISMATCH', message: `the log shrank from ${before.size} to ${c.size} leaves` });
       const log = logOf.get(c.generation);
@@ -382,19 +421,14 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
             code: 'MISMATCH',
             message: `generation ${c.generation} holds fewer than the ${c.size} leaves the checkpoint signs`,
           });
-      } else if (!equalBytes(treeOf(c.generation, c.size).root(), c.root)) {
+      } else if (!equalBytes(walks.get(c.generation)!.roots.get(c.size)!, c.root)) {
         problems.push({
           where,
           code: 'MISMATCH',
           message: `the root of the first ${c.size} leaves of generation ${c.generation} is not the signed root`,
         });
-      } else if (
-        before !== undefined &&
-        before.size <= c.size &&
-        logOf.get(c.generation)!.length >= c.size * HASH_BYTES
-      ) {
-        const proof = treeOf(c.generation, c.size).consistencyProof(before.size);
-        if (verifyConsistency(before.size, c.size, before.root, c.root, proof)) counts.consistencyProofs++;
+      } else if (before !== undefined && before.size <= c.size) {
+        if (walks.get(c.generation)!.consistent.get(i) === true) counts.consistencyProofs++;
         else
           problems.push({
             where,
@@ -402,33 +436,40 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
             message: `the consistency proof from size ${before.size} does not verify`,
           });
       }
-      lastOf.set(c.generation, c);
     });
 
     // ---- inclusion of every live record ----
     if (keys !== undefined) {
       const total = [...live.values()].reduce((n, m) => n + m.size, 0);
+      const generations = new Set<number>();
+      for (const m of live.values()) for (const { generation } of m.values()) generations.add(generation);
       let k = 0;
-      for (const [name, m] of live) {
-        for (const [id, { generation, leafIndex }] of m) {
-          if ((k++ & 4095) === 0) options.onProgress?.({ phase: 'proofs', done: k, total });
-          const c = lastOf.get(generation);
-          if (c === undefined || leafIndex >= c.size) {
-            counts.uncheckpointed++;
-            continue;
+      // A generation at a time, so that one tree is held at once: the tree of the generation's last
+      // checkpoint, built on its first record and dropped before the next generation.
+      for (const g of [...generations].sort((x, y) => x - y)) {
+        const c = lastOf.get(g);
+        const log = logOf.get(g);
+        let tree: MerkleHashTree | undefined;
+        for (const [name, m] of live) {
+          for (const [id, { generation, leafIndex }] of m) {
+            if (generation !== g) continue;
+            if ((k++ & 4095) === 0) options.onProgress?.({ phase: 'proofs', done: k, total });
+            if (c === undefined || leafIndex >= c.size) {
+              counts.uncheckpointed++;
+              continue;
+            }
+            if (log === undefined || log.length < c.size * HASH_BYTES) continue; // reported above
+            tree ??= new MerkleHashTree(log.subarray(0, c.size * HASH_BYTES));
+            const leaf = log.subarray(leafIndex * HASH_BYTES, (leafIndex + 1) * HASH_BYTES);
+            if (verifyInclusionOfHash(leaf, leafIndex, c.size, tree.inclusionProof(leafIndex), c.root))
+              counts.inclusionProofs++;
+            else
+              problems.push({
+                where: `record ${name}/${id}`,
+                code: 'MISMATCH',
+                message: 'the inclusion proof does not verify against the checkpoint root',
+              });
           }
-          const log = logOf.get(generation)!;
-          if (log.length < c.size * HASH_BYTES) continue; // reported above
-          const tree = treeOf(generation, c.size);
-          const leaf = log.subarray(leafIndex * HASH_BYTES, (leafIndex + 1) * HASH_BYTES);
-          if (verifyInclusionOfHash(leaf, leafIndex, c.size, tree.inclusionProof(leafIndex), c.root))
-            counts.inclusionProofs++;
-          else
-            problems.push({
-              where: `record ${name}/${id}`,
-              code: 'MISMATCH',
-              message: 'the inclusion proof does not verify against the checkpoint root',
-            });
         }
       }
       options.onProgress?.({ phase: 'proofs', done: total, total });
@@ -481,6 +522,79 @@ async function viewOfPages(pages: PageStore): Promise<View> {
   }
   for (const refs of Object.values(logs)) refs.sort((a, b) => a.from - b.from);
   return { nextPageId: last + 1, logs, indexes, checkpointPages, retired: [] };
+}
+
+/** A decoded checkpoint: its place in signing order and the one signed before it in its generation. */
+interface CheckpointEntry {
+  index: number;
+  c: Checkpoint;
+  before?: Checkpoint;
+}
+
+/** What one pass over a generation's log found. */
+interface LogWalk {
+  /** The recomputed root at every signed size the log holds. */
+  roots: Map<number, Uint8Array>;
+  /** By checkpoint index: whether the consistency proof from its predecessor's size verifies. */
+  consistent: Map<number, boolean>;
+}
+
+/**
+ * One MerkleAppender pass over a generation's log (48·n bytes of leaf hashes) that yields the root
+ * at each size its checkpoints sign as the pass reaches it (sizes the log does not hold are left to
+ * the caller). For each checkpoint whose recomputed root is its signed root and whose predecessor
+ * in the generation signs no more leaves, it builds the RFC 9162 consistency proof between the two
+ * sizes from the log (consistencyProofFromFrontier: the compact range saved at the older size, the
+ * leaves since) and verifies it against both signed roots.
+ *
+ * Memory: 48 bytes per distinct size, and the compact ranges of sizes a later checkpoint still needs
+ * (one at a time while sizes grow): no tree. Time: the pass hashes each leaf once; the proofs hash
+ * the leaves between each pair once more, which sums to the log again while sizes grow (a shrink,
+ * itself reported, can make later pairs overlap).
+ */
+function walkLog(log: Uint8Array, checkpoints: readonly CheckpointEntry[]): LogWalk {
+  const held = log.length / HASH_BYTES;
+  const inLog = checkpoints.filter(({ c }) => c.size <= held);
+  const sizes = [...new Set(inLog.map(({ c }) => c.size))].sort((x, y) => x - y);
+  // Each consistency pair is built once the pass reaches its newer size; the compact range at its
+  // older size is kept from there until the last pair that needs it.
+  const pairsAt = new Map<number, CheckpointEntry[]>();
+  const lastUse = new Map<number, number>();
+  for (const e of inLog) {
+    if (e.before === undefined || e.before.size > e.c.size) continue;
+    let at = pairsAt.get(e.c.size);
+    if (at === undefined) pairsAt.set(e.c.size, (at = []));
+    at.push(e);
+    lastUse.set(e.before.size, Math.max(lastUse.get(e.before.size) ?? 0, e.c.size));
+  }
+  const dropAt = new Map<number, number[]>();
+  for (const [old, last] of lastUse) {
+    let at = dropAt.get(last);
+    if (at === undefined) dropAt.set(last, (at = []));
+    at.push(old);
+  }
+  const roots = new Map<number, Uint8Array>();
+  const consistent = new Map<number, boolean>();
+  const frontiers = new Map<number, Uint8Array[]>();
+  const appender = new MerkleAppender();
+  for (const size of sizes) {
+    appender.appendHashes(log.subarray(appender.size * HASH_BYTES, size * HASH_BYTES));
+    const root = appender.root();
+    roots.set(size, root);
+    if (lastUse.has(size)) frontiers.set(size, appender.frontier());
+    for (const { index, c, before } of pairsAt.get(size) ?? []) {
+      if (!equalBytes(root, c.root)) continue; // the caller reports the root
+      const old = before!.size;
+      const proof = consistencyProofFromFrontier(
+        old,
+        frontiers.get(old)!,
+        log.subarray(old * HASH_BYTES, size * HASH_BYTES),
+      );
+      consistent.set(index, verifyConsistency(old, size, before!.root, c.root, proof));
+    }
+    for (const old of dropAt.get(size) ?? []) frontiers.delete(old);
+  }
+  return { roots, consistent };
 }
 
 /** A short readable summary of a report (what `pqdb verify` prints). */
