@@ -2,14 +2,20 @@
 // of its expanded AES schedule or of a secret intermediate outlives the call that made it. The
 // one-shot AEAD keeps nothing reachable but the caller's own key; the engine's one-shot ciphers
 // (page and index keys, envelope wrap keys, suite-3 record subkeys) reach no key bytes once the store
-// is closed; per-record subkeys are wiped on every path. Reachability is read through the V8
+// is closed; per-record subkeys are wiped on every path; the hybrid KEM wipes the seed's expansion,
+// its copies of the seed and the partial shared secrets. Reachability is read through the V8
 // inspector (support/reachable.ts); the modules below are wrapped to observe what passes through.
 import { describe, it, expect, beforeAll, vi } from 'vitest';
 import * as api from '../src/crypto';
 import { expandKey } from '../src/kernels/aead';
+import { makeHybrid, type HybridParts } from '../src/crypto/hybrid-kem';
 import { sealRecord, openRecord, deriveDataKey, sealedLength } from '../src/record-api';
 import { openStore, generateRecipient, generateSigner, openMemoryPageStore } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
+import { kemProvider } from '../src/crypto/kem';
+import { sha3_256, shake256 } from '../src/kernels/sha3';
+import { sha3_256 as nobleSha3_256, shake256 as nobleShake256 } from '@noble/hashes/sha3.js';
+import { ml_kem1024 as nobleMlKem1024 } from '@noble/post-quantum/ml-kem.js';
 import { buffersHolding } from './support/reachable';
 import { FLAVORS } from './support/vectors';
 import { Rng } from './cases/_util';
@@ -20,6 +26,8 @@ const seen = vi.hoisted(() => ({
   ciphers: [] as Made[],
   /** Outputs of HKDF-Expand whose info starts with `label`. */
   expanded: [] as { info: Uint8Array; out: Uint8Array }[],
+  /** X25519 scalars passed to @noble/curves and the shared secrets it returned. */
+  x25519: [] as Uint8Array[],
   on: false,
 }));
 
@@ -47,6 +55,18 @@ vi.mock('../src/kernels/hmac', async (importOriginal) => {
     return out;
   };
   return { ...m, expand };
+});
+
+vi.mock('@noble/curves/ed25519.js', async (importOriginal) => {
+  const m = await importOriginal<typeof import('@noble/curves/ed25519.js')>();
+  const x = m.x25519;
+  const note = (a: Uint8Array) => (seen.on && seen.x25519.push(a), a);
+  const x25519 = {
+    ...x,
+    getPublicKey: (s: Uint8Array) => x.getPublicKey(note(s)),
+    getSharedSecret: (s: Uint8Array, p: Uint8Array) => note(x.getSharedSecret(note(s), p)),
+  };
+  return { ...m, x25519 };
 });
 
 const rng = new Rng(2718);
@@ -219,5 +239,76 @@ describe('the engine’s one-shot ciphers', () => {
     const holders: string[] = [];
     for (const c of seen.ciphers) holders.push(...(await buffersHolding(c.cipher, [c.value])));
     expect(holders).toEqual([]);
+  });
+});
+
+describe.each(['wasm', 'noble'] as const)('hybrid KEM intermediates (%s provider)', (provider) => {
+  /** Arrays the hybrid received from or handed to its parts, to be zero after each call. */
+  let secrets: Uint8Array[] = [];
+  const record = <T extends Uint8Array>(a: T): T => (secrets.push(a), a);
+  const base: HybridParts =
+    provider === 'wasm'
+      ? { mlkem: kemProvider('wasm').ml_kem1024, sha3_256, shake256 }
+      : { mlkem: nobleMlKem1024 as unknown as HybridParts['mlkem'], sha3_256: nobleSha3_256, shake256: nobleShake256 };
+  const hybrid = makeHybrid({
+    shake256: (msg, opts) => record(base.shake256(record(msg), opts)),
+    sha3_256: (msg) => (record(msg.subarray(0, 64)), base.sha3_256(msg)), // ss_MLKEM ‖ ss_X25519
+    mlkem: {
+      ...base.mlkem,
+      keygen: (seed) => {
+        const kp = base.mlkem.keygen(record(seed!));
+        record(kp.secretKey);
+        return kp;
+      },
+      encapsulate: (pk, msg) => {
+        const r = base.mlkem.encapsulate(pk, record(msg!));
+        record(r.sharedSecret);
+        return r;
+      },
+      decapsulate: (ct, sk) => record(base.mlkem.decapsulate(ct, record(sk))),
+    },
+  });
+  /** Runs `fn`; every recorded array not owned by the caller or returned must be zero afterwards. */
+  const leftovers = (owned: Uint8Array[], fn: () => unknown): string[] => {
+    secrets = [];
+    seen.x25519.length = 0;
+    let result: unknown;
+    observe(() => {
+      try {
+        result = fn();
+      } catch (e) {
+        result = e;
+      }
+    });
+    const keep = new Set<ArrayBufferLike>(owned.map((a) => a.buffer));
+    const out = result as Record<string, unknown> | Uint8Array;
+    for (const v of out instanceof Uint8Array ? [out] : Object.values(out ?? {}))
+      if (v instanceof Uint8Array) keep.add(v.buffer);
+    const all = [...secrets, ...seen.x25519];
+    expect(all.length).toBeGreaterThan(0);
+    return all.filter((a) => !keep.has(a.buffer) && !isZero(a)).map((a) => `${a.length} bytes`);
+  };
+
+  it('getPublicKey and keygen leave no copy of the seed or of its expansion', () => {
+    const seed = rng.bytes(32);
+    const kp = hybrid.keygen(seed);
+    expect(leftovers([seed], () => hybrid.getPublicKey(seed))).toEqual([]);
+    expect(leftovers([seed], () => hybrid.keygen(seed))).toEqual([]);
+    expect(leftovers([], () => hybrid.keygen())).toEqual([]);
+    expect(hybrid.getPublicKey(seed)).toEqual(kp.publicKey);
+  });
+
+  it('encapsulate and decapsulate wipe the partial shared secrets, also when encapsulation fails', () => {
+    const kp = hybrid.keygen(rng.bytes(32));
+    const msg = rng.bytes(64);
+    const { cipherText } = hybrid.encapsulate(kp.publicKey, msg);
+    expect(leftovers([kp.publicKey, msg], () => hybrid.encapsulate(kp.publicKey, msg))).toEqual([]);
+    expect(leftovers([kp.publicKey], () => hybrid.encapsulate(kp.publicKey))).toEqual([]);
+    expect(leftovers([kp.secretKey, cipherText], () => hybrid.decapsulate(cipherText, kp.secretKey))).toEqual([]);
+    // An ML-KEM half failing the modulus check (FIPS 203 §7.2) after the X25519 share was computed.
+    const bad = kp.publicKey.slice();
+    bad.fill(0xff, 0, 384);
+    expect(() => hybrid.encapsulate(bad, msg)).toThrow();
+    expect(leftovers([bad, msg], () => hybrid.encapsulate(bad, msg))).toEqual([]);
   });
 });
