@@ -103,10 +103,15 @@ export function wrapRoot(
     ss = x25519.getSharedSecret(eph, publicKey);
     eph.fill(0);
   }
-  const k = wrapKey(ss, rid, prefix);
-  ss.fill(0);
-  const wrapped = gcmsiv(k, new Uint8Array(12), prefix).encrypt(root);
-  k.fill(0);
+  let k: Uint8Array | undefined;
+  let wrapped: Uint8Array;
+  try {
+    k = wrapKey(ss, rid, prefix);
+    wrapped = gcmsiv(k, new Uint8Array(12), prefix).encrypt(root);
+  } finally {
+    ss.fill(0);
+    k?.fill(0);
+  }
   const out = new Uint8Array(PREFIX_BYTES + kemCt.length + WRAPPED_BYTES);
   out.set(prefix);
   out.set(kemCt, PREFIX_BYTES);
@@ -148,7 +153,7 @@ export function unwrapRoot(envelope: Uint8Array, secretKey: Uint8Array): Uint8Ar
   bytes('secretKey', secretKey, 32);
   const prefix = envelope.subarray(0, PREFIX_BYTES);
   const kemCt = envelope.subarray(PREFIX_BYTES, envelope.length - WRAPPED_BYTES);
-  let ss: Uint8Array;
+  let ss: Uint8Array | undefined;
   let pk: Uint8Array;
   try {
     if (info.type === 'hybrid') {
@@ -159,13 +164,15 @@ export function unwrapRoot(envelope: Uint8Array, secretKey: Uint8Array): Uint8Ar
       pk = x25519.getPublicKey(secretKey);
     }
   } catch (cause) {
+    ss?.fill(0);
     throw new PqdbError('AUTH_FAILED', 'authentication failed', { cause });
   }
-  const k = wrapKey(ss, recipientId(pk), prefix);
-  ss.fill(0);
+  let k: Uint8Array | undefined;
   try {
+    k = wrapKey(ss, recipientId(pk), prefix);
     return gcmsiv(k, new Uint8Array(12), prefix).decrypt(envelope.subarray(envelope.length - WRAPPED_BYTES));
   } finally {
-    k.fill(0);
+    ss.fill(0);
+    k?.fill(0);
   }
 }

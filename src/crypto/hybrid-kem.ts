@@ -4,7 +4,11 @@
 //   ss = SHA3-256(ss_MLKEM ‖ ss_X25519 ‖ ct_X25519 ‖ pk_X25519 ‖ "pqdb-MLKEM1024-X25519-v1").
 // The secret key is one 32-byte seed, expanded with SHAKE256 to (d ‖ z) for ML-KEM and the X25519
 // scalar, as X-Wing does. An all-zero X25519 result (a low-order point) is rejected.
-// X25519 comes from @noble/curves; ML-KEM, SHA3-256 and SHAKE256 run in pqdb's WebAssembly kernels.
+// X25519 comes from @noble/curves (JavaScript); ML-KEM, SHA3-256 and SHAKE256 run in pqdb's
+// WebAssembly kernels (or the noble provider's). Every intermediate array made from the seed (its
+// SHAKE256 expansion, the ML-KEM secret key, the X25519 scalar) and every partial shared secret is
+// wiped before a function returns or throws. Copies @noble/curves makes of the X25519 scalar inside
+// a call (a byte array and BigInts) are out of reach and cannot be wiped.
 
 import { x25519 } from '@noble/curves/ed25519.js';
 import { bytes, copyBytes } from '../_args';
@@ -33,21 +37,46 @@ export const ML_KEM1024_X25519_LENGTHS = Object.freeze({
 const L = ML_KEM1024_X25519_LENGTHS;
 
 interface Expanded {
+  /** SHAKE256(seed, 96) = d ‖ z (ML-KEM) ‖ X25519 scalar: holds `xSecret`; wiped by `wipe`. */
+  e: Uint8Array;
   mlkem: { publicKey: Uint8Array; secretKey: Uint8Array };
+  /** A view of `e` (no copy of its own). */
   xSecret: Uint8Array;
   xPublic: Uint8Array;
 }
 
+function wipe(ex: Expanded): void {
+  ex.e.fill(0);
+  ex.mlkem.secretKey.fill(0);
+}
+
 /** Builds the hybrid over one provider's ML-KEM-1024, SHA3-256 and SHAKE256. */
 export function makeHybrid(parts: HybridParts): Kem {
+  /** The seed's expansion; the caller wipes it (`wipe`). */
   function expand(seed: Uint8Array): Expanded {
     const e = parts.shake256(seed, { dkLen: 96 });
+    let mlkem: Expanded['mlkem'] | undefined;
     try {
-      const mlkem = parts.mlkem.keygen(e.subarray(0, 64));
-      const xSecret = e.slice(64, 96);
-      return { mlkem, xSecret, xPublic: x25519.getPublicKey(xSecret) };
-    } finally {
+      mlkem = parts.mlkem.keygen(e.subarray(0, 64));
+      const xSecret = e.subarray(64, 96);
+      return { e, mlkem, xSecret, xPublic: x25519.getPublicKey(xSecret) };
+    } catch (err) {
       e.fill(0);
+      mlkem?.secretKey.fill(0);
+      throw err;
+    }
+  }
+
+  /** The public key of a seed (not copied; left as it is). */
+  function publicKeyOf(seed: Uint8Array): Uint8Array {
+    const ex = expand(seed);
+    try {
+      const publicKey = new Uint8Array(L.publicKey);
+      publicKey.set(ex.mlkem.publicKey);
+      publicKey.set(ex.xPublic, M.publicKey);
+      return publicKey;
+    } finally {
+      wipe(ex);
     }
   }
 
@@ -84,17 +113,16 @@ export function makeHybrid(parts: HybridParts): Kem {
    */
   function keygen(seed?: Uint8Array): { publicKey: Uint8Array; secretKey: Uint8Array } {
     const sk = seed === undefined ? randomBytes(L.seed) : copyBytes(bytes('seed', seed, L.seed));
-    const ex = expand(sk);
-    ex.mlkem.secretKey.fill(0);
-    ex.xSecret.fill(0);
-    const publicKey = new Uint8Array(L.publicKey);
-    publicKey.set(ex.mlkem.publicKey);
-    publicKey.set(ex.xPublic, M.publicKey);
-    return { publicKey, secretKey: sk };
+    try {
+      return { publicKey: publicKeyOf(sk), secretKey: sk };
+    } catch (err) {
+      sk.fill(0);
+      throw err;
+    }
   }
 
   function getPublicKey(secretKey: Uint8Array): Uint8Array {
-    return keygen(bytes('secretKey', secretKey, L.secretKey)).publicKey;
+    return publicKeyOf(bytes('secretKey', secretKey, L.secretKey));
   }
 
   /**
@@ -106,22 +134,24 @@ export function makeHybrid(parts: HybridParts): Kem {
   function encapsulate(publicKey: Uint8Array, msg?: Uint8Array): { cipherText: Uint8Array; sharedSecret: Uint8Array } {
     bytes('publicKey', publicKey, L.publicKey);
     const rnd = msg === undefined ? randomBytes(L.msg) : copyBytes(bytes('msg', msg, L.msg));
+    let ssX: Uint8Array | undefined;
+    let ssM: Uint8Array | undefined;
     try {
       const pkM = publicKey.subarray(0, M.publicKey);
       const pkX = publicKey.subarray(M.publicKey);
       const eph = rnd.subarray(32, 64);
       const ctX = x25519.getPublicKey(eph);
-      const ssX = x25519Shared(eph, pkX);
-      const { cipherText: ctM, sharedSecret: ssM } = parts.mlkem.encapsulate(pkM, rnd.subarray(0, 32));
+      ssX = x25519Shared(eph, pkX);
+      const encapsulated = parts.mlkem.encapsulate(pkM, rnd.subarray(0, 32));
+      ssM = encapsulated.sharedSecret;
       const cipherText = new Uint8Array(L.cipherText);
-      cipherText.set(ctM);
+      cipherText.set(encapsulated.cipherText);
       cipherText.set(ctX, M.cipherText);
-      const sharedSecret = combine(ssM, ssX, ctX, pkX);
-      ssM.fill(0);
-      ssX.fill(0);
-      return { cipherText, sharedSecret };
+      return { cipherText, sharedSecret: combine(ssM, ssX, ctX, pkX) };
     } finally {
       rnd.fill(0);
+      ssX?.fill(0);
+      ssM?.fill(0);
     }
   }
 
@@ -134,17 +164,17 @@ export function makeHybrid(parts: HybridParts): Kem {
     bytes('cipherText', cipherText, L.cipherText);
     bytes('secretKey', secretKey, L.secretKey);
     const ex = expand(secretKey);
+    let ssX: Uint8Array | undefined;
+    let ssM: Uint8Array | undefined;
     try {
       const ctX = cipherText.subarray(M.cipherText);
-      const ssX = x25519Shared(ex.xSecret, ctX);
-      const ssM = parts.mlkem.decapsulate(cipherText.subarray(0, M.cipherText), ex.mlkem.secretKey);
-      const ss = combine(ssM, ssX, ctX, ex.xPublic);
-      ssM.fill(0);
-      ssX.fill(0);
-      return ss;
+      ssX = x25519Shared(ex.xSecret, ctX);
+      ssM = parts.mlkem.decapsulate(cipherText.subarray(0, M.cipherText), ex.mlkem.secretKey);
+      return combine(ssM, ssX, ctX, ex.xPublic);
     } finally {
-      ex.mlkem.secretKey.fill(0);
-      ex.xSecret.fill(0);
+      wipe(ex);
+      ssX?.fill(0);
+      ssM?.fill(0);
     }
   }
 

@@ -214,22 +214,26 @@ export function sealRecord(
   const header = encodeHeader(s, flags, address.generation, address.sequence);
   const aad = aadOf(header, address.collection, address.id);
   const { key, commitment } = recordKeys(s, dataKey, address.sequence);
-  // Written into `output` (exactly sealedLength bytes, e.g. its slot in a page) when given.
-  const out =
-    output === undefined
-      ? new Uint8Array(sealedLength(s.id, plaintext.length))
-      : bytes('output', output, sealedLength(s.id, plaintext.length));
-  out.set(header);
-  let at = HEADER_BYTES;
-  if (commitment) {
-    out.set(commitment, at);
-    at += COMMITMENT_BYTES;
+  try {
+    // Written into `output` (exactly sealedLength bytes, e.g. its slot in a page) when given.
+    const out =
+      output === undefined
+        ? new Uint8Array(sealedLength(s.id, plaintext.length))
+        : bytes('output', output, sealedLength(s.id, plaintext.length));
+    out.set(header);
+    let at = HEADER_BYTES;
+    if (commitment) {
+      out.set(commitment, at);
+      at += COMMITMENT_BYTES;
+    }
+    // A per-record subkey goes through the one-shot form: it keeps no copy of `key` (wiped below).
+    if (keyed !== undefined && key === dataKey)
+      keyed.encrypt(nonceOf(address.sequence), plaintext, aad, out.subarray(at));
+    else (s.aead === 'gcm' ? gcm : gcmsiv)(key, nonceOf(address.sequence), aad).encrypt(plaintext, out.subarray(at));
+    return out;
+  } finally {
+    if (key !== dataKey) key.fill(0);
   }
-  if (keyed !== undefined && key === dataKey)
-    keyed.encrypt(nonceOf(address.sequence), plaintext, aad, out.subarray(at));
-  else (s.aead === 'gcm' ? gcm : gcmsiv)(key, nonceOf(address.sequence), aad).encrypt(plaintext, out.subarray(at));
-  if (key !== dataKey) key.fill(0);
-  return out;
 }
 
 /**
@@ -251,19 +255,16 @@ export function openRecord(
   const dataKey = bytes('dataKey', given instanceof Uint8Array ? given : given.key, 32);
   const aad = aadOf(record.subarray(0, HEADER_BYTES), collection, id);
   const { key, commitment } = recordKeys(s, dataKey, header.sequence);
-  let at = HEADER_BYTES;
-  if (commitment) {
-    if (record.length < HEADER_BYTES + COMMITMENT_BYTES + TAG_BYTES)
-      throw new PqdbError('AUTH_FAILED', 'authentication failed');
-    let d = 0;
-    for (let i = 0; i < COMMITMENT_BYTES; i++) d |= commitment[i] ^ record[HEADER_BYTES + i];
-    if (d !== 0) {
-      key.fill(0);
-      throw new PqdbError('AUTH_FAILED', 'authentication failed');
-    }
-    at += COMMITMENT_BYTES;
-  }
   try {
+    let at = HEADER_BYTES;
+    if (commitment) {
+      if (record.length < HEADER_BYTES + COMMITMENT_BYTES + TAG_BYTES)
+        throw new PqdbError('AUTH_FAILED', 'authentication failed');
+      let d = 0;
+      for (let i = 0; i < COMMITMENT_BYTES; i++) d |= commitment[i] ^ record[HEADER_BYTES + i];
+      if (d !== 0) throw new PqdbError('AUTH_FAILED', 'authentication failed');
+      at += COMMITMENT_BYTES;
+    }
     const body = record.subarray(at);
     if (keyed !== undefined && key === dataKey)
       return { plaintext: keyed.decrypt(nonceOf(header.sequence), body, aad), header };

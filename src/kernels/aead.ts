@@ -1,7 +1,9 @@
 // AES-256-GCM (NIST SP 800-38D) and AES-256-GCM-SIV (RFC 8452) facade over the WebAssembly kernel.
 // A record that fits the kernel buffers is sealed or opened in one call; larger messages stream
-// through the kernel in chunks inside one synchronous call. Expanded keys live in JavaScript memory
-// (the keyed form keeps one) and are copied into the kernel only for the call that uses them.
+// through the kernel in chunks inside one synchronous call. The keyed form keeps its expanded key in
+// JavaScript memory (wiped by destroy()) and copies it into the kernel only for the call that uses
+// it; the one-shot form keeps no copy of the key at all: each call expands the caller's key inside
+// the kernel, and the kernel's copy is wiped before the call returns.
 
 import { bytes, copyBytes } from '../_args';
 import { PqdbError } from '../errors';
@@ -78,6 +80,23 @@ export function expandKey(key: Uint8Array): Uint8Array {
 function withRk<T>(k: Kernel, rk: Uint8Array, fn: () => T): T {
   k.mem.set(rk, k.AES_RK);
   try {
+    return fn();
+  } finally {
+    k.mem.fill(0, k.AES_RK, k.AES_RK + k.AES_RK_BYTES);
+  }
+}
+
+/**
+ * Runs `fn` with `key` expanded straight into the kernel's AES_RK region: the expanded key never
+ * exists in JavaScript memory, and the kernel's copy is wiped before this returns (the one-shot form).
+ */
+function withKey<T>(k: Kernel, key: Uint8Array, fn: () => T): T {
+  bytes('key', key, KEY_BYTES); // again at each use: a detached buffer must not expand as a zero key
+  try {
+    k.mem.set(key, k.IN);
+    k.x.aes_expand_key(); // wipes IN
+    k.mem.copyWithin(k.AES_RK, k.OUT, k.OUT + k.AES_RK_BYTES);
+    k.mem.fill(0, k.OUT, k.OUT + k.AES_RK_BYTES);
     return fn();
   } finally {
     k.mem.fill(0, k.AES_RK, k.AES_RK + k.AES_RK_BYTES);
@@ -207,6 +226,59 @@ function openStream(
   }
 }
 
+function checkSeal(mode: AeadMode, pt: Uint8Array, output: Uint8Array | undefined): void {
+  if (pt.length > MAX_PLAINTEXT[mode]) throw new RangeError(`"plaintext" longer than ${MAX_PLAINTEXT[mode]} bytes`);
+  if (output !== undefined) bytes('output', output, pt.length + TAG_BYTES);
+}
+
+function checkOpen(mode: AeadMode, ct: Uint8Array, output: Uint8Array | undefined): void {
+  if (ct.length < TAG_BYTES) throw authFailed();
+  if (ct.length - TAG_BYTES > MAX_PLAINTEXT[mode]) throw authFailed();
+  if (output !== undefined) bytes('output', output, ct.length - TAG_BYTES);
+}
+
+/** Seals one record with the expanded key already in AES_RK (checked by checkSeal). */
+function sealLoaded(
+  k: Kernel,
+  mode: AeadMode,
+  nonce: Uint8Array,
+  pt: Uint8Array,
+  aad: Uint8Array,
+  output?: Uint8Array,
+): Uint8Array {
+  const inLen = nonce.length + aad.length + pt.length;
+  if (inLen > k.IN_BYTES || pt.length + TAG_BYTES > k.OUT_BYTES) return sealStream(k, mode, nonce, pt, aad, output);
+  k.mem.set(nonce, k.IN);
+  k.mem.set(aad, k.IN + nonce.length);
+  k.mem.set(pt, k.IN + nonce.length + aad.length);
+  k.x.aead_seal(MODE_ID[mode], nonce.length, aad.length, pt.length);
+  const out = target(output, pt.length + TAG_BYTES);
+  drain(k, out, 0, out.length);
+  return out;
+}
+
+/** Opens one record with the expanded key already in AES_RK (checked by checkOpen). */
+function openLoaded(
+  k: Kernel,
+  mode: AeadMode,
+  nonce: Uint8Array,
+  ct: Uint8Array,
+  aad: Uint8Array,
+  output?: Uint8Array,
+): Uint8Array {
+  const len = ct.length - TAG_BYTES;
+  const inLen = nonce.length + aad.length + ct.length;
+  if (inLen > k.IN_BYTES || len > k.OUT_BYTES) return openStream(k, mode, nonce, ct, aad, output);
+  k.mem.set(nonce, k.IN);
+  k.mem.set(aad, k.IN + nonce.length);
+  k.mem.set(ct, k.IN + nonce.length + aad.length);
+  const ok = k.x.aead_open(MODE_ID[mode], nonce.length, aad.length, len);
+  if (ok !== 1) throw authFailed(); // the kernel zeroed OUT and wiped the rest
+  const out = target(output, len);
+  drain(k, out, 0, len);
+  return out;
+}
+
 /** Seals one record under the expanded key `rk`: ciphertext ‖ 16-byte tag. */
 export function sealWith(
   mode: AeadMode,
@@ -216,20 +288,9 @@ export function sealWith(
   aad: Uint8Array,
   output?: Uint8Array,
 ): Uint8Array {
-  if (pt.length > MAX_PLAINTEXT[mode]) throw new RangeError(`"plaintext" longer than ${MAX_PLAINTEXT[mode]} bytes`);
-  if (output !== undefined) bytes('output', output, pt.length + TAG_BYTES);
+  checkSeal(mode, pt, output);
   const k = kernel();
-  return withRk(k, rk, () => {
-    const inLen = nonce.length + aad.length + pt.length;
-    if (inLen > k.IN_BYTES || pt.length + TAG_BYTES > k.OUT_BYTES) return sealStream(k, mode, nonce, pt, aad, output);
-    k.mem.set(nonce, k.IN);
-    k.mem.set(aad, k.IN + nonce.length);
-    k.mem.set(pt, k.IN + nonce.length + aad.length);
-    k.x.aead_seal(MODE_ID[mode], nonce.length, aad.length, pt.length);
-    const out = target(output, pt.length + TAG_BYTES);
-    drain(k, out, 0, out.length);
-    return out;
-  });
+  return withRk(k, rk, () => sealLoaded(k, mode, nonce, pt, aad, output));
 }
 
 /**
@@ -244,23 +305,9 @@ export function openWith(
   aad: Uint8Array,
   output?: Uint8Array,
 ): Uint8Array {
-  if (ct.length < TAG_BYTES) throw authFailed();
-  if (ct.length - TAG_BYTES > MAX_PLAINTEXT[mode]) throw authFailed();
-  if (output !== undefined) bytes('output', output, ct.length - TAG_BYTES);
+  checkOpen(mode, ct, output);
   const k = kernel();
-  return withRk(k, rk, () => {
-    const len = ct.length - TAG_BYTES;
-    const inLen = nonce.length + aad.length + ct.length;
-    if (inLen > k.IN_BYTES || len > k.OUT_BYTES) return openStream(k, mode, nonce, ct, aad, output);
-    k.mem.set(nonce, k.IN);
-    k.mem.set(aad, k.IN + nonce.length);
-    k.mem.set(ct, k.IN + nonce.length + aad.length);
-    const ok = k.x.aead_open(MODE_ID[mode], nonce.length, aad.length, len);
-    if (ok !== 1) throw authFailed(); // the kernel zeroed OUT and wiped the rest
-    const out = target(output, len);
-    drain(k, out, 0, len);
-    return out;
-  });
+  return withRk(k, rk, () => openLoaded(k, mode, nonce, ct, aad, output));
 }
 
 /**
@@ -406,35 +453,34 @@ export function keyed(mode: AeadMode, key: Uint8Array): KeyedAead {
   };
 }
 
+/**
+ * The one-shot form. It keeps no copy of the key: every call reads `key` (so the caller must not
+ * change or wipe it before its last call, as with @noble/ciphers), expands it inside the kernel and
+ * wipes the expansion before returning. Nonce and AAD are copied (public values).
+ */
 export function oneShot(mode: AeadMode, key: Uint8Array, nonce: Uint8Array, aad?: Uint8Array): Cipher {
   bytes('key', key, KEY_BYTES);
   const n = copyBytes(checkNonce(mode, nonce));
   const a = copyBytes(checkAad(mode, aad));
-  const k = copyBytes(key);
-  const run = <T>(fn: (rk: Uint8Array) => T): T => {
-    const rk = expandKey(k);
-    try {
-      return fn(rk);
-    } finally {
-      rk.fill(0);
-    }
-  };
   return {
     encrypt: (plaintext, output) => {
-      bytes('plaintext', plaintext);
-      return run((rk) => sealWith(mode, rk, n, plaintext, a, output));
+      checkSeal(mode, bytes('plaintext', plaintext), output);
+      const k = kernel();
+      return withKey(k, key, () => sealLoaded(k, mode, n, plaintext, a, output));
     },
     decrypt: (ciphertext, output) => {
-      bytes('ciphertext', ciphertext);
-      return run((rk) => openWith(mode, rk, n, ciphertext, a, output));
+      checkOpen(mode, bytes('ciphertext', ciphertext), output);
+      const k = kernel();
+      return withKey(k, key, () => openLoaded(k, mode, n, ciphertext, a, output));
     },
   };
 }
 
 /** An AEAD constructor in the shape of @noble/ciphers, plus the keyed form. */
 export interface AeadFactory {
+  /** The one-shot form: keeps no copy of `key` but reads it at each call (keep it unchanged until then). */
   (key: Uint8Array, nonce: Uint8Array, aad?: Uint8Array): Cipher;
-  /** Expands `key` once for many records. */
+  /** Expands `key` once for many records (a copy, kept until destroy()). */
   withKey(key: Uint8Array): KeyedAead;
   readonly keyBytes: number;
   readonly nonceBytes: number;
