@@ -6,7 +6,7 @@
 // bundled dist/browser.js.
 //
 // The oracle follows the documented behaviour, not the index's code: tokens are NFKC, lower-cased
-// words of letters, numbers and marks (src/engine/lexical.ts header); ranking is more distinct query
+// words of letters, numbers and marks (src/engine/lexical/tokenizer.ts header); ranking is more distinct query
 // terms matched, then a higher total term frequency, then id in UTF-16 order; with `prefix` the
 // last token matches every term starting with it and counts as a term of its own.
 
