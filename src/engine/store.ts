@@ -399,16 +399,12 @@ export class Store {
 
   /**
    * Retires every key generation older than the current one, once no live record is left in them
-   * (after a migration of every collection; see docs/migration.md). In one commit their commit
-   * pages are deleted and their roots leave the keyring (and are wiped from memory): what they
-   * sealed, the old versions of records and sealed exports of them, can no longer be opened by
-   * anyone holding the store's keys. Their Merkle logs (completed in a log page if needed) and the
-   * signed checkpoints stay, so those checkpoints still verify, chain and prove consistency. A
-   * lexical index page still sealed under one of them is sealed again under the current one.
-   * Returns the generations retired (none when only the current one exists).
-   * @throws PqdbError GENERATION_IN_USE while a migration is under way or when a live record is
-   * still in an older generation (withheld or failed by a migration, or in a collection that was
-   * not migrated); READ_ONLY; NOT_OPEN.
+   * (docs/migration.md): in one commit their commit pages are deleted and their roots destroyed, so
+   * what they sealed (old versions, exports) no longer opens; their Merkle logs and the signed
+   * checkpoints stay and still verify. Resolves with the generations retired (none when only the
+   * current one exists).
+   * @throws PqdbError GENERATION_IN_USE while a migration is under way or a live record is still in
+   * an older generation (withheld or failed by a migration, or not migrated); READ_ONLY; NOT_OPEN.
    * @example await store.migrate({ to: 'gcmsiv-hkdf384' }); await store.retireGenerations(); // [1]
    */
   retireGenerations(): Promise<number[]> {
