@@ -12,7 +12,11 @@
 //
 // Single writer: a LOCK file created with O_EXCL holding "pid\nhostname". A lock whose pid is dead
 // on this host is stale and taken over. Caveat: two processes breaking the same stale lock at the
-// same instant can race (unlink + create is not atomic); a live holder is never displaced.
+// same instant can race (unlink + create is not atomic); a live holder is never displaced. A writer
+// let in anyway (a LOCK deleted while its holder lives) is caught by a compare-and-swap of the
+// commit counter, checked before a commit writes any byte and again before its MANIFEST is
+// replaced: the writer that was overtaken gets CONFLICT and writes nothing, so no acknowledged
+// commit is overwritten. (A window of a few system calls between the check and the write remains.)
 // Caveats: the CRC-32C framing detects accidents, not tampering (the sealed records carry a MAC).
 // After a failed write or sync the store refuses further commits (IO_ERROR) until reopened: the
 // kernel may have dropped dirty pages, so retrying an fsync proves nothing.
@@ -105,8 +109,8 @@ export async function openNodeFsPageStore(dir: string, options: NodeFsPageStoreO
   } catch (e) {
     throw mediumError(`node-fs page store ${dir}`, e);
   }
-  if (!readOnly) await acquireLock(dir);
-  const store = new NodeFsPageStore(dir, segmentBytes, readOnly);
+  const lock = readOnly ? undefined : await acquireLock(dir);
+  const store = new NodeFsPageStore(dir, segmentBytes, readOnly, lock);
   try {
     await store.load();
   } catch (e) {
@@ -116,9 +120,13 @@ export async function openNodeFsPageStore(dir: string, options: NodeFsPageStoreO
   return store;
 }
 
-async function acquireLock(dir: string): Promise<void> {
+/** Takes the LOCK file; returns what it wrote (pid, host and a random token: this holder's mark). */
+async function acquireLock(dir: string): Promise<string> {
   const path = join(dir, LOCK);
-  const me = `${process.pid}\n${hostname()}\n`;
+  const token = Array.from(globalThis.crypto.getRandomValues(new Uint8Array(8)), (b) =>
+    b.toString(16).padStart(2, '0'),
+  );
+  const me = `${process.pid}\n${hostname()}\n${token.join('')}\n`;
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fh = await open(path, 'wx');
@@ -127,7 +135,7 @@ async function acquireLock(dir: string): Promise<void> {
       } finally {
         await fh.close();
       }
-      return;
+      return me;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw mediumError(`node-fs page store ${dir}: lock`, e);
     }
@@ -169,11 +177,15 @@ class NodeFsPageStore extends BasePageStore {
   #failed: unknown;
   readonly #readOnly: boolean;
 
-  constructor(dir: string, segmentBytes: number, readOnly: boolean) {
+  /** What this store wrote into LOCK (undefined: read-only, no lock). */
+  readonly #lock?: string;
+
+  constructor(dir: string, segmentBytes: number, readOnly: boolean, lock?: string) {
     super();
     this.#dir = dir;
     this.#segmentBytes = segmentBytes;
     this.#readOnly = readOnly;
+    this.#lock = lock;
   }
 
   /** Reads MANIFEST, repairs segment tails, rebuilds the page index. */
@@ -309,7 +321,37 @@ class NodeFsPageStore extends BasePageStore {
     }
   }
 
+  /**
+   * Compare-and-swap of the commit counter: the MANIFEST on disk must still be the one this store
+   * wrote last. A second writer (one let in by a deleted or misjudged LOCK) has committed otherwise;
+   * this writer then stops (CONFLICT) instead of writing over its pages or its manifest.
+   */
+  async #checkNotOvertaken(): Promise<void> {
+    let onDisk = 0;
+    try {
+      const fh = await open(join(this.#dir, MANIFEST), 'r');
+      try {
+        const head = new Uint8Array(24);
+        const { bytesRead } = await fh.read(head, 0, 24, 0);
+        if (bytesRead === 24) {
+          const v = new DataView(head.buffer);
+          onDisk = v.getUint32(16, true) + v.getUint32(20, true) * 2 ** 32;
+        }
+      } finally {
+        await fh.close();
+      }
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    }
+    if (onDisk !== this.#commitSeq)
+      throw new PqdbError(
+        'CONFLICT',
+        `node-fs page store ${this.#dir}: another writer committed (commit ${onDisk}, this writer last wrote ${this.#commitSeq}); nothing was written: reopen the store`,
+      );
+  }
+
   async #commit(batch: CheckedBatch): Promise<void> {
+    await this.#checkNotOvertaken(); // before any byte is written: pages of the other writer stay
     const records: Uint8Array[] = [];
     let total = 0;
     for (const id of batch.deletes) {
@@ -352,6 +394,7 @@ class NodeFsPageStore extends BasePageStore {
       if (seg !== undefined) segments.set(seg.seq, end);
       const manifest = batch.manifest ?? this.#manifest;
       const file = encodeManifest(this.#commitSeq + 1, segments, manifest);
+      await this.#checkNotOvertaken();
       await this.#replaceManifest(file);
       this.#manifestFileBytes = file.length;
     } catch (e) {
@@ -412,9 +455,21 @@ class NodeFsPageStore extends BasePageStore {
     for (const s of this.#segments.values()) await s.fh.close().catch((e) => errors.push(e));
     this.#segments.clear();
     this.#index.clear();
-    if (!this.#readOnly) await unlink(join(this.#dir, LOCK)).catch((e) => errors.push(e));
+    if (this.#lock !== undefined) await releaseLock(join(this.#dir, LOCK), this.#lock).catch((e) => errors.push(e));
     if (errors.length > 0) throw mediumError('node-fs: close', errors[0]);
   }
+}
+
+/** Removes the LOCK file if it is still this holder's (a writer let in after it keeps its own). */
+async function releaseLock(path: string, mine: string): Promise<void> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw e;
+  }
+  if (text === mine) await unlink(path);
 }
 
 function recordHeader(kind: number, id: number, length: number, crc: number): Uint8Array {
