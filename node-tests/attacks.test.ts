@@ -3,10 +3,19 @@
 // attack — bytes an attacker can produce from what the medium shows — and must end in a PqdbError
 // (or, for a substituted store, be caught by the store id pin), never in a store that opens.
 import { describe, it, expect } from 'vitest';
-import { openStore, generateRecipient, generateSigner, openMemoryPageStore, verifyStore } from '../src/index';
+import {
+  openStore,
+  generateRecipient,
+  generateSigner,
+  openMemoryPageStore,
+  verifyStore,
+  PqdbError,
+} from '../src/index';
 import { MerkleLogs } from '../src/engine/merkle-log';
 import { Checkpoints } from '../src/engine/checkpoints';
 import { signCheckpoint } from '../src/crypto/proofs';
+import { sealedLength } from '../src/crypto/record';
+import { compileSchema, encodeValue } from '../src/engine/codec';
 import { MemoryMedium } from '../src/storage/memory';
 import { KeyRing } from '../src/engine/keys';
 import { Registry } from '../src/engine/registry';
@@ -250,5 +259,60 @@ describe('rollback and splice', () => {
     })();
     await expect(cps.checkpoint()).resolves.toMatchObject({ size: 3 });
     await pages.close();
+  });
+});
+
+describe('AES-GCM nonces', () => {
+  it('a write sequence handed out again after a failed commit still seals under a fresh key (suite 3)', async () => {
+    const medium = new MemoryMedium();
+    const inner = await openMemoryPageStore({ medium });
+    let failNext = false;
+    let captured: Uint8Array | undefined;
+    // The medium keeps what a failed commit wrote (as a torn tail or a copy could): the attacker has it.
+    const storage = new Proxy(inner, {
+      get(target, key) {
+        if (key === 'commit')
+          return async (batch: { pages?: { bytes: Uint8Array }[] }) => {
+            if (failNext && (batch.pages?.length ?? 0) > 0) {
+              failNext = false;
+              captured = batch.pages![0].bytes.slice();
+              throw new PqdbError('IO_ERROR', 'fdatasync failed');
+            }
+            return target.commit(batch as never);
+          };
+        const v = Reflect.get(target, key) as unknown;
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const store = await openStore({
+      storage,
+      create: true,
+      recipients: [victim.publicKey],
+      unlock: victim.secretKey,
+      suite: 'cnsa2-gcm-hkdf384-commit',
+    });
+    const c = store.collection('c', { schema });
+    const p1 = 'attack at dawn, attack at dawn!!';
+    const p2 = 'retreat at dusk, retreat at dusk';
+    failNext = true;
+    await expect(c.put('x', { text: p1 })).rejects.toMatchObject({ code: 'IO_ERROR' });
+    await c.put('x', { text: p2 }); // the same write sequence again
+    await store.close();
+    await inner.close();
+    const [committed] = [...medium.pages.values()].map((p) => p.bytes);
+    // Both pages hold one record of the same length at the same place: its header names the same
+    // sequence, but the commitment and the keystream differ.
+    expect(committed.length).toBe(captured!.length);
+    const tail = sealedLength(3, encodeValue(compileSchema(schema), { text: p1 }).length); // the record, at the page's end
+    const a = captured!.subarray(captured!.length - tail);
+    const b = committed.subarray(committed.length - tail);
+    expect(a.subarray(0, 16)).toEqual(b.subarray(0, 16)); // header: same suite, generation, sequence
+    expect(a.subarray(16, 48)).not.toEqual(b.subarray(16, 48)); // commitment C differs: another K_r
+    const xorCt = a.subarray(48, tail - 16).map((x, i) => x ^ b[48 + i]);
+    const te = new TextEncoder();
+    const xorPt = te.encode(p1).map((x, i) => x ^ te.encode(p2)[i]);
+    expect(xorPt.length).toBe(32);
+    const hex = (u: Uint8Array) => Buffer.from(u).toString('hex');
+    expect(hex(xorCt)).not.toContain(hex(xorPt)); // no keystream reuse
   });
 });

@@ -22,7 +22,7 @@ import { sha384 } from '../kernels/sha2';
 import { ml_dsa87 } from '../kernels/mldsa';
 import { leafHash, verifyInclusion, HASH_BYTES } from './merkle';
 import { sha384Many, leafHashes } from '../kernels/merkle-hash';
-import { readHeader, openRecord, type DataKey, type RecordHeader } from './record';
+import { readHeader, openRecord, SALT_BYTES, type DataKey, type RecordHeader } from './record';
 import type { Suite } from './suites';
 import { equalBytes, getU64, setU64 } from '../_bytes';
 
@@ -73,15 +73,33 @@ export function leafData(
   generation: number,
   record: Uint8Array,
   governance: string,
+  salt: Uint8Array = NO_SALT,
 ): Uint8Array {
-  const out = new Uint8Array(5 + 16 + 2 + utf8Length(collection) + 2 + utf8Length(id) + 8 + 1 + 4 + 2 * HASH_BYTES);
-  writeLeaf(out, storeId, collection, id, sequence, suite, generation, sha384(record), governanceHash(governance));
+  const out = new Uint8Array(leafBytes(collection, id));
+  writeLeaf(
+    out,
+    storeId,
+    collection,
+    id,
+    sequence,
+    suite,
+    generation,
+    sha384(record),
+    governanceHash(governance),
+    salt,
+  );
   return out;
 }
+
+/** Bytes of a leaf's data for (collection, id). */
+const leafBytes = (collection: string, id: string) =>
+  5 + 16 + 2 + utf8Length(collection) + 2 + utf8Length(id) + 8 + 1 + 4 + 2 * HASH_BYTES + SALT_BYTES;
 
 /** Leaf kinds: a stored record version, and a delete (so dropping a delete-only commit shows). */
 const LEAF_PUT = 1;
 const LEAF_DELETE = 2;
+/** The commit salt of leaves computed without one (16 zero bytes). */
+const NO_SALT = new Uint8Array(SALT_BYTES);
 const ZERO_HASH = new Uint8Array(HASH_BYTES);
 
 function writeLeaf(
@@ -94,6 +112,7 @@ function writeLeaf(
   generation: number,
   recordHash: Uint8Array,
   govHash: Uint8Array,
+  salt: Uint8Array,
   kind = LEAF_PUT,
 ): void {
   const cl = utf8Length(collection);
@@ -114,6 +133,7 @@ function writeLeaf(
   at += 4;
   out.set(recordHash, at);
   out.set(govHash, at + HASH_BYTES);
+  out.set(bytes('salt', salt, SALT_BYTES), at + 2 * HASH_BYTES);
 }
 
 /**
@@ -128,6 +148,8 @@ export interface LeafInput {
   generation: number;
   record?: Uint8Array;
   governance: string;
+  /** The commit salt of the page the operation is in. */
+  salt?: Uint8Array;
 }
 
 /**
@@ -138,9 +160,7 @@ export function recordLeafHashes(storeId: Uint8Array, items: readonly LeafInput[
   const puts = items.filter((x) => x.record !== undefined);
   const recordHashes = sha384Many(puts.map((x) => x.record!));
   let p = 0;
-  const sizes = items.map(
-    (x) => 5 + 16 + 2 + utf8Length(x.collection) + 2 + utf8Length(x.id) + 8 + 1 + 4 + 2 * HASH_BYTES,
-  );
+  const sizes = items.map((x) => leafBytes(x.collection, x.id));
   const all = new Uint8Array(sizes.reduce((a, b) => a + b, 0));
   const views: Uint8Array[] = [];
   let at = 0;
@@ -150,7 +170,20 @@ export function recordLeafHashes(storeId: Uint8Array, items: readonly LeafInput[
     const recordHash = put ? recordHashes.subarray(p * HASH_BYTES, ++p * HASH_BYTES) : ZERO_HASH;
     const govHash = put ? governanceHash(x.governance) : ZERO_HASH;
     const kind = put ? LEAF_PUT : LEAF_DELETE;
-    writeLeaf(v, storeId, x.collection, x.id, x.sequence, put ? x.suite : 0, x.generation, recordHash, govHash, kind);
+    const salt = x.salt ?? NO_SALT;
+    writeLeaf(
+      v,
+      storeId,
+      x.collection,
+      x.id,
+      x.sequence,
+      put ? x.suite : 0,
+      x.generation,
+      recordHash,
+      govHash,
+      salt,
+      kind,
+    );
     views.push(v);
     at += sizes[i];
   });
@@ -167,8 +200,9 @@ export function recordLeafHash(
   generation: number,
   record: Uint8Array,
   governance: string,
+  salt: Uint8Array = NO_SALT,
 ): Uint8Array {
-  return leafHash(leafData(storeId, collection, id, sequence, suite, generation, record, governance));
+  return leafHash(leafData(storeId, collection, id, sequence, suite, generation, record, governance, salt));
 }
 
 export function encodeCheckpoint(c: Checkpoint): Uint8Array {
@@ -253,7 +287,12 @@ export interface SealedExport {
   leafIndex: number;
   proof: Uint8Array[];
   signedCheckpoint: Uint8Array;
+  /** The commit salt the record was sealed with (16 bytes; needed to open suite-3 records). */
+  salt: Uint8Array;
 }
+
+/** Sealed export format: 2 adds the commit salt, after the signed checkpoint. */
+const EXPORT_VERSION = 2;
 
 export function encodeExport(e: SealedExport): Uint8Array {
   const gov = utf8(e.governance);
@@ -268,9 +307,10 @@ export function encodeExport(e: SealedExport): Uint8Array {
     8 +
     1 +
     e.proof.length * HASH_BYTES +
-    e.signedCheckpoint.length;
+    e.signedCheckpoint.length +
+    SALT_BYTES;
   const out = new Uint8Array(size);
-  out.set([0x50, 0x51, 0x44, 0x58, 1]);
+  out.set([0x50, 0x51, 0x44, 0x58, EXPORT_VERSION]);
   let at = 5;
   out[at++] = e.leafData.length >> 8;
   out[at++] = e.leafData.length & 0xff;
@@ -292,12 +332,13 @@ export function encodeExport(e: SealedExport): Uint8Array {
     at += HASH_BYTES;
   }
   out.set(e.signedCheckpoint, at);
+  out.set(bytes('salt', e.salt, SALT_BYTES), at + e.signedCheckpoint.length);
   return out;
 }
 
 function decodeExport(b: Uint8Array): SealedExport | undefined {
   try {
-    if (b.length < 8 || b[0] !== 0x50 || b[1] !== 0x51 || b[2] !== 0x44 || b[3] !== 0x58 || b[4] !== 1)
+    if (b.length < 8 || b[0] !== 0x50 || b[1] !== 0x51 || b[2] !== 0x44 || b[3] !== 0x58 || b[4] !== EXPORT_VERSION)
       return undefined;
     let at = 5;
     const ll = (b[at] << 8) | b[at + 1];
@@ -320,10 +361,16 @@ function decodeExport(b: Uint8Array): SealedExport | undefined {
       proof.push(b.slice(at, at + HASH_BYTES));
       at += HASH_BYTES;
     }
-    const signedCheckpoint = b.slice(at);
-    if (leaf.length !== ll || record.length !== rl || at > b.length || proof.some((p) => p.length !== HASH_BYTES))
+    const signedCheckpoint = b.slice(at, b.length - SALT_BYTES);
+    const salt = b.slice(b.length - SALT_BYTES);
+    if (
+      leaf.length !== ll ||
+      record.length !== rl ||
+      at + SALT_BYTES > b.length ||
+      proof.some((p) => p.length !== HASH_BYTES)
+    )
       return undefined;
-    return { leafData: leaf, record, governance, leafIndex, proof, signedCheckpoint };
+    return { leafData: leaf, record, governance, leafIndex, proof, signedCheckpoint, salt };
   } catch {
     return undefined;
   }
@@ -340,6 +387,7 @@ function readLeaf(leaf: Uint8Array):
       generation: number;
       recordHash: Uint8Array;
       governanceHash: Uint8Array;
+      salt: Uint8Array;
     }
   | undefined {
   try {
@@ -358,7 +406,7 @@ function readLeaf(leaf: Uint8Array):
     const suite = leaf[at++];
     const generation = new DataView(leaf.buffer, leaf.byteOffset).getUint32(at);
     at += 4;
-    if (at + 2 * HASH_BYTES !== leaf.length) return undefined;
+    if (at + 2 * HASH_BYTES + SALT_BYTES !== leaf.length) return undefined;
     return {
       storeId: leaf.slice(5, 21),
       collection,
@@ -367,7 +415,8 @@ function readLeaf(leaf: Uint8Array):
       suite,
       generation,
       recordHash: leaf.slice(at, at + HASH_BYTES),
-      governanceHash: leaf.slice(at + HASH_BYTES),
+      governanceHash: leaf.slice(at + HASH_BYTES, at + 2 * HASH_BYTES),
+      salt: leaf.slice(at + 2 * HASH_BYTES),
     };
   } catch {
     return undefined;
@@ -407,6 +456,7 @@ export function verifySealed(exported: Uint8Array, signerPublicKey: Uint8Array):
   let d = 0;
   for (let i = 0; i < HASH_BYTES; i++)
     d |= (recordHash[i] ^ leaf.recordHash[i]) | (govHash[i] ^ leaf.governanceHash[i]);
+  for (let i = 0; i < SALT_BYTES; i++) d |= e.salt[i] ^ leaf.salt[i]; // the commit salt is bound by the leaf
   if (d !== 0) return fail('the record or its governance state does not match its leaf');
   let header: RecordHeader;
   try {
@@ -450,8 +500,12 @@ export function openSealed(
   const e = decodeExport(bytes('exported', exported));
   const leaf = e && readLeaf(e.leafData);
   if (e === undefined || leaf === undefined) throw new PqdbError('CORRUPTION', 'not a well-formed pqdb sealed export');
-  const { plaintext, header } = openRecord(e.record, leaf.collection, leaf.id, (suite, generation) =>
-    dataKeyFor(suite, generation, e.governance),
+  const { plaintext, header } = openRecord(
+    e.record,
+    leaf.collection,
+    leaf.id,
+    (suite, generation) => dataKeyFor(suite, generation, e.governance),
+    e.salt,
   );
   return { plaintext, collection: leaf.collection, id: leaf.id, header };
 }

@@ -9,6 +9,12 @@
 //   GCM suite:      K_r = HKDF-Expand(K, "pqdb record key v1" ‖ be64(sequence), 32),
 //                   C   = HKDF-Expand(K, "pqdb record commit v1" ‖ be64(sequence), 32),
 //                   record = H ‖ C ‖ AES-256-GCM_{K_r}(nonce, AAD, plaintext)
+//                   With a commit salt σ (16 random bytes a store draws per commit page and keeps
+//                   once in the page, `address.salt`): K_r = HKDF-Expand(K, "pqdb record key v2" ‖
+//                   σ ‖ be64(sequence), 32) and C likewise with "pqdb record commit v2", so a write
+//                   sequence handed out again (after a failed commit, a torn tail, a restore) still
+//                   gets a fresh key: no (key, nonce) pair repeats under AES-GCM. σ adds no byte to
+//                   the record; a wrong σ gives a wrong key, so it is bound like the AAD.
 // Nothing in a record depends on how the root was established (ML-KEM hybrid or classical X25519):
 // the per-record cost of post-quantum key establishment is zero bytes.
 
@@ -30,6 +36,10 @@ const enc = new TextEncoder();
 const DATA_KEY_LABEL = enc.encode('pqdb data key v1');
 const RECORD_KEY_LABEL = enc.encode('pqdb record key v1');
 const COMMIT_LABEL = enc.encode('pqdb record commit v1');
+const RECORD_KEY_LABEL_SALTED = enc.encode('pqdb record key v2');
+const COMMIT_LABEL_SALTED = enc.encode('pqdb record commit v2');
+/** Bytes of a commit salt. */
+export const SALT_BYTES = 16;
 
 /** Governance state captured with a write (DESIGN §9): small, flat, JSON-like values. */
 export type Governance = Readonly<Record<string, string | number | boolean | null>>;
@@ -95,8 +105,10 @@ export interface RecordAddress {
   collection: string;
   id: string;
   generation: number;
-  /** The store-wide write sequence: unique per write, never reused (the nonce is derived from it). */
+  /** The store-wide write sequence (the nonce is derived from it). */
   sequence: number;
+  /** The commit salt σ of the page the record is sealed into (suites with subkeys; see above). */
+  salt?: Uint8Array;
 }
 
 export interface RecordHeader {
@@ -164,9 +176,21 @@ function nonceOf(sequence: number): Uint8Array {
   return n;
 }
 
-function recordKeys(s: Suite, dataKey: Uint8Array, sequence: number): { key: Uint8Array; commitment?: Uint8Array } {
+function recordKeys(
+  s: Suite,
+  dataKey: Uint8Array,
+  sequence: number,
+  salt?: Uint8Array,
+): { key: Uint8Array; commitment?: Uint8Array } {
   if (!s.commitment) return { key: dataKey };
   const seq = be64(sequence);
+  if (salt !== undefined) {
+    bytes('salt', salt, SALT_BYTES);
+    return {
+      key: expand(s.kdf, dataKey, concatBytes([RECORD_KEY_LABEL_SALTED, salt, seq]), 32),
+      commitment: expand(s.kdf, dataKey, concatBytes([COMMIT_LABEL_SALTED, salt, seq]), COMMITMENT_BYTES),
+    };
+  }
   return {
     key: expand(s.kdf, dataKey, concatBytes([RECORD_KEY_LABEL, seq]), 32),
     commitment: expand(s.kdf, dataKey, concatBytes([COMMIT_LABEL, seq]), COMMITMENT_BYTES),
@@ -180,6 +204,7 @@ function checkAddress(a: RecordAddress): void {
   if (typeof a.id !== 'string') throw new TypeError('"id" expected a string');
   integer('generation', a.generation, 0, 2 ** 32 - 1);
   integer('sequence', a.sequence, 0, MAX_SEQUENCE);
+  if (a.salt !== undefined) bytes('salt', a.salt, SALT_BYTES);
 }
 
 /** Bytes a sealed record of `plaintextLength` bytes takes under `suite`. */
@@ -213,7 +238,7 @@ export function sealRecord(
   integer('flags', flags, 0, 255);
   const header = encodeHeader(s, flags, address.generation, address.sequence);
   const aad = aadOf(header, address.collection, address.id);
-  const { key, commitment } = recordKeys(s, dataKey, address.sequence);
+  const { key, commitment } = recordKeys(s, dataKey, address.sequence, address.salt);
   try {
     // Written into `output` (exactly sealedLength bytes, e.g. its slot in a page) when given.
     const out =
@@ -238,7 +263,7 @@ export function sealRecord(
 
 /**
  * Opens a sealed record stored at (collection, id); `keyFor(suite, generation)` returns the data
- * key the header calls for.
+ * key the header calls for; `salt`, the commit salt it was sealed with, if any.
  * @throws PqdbError AUTH_FAILED when the record, its header or its place were altered or the key is
  * wrong; CORRUPTION/FORMAT_VERSION for unreadable headers.
  */
@@ -247,6 +272,7 @@ export function openRecord(
   collection: string,
   id: string,
   keyFor: (suite: Suite, generation: number) => DataKey,
+  salt?: Uint8Array,
 ): { plaintext: Uint8Array; header: RecordHeader } {
   const header = readHeader(record);
   const s = header.suite;
@@ -254,7 +280,7 @@ export function openRecord(
   const keyed = given instanceof Uint8Array ? undefined : given.aead;
   const dataKey = bytes('dataKey', given instanceof Uint8Array ? given : given.key, 32);
   const aad = aadOf(record.subarray(0, HEADER_BYTES), collection, id);
-  const { key, commitment } = recordKeys(s, dataKey, header.sequence);
+  const { key, commitment } = recordKeys(s, dataKey, header.sequence, salt);
   try {
     let at = HEADER_BYTES;
     if (commitment) {

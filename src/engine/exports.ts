@@ -7,6 +7,7 @@ import type { KeyDirectory } from './directory';
 import type { MerkleLogs } from './merkle-log';
 import type { PageCache } from './page-cache';
 import type { Checkpoints } from './checkpoints';
+import { pageSalt } from './page-format';
 
 export interface ExportContext {
   readonly directory: KeyDirectory;
@@ -30,10 +31,21 @@ export async function exportSealed(ctx: ExportContext, collection: string, id: s
   const record = page.slice(loc.offset, loc.offset + loc.length);
   const proof = ctx.logs.tree(loc.generation, cp.size).inclusionProof(loc.leafIndex);
   return encodeExport({
-    leafData: leafData(ctx.storeId, collection, id, loc.sequence, loc.suite, loc.generation, record, loc.governance),
+    leafData: leafData(
+      ctx.storeId,
+      collection,
+      id,
+      loc.sequence,
+      loc.suite,
+      loc.generation,
+      record,
+      loc.governance,
+      pageSalt(page),
+    ),
     record,
     governance: loc.governance,
     leafIndex: loc.leafIndex,
+    salt: pageSalt(page),
     proof,
     signedCheckpoint: cp.signed,
   });

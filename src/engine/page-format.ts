@@ -1,9 +1,10 @@
 // Commit, log and index pages as the engine writes them into a PageStore (which sees only these
 // opaque bytes). Layouts are documented in docs/format.md.
 //
-// Commit page:
-//   "PQDP" ‖ version(1) ‖ be32(generation) ‖ be32(|sealed index|) ‖ sealed index ‖ record blobs
-//   sealed index = AES-256-GCM-SIV(K_page_g, nonce = 0^8 ‖ be32(page id), aad = first 9 bytes ‖ be32(page id))
+// Commit page (version 2):
+//   "PQDP" ‖ 2 ‖ be32(generation) ‖ be32(|sealed index|) ‖ salt(16) ‖ sealed index ‖ record blobs
+//   sealed index = AES-256-GCM-SIV(K_page_g, nonce = 0^8 ‖ be32(page id), aad = first 9 bytes ‖ be32(page id) ‖ salt)
+//   salt = 16 random bytes per commit page, the commit salt of its records (src/crypto/record.ts)
 //   K_page_g     = HKDF-SHA384(R_g, salt_g, "pqdb page key v1", 32)
 //   index        = varint(n) then per operation:
 //                  kind(1: put, 2: delete, 3: put by a migration's copy) ‖ str(collection) ‖ str(id) ‖ be64(sequence)
@@ -31,6 +32,7 @@ import { hkdf } from '../kernels/hmac';
 import { sha384 } from '../kernels/sha2';
 import { utf8Length, writeUtf8 } from '../_utf8';
 import { getU64, setU64 } from '../_bytes';
+import { SALT_BYTES } from '../crypto/record';
 
 const enc = new TextEncoder();
 const dec = new TextDecoder('utf-8', { fatal: true });
@@ -41,8 +43,10 @@ const CHECKPOINT_MAGIC = [0x50, 0x51, 0x44, 0x43]; // PQDC: a signed checkpoint 
 const HASH_BYTES = 48;
 /** Magic, version and be32(generation): the part of every page head that names its kind and key. */
 const KIND_HEAD_BYTES = 9;
-/** Commit page head: kind head ‖ be32(|sealed index|). */
-const PAGE_HEAD_BYTES = 13;
+/** Commit page head: kind head ‖ be32(|sealed index|) ‖ commit salt. */
+const PAGE_HEAD_BYTES = 13 + SALT_BYTES;
+/** The commit page format (2: with a commit salt). */
+export const COMMIT_PAGE_VERSION = 2;
 /** Log page head: kind head ‖ be64(from) ‖ be64(to). */
 const LOG_HEAD_BYTES = 25;
 /** Index page head: kind head ‖ be32(number of parts). */
@@ -362,6 +366,20 @@ function pageNonce(pageId: number): Uint8Array {
   return n;
 }
 
+/** The sealed index's AAD: kind head ‖ be32(page id) ‖ commit salt. */
+function indexAadOf(head: Uint8Array, pageId: number): Uint8Array {
+  const aad = new Uint8Array(KIND_HEAD_BYTES + 4 + SALT_BYTES);
+  aad.set(head.subarray(0, KIND_HEAD_BYTES));
+  new DataView(aad.buffer).setUint32(KIND_HEAD_BYTES, pageId);
+  aad.set(head.subarray(PAGE_HEAD_BYTES - SALT_BYTES, PAGE_HEAD_BYTES), KIND_HEAD_BYTES + 4);
+  return aad;
+}
+
+/** The commit salt of a commit page (a view; the page was checked by decodePage or pageGeneration). */
+export function pageSalt(page: Uint8Array): Uint8Array {
+  return page.subarray(PAGE_HEAD_BYTES - SALT_BYTES, PAGE_HEAD_BYTES);
+}
+
 /** An operation to write: puts give their sealed length and a function sealing into their slot. */
 export type PageWriteOp =
   | {
@@ -371,7 +389,8 @@ export type PageWriteOp =
       sequence: number;
       governance: string;
       length: number;
-      seal: (slot: Uint8Array) => void;
+      /** Seals the record into `slot`, with the page's commit salt. */
+      seal: (slot: Uint8Array, salt: Uint8Array) => void;
       copy?: boolean;
     }
   | { kind: 'delete'; collection: string; id: string; sequence: number };
@@ -414,12 +433,12 @@ export function encodePage(
   }
   const head = new Uint8Array(PAGE_HEAD_BYTES);
   head.set(PAGE_MAGIC);
-  head[4] = PAGE_VERSION;
+  head[4] = COMMIT_PAGE_VERSION;
   const dv = new DataView(head.buffer);
+  const salt = head.subarray(PAGE_HEAD_BYTES - SALT_BYTES);
+  globalThis.crypto.getRandomValues(salt); // fresh per page: a reused sequence still gets a fresh record key
   dv.setUint32(5, generation);
-  const aad = new Uint8Array(KIND_HEAD_BYTES + 4); // kind head ‖ be32(page id)
-  aad.set(head.subarray(0, KIND_HEAD_BYTES));
-  new DataView(aad.buffer).setUint32(9, pageId);
+  const aad = indexAadOf(head, pageId);
   const sealed = gcmsiv(key, pageNonce(pageId), aad).encrypt(index.bytes());
   dv.setUint32(9, sealed.length);
   const base = PAGE_HEAD_BYTES + sealed.length;
@@ -431,7 +450,7 @@ export function encodePage(
     const at = located[i++];
     if (op.kind === 'put' && at.kind === 'put') {
       at.offset += base; // absolute within the page, as decodePage reports
-      op.seal(page.subarray(at.offset, at.offset + at.length));
+      op.seal(page.subarray(at.offset, at.offset + at.length), salt);
     }
   }
   return { bytes: page, index: located };
@@ -441,7 +460,7 @@ export function encodePage(
 export function pageGeneration(page: Uint8Array): number {
   if (page.length < PAGE_HEAD_BYTES || PAGE_MAGIC.some((m, i) => page[i] !== m))
     throw new PqdbError('CORRUPTION', 'not a pqdb commit page');
-  if (page[4] !== PAGE_VERSION)
+  if (page[4] !== COMMIT_PAGE_VERSION)
     throw new PqdbError('FORMAT_VERSION', `commit page version ${page[4]} is not supported`);
   return new DataView(page.buffer, page.byteOffset).getUint32(5);
 }
@@ -454,9 +473,7 @@ export function decodePage(pageId: number, key: Uint8Array, page: Uint8Array): I
   pageGeneration(page);
   const sealedLen = new DataView(page.buffer, page.byteOffset).getUint32(9);
   if (PAGE_HEAD_BYTES + sealedLen > page.length) throw new PqdbError('CORRUPTION', 'commit page is truncated');
-  const aad = new Uint8Array(KIND_HEAD_BYTES + 4); // kind head ‖ be32(page id)
-  aad.set(page.subarray(0, 9));
-  new DataView(aad.buffer).setUint32(9, pageId);
+  const aad = indexAadOf(page, pageId);
   const index = new In(
     gcmsiv(key, pageNonce(pageId), aad).decrypt(page.subarray(PAGE_HEAD_BYTES, PAGE_HEAD_BYTES + sealedLen)),
   );

@@ -12,7 +12,7 @@ import { openRecord, sealRecord, sealedLength } from '../crypto/record';
 import type { KeyRing } from './keys';
 import type { Registry } from './registry';
 import type { PageCache } from './page-cache';
-import type { PageWriteOp } from './page-format';
+import { pageSalt, type PageWriteOp } from './page-format';
 import type { Location } from './directory';
 
 export type Purpose = 'read' | 'copy' | 'index' | 'verify';
@@ -25,6 +25,8 @@ export interface Expected {
   governance: string;
   /** The generation of the page it sits in, when known (the verifier checks it). */
   generation?: number;
+  /** The commit salt of the page it sits in. */
+  salt?: Uint8Array;
 }
 
 /**
@@ -40,10 +42,16 @@ export function openStored(
   registry?: Registry,
 ): Uint8Array {
   const gated = purpose !== 'copy' ? registry : undefined;
-  const { plaintext, header } = openRecord(blob, at.collection, at.id, (suite, generation) => {
-    gated?.checkRead(suite.id);
-    return keys.aeadFor(suite.id, generation, at.governance);
-  });
+  const { plaintext, header } = openRecord(
+    blob,
+    at.collection,
+    at.id,
+    (suite, generation) => {
+      gated?.checkRead(suite.id);
+      return keys.aeadFor(suite.id, generation, at.governance);
+    },
+    at.salt,
+  );
   const where = `record ${at.collection}/${at.id}`;
   if (header.sequence !== at.sequence) {
     plaintext.fill(0);
@@ -91,7 +99,7 @@ export class RecordIO {
     return openStored(
       purpose,
       page.subarray(loc.offset, loc.offset + loc.length),
-      { collection, id, sequence: loc.sequence, governance: loc.governance },
+      { collection, id, sequence: loc.sequence, governance: loc.governance, salt: pageSalt(page) },
       this.#keys,
       this.#registry(),
     );
@@ -112,8 +120,15 @@ export class RecordIO {
       sequence,
       governance,
       length: sealedLength(suite, plaintext.length),
-      seal: (slot: Uint8Array) =>
-        void sealRecord(suite, this.#keys.aeadFor(suite, generation, governance), address, plaintext, 0, slot),
+      seal: (slot: Uint8Array, salt: Uint8Array) =>
+        void sealRecord(
+          suite,
+          this.#keys.aeadFor(suite, generation, governance),
+          { ...address, salt },
+          plaintext,
+          0,
+          slot,
+        ),
       ...(spec.copy === true ? { copy: true } : {}),
     };
   }

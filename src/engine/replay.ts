@@ -19,7 +19,7 @@ import type { KeyDirectory } from './directory';
 import type { MerkleLogs } from './merkle-log';
 import { b64, unb64, type Manifest } from './manifest';
 import type { CommitPage, Draft } from './commit';
-import { decodeLogPage, decodePage, pageGeneration, pageKey, pageKind, type IndexedOp } from './page-format';
+import { decodeLogPage, decodePage, pageGeneration, pageKey, pageKind, pageSalt, type IndexedOp } from './page-format';
 
 /** A checkpoint with the signed bytes it was decoded from. */
 export type SignedCheckpoint = Checkpoint & { signed: Uint8Array };
@@ -86,13 +86,14 @@ export function opLeafHashes(
   bytes: Uint8Array,
   ops: readonly IndexedOp[],
 ): Uint8Array {
+  const salt = pageSalt(bytes);
   return recordLeafHashes(
     storeId,
     ops.map((op) => {
       const record = op.kind === 'put' ? bytes.subarray(op.offset, op.offset + op.length) : undefined;
       const { collection, id, sequence } = op;
       const governance = op.kind === 'put' ? op.governance : '';
-      return { collection, id, sequence, suite: record?.[1] ?? 0, generation, record, governance };
+      return { collection, id, sequence, suite: record?.[1] ?? 0, generation, record, governance, salt };
     }),
   );
 }

@@ -52,6 +52,7 @@ import {
   decodeIndexPage,
   indexPageGeneration,
   pageKind,
+  pageSalt,
   logPageRange,
   type IndexedOp,
 } from './page-format';
@@ -257,13 +258,14 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
           const ops = decodePage(pageId, keys.generationKey(g, 'page', pageKey), page);
           checkRecords(pageId, g, page, ops, keys);
           // Every operation is a leaf, a delete too (its leaf has no record).
+          const salt = pageSalt(page);
           const hashes = recordLeafHashes(
             storeId,
             ops.map((op) => {
               const record = op.kind === 'put' ? page!.subarray(op.offset, op.offset + op.length) : undefined;
               const governance = op.kind === 'put' ? op.governance : '';
               const { collection, id, sequence } = op;
-              return { collection, id, sequence, suite: record?.[1] ?? 0, generation: g, record, governance };
+              return { collection, id, sequence, suite: record?.[1] ?? 0, generation: g, record, governance, salt };
             }),
           );
           let list = leaves.get(g);
@@ -486,7 +488,7 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       if (op.kind !== 'put') continue;
       try {
         const blob = page.subarray(op.offset, op.offset + op.length);
-        openStored('verify', blob, { ...op, generation: g }, ring).fill(0);
+        openStored('verify', blob, { ...op, generation: g, salt: pageSalt(page) }, ring).fill(0);
         counts.recordsDecrypted++;
       } catch (e) {
         fail(`record ${op.collection}/${op.id} (page ${pageId})`, e);
