@@ -204,7 +204,8 @@ function checkAddress(a: RecordAddress): void {
   if (typeof a.id !== 'string') throw new TypeError('"id" expected a string');
   integer('generation', a.generation, 0, 2 ** 32 - 1);
   integer('sequence', a.sequence, 0, MAX_SEQUENCE);
-  if (a.salt !== undefined) bytes('salt', a.salt, SALT_BYTES);
+  if (a.salt !== undefined && (!(a.salt instanceof Uint8Array) || a.salt.length !== SALT_BYTES))
+    throw new TypeError(`"salt" expected Uint8Array of length ${SALT_BYTES}`);
 }
 
 /** Bytes a sealed record of `plaintextLength` bytes takes under `suite`. */

@@ -112,7 +112,6 @@ export class RecordIO {
    */
   put(spec: PutSpec): PageWriteOp {
     const { collection, id, suite, generation, sequence, governance, plaintext } = spec;
-    const address = { collection, id, generation, sequence };
     return {
       kind: 'put',
       collection,
@@ -120,15 +119,10 @@ export class RecordIO {
       sequence,
       governance,
       length: sealedLength(suite, plaintext.length),
-      seal: (slot: Uint8Array, salt: Uint8Array) =>
-        void sealRecord(
-          suite,
-          this.#keys.aeadFor(suite, generation, governance),
-          { ...address, salt },
-          plaintext,
-          0,
-          slot,
-        ),
+      seal: (slot: Uint8Array, salt: Uint8Array) => {
+        const address = { collection, id, generation, sequence, salt }; // one shape for every record
+        sealRecord(suite, this.#keys.aeadFor(suite, generation, governance), address, plaintext, 0, slot);
+      },
       ...(spec.copy === true ? { copy: true } : {}),
     };
   }
