@@ -12,7 +12,7 @@
 import { PqdbError } from '../errors';
 import type { PageStore } from '../storage/page-store';
 import { recordLeafHashes, decodeCheckpoint, checkpointHash, type Checkpoint } from '../crypto/proofs';
-import { HASH_BYTES, MerkleAppender } from '../crypto/merkle';
+import { HASH_BYTES } from '../crypto/merkle';
 import { concatBytes, equalBytes } from '../_bytes';
 import type { KeyRing } from './keys';
 import type { KeyDirectory } from './directory';
@@ -215,27 +215,34 @@ export async function replay(
 /**
  * The signed checkpoints as opening checks them (their signatures are checked by verifyStore and
  * by whoever holds the signer's public key): each names this store, chains to the one before it by
- * hash, does not shrink its generation's log, and its root is the root of that many leaves of the
- * log now.
+ * hash and does not shrink its generation's log; the last of each generation covers no more than
+ * the log holds and its root is the root of that many leaves of the log now (from the compact range
+ * when it covers the whole log, so a cold open does not rehash the log). Earlier checkpoints are
+ * named by the authenticated manifest and chained to the last, whose root the log must give.
  * @throws PqdbError CORRUPTION for a checkpoint that fails any of these.
  */
 function checkCheckpoints(list: readonly SignedCheckpoint[], t: Pick<ReplayTarget, 'logs' | 'storeId'>): void {
   let previous: Uint8Array = new Uint8Array(48);
-  // One pass over each generation's log: the roots at the checkpoints' sizes as it passes them.
-  const walks = new Map<number, MerkleAppender>();
+  const sizes = new Map<number, number>();
+  const last = new Map<number, number>();
   list.forEach((c, i) => {
     const bad = (why: string) => {
       throw new PqdbError('CORRUPTION', `checkpoint ${i} (generation ${c.generation}, size ${c.size}) ${why}`);
     };
     if (!equalBytes(c.storeId, t.storeId)) bad('belongs to another store');
     if (!equalBytes(c.previous, previous)) bad('does not chain to the checkpoint before it');
-    let walk = walks.get(c.generation);
-    if (walk === undefined) walks.set(c.generation, (walk = new MerkleAppender()));
-    if (c.size < walk.size) bad('is smaller than an earlier checkpoint of its generation');
-    const log = t.logs.log(c.generation);
-    if (log.length < c.size * HASH_BYTES) bad('covers more of the log than the store holds');
-    walk.appendHashes(log.subarray(walk.size * HASH_BYTES, c.size * HASH_BYTES));
-    if (!equalBytes(walk.root(), c.root)) bad('does not match the log');
+    if (c.size < (sizes.get(c.generation) ?? 0)) bad('is smaller than an earlier checkpoint of its generation');
+    if (t.logs.size(c.generation) < c.size) bad('covers more of the log than the store holds');
+    sizes.set(c.generation, c.size);
+    last.set(c.generation, i);
     previous = checkpointHash(c.signed);
   });
+  for (const i of last.values()) {
+    const c = list[i];
+    if (!equalBytes(t.logs.rootAt(c.generation, c.size), c.root))
+      throw new PqdbError(
+        'CORRUPTION',
+        `checkpoint ${i} (generation ${c.generation}, size ${c.size}) does not match the log`,
+      );
+  }
 }
