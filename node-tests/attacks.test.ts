@@ -41,11 +41,11 @@ async function victimStore() {
   return { medium, storeId };
 }
 
-/** Opens the victim's store on `medium`; closing the store closes its page store too. */
-const openVictim = async (medium: MemoryMedium, extra: { storeId?: string } = {}) => {
+/** Opens the victim's store on `medium` with `options`; closing the store closes its page store too. */
+const openVictim = async (medium: MemoryMedium, options: Partial<Parameters<typeof openStore>[0]> = {}) => {
   const storage = await openMemoryPageStore({ medium });
   try {
-    const store = await openStore({ storage, unlock: victim.secretKey, ...extra });
+    const store = await openStore({ storage, unlock: victim.secretKey, ...options });
     const close = store.close.bind(store);
     store.close = async () => {
       await close();
@@ -149,30 +149,15 @@ async function crcOf(bytes: Uint8Array): Promise<number> {
 
 describe('rollback and splice', () => {
   const signer = generateSigner();
-  const openOn = async (medium: MemoryMedium, create = false, extra: { minCommit?: number } = {}) => {
-    const storage = await openMemoryPageStore({ medium });
-    try {
-      const store = await openStore({
-        storage,
-        create,
-        recipients: [victim.publicKey],
-        unlock: victim.secretKey,
-        signer: signer.secretKey,
-        signerPublicKey: signer.publicKey,
-        autoCheckpoint: false,
-        ...extra,
-      });
-      const close = store.close.bind(store);
-      store.close = async () => {
-        await close();
-        await storage.close();
-      };
-      return store;
-    } catch (e) {
-      await storage.close();
-      throw e;
-    }
-  };
+  const openOn = (medium: MemoryMedium, create = false, extra: { minCommit?: number } = {}) =>
+    openVictim(medium, {
+      create,
+      recipients: [victim.publicKey],
+      signer: signer.secretKey,
+      signerPublicKey: signer.publicKey,
+      autoCheckpoint: false,
+      ...extra,
+    });
 
   it('a dropped delete-only commit page does not bring the record back: open refuses', async () => {
     const medium = new MemoryMedium();
