@@ -13,15 +13,25 @@ import {
 } from '../src/index';
 import { MerkleLogs } from '../src/engine/merkle-log';
 import { Checkpoints } from '../src/engine/checkpoints';
-import { signCheckpoint } from '../src/crypto/proofs';
-import { sealedLength } from '../src/crypto/record';
+import { signCheckpoint, recordLeafHash } from '../src/crypto/proofs';
+import { sealedLength, readHeader } from '../src/crypto/record';
 import { compileSchema, encodeValue } from '../src/engine/codec';
 import { MemoryMedium } from '../src/storage/memory';
 import { KeyRing } from '../src/engine/keys';
 import { Registry } from '../src/engine/registry';
 import { CommitPipeline } from '../src/engine/commit';
 import { wrapRoot } from '../src/crypto/envelope';
-import { encodeManifest, hex, newManifest, readManifest, b64, STORE_ID_LABEL } from '../src/engine/manifest';
+import {
+  encodeManifest,
+  hex,
+  newManifest,
+  readManifest,
+  b64,
+  unlockManifest,
+  STORE_ID_LABEL,
+} from '../src/engine/manifest';
+import { pageKind, pageSalt } from '../src/engine/page-format';
+import { leafBlind } from '../src/engine/keys';
 
 const victim = generateRecipient('hybrid');
 const schema = { text: 'string' } as const;
@@ -299,5 +309,52 @@ describe('AES-GCM nonces', () => {
     expect(xorPt.length).toBe(32);
     const hex = (u: Uint8Array) => Buffer.from(u).toString('hex');
     expect(hex(xorCt)).not.toContain(hex(xorPt)); // no keystream reuse
+  });
+});
+
+describe('published leaf hashes', () => {
+  it('are no dictionary oracle: a leaf recomputed from the medium and guessed ids and governance matches none', async () => {
+    const medium = new MemoryMedium();
+    const signer = generateSigner();
+    const store = await openVictim(medium, {
+      create: true,
+      recipients: [victim.publicKey],
+      signer: signer.secretKey,
+      signerPublicKey: signer.publicKey,
+      autoCheckpoint: false,
+    });
+    const notes = store.collection('notes', { schema });
+    await notes.put('alice', { text: 'x' }, { governance: { scope: 'hr' } }); // one record per commit page
+    await store.checkpoint();
+    const storeId = Uint8Array.from(store.info().storeId.match(/../g)!, (h) => parseInt(h, 16));
+    await store.close();
+    const pages = [...medium.pages.values()].map((p) => p.bytes);
+    const commit = pages.find((b) => pageKind(b) === 'commit')!;
+    const log = pages.find((b) => pageKind(b) === 'log')!;
+    const published = Buffer.from(log.subarray(25)).toString('hex');
+    // What the medium shows: the sealed record (at the page's end), its header, the commit salt.
+    const length = sealedLength(2, encodeValue(compileSchema(schema), { text: 'x' }).length);
+    const record = commit.subarray(commit.length - length);
+    const header = readHeader(record);
+    const guess = (blind?: Uint8Array) =>
+      Buffer.from(
+        recordLeafHash(
+          storeId,
+          'notes',
+          'alice',
+          header.sequence,
+          header.suite.id,
+          header.generation,
+          record,
+          '{"scope":"hr"}',
+          pageSalt(commit),
+          blind,
+        ),
+      ).toString('hex');
+    expect(published).not.toContain(guess()); // every guess right, but no blind: no match
+    // The store's own computation (with the store secret's blind) is what was published.
+    const { keys } = unlockManifest(medium.manifest!.bytes, victim.secretKey);
+    expect(published).toContain(guess(leafBlind(keys, pageSalt(commit))));
+    keys.close();
   });
 });

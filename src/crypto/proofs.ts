@@ -74,32 +74,31 @@ export function leafData(
   record: Uint8Array,
   governance: string,
   salt: Uint8Array = NO_SALT,
+  blind: Uint8Array = NO_BLIND,
 ): Uint8Array {
   const out = new Uint8Array(leafBytes(collection, id));
-  writeLeaf(
-    out,
-    storeId,
-    collection,
-    id,
-    sequence,
-    suite,
-    generation,
-    sha384(record),
-    governanceHash(governance),
-    salt,
-  );
+  const gov = governanceHash(governance);
+  writeLeaf(out, storeId, collection, id, sequence, suite, generation, sha384(record), gov, salt, blind);
   return out;
 }
 
 /** Bytes of a leaf's data for (collection, id). */
 const leafBytes = (collection: string, id: string) =>
-  5 + 16 + 2 + utf8Length(collection) + 2 + utf8Length(id) + 8 + 1 + 4 + 2 * HASH_BYTES + SALT_BYTES;
+  5 + 16 + 2 + utf8Length(collection) + 2 + utf8Length(id) + 8 + 1 + 4 + 2 * HASH_BYTES + SALT_BYTES + BLIND_BYTES;
 
 /** Leaf kinds: a stored record version, and a delete (so dropping a delete-only commit shows). */
 const LEAF_PUT = 1;
 const LEAF_DELETE = 2;
 /** The commit salt of leaves computed without one (16 zero bytes). */
 const NO_SALT = new Uint8Array(SALT_BYTES);
+/**
+ * Bytes of a leaf's blind: a value only holders of the store's secret can compute (the engine takes
+ * an HMAC of the commit salt under a key from the store secret), so the leaf hashes a log page
+ * publishes cannot be matched against guessed ids or governance states. An export carries its
+ * leaf, blind included, so verifySealed needs nothing else.
+ */
+export const BLIND_BYTES = 32;
+const NO_BLIND = new Uint8Array(BLIND_BYTES);
 const ZERO_HASH = new Uint8Array(HASH_BYTES);
 
 function writeLeaf(
@@ -113,6 +112,7 @@ function writeLeaf(
   recordHash: Uint8Array,
   govHash: Uint8Array,
   salt: Uint8Array,
+  blind: Uint8Array,
   kind = LEAF_PUT,
 ): void {
   const cl = utf8Length(collection);
@@ -134,6 +134,7 @@ function writeLeaf(
   out.set(recordHash, at);
   out.set(govHash, at + HASH_BYTES);
   out.set(bytes('salt', salt, SALT_BYTES), at + 2 * HASH_BYTES);
+  out.set(bytes('blind', blind, BLIND_BYTES), at + 2 * HASH_BYTES + SALT_BYTES);
 }
 
 /**
@@ -150,6 +151,8 @@ export interface LeafInput {
   governance: string;
   /** The commit salt of the page the operation is in. */
   salt?: Uint8Array;
+  /** The leaf's blind (BLIND_BYTES). */
+  blind?: Uint8Array;
 }
 
 /**
@@ -171,19 +174,9 @@ export function recordLeafHashes(storeId: Uint8Array, items: readonly LeafInput[
     const govHash = put ? governanceHash(x.governance) : ZERO_HASH;
     const kind = put ? LEAF_PUT : LEAF_DELETE;
     const salt = x.salt ?? NO_SALT;
-    writeLeaf(
-      v,
-      storeId,
-      x.collection,
-      x.id,
-      x.sequence,
-      put ? x.suite : 0,
-      x.generation,
-      recordHash,
-      govHash,
-      salt,
-      kind,
-    );
+    const blind = x.blind ?? NO_BLIND;
+    const suite = put ? x.suite : 0;
+    writeLeaf(v, storeId, x.collection, x.id, x.sequence, suite, x.generation, recordHash, govHash, salt, blind, kind);
     views.push(v);
     at += sizes[i];
   });
@@ -201,8 +194,9 @@ export function recordLeafHash(
   record: Uint8Array,
   governance: string,
   salt: Uint8Array = NO_SALT,
+  blind: Uint8Array = NO_BLIND,
 ): Uint8Array {
-  return leafHash(leafData(storeId, collection, id, sequence, suite, generation, record, governance, salt));
+  return leafHash(leafData(storeId, collection, id, sequence, suite, generation, record, governance, salt, blind));
 }
 
 export function encodeCheckpoint(c: Checkpoint): Uint8Array {
@@ -406,7 +400,7 @@ function readLeaf(leaf: Uint8Array):
     const suite = leaf[at++];
     const generation = new DataView(leaf.buffer, leaf.byteOffset).getUint32(at);
     at += 4;
-    if (at + 2 * HASH_BYTES + SALT_BYTES !== leaf.length) return undefined;
+    if (at + 2 * HASH_BYTES + SALT_BYTES + BLIND_BYTES !== leaf.length) return undefined;
     return {
       storeId: leaf.slice(5, 21),
       collection,
@@ -416,7 +410,7 @@ function readLeaf(leaf: Uint8Array):
       generation,
       recordHash: leaf.slice(at, at + HASH_BYTES),
       governanceHash: leaf.slice(at + HASH_BYTES, at + 2 * HASH_BYTES),
-      salt: leaf.slice(at + 2 * HASH_BYTES),
+      salt: leaf.slice(at + 2 * HASH_BYTES, at + 2 * HASH_BYTES + SALT_BYTES),
     };
   } catch {
     return undefined;

@@ -15,6 +15,8 @@ export interface ExportContext {
   readonly cache: PageCache;
   readonly checkpoints: Checkpoints;
   readonly storeId: Uint8Array;
+  /** The blind of a page's leaves (keys.ts leafBlind). */
+  blind(salt: Uint8Array): Uint8Array;
 }
 
 /**
@@ -41,6 +43,7 @@ export async function exportSealed(ctx: ExportContext, collection: string, id: s
       record,
       loc.governance,
       pageSalt(page),
+      ctx.blind(pageSalt(page)),
     ),
     record,
     governance: loc.governance,

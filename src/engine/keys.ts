@@ -42,6 +42,16 @@ export function storeKey(secret: Uint8Array, label: string, length = 32): Uint8A
   return hkdf(sha384, secret, new Uint8Array(0), enc.encode(label), length);
 }
 
+/**
+ * The blind of the leaves of a commit page with commit salt `salt`: HMAC-SHA384 under a key from
+ * the store secret, cut to 32 bytes (src/crypto/proofs.ts BLIND_BYTES). Published leaf hashes are
+ * then no dictionary oracle for ids or governance states.
+ * @throws PqdbError AUTH_FAILED when the store secret is locked.
+ */
+export function leafBlind(keys: KeyRing, salt: Uint8Array): Uint8Array {
+  return hmac(sha384, keys.storeKey('pqdb leaf blind key v1'), salt).slice(0, 32);
+}
+
 /** bind_g for a generation record and its root (see the file header). */
 function bindOf(secret: Uint8Array, r: GenerationRecord, root: Uint8Array): Uint8Array {
   const check = hkdf(sha384, root, r.salt, enc.encode('pqdb root check v1'), 32);

@@ -39,6 +39,8 @@ export interface ReplayTarget {
   readonly directory: KeyDirectory;
   readonly logs: MerkleLogs;
   readonly storeId: Uint8Array;
+  /** The blind of the leaves of a page with this commit salt (keys.ts leafBlind). */
+  blind(salt: Uint8Array): Uint8Array;
   /** Called for every commit page applied, after the directory and log took it. */
   onPage?(page: ReplayPage): void;
 }
@@ -58,7 +60,7 @@ export function applyCommitPage(t: ReplayTarget, page: ReplayPage, known?: Uint8
     page.leaves ??
     (known !== undefined && (at + ops.length) * HASH_BYTES <= known.length
       ? known.subarray(at * HASH_BYTES, (at + ops.length) * HASH_BYTES)
-      : opLeafHashes(t.storeId, generation, bytes, ops));
+      : opLeafHashes(t.storeId, generation, bytes, ops, t.blind(pageSalt(bytes))));
   let leafIndex = t.logs.append(generation, leaves);
   for (const op of ops) {
     if (op.kind === 'delete') {
@@ -85,6 +87,7 @@ export function opLeafHashes(
   generation: number,
   bytes: Uint8Array,
   ops: readonly IndexedOp[],
+  blind: Uint8Array,
 ): Uint8Array {
   const salt = pageSalt(bytes);
   return recordLeafHashes(
@@ -93,7 +96,7 @@ export function opLeafHashes(
       const record = op.kind === 'put' ? bytes.subarray(op.offset, op.offset + op.length) : undefined;
       const { collection, id, sequence } = op;
       const governance = op.kind === 'put' ? op.governance : '';
-      return { collection, id, sequence, suite: record?.[1] ?? 0, generation, record, governance, salt };
+      return { collection, id, sequence, suite: record?.[1] ?? 0, generation, record, governance, salt, blind };
     }),
   );
 }
@@ -102,8 +105,8 @@ export function opLeafHashes(
  * `sealed` hook: the commit page's leaf hashes (kept on the page for applyCommitPage) and the size
  * and root its generation's log will have, written into the draft manifest's `heads`.
  */
-export function logHead(t: Pick<ReplayTarget, 'logs' | 'storeId'>, draft: Draft, page: CommitPage): void {
-  page.leaves = opLeafHashes(t.storeId, page.generation, page.bytes, page.ops);
+export function logHead(t: Pick<ReplayTarget, 'logs' | 'storeId' | 'blind'>, draft: Draft, page: CommitPage): void {
+  page.leaves = opLeafHashes(t.storeId, page.generation, page.bytes, page.ops, t.blind(pageSalt(page.bytes)));
   const { size, root } = t.logs.headAfter(page.generation, page.leaves);
   draft.manifest.heads = { ...draft.manifest.heads, [page.generation]: { size, root: b64(root) } };
 }

@@ -18,7 +18,7 @@ import { suite as suiteOf, DEFAULT_SUITE, type SuiteName } from '../crypto/suite
 import type { KeyedAead } from '../kernels/aead';
 import { checkpointHash, type Checkpoint } from '../crypto/proofs';
 import { compileSchema, decodeValue, type CompiledSchema, type Schema } from './codec';
-import { KeyRing } from './keys';
+import { KeyRing, leafBlind } from './keys';
 import { Registry, type SuiteState, type RegistryEntry } from './registry';
 import { b64, fromHex, hex, newManifest, unlockManifest, STORE_ID_LABEL } from './manifest';
 import type { Manifest } from './manifest';
@@ -136,7 +136,8 @@ export class Store {
     const checkpoints = new Checkpoints({ ...base, storeId, list: this.#checkpointList }, options);
     const p = (this.#p = { ...base, storeId, lexical, checkpoints });
     checkpoints.contribute((draft, g, afterPage) => lexical.persistDirty(draft, g, afterPage));
-    this.#target = { ...p, onPage: (page) => lexical.notePage(page) };
+    const blind = (salt: Uint8Array) => leafBlind(keys, salt);
+    const target = (this.#target = { ...p, blind, onPage: (page) => lexical.notePage(page) });
     this.#migration = new Migration({
       ...p,
       authority: options.authority,
@@ -146,7 +147,7 @@ export class Store {
     });
     pipeline.hook({
       prepare: (draft) => this.#declareCollections(draft),
-      sealed: (draft, page) => logHead(p, draft, page),
+      sealed: (draft, page) => logHead(target, draft, page),
       applied: (c) => this.#applied(c),
     });
     pipeline.hook({ applied: (c) => lexical.applied(c) });
@@ -159,7 +160,7 @@ export class Store {
       ids: (collection, prefix) => directory.ids(collection, prefix),
       index: (collection) => lexical.indexOf(collection),
       loadedIndex: (collection) => lexical.loaded(collection),
-      exportSealed: (collection, id) => (this.#live(), exportSealed(p, collection, id)),
+      exportSealed: (collection, id) => (this.#live(), exportSealed(target, collection, id)),
     };
   }
 
@@ -370,8 +371,7 @@ export class Store {
   // ---- verifiable batches (DESIGN §7) -------------------------------------------------------------
 
   /**
-   * Signs a checkpoint of the current generation's log (store id, generation, tree size, root,
-   * hash of the previous checkpoint) with ML-DSA-87 and stores it durably.
+   * Signs a checkpoint (store id, generation, size, root, previous hash) with ML-DSA-87, durably.
    * @throws PqdbError NOT_OPEN; TypeError when the store was opened without signer keys.
    */
   checkpoint(): Promise<Checkpoint & { signed: Uint8Array }> {

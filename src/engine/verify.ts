@@ -41,7 +41,7 @@ import {
   verifyConsistency,
   verifyInclusionOfHash,
 } from '../crypto/merkle';
-import { KeyRing } from './keys';
+import { KeyRing, leafBlind } from './keys';
 import { fromHex, hex, readManifest, unb64, unlockManifest, type Manifest, type ManifestHeader } from './manifest';
 import {
   decodePage,
@@ -259,13 +259,24 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
           checkRecords(pageId, g, page, ops, keys);
           // Every operation is a leaf, a delete too (its leaf has no record).
           const salt = pageSalt(page);
+          const blind = leafBlind(keys, salt);
           const hashes = recordLeafHashes(
             storeId,
             ops.map((op) => {
               const record = op.kind === 'put' ? page!.subarray(op.offset, op.offset + op.length) : undefined;
               const governance = op.kind === 'put' ? op.governance : '';
               const { collection, id, sequence } = op;
-              return { collection, id, sequence, suite: record?.[1] ?? 0, generation: g, record, governance, salt };
+              return {
+                collection,
+                id,
+                sequence,
+                suite: record?.[1] ?? 0,
+                generation: g,
+                record,
+                governance,
+                salt,
+                blind,
+              };
             }),
           );
           let list = leaves.get(g);
