@@ -218,6 +218,22 @@ describe('rollback and splice', () => {
     expect(unpinned.info().commit).toBeLessThan(commit); // consistent, but older: the caller can tell
     await unpinned.close();
     await expect(openOn(restored, false, { minCommit: commit })).rejects.toMatchObject({ code: 'ROLLBACK' });
+    // The same pin for the verifier: the newest checkpoint's hash, kept elsewhere.
+    const pinned = await openOn(medium);
+    await pinned.checkpoint();
+    const hash = pinned.info().checkpoint!.hash;
+    await pinned.close();
+    const verifyPinned = async (m: MemoryMedium) => {
+      const ps = await openMemoryPageStore({ medium: m });
+      try {
+        return await verifyStore(ps, { unlock: victim.secretKey, expectCheckpoint: hash });
+      } finally {
+        await ps.close();
+      }
+    };
+    expect((await verifyPinned(medium)).problems).toEqual([]);
+    const stale = await verifyPinned(restored);
+    expect(stale.problems).toEqual([expect.objectContaining({ code: 'ROLLBACK' })]);
     const current = await openOn(medium, false, { minCommit: commit });
     expect(current.collection('notes', { schema }).has('a')).toBe(false);
     await current.close();

@@ -121,6 +121,13 @@ describe('pqdb verify', () => {
     expect(text.status).toBe(0);
     expect(text.stdout).toMatch(/OK: every check holds/);
     expect(text.stdout).toMatch(/3 signatures verified, 2 consistency proofs/);
+    // A freshness pin kept elsewhere: the log size (or checkpoint hash) the store must still hold.
+    expect(cli(['verify', good, '--expect-checkpoint', '240'], keys).status).toBe(0);
+    const stale = cli(['verify', good, '--expect-checkpoint', '241', '--json'], keys);
+    expect(stale.status).toBe(1);
+    expect(stale.json().problems).toEqual([expect.objectContaining({ where: 'checkpoints', code: 'ROLLBACK' })]);
+    const missing = cli(['verify', good, '--expect-checkpoint', 'ab'.repeat(48), '--json'], keys);
+    expect(missing.json().problems[0]).toMatchObject({ code: 'ROLLBACK' });
   });
 
   it('takes keys from files (raw or base64); without keys it checks what it can and exits 3', () => {

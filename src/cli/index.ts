@@ -22,12 +22,14 @@ import { verify } from './verify';
 import { migrate } from './migrate';
 import { status } from './status';
 
-const USAGE = `usage: pqdb verify <location> [--unlock FILE] [--signer-public FILE] [--json] [--quiet]
+const USAGE = `usage: pqdb verify <location> [--unlock FILE] [--signer-public FILE] [--expect-checkpoint HASH|SIZE] [--json] [--quiet]
        pqdb migrate <location> --to SUITE [--collection NAME] [--chunk N] [--retire] [--unlock FILE] [--signer FILE --signer-public FILE] [--json]
        pqdb status <location> [--unlock FILE] [--json]
 
   verify   opens the store at <location> read-only and checks every page, record, Merkle leaf,
-           checkpoint signature and proof; prints a summary (--json: the full report)
+           checkpoint signature and proof; prints a summary (--json: the full report);
+           --expect-checkpoint: a checkpoint hash (store.info().checkpoint.hash) or log size the
+           store must still hold, else it is an older copy (a ROLLBACK problem, exit 1)
   migrate  moves every record (of NAME, or of every collection) to SUITE (gcmsiv-hkdf256,
            gcmsiv-hkdf384, cnsa2-gcm-hkdf384-commit) while the store stays usable; resumes an
            unfinished migration; Ctrl-C pauses it; prints the accounting; --retire then retires
@@ -82,6 +84,7 @@ async function run(argv: string[]): Promise<number> {
         retire: { type: 'boolean', default: false },
         json: { type: 'boolean', default: false },
         quiet: { type: 'boolean', default: false },
+        'expect-checkpoint': { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
       },
     });

@@ -22,7 +22,7 @@ import { errorText } from './_report';
  */
 export async function verify(
   location: string,
-  options: { json?: boolean; quiet?: boolean },
+  options: { json?: boolean; quiet?: boolean; 'expect-checkpoint'?: string },
   keys: Keys,
 ): Promise<number> {
   let pages;
@@ -37,9 +37,11 @@ export async function verify(
     return e instanceof PqdbError && e.code === 'CORRUPTION' ? 1 : 2;
   }
   try {
+    const pin = options['expect-checkpoint'];
     const report = await verifyStore(pages, {
       unlock: keys.unlock,
       signerPublicKey: keys.signerPublicKey,
+      ...(pin !== undefined ? { expectCheckpoint: /^\d+$/.test(pin) ? Number(pin) : pin } : {}),
       onProgress: verifyProgress(!options.json && !options.quiet && process.stderr.isTTY === true),
     });
     if (options.json) process.stdout.write(`${JSON.stringify({ location, ...report }, null, 2)}\n`);

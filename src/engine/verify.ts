@@ -63,6 +63,12 @@ export interface VerifyOptions {
   unlock?: Uint8Array;
   /** The trusted ML-DSA-87 public key checkpoints must be signed with. */
   signerPublicKey?: Uint8Array;
+  /**
+   * A freshness pin kept outside the store: the hash (96 hex digits, as `store.info().checkpoint.hash`
+   * gives it) of a checkpoint the store must still hold, or a log size its newest generation's
+   * checkpoints must reach. An older copy of the whole store fails with code ROLLBACK.
+   */
+  expectCheckpoint?: string | number;
   /** Called as work proceeds (pages read, proofs checked). */
   onProgress?: (p: { phase: 'pages' | 'proofs'; done: number; total: number }) => void;
 }
@@ -368,6 +374,27 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
 
     // ---- checkpoints ----
     const list = signedCheckpoints;
+    if (options.expectCheckpoint !== undefined) {
+      const pin = options.expectCheckpoint;
+      const decodedPins = list.map((b) => (b === undefined ? undefined : { b, c: decodeCheckpoint(b) }));
+      const held =
+        typeof pin === 'string'
+          ? decodedPins.some((x) => x !== undefined && hex(checkpointHash(x.b)) === pin.toLowerCase())
+          : (() => {
+              const cs = decodedPins.flatMap((x) => (x?.c !== undefined ? [x.c] : []));
+              const newest = cs.reduce((g, c) => Math.max(g, c.generation), 0);
+              return cs.some((c) => c.generation === newest && c.size >= pin);
+            })();
+      if (!held)
+        problems.push({
+          where: 'checkpoints',
+          code: 'ROLLBACK',
+          message:
+            typeof pin === 'string'
+              ? `the store holds no checkpoint ${pin}: it is an older copy, or another store`
+              : `the store's checkpoints do not reach log size ${pin}: it is an older copy`,
+        });
+    }
     if (list.length > 0 && options.signerPublicKey === undefined)
       skipped.push('checkpoint signatures (no trusted signer public key)');
     // Decoded in signing order, each with the one signed before it in its generation.
