@@ -480,6 +480,7 @@ export function decodePage(pageId: number, key: Uint8Array, page: Uint8Array): I
   const base = PAGE_HEAD_BYTES + sealedLen;
   const n = index.varint();
   const ops: IndexedOp[] = [];
+  let end = base; // records lie back to back in operation order, as encodePage writes them
   for (let i = 0; i < n; i++) {
     const kind = index.byte();
     const collection = index.str();
@@ -489,7 +490,9 @@ export function decodePage(pageId: number, key: Uint8Array, page: Uint8Array): I
       const governance = index.str();
       const offset = base + index.varint();
       const length = index.varint();
-      if (offset + length > page.length) throw new PqdbError('CORRUPTION', 'commit page record lies outside the page');
+      if (offset !== end || offset + length > page.length)
+        throw new PqdbError('CORRUPTION', 'commit page record lies outside its place in the page');
+      end = offset + length;
       ops.push({
         kind: 'put',
         collection,
@@ -504,5 +507,7 @@ export function decodePage(pageId: number, key: Uint8Array, page: Uint8Array): I
       ops.push({ kind: 'delete', collection, id, sequence });
     } else index.fail();
   }
+  if (index.p !== index.b.length) index.fail();
+  if (end !== page.length) throw new PqdbError('CORRUPTION', 'commit page has bytes after its records');
   return ops;
 }
