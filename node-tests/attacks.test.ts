@@ -17,6 +17,7 @@ import { signCheckpoint, recordLeafHash } from '../src/crypto/proofs';
 import { sealedLength, readHeader } from '../src/crypto/record';
 import { compileSchema, encodeValue } from '../src/engine/codec';
 import { MemoryMedium } from '../src/storage/memory';
+import { crc32c } from '../src/storage/page-store';
 import { KeyRing } from '../src/engine/keys';
 import { Registry } from '../src/engine/registry';
 import { CommitPipeline } from '../src/engine/commit';
@@ -372,5 +373,22 @@ describe('published leaf hashes', () => {
     const { keys } = unlockManifest(medium.manifest!.bytes, victim.secretKey);
     expect(published).toContain(guess(leafBlind(keys, pageSalt(commit))));
     keys.close();
+  });
+});
+
+describe('checkpoint pages', () => {
+  it('a checkpoint page replaced by one signed by someone else (same root, same chain) is refused on open', async () => {
+    const medium = new MemoryMedium();
+    const signer = generateSigner();
+    const keysOf = { signer: signer.secretKey, signerPublicKey: signer.publicKey, autoCheckpoint: false as const };
+    const store = await openVictim(medium, { create: true, recipients: [victim.publicKey], ...keysOf });
+    await store.collection('notes', { schema }).put('a', { text: 'x' });
+    const [c] = [await store.checkpoint()];
+    await store.close();
+    const [pageId] = [...medium.pages].find(([, p]) => pageKind(p.bytes) === 'checkpoint')!;
+    const mallory = generateSigner();
+    const forged = signCheckpoint(c, mallory.secretKey, mallory.publicKey);
+    medium.pages.set(pageId, { bytes: forged, crc: crc32c(forged) });
+    await expect(openVictim(medium)).rejects.toMatchObject({ code: 'CORRUPTION' });
   });
 });

@@ -10,6 +10,7 @@ import { consistencyProofFromFrontier, verifyConsistency, MerkleAppender, HASH_B
 import type { KeyRing } from './keys';
 import type { MerkleLogs } from './merkle-log';
 import type { CommitPipeline, Draft } from './commit';
+import { b64 } from './manifest';
 import type { SignedCheckpoint } from './replay';
 
 /** Automatic checkpoint defaults: after this many records, or this long with at least one. */
@@ -127,6 +128,7 @@ export class Checkpoints {
       m.logs = logs;
       for (const fn of this.#contributors) await fn(draft, g, afterPage);
       m.checkpointPages = [...(m.checkpointPages ?? []), page.id];
+      m.lastCheckpoint = b64(checkpointHash(signed));
       const result = { ...c, signed };
       const frontier = this.#logs.frontier(g);
       draft.afterCommit(() => {
@@ -156,9 +158,13 @@ export class Checkpoints {
     };
     if (last.size > size) bad();
     if (this.#frontier?.generation !== g || this.#frontier.size !== last.size) {
-      // Once per process: the compact range at the last checkpoint, from one pass over the log.
-      const walk = new MerkleAppender().appendHashes(log.subarray(0, last.size * HASH_BYTES));
-      this.#frontier = { generation: g, size: last.size, frontier: walk.frontier() };
+      // Once per process: the compact range at the last checkpoint — the log's own when nothing was
+      // appended since, else from one pass over the log.
+      const frontier =
+        last.size === size
+          ? this.#logs.frontier(g)
+          : new MerkleAppender().appendHashes(log.subarray(0, last.size * HASH_BYTES)).frontier();
+      this.#frontier = { generation: g, size: last.size, frontier };
     }
     const appended = log.subarray(last.size * HASH_BYTES, size * HASH_BYTES);
     const proof = consistencyProofFromFrontier(last.size, this.#frontier.frontier, appended);

@@ -15,6 +15,7 @@
 import { PqdbError } from '../errors';
 import type { PageStore } from '../storage/page-store';
 import type { Value } from './codec';
+import type { MerkleAppender } from '../crypto/merkle';
 import type { KeyRing, KeyringDraft } from './keys';
 import { Registry } from './registry';
 import { encodePage, pageKey, type IndexedOp, type PageWriteOp } from './page-format';
@@ -32,6 +33,8 @@ export interface CommitPage extends PageOut {
   ops: readonly IndexedOp[];
   /** The Merkle leaf hashes of its operations, once a `sealed` hook computed them. */
   leaves?: Uint8Array;
+  /** Its generation's compact range with those leaves appended (set with `leaves`). */
+  appender?: MerkleAppender;
 }
 
 /** A record operation of a commit as the hooks see it (values only for users' puts). */

@@ -88,8 +88,8 @@ function unwrapFor(
   r: Pick<GenerationRecord, 'generation' | 'envelopes'>,
   secretKey: Uint8Array,
   idOnly = false,
+  publicKeys: Uint8Array[] = publicKeysOf(secretKey),
 ): { root: Uint8Array; publicKey: Uint8Array } {
-  const publicKeys = publicKeysOf(secretKey);
   const ids = publicKeys.map((pk) => hexOf(recipientId(pk)));
   const env = r.envelopes.find((e) => ids.includes(hexOf(readEnvelope(e).recipientId)));
   if (env === undefined)
@@ -218,15 +218,16 @@ export class KeyRing {
    */
   unlock(secretKey: Uint8Array, storeSecret?: Uint8Array): number {
     this.live();
+    const publicKeys = publicKeysOf(secretKey); // once: it costs an ML-KEM and an X25519 key derivation
     const unwrap = (r: GenerationRecord): Uint8Array => {
-      const { root, publicKey } = unwrapFor(r, secretKey);
+      const { root, publicKey } = unwrapFor(r, secretKey, false, publicKeys);
       this.#unlockedBy = publicKey;
       return root;
     };
     const store = this.#generations.get(STORE_GENERATION);
     if (store === undefined) throw new PqdbError('AUTH_FAILED', 'the key ring has no store secret');
     if (storeSecret !== undefined) {
-      this.#unlockedBy = unwrapFor(store, secretKey, true).publicKey;
+      this.#unlockedBy = unwrapFor(store, secretKey, true, publicKeys).publicKey;
       this.#roots.get(STORE_GENERATION)?.fill(0);
       this.#roots.set(STORE_GENERATION, storeSecret); // already unwrapped by the caller (openStoreSecret)
     } else if (!this.#roots.has(STORE_GENERATION)) this.#roots.set(STORE_GENERATION, unwrap(store));

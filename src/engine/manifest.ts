@@ -132,6 +132,11 @@ export interface Manifest {
   /** The pages holding the signed checkpoints, oldest first (a page each: the manifest stays small). */
   checkpointPages?: number[];
   /**
+   * SHA-384 (base64) of the newest signed checkpoint: checkpoint pages chain to it by their
+   * `previous` hashes, so this one hash authenticates every checkpoint page the manifest names.
+   */
+  lastCheckpoint?: string;
+  /**
    * Per generation, the size and root (base64) of its Merkle log after the last commit: the live
    * commit pages are those whose operations give exactly this log (DESIGN §11).
    */
@@ -425,6 +430,8 @@ function checkManifest(h: ManifestHeader, b: unknown): Manifest {
   }
   suiteId(b.defaultSuite, 'default suite');
   if (b.checkpointPages !== undefined) list(b.checkpointPages, 'checkpoint list').forEach(pageId);
+  if (b.lastCheckpoint !== undefined && base64(b.lastCheckpoint, 'checkpoint hash').length !== 48)
+    corrupt('has a bad checkpoint hash');
   if (b.logs !== undefined) {
     if (!isObject(b.logs)) corrupt('has a bad log list');
     for (const [g, refs] of Object.entries(b.logs)) {

@@ -41,8 +41,11 @@ export class MerkleLogs {
     return this.#appender(generation).root();
   }
 
-  /** Appends leaf hashes (48 each) to a generation's log; returns the index of the first. */
-  append(generation: number, hashes: Uint8Array): number {
+  /**
+   * Appends leaf hashes (48 each) to a generation's log; returns the index of the first. `next`:
+   * the compact range headAfter computed for exactly these hashes, taken instead of hashing again.
+   */
+  append(generation: number, hashes: Uint8Array, next?: MerkleAppender): number {
     let log = this.#leaves.get(generation);
     if (log === undefined)
       this.#leaves.set(generation, (log = { buf: new Uint8Array(HASH_BYTES * INITIAL_LEAVES), n: 0 }));
@@ -55,7 +58,8 @@ export class MerkleLogs {
     }
     log.buf.set(hashes, log.n * HASH_BYTES);
     log.n += n;
-    this.#appender(generation).appendHashes(hashes);
+    if (next !== undefined && next.size === log.n) this.#appenders.set(generation, next);
+    else this.#appender(generation).appendHashes(hashes);
     if (n > 0) this.#trees.clear();
     return first;
   }
@@ -78,10 +82,10 @@ export class MerkleLogs {
   }
 
   /** The size and root a generation's log would have with `hashes` appended (the log is unchanged). */
-  headAfter(generation: number, hashes: Uint8Array): { size: number; root: Uint8Array } {
+  headAfter(generation: number, hashes: Uint8Array): { size: number; root: Uint8Array; appender: MerkleAppender } {
     const a = this.#appender(generation);
     const next = MerkleAppender.fromFrontier(a.size, a.frontier()).appendHashes(hashes);
-    return { size: next.size, root: next.root() };
+    return { size: next.size, root: next.root(), appender: next };
   }
 
   /** The root of the first `size` leaves (from the compact range when that is the whole log). */

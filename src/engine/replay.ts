@@ -12,7 +12,7 @@
 import { PqdbError } from '../errors';
 import type { PageStore } from '../storage/page-store';
 import { recordLeafHashes, decodeCheckpoint, checkpointHash, type Checkpoint } from '../crypto/proofs';
-import { HASH_BYTES } from '../crypto/merkle';
+import { HASH_BYTES, type MerkleAppender } from '../crypto/merkle';
 import { concatBytes, equalBytes } from '../_bytes';
 import type { KeyRing } from './keys';
 import type { KeyDirectory } from './directory';
@@ -32,6 +32,8 @@ export interface ReplayPage {
   ops: readonly IndexedOp[];
   /** Its operations' leaf hashes, when already computed (a commit computes them to seal its manifest). */
   leaves?: Uint8Array;
+  /** Its generation's compact range with those leaves appended, when already computed (logHead). */
+  appender?: MerkleAppender;
 }
 
 /** What commit pages are applied to. */
@@ -61,7 +63,7 @@ export function applyCommitPage(t: ReplayTarget, page: ReplayPage, known?: Uint8
     (known !== undefined && (at + ops.length) * HASH_BYTES <= known.length
       ? known.subarray(at * HASH_BYTES, (at + ops.length) * HASH_BYTES)
       : opLeafHashes(t.storeId, generation, bytes, ops, t.blind(pageSalt(bytes))));
-  let leafIndex = t.logs.append(generation, leaves);
+  let leafIndex = t.logs.append(generation, leaves, page.appender);
   for (const op of ops) {
     if (op.kind === 'delete') {
       t.directory.delete(op.collection, op.id);
@@ -107,7 +109,8 @@ export function opLeafHashes(
  */
 export function logHead(t: Pick<ReplayTarget, 'logs' | 'storeId' | 'blind'>, draft: Draft, page: CommitPage): void {
   page.leaves = opLeafHashes(t.storeId, page.generation, page.bytes, page.ops, t.blind(pageSalt(page.bytes)));
-  const { size, root } = t.logs.headAfter(page.generation, page.leaves);
+  const { size, root, appender } = t.logs.headAfter(page.generation, page.leaves);
+  page.appender = appender; // adopted when the commit is applied: the leaves are hashed into the tree once
   draft.manifest.heads = { ...draft.manifest.heads, [page.generation]: { size, root: b64(root) } };
 }
 
@@ -199,7 +202,7 @@ export async function replay(
         `the commit pages of generation ${g} do not give the log the manifest names (${size} of ${head?.size ?? 0} leaves, or another root): a page is missing, older or foreign`,
       );
   }
-  checkCheckpoints(checkpoints, target);
+  checkCheckpoints(checkpoints, target, manifest.lastCheckpoint);
   if (unreferenced > 0)
     recovered.push(`${unreferenced} log, index or checkpoint page(s) the manifest does not name are ignored`);
   if (orphans.length > 0 && readOnly) {
@@ -220,11 +223,16 @@ export async function replay(
  * by whoever holds the signer's public key): each names this store, chains to the one before it by
  * hash and does not shrink its generation's log; the last of each generation covers no more than
  * the log holds and its root is the root of that many leaves of the log now (from the compact range
- * when it covers the whole log, so a cold open does not rehash the log). Earlier checkpoints are
+ * when it covers the whole log, so a cold open does not rehash the log); the newest one's hash is the
+ * one the authenticated manifest names, and the others chain to it. Earlier checkpoints are
  * named by the authenticated manifest and chained to the last, whose root the log must give.
  * @throws PqdbError CORRUPTION for a checkpoint that fails any of these.
  */
-function checkCheckpoints(list: readonly SignedCheckpoint[], t: Pick<ReplayTarget, 'logs' | 'storeId'>): void {
+function checkCheckpoints(
+  list: readonly SignedCheckpoint[],
+  t: Pick<ReplayTarget, 'logs' | 'storeId'>,
+  lastHash: string | undefined,
+): void {
   let previous: Uint8Array = new Uint8Array(48);
   const sizes = new Map<number, number>();
   const last = new Map<number, number>();
@@ -240,6 +248,9 @@ function checkCheckpoints(list: readonly SignedCheckpoint[], t: Pick<ReplayTarge
     last.set(c.generation, i);
     previous = checkpointHash(c.signed);
   });
+  // The chain ends at the hash the authenticated manifest names: no checkpoint page was replaced.
+  if (list.length > 0 && (lastHash === undefined || !equalBytes(previous, unb64(lastHash))))
+    throw new PqdbError('CORRUPTION', 'the checkpoint pages do not chain to the checkpoint the manifest names');
   for (const i of last.values()) {
     const c = list[i];
     if (!equalBytes(t.logs.rootAt(c.generation, c.size), c.root))
