@@ -2,10 +2,11 @@
 // the shared store cases the Node tests also run (node-tests/cases/proofs.ts and search.ts).
 // Checkpoints persisted across reopen with valid ML-DSA-87 signatures, consistency proofs between
 // every pair, sealed exports that verify and open and fail for flipped bits; search equal to a
-// brute-force scan through puts, updates, deletes and reopen.
+// brute-force scan through puts, updates, deletes and reopen; a storage attacker editing the
+// object stores directly (node-tests/cases/tamper.ts) gets a typed error or is caught by the pins.
 import { test, expect } from '@playwright/test';
 
-const EXPECTED_CASES = { proofs: 3, search: 2 };
+const EXPECTED_CASES = { proofs: 3, search: 2, tamper: 8 };
 
 for (const suite of Object.keys(EXPECTED_CASES)) {
   test(`${suite} on IndexedDB (Chromium, dist/browser.js)`, async ({ page }) => {

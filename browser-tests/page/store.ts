@@ -1,4 +1,4 @@
-// The browser side of the shared store cases (node-tests/cases/proofs.ts and search.ts): the same
+// The browser side of the shared store cases (node-tests/cases/proofs.ts, search.ts and tamper.ts): the same
 // checks the Node tests run, against the bundled dist/browser.js and dist/crypto.js exactly as users
 // load them, on Chromium's real IndexedDB. Only the value decoder for opened exports comes from
 // src/ (bundled by browser-tests/server.mjs): pqdb does not export it. Playwright drives
@@ -12,6 +12,8 @@ import type { Store } from '../../src/engine/store';
 import { runStoreCases, type StoreCase, type StoreFixtureFactory } from '../../node-tests/cases/_store';
 import { proofsCases, type ProofsApi } from '../../node-tests/cases/proofs';
 import { searchCases } from '../../node-tests/cases/search';
+import { tamperCases, type TamperFixtureFactory } from '../../node-tests/cases/tamper';
+import { indexedDbRaw } from '../../node-tests/cases/_idb-raw';
 import type { Summary } from '../../node-tests/cases/_util';
 
 const run = Math.random().toString(36).slice(2, 8);
@@ -21,7 +23,7 @@ const storages: string[] = [];
 /** The IndexedDB databases the cases used. */
 const names: string[] = [];
 
-const factory: StoreFixtureFactory = async () => {
+const factory: TamperFixtureFactory = async () => {
   const name = `pqdb-store-case-${run}-${n++}`;
   names.push(name);
   return {
@@ -33,6 +35,7 @@ const factory: StoreFixtureFactory = async () => {
     pages: () =>
       pqdb.openIndexedDbPageStore(name) as unknown as ReturnType<Awaited<ReturnType<StoreFixtureFactory>>['pages']>,
     dispose: () => deleteDB(name),
+    raw: indexedDbRaw(name),
   };
 };
 
@@ -51,6 +54,7 @@ const api: ProofsApi = {
 const suites: Record<string, () => StoreCase[]> = {
   proofs: () => proofsCases(factory, api),
   search: () => searchCases(factory, api),
+  tamper: () => tamperCases(factory, api),
 };
 
 /** Runs one suite; returns its summary, the storage of every store it opened and the databases it used. */

@@ -20,6 +20,9 @@ import { MemoryMedium } from '../../src/storage/memory';
 import { RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from '../../src/storage/node-fs';
 import { openIndexedDbPageStore } from '../../src/storage/indexeddb';
 import type { StoreFixture } from '../cases/_store';
+import type { RawMedium } from '../cases/tamper';
+import { indexedDbRaw } from '../cases/_idb-raw';
+import { crc32c } from '../../src/storage/page-store';
 
 /** A store location with the hooks the Node suites need besides the shared ones. */
 export interface NodeStoreFixture extends StoreFixture {
@@ -42,6 +45,8 @@ export interface NodeStoreFixture extends StoreFixture {
 
 export interface MemoryStoreFixture extends NodeStoreFixture {
   readonly medium: MemoryMedium;
+  /** The medium's pages and manifest, edited directly (the tamper cases). */
+  readonly raw: RawMedium;
 }
 
 export interface NodeFsStoreFixture extends NodeStoreFixture {
@@ -54,6 +59,8 @@ export interface NodeFsStoreFixture extends NodeStoreFixture {
 export interface IndexedDbStoreFixture extends NodeStoreFixture {
   /** The IndexedDB database name. */
   readonly name: string;
+  /** The database's object stores, edited directly (the tamper cases). */
+  readonly raw: RawMedium;
 }
 
 /** The members every adapter's fixture shares: what is opened through them is tracked, `dispose` closes it all. */
@@ -112,6 +119,15 @@ export async function memoryStoreFixture(): Promise<MemoryStoreFixture> {
     async () => undefined,
     {
       medium,
+      raw: {
+        pages: async () => new Map([...medium.pages].map(([id, p]) => [id, p.bytes.slice()])),
+        manifest: async () => medium.manifest?.bytes.slice(),
+        setPage: async (id, bytes) =>
+          void (bytes === undefined
+            ? medium.pages.delete(id)
+            : medium.pages.set(id, { bytes: bytes.slice(), crc: crc32c(bytes) })),
+        setManifest: async (bytes) => void (medium.manifest = { bytes: bytes.slice(), crc: crc32c(bytes) }),
+      },
       flipStoredByte: async (id: number, offset: number) => medium.flipByte(id, offset),
       storedPages: async () =>
         new Map([...medium.pages.keys()].sort((a, b) => a - b).map((id) => [id, medium.pages.get(id)!.bytes.slice()])),
@@ -184,6 +200,7 @@ export async function indexedDbStoreFixture(): Promise<IndexedDbStoreFixture> {
     () => deleteDB(name),
     {
       name,
+      raw: indexedDbRaw(name),
       // Through a second, raw connection, as the PageStore conformance fixture does (docs/storage.md).
       async flipStoredByte(id: number, offset: number) {
         const db = await openDB(name);

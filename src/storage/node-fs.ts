@@ -10,10 +10,15 @@
 // removed; a segment shorter than its committed length, or a damaged record header inside the
 // committed range, is CORRUPTION — an acknowledged page is never dropped silently.
 //
-// Single writer: a LOCK file created with O_EXCL holding "pid\nhostname". A lock whose pid is dead
-// on this host is stale and taken over. Caveat: two processes breaking the same stale lock at the
-// same instant can race (unlink + create is not atomic); a live holder is never displaced. A writer
-// let in anyway (a LOCK deleted while its holder lives) is caught by a compare-and-swap of the
+// Single writer, three ways. On Linux the writer holds a host lock (host-lock.ts): a listening
+// socket in the abstract namespace, named by the directory's device and inode, that no file
+// operation can release and that dies with the process; a second writer on this host gets LOCKED
+// whatever happened to the files. Everywhere, a LOCK file created with O_EXCL holding
+// "pid\nhostname\ntoken"; a lock whose pid is dead on this host is stale and taken over (two
+// processes breaking one stale lock at the same instant can race; a live holder is never
+// displaced). A writer let in anyway (another host on a shared file system, another network
+// namespace, or a platform without the host lock, after a LOCK deleted while its holder lives) is
+// caught by a compare-and-swap of the
 // commit counter, checked before a commit writes any byte and again before its MANIFEST is
 // replaced: the writer that was overtaken gets CONFLICT and writes nothing, so no acknowledged
 // commit is overwritten. (A window of a few system calls between the check and the write remains.)
@@ -27,6 +32,7 @@ import { open, readdir, rename, rm, stat, mkdir, readFile, unlink, type FileHand
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { PqdbError } from '../errors';
+import { acquireHostLock } from './host-lock';
 import {
   BasePageStore,
   corruption,
@@ -72,6 +78,8 @@ export interface NodeFsPageStoreOptions {
    * READ_ONLY. Reads see the store as of opening; a writer may hold it meanwhile.
    */
   readOnly?: boolean;
+  /** @internal false: no host lock, as for a writer on another host sharing the directory (tests). */
+  hostLock?: boolean;
 }
 
 interface Location {
@@ -109,7 +117,23 @@ export async function openNodeFsPageStore(dir: string, options: NodeFsPageStoreO
   } catch (e) {
     throw mediumError(`node-fs page store ${dir}`, e);
   }
-  const lock = readOnly ? undefined : await acquireLock(dir);
+  let lock: WriterLock | undefined;
+  if (!readOnly) {
+    const host =
+      options.hostLock === false
+        ? 'unsupported'
+        : await acquireHostLock(dir).catch((e) => {
+            throw mediumError(`node-fs page store ${dir}: lock`, e);
+          });
+    if (host === 'held')
+      throw new PqdbError('LOCKED', `node-fs page store ${dir} is held by another writer on this host`);
+    try {
+      lock = { file: await acquireLock(dir), host: host === 'unsupported' ? undefined : host.release };
+    } catch (e) {
+      if (host !== 'unsupported') await host.release();
+      throw e;
+    }
+  }
   const store = new NodeFsPageStore(dir, segmentBytes, readOnly, lock);
   try {
     await store.load();
@@ -118,6 +142,12 @@ export async function openNodeFsPageStore(dir: string, options: NodeFsPageStoreO
     throw mediumError(`node-fs page store ${dir}: open`, e);
   }
   return store;
+}
+
+/** What a writer holds: the LOCK file's contents and, where the platform has one, the host lock. */
+interface WriterLock {
+  readonly file: string;
+  readonly host: (() => Promise<void>) | undefined;
 }
 
 /** Takes the LOCK file; returns what it wrote (pid, host and a random token: this holder's mark). */
@@ -177,10 +207,10 @@ class NodeFsPageStore extends BasePageStore {
   #failed: unknown;
   readonly #readOnly: boolean;
 
-  /** What this store wrote into LOCK (undefined: read-only, no lock). */
-  readonly #lock?: string;
+  /** The writer's locks (undefined: read-only, no lock). */
+  readonly #lock?: WriterLock;
 
-  constructor(dir: string, segmentBytes: number, readOnly: boolean, lock?: string) {
+  constructor(dir: string, segmentBytes: number, readOnly: boolean, lock?: WriterLock) {
     super();
     this.#dir = dir;
     this.#segmentBytes = segmentBytes;
@@ -455,7 +485,10 @@ class NodeFsPageStore extends BasePageStore {
     for (const s of this.#segments.values()) await s.fh.close().catch((e) => errors.push(e));
     this.#segments.clear();
     this.#index.clear();
-    if (this.#lock !== undefined) await releaseLock(join(this.#dir, LOCK), this.#lock).catch((e) => errors.push(e));
+    if (this.#lock !== undefined) {
+      await releaseLock(join(this.#dir, LOCK), this.#lock.file).catch((e) => errors.push(e));
+      await this.#lock.host?.().catch((e) => errors.push(e));
+    }
     if (errors.length > 0) throw mediumError('node-fs: close', errors[0]);
   }
 }
