@@ -3,6 +3,7 @@
 // of tens of bytes (measured: TextEncoder was the largest single cost of a store ingest).
 
 const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: true });
 
 function isAscii(s: string): boolean {
   for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false;
@@ -42,4 +43,20 @@ export function writeUtf8(s: string, buf: Uint8Array, at: number): number {
     return at + s.length;
   }
   return at + encoder.encodeInto(s, buf.subarray(at)).written;
+}
+
+/**
+ * The string whose UTF-8 encoding is b[from, to). Short ASCII runs are decoded by a plain loop
+ * (TextDecoder's per-call cost dominates for ids and names of tens of bytes).
+ * @throws TypeError when the bytes are not valid UTF-8 (as TextDecoder with `fatal`)
+ */
+export function decodeUtf8(b: Uint8Array, from: number, to: number): string {
+  const n = to - from;
+  if (n <= 64) {
+    const codes = new Array<number>(n);
+    let high = 0;
+    for (let i = 0; i < n; i++) high |= codes[i] = b[from + i];
+    if (high < 0x80) return String.fromCharCode.apply(null, codes);
+  }
+  return decoder.decode(b.subarray(from, to));
 }

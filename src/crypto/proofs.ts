@@ -24,7 +24,7 @@ import { leafHash, verifyInclusion, HASH_BYTES } from './merkle';
 import { sha384Many, leafHashes } from '../kernels/merkle-hash';
 import { readHeader, openRecord, SALT_BYTES, type DataKey, type RecordHeader } from './record';
 import type { Suite } from './suites';
-import { equalBytes, getU64, setU64 } from '../_bytes';
+import { equalBytes, getU64 } from '../_bytes';
 
 const CONTEXT = utf8('pqdb checkpoint v1');
 export const CHECKPOINT_BYTES = 129;
@@ -42,10 +42,14 @@ export interface Checkpoint {
 }
 
 function putU32(b: Uint8Array, at: number, v: number): void {
-  new DataView(b.buffer, b.byteOffset).setUint32(at, v);
+  b[at] = v >>> 24;
+  b[at + 1] = v >>> 16;
+  b[at + 2] = v >>> 8;
+  b[at + 3] = v;
 }
 function putU64(b: Uint8Array, at: number, v: number): void {
-  setU64(new DataView(b.buffer, b.byteOffset), at, v);
+  putU32(b, at, Math.floor(v / 2 ** 32));
+  putU32(b, at + 4, v >>> 0);
 }
 function readU64(b: Uint8Array, at: number): number {
   return getU64(new DataView(b.buffer, b.byteOffset), at);

@@ -30,12 +30,11 @@ import { PqdbError } from '../errors';
 import { gcmsiv } from '../kernels/aead';
 import { hkdf } from '../kernels/hmac';
 import { sha384 } from '../kernels/sha2';
-import { utf8Length, writeUtf8 } from '../_utf8';
+import { decodeUtf8, utf8Length, writeUtf8 } from '../_utf8';
 import { getU64, setU64 } from '../_bytes';
 import { SALT_BYTES } from '../crypto/record';
 
 const enc = new TextEncoder();
-const dec = new TextDecoder('utf-8', { fatal: true });
 const PAGE_MAGIC = [0x50, 0x51, 0x44, 0x50]; // PQDP
 const LOG_MAGIC = [0x50, 0x51, 0x44, 0x47]; // PQDG
 const INDEX_MAGIC = [0x50, 0x51, 0x44, 0x49]; // PQDI
@@ -348,15 +347,24 @@ class In {
   str(): string {
     const n = this.varint();
     if (this.p + n > this.b.length) this.fail();
-    const s = dec.decode(this.b.subarray(this.p, this.p + n));
+    let s: string;
+    try {
+      s = decodeUtf8(this.b, this.p, this.p + n);
+    } catch {
+      this.fail(); // not UTF-8
+    }
     this.p += n;
     return s;
   }
   u64(): number {
-    if (this.p + 8 > this.b.length) this.fail();
-    const v = getU64(new DataView(this.b.buffer, this.b.byteOffset + this.p, 8), 0);
+    const b = this.b;
+    const p = this.p;
+    if (p + 8 > b.length) this.fail();
     this.p += 8;
-    return v;
+    return (
+      ((b[p] << 24) | (b[p + 1] << 16) | (b[p + 2] << 8) | b[p + 3]) * 2 ** 32 +
+      (((b[p + 4] << 24) | (b[p + 5] << 16) | (b[p + 6] << 8) | b[p + 7]) >>> 0)
+    );
   }
 }
 
