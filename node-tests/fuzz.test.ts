@@ -212,36 +212,40 @@ async function attempt(m: MemoryMedium, model: Map<string, Doc>, pin?: number): 
 }
 
 describe('adversarial fuzzer', () => {
-  it(`${CASES} damaged copies of a real store: every outcome is right data or a PqdbError`, async () => {
-    const { final, older, model } = await build();
-    finalCommit = final.commit;
-    const rng = new Rng(SEED);
-    const counts: Record<string, Record<Outcome | 'verify-threw' | 'verify-ok', number>> = {};
-    const bad: string[] = [];
-    for (let i = 0; i < CASES; i++) {
-      const m = new MemoryMedium();
-      for (const [id, p] of final.pages) m.pages.set(id, p);
-      m.manifest = final.manifest;
-      const { what, pin } = i === 0 ? { what: 'none (the store as written)' } : mutate(rng, m, older);
-      const outcome = await attempt(m, model, pin);
-      const row = (counts[what] ??= {} as Record<Outcome | 'verify-threw' | 'verify-ok', number>);
-      row[outcome] = (row[outcome] ?? 0) + 1;
-      if (outcome === 'non-pqdb-error' || outcome === 'wrong-data') bad.push(`case ${i} (${what}): ${outcome}`);
-      // The verifier never throws for bad data, and never calls damaged data good.
-      const pages = await openMemoryPageStore({ medium: m });
-      try {
-        const report = await verifyStore(pages, { unlock: r.secretKey, signerPublicKey: signer.publicKey });
-        if (report.ok) row['verify-ok'] = (row['verify-ok'] ?? 0) + 1;
-        if (report.ok && outcome !== 'correct' && outcome !== 'rollback-refused')
-          bad.push(`case ${i} (${what}): verifyStore ok on a store that does not open right`);
-      } catch (e) {
-        row['verify-threw'] = (row['verify-threw'] ?? 0) + 1;
-        bad.push(`case ${i} (${what}): verifyStore threw ${String(e)}`);
-      } finally {
-        await pages.close();
+  it(
+    `${CASES} damaged copies of a real store: every outcome is right data or a PqdbError`,
+    async () => {
+      const { final, older, model } = await build();
+      finalCommit = final.commit;
+      const rng = new Rng(SEED);
+      const counts: Record<string, Record<Outcome | 'verify-threw' | 'verify-ok', number>> = {};
+      const bad: string[] = [];
+      for (let i = 0; i < CASES; i++) {
+        const m = new MemoryMedium();
+        for (const [id, p] of final.pages) m.pages.set(id, p);
+        m.manifest = final.manifest;
+        const { what, pin } = i === 0 ? { what: 'none (the store as written)' } : mutate(rng, m, older);
+        const outcome = await attempt(m, model, pin);
+        const row = (counts[what] ??= {} as Record<Outcome | 'verify-threw' | 'verify-ok', number>);
+        row[outcome] = (row[outcome] ?? 0) + 1;
+        if (outcome === 'non-pqdb-error' || outcome === 'wrong-data') bad.push(`case ${i} (${what}): ${outcome}`);
+        // The verifier never throws for bad data, and never calls damaged data good.
+        const pages = await openMemoryPageStore({ medium: m });
+        try {
+          const report = await verifyStore(pages, { unlock: r.secretKey, signerPublicKey: signer.publicKey });
+          if (report.ok) row['verify-ok'] = (row['verify-ok'] ?? 0) + 1;
+          if (report.ok && outcome !== 'correct' && outcome !== 'rollback-refused')
+            bad.push(`case ${i} (${what}): verifyStore ok on a store that does not open right`);
+        } catch (e) {
+          row['verify-threw'] = (row['verify-threw'] ?? 0) + 1;
+          bad.push(`case ${i} (${what}): verifyStore threw ${String(e)}`);
+        } finally {
+          await pages.close();
+        }
       }
-    }
-    console.log(`fuzzer (seed ${SEED}, ${CASES} cases):\n${JSON.stringify(counts, null, 1)}`);
-    expect(bad).toEqual([]);
-  }, Math.max(180_000, CASES * 100));
+      console.log(`fuzzer (seed ${SEED}, ${CASES} cases):\n${JSON.stringify(counts, null, 1)}`);
+      expect(bad).toEqual([]);
+    },
+    Math.max(180_000, CASES * 100),
+  );
 });
