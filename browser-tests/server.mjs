@@ -5,6 +5,10 @@
 //   /store       browser-tests/page/store.html (the shared store cases: proofs and search on IndexedDB)
 //   /migration   browser-tests/page/migration.html (the live-migration evaluation, driven by
 //                bench/migration-browser.mjs and browser-tests/migration.spec.mjs)
+//   /examples/browser-app/   examples/browser-app (index.html, app.js) as a site would serve it, with
+//                the Content-Security-Policy the README asks for: script-src 'self' 'wasm-unsafe-eval'
+//                plus the hash of the page's inline import map (?csp=no-wasm leaves out
+//                'wasm-unsafe-eval', to show what it is for)
 //   /page/*.js   the page bundles, built here with esbuild (pqdb/crypto stays external)
 //   /dist/*      the built package, exactly as published
 //   /vectors/*   ../shared/vectors or $PQDB_VECTORS
@@ -12,6 +16,8 @@
 
 import { createServer } from 'node:http';
 import { readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { dirname, join, normalize, extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
@@ -39,6 +45,18 @@ const bundle = await esbuild.build({
 });
 const pages = Object.fromEntries(bundle.outputFiles.map((f) => [f.path, f.contents]));
 
+const example = join(repo, 'examples', 'browser-app');
+const importMap = /<script type="importmap">([\s\S]*?)<\/script>/.exec(
+  readFileSync(join(example, 'index.html'), 'utf8'),
+)[1];
+const importMapHash = `'sha256-${createHash('sha256').update(importMap).digest('base64')}'`;
+
+/** The example's policy: scripts from this origin, WebAssembly compiled from bytes, the import map. */
+function examplePolicy(url) {
+  const wasm = url.searchParams.get('csp') === 'no-wasm' ? '' : " 'wasm-unsafe-eval'";
+  return `default-src 'self'; script-src 'self'${wasm} ${importMapHash}; object-src 'none'; base-uri 'none'`;
+}
+
 const TYPES = {
   '.js': 'text/javascript',
   '.json': 'application/json',
@@ -55,18 +73,25 @@ createServer(async (req, res) => {
   const url = new URL(req.url ?? '/', 'http://127.0.0.1');
   let body;
   let file;
+  let headers = {};
   if (url.pathname === '/') file = join(here, 'page', 'index.html');
   else if (url.pathname === '/kat') file = join(here, 'page', 'kat.html');
   else if (url.pathname === '/storage') file = join(here, 'page', 'storage.html');
   else if (url.pathname === '/store') file = join(here, 'page', 'store.html');
   else if (url.pathname === '/migration') file = join(here, 'page', 'migration.html');
-  else if (pages[url.pathname] !== undefined) body = pages[url.pathname];
+  else if (url.pathname === '/examples/browser-app/' || url.pathname === '/examples/browser-app/app.js') {
+    file = join(example, url.pathname.endsWith('/') ? 'index.html' : 'app.js');
+    headers = { 'content-security-policy': examplePolicy(url) };
+  } else if (pages[url.pathname] !== undefined) body = pages[url.pathname];
   else if (url.pathname.startsWith('/dist/')) file = under(join(repo, 'dist'), url.pathname.slice(6));
   else if (url.pathname.startsWith('/vectors/')) file = under(vectors, decodeURIComponent(url.pathname.slice(9)));
   try {
     if (body === undefined && file !== undefined) body = await readFile(file);
     if (body === undefined) throw Object.assign(new Error('not found'), { code: 'ENOENT' });
-    res.writeHead(200, { 'content-type': TYPES[extname(file ?? url.pathname)] ?? 'application/octet-stream' });
+    res.writeHead(200, {
+      'content-type': TYPES[extname(file ?? url.pathname)] ?? 'application/octet-stream',
+      ...headers,
+    });
     res.end(body);
   } catch {
     res.writeHead(404).end('not found');
