@@ -3,6 +3,7 @@
 import { openStoreWith, type OpenStoreOptions } from './engine/open';
 import type { Store } from './engine/store';
 import { openNodeFsPageStore } from './storage/node-fs';
+import { deleteNodeFsStore } from './storage/node-fs-delete';
 
 export * from './index';
 export { openNodeFsPageStore } from './storage/node-fs';
@@ -13,4 +14,14 @@ export { openNodeFsPageStore } from './storage/node-fs';
  */
 export function openStore(options: OpenStoreOptions): Promise<Store> {
   return openStoreWith({ fs: (dir) => openNodeFsPageStore(dir) }, 'fs', options);
+}
+
+/**
+ * Deletes the file store in directory `location` (the directory goes too), only if it holds a pqdb
+ * store and nothing else, and only while no writer has it open.
+ * @throws PqdbError NOT_FOUND (no pqdb store there), LOCKED (a writer holds it), IO_ERROR
+ * @example await deleteStore('./data/app')
+ */
+export function deleteStore(location: string): Promise<void> {
+  return deleteNodeFsStore(location);
 }
