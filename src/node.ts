@@ -9,11 +9,12 @@ export * from './index';
 export { openNodeFsPageStore } from './storage/node-fs';
 
 /**
- * Opens or creates a store; `location` is a directory (created when needed).
+ * Opens or creates a store; `location` is a directory (created with `create: true` when missing).
  * @example const store = await openStore({ location: './data/app', create: true, recipients: [r.publicKey], unlock: r.secretKey })
  */
 export function openStore(options: OpenStoreOptions): Promise<Store> {
-  return openStoreWith({ fs: (dir) => openNodeFsPageStore(dir) }, 'fs', options);
+  const create = options?.create === true && options.readOnly !== true; // opening without create makes no directory
+  return openStoreWith({ fs: (dir) => openNodeFsPageStore(dir, { create }) }, 'fs', options);
 }
 
 /**

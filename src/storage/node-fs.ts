@@ -97,7 +97,8 @@ interface Segment {
 
 /**
  * Opens (creating when allowed) the store in directory `dir`, repairing an interrupted commit.
- * @throws PqdbError LOCKED when another process or store holds the directory, CORRUPTION when a
+ * @throws PqdbError NOT_FOUND when the directory is missing and not to be created, LOCKED when
+ * another process or store holds the directory, CORRUPTION when a
  * committed byte is missing or damaged, FORMAT_VERSION for an unknown format, IO_ERROR otherwise
  * @example
  * const store = await openNodeFsPageStore('/var/lib/app/pqdb');
@@ -115,6 +116,8 @@ export async function openNodeFsPageStore(dir: string, options: NodeFsPageStoreO
     if (options.create !== false && !readOnly) await mkdir(dir, { recursive: true });
     await stat(dir);
   } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new PqdbError('NOT_FOUND', `no pqdb store at ${dir}: no such directory`);
     throw mediumError(`node-fs page store ${dir}`, e);
   }
   const lock = readOnly ? undefined : await takeWriterLock(dir, options.hostLock !== false);
