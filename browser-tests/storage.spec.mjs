@@ -29,6 +29,10 @@ test('a Web Lock keeps a second page (tab) out until the first closes or goes aw
   const lock = await a.evaluate((n) => globalThis.pqdbStorage.lockName(n), name);
   expect(await b.evaluate(() => globalThis.pqdbStorage.heldLocks())).toContain(lock);
   expect(await b.evaluate((n) => globalThis.pqdbStorage.open(n), name)).toBe('LOCKED');
+  // The refusal says who holds the store: another tab or worker.
+  expect(await b.evaluate(() => globalThis.pqdbStorage.lastMessage())).toBe(
+    `indexeddb page store "${name}" is held by another writer: another tab or worker of this origin (or another store in this page) has it open`,
+  );
   await a.evaluate((n) => globalThis.pqdbStorage.close(n), name);
   expect(await b.evaluate((n) => globalThis.pqdbStorage.open(n), name)).toBe('opened');
   // A page that navigates away (or crashes) releases its lock without closing the store.

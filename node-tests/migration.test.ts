@@ -7,7 +7,7 @@
 import { describe, it, expect } from 'vitest';
 import { fork } from 'node:child_process';
 import { generateRecipient, generateSigner, type Store } from '../src/node';
-import { verifyStore, verifySealed, openSealed, PqdbError } from '../src/index';
+import { verifyStore, verifySealed, openSealed, PqdbError, type AuthorityRequest } from '../src/index';
 import { readHeader } from '../src/crypto/record';
 import { tokenize } from '../src/engine/lexical';
 import { unlockManifest } from '../src/engine/manifest';
@@ -172,7 +172,7 @@ describe.each(STORE_FIXTURES)('live migration: pause, authority, errors (%s)', (
   it('pauses on abort and resumes on the next migrate(); authority withholds records', async () => {
     const f = await fresh();
     const open = opener(f, {
-      authority: ({ governance }: { governance: { scope?: string } }) => governance.scope !== 'restricted',
+      authority: (r: AuthorityRequest) => r.operation !== 'copy' || r.governance.scope !== 'restricted',
     });
     const { store, model } = await fill(open, 600);
     const ac = new AbortController();
@@ -204,6 +204,52 @@ describe.each(STORE_FIXTURES)('live migration: pause, authority, errors (%s)', (
     });
     await checkAll(store, model);
     await store.close();
+  });
+
+  it('authority can deny the migration itself: nothing is written, and one under way stays paused', async () => {
+    const f = await fresh();
+    const asked: AuthorityRequest[] = [];
+    let allow = false;
+    const authority = (r: AuthorityRequest) => (asked.push(r), r.operation === 'copy' || allow);
+    const open = opener(f, { authority, signer: signer.secretKey, signerPublicKey: signer.publicKey });
+    const { store, model } = await fill(open, 300);
+    const before = store.info();
+    const denied = await store.migrate({ to: 'gcmsiv-hkdf384', collection: 'words' }).catch((e) => e);
+    expect(denied).toBeInstanceOf(PqdbError);
+    expect(denied).toMatchObject({
+      code: 'AUTHORITY_DENIED',
+      message: 'current authority does not allow migrating words to gcmsiv-hkdf384: nothing was written',
+    });
+    expect(asked).toEqual([{ operation: 'migrate', to: 'gcmsiv-hkdf384', collections: ['words'] }]);
+    expect(store.info()).toEqual(before); // no generation, no commit
+    expect(store.migration()).toBeUndefined();
+    // The per-call check overrides the store's: allowed, paused, then denied on resuming.
+    const ac = new AbortController();
+    const paused = await store
+      .migrate({
+        to: 'gcmsiv-hkdf384',
+        chunkRecords: 50,
+        signal: ac.signal,
+        onProgress: () => ac.abort(),
+        authority: () => true,
+      })
+      .catch((e) => e);
+    expect(paused.code).toBe('ABORTED');
+    const cursor = store.migration()!.cursor;
+    await expect(store.migrate({ to: 'gcmsiv-hkdf384' })).rejects.toMatchObject({
+      code: 'AUTHORITY_DENIED',
+      message: expect.stringMatching(/the migration under way stays paused/),
+    });
+    expect(store.migration()).toMatchObject({ phase: 'copying', copied: 50, cursor, running: false });
+    await store.close();
+    // Reopened, the store's check is asked before the migration resumes by itself: still denied.
+    const again = await open();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(again.migration()).toMatchObject({ phase: 'copying', copied: 50, cursor, running: false });
+    allow = true;
+    expect(await again.migrate({ to: 'gcmsiv-hkdf384' })).toMatchObject({ phase: 'done', copied: 300, failed: 0 });
+    await checkAll(again, model);
+    await again.close();
   });
 
   it('retiring keeps a persisted index whole when the pages it would re-index from are deleted', async () => {

@@ -92,7 +92,7 @@ describe.each(STORE_FIXTURES)('store (%s)', (_name, factory) => {
     await again.close();
     await expect(f.open({ unlock: alice.secretKey })).rejects.toMatchObject({ code: 'AUTH_FAILED' });
     await expect(f.open({ unlock: generateRecipient().secretKey })).rejects.toMatchObject({ code: 'AUTH_FAILED' });
-    await expect((await fresh()).open({ unlock: bob.secretKey })).rejects.toMatchObject({ code: 'NOT_OPEN' });
+    await expect((await fresh()).open({ unlock: bob.secretKey })).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 
   it('zero bytes per record: a 115-byte value costs the same stored whether the root is PQC or classical', async () => {

@@ -8,7 +8,7 @@ export const ERROR_CODES = [
   'FORMAT_VERSION', // data written by an unknown format version
   'IO_ERROR', // the storage layer failed
   'LOCKED', // another writer holds the store
-  'NOT_OPEN', // the store is closed
+  'NOT_OPEN', // the store (or page store, key ring) is closed
   'QUOTA_EXCEEDED', // the storage quota is exhausted
   'SUITE_QUARANTINED', // the crypto suite refuses new writes
   'SUITE_RETIRED', // the crypto suite refuses reads
@@ -21,6 +21,8 @@ export const ERROR_CODES = [
   'GENERATION_IN_USE', // a key generation cannot be retired: a live record or a migration still needs it
   'ROLLBACK', // the store is older than a freshness pin or its own signed checkpoints (an older copy)
   'CONFLICT', // another writer changed the store since this one read it
+  'NOT_FOUND', // no pqdb store at this location (open without create, verify, delete)
+  'NOT_CHECKPOINTED', // no signed checkpoint covers the record, and a new one would not (an export of it)
 ] as const;
 
 export type PqdbErrorCode = (typeof ERROR_CODES)[number];

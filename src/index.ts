@@ -8,6 +8,8 @@ import type { Store } from './engine/store';
 export { PqdbError, ERROR_CODES, type PqdbErrorCode } from './errors';
 export { setWasmFlavor, wasmFlavor, wasmBuilds, simdSupported, type WasmFlavor } from './wasm/loader';
 export { generateRecipient, generateSigner, type OpenStoreOptions, type StorageKind } from './engine/open';
+export { deleteStore } from './engine/open';
+export type { AuthorityRequest } from './engine/migration/run';
 export {
   Store,
   Collection,

@@ -17,6 +17,8 @@ const factory: PageStoreFixtureFactory = async () =>
 
 /** Stores this page holds open, by name, for the cross-page lock test. */
 const held = new Map<string, PageStore>();
+/** The message of the last failed open. */
+let lastMessage = '';
 
 const api = {
   /** Runs the whole conformance suite. */
@@ -29,9 +31,12 @@ const api = {
       await s.commit({ pages: [{ id: held.size, bytes: new Uint8Array([1]) }] }).catch(() => undefined);
       return 'opened';
     } catch (e) {
+      lastMessage = (e as Error).message;
       return (e as { code?: string }).code ?? String(e);
     }
   },
+  /** The message of the last open that failed. */
+  lastMessage: (): string => lastMessage,
   async close(name: string): Promise<void> {
     await held.get(name)?.close();
     held.delete(name);

@@ -100,8 +100,13 @@ export function wrapRoot(
   } else {
     const eph = rnd === undefined ? randomBytes(32) : copyBytes(bytes('rnd', rnd, 32));
     kemCt = x25519.getPublicKey(eph);
-    ss = x25519.getSharedSecret(eph, publicKey);
-    eph.fill(0);
+    try {
+      ss = x25519.getSharedSecret(eph, publicKey); // rejects an all-zero share (a low-order point)
+    } catch (cause) {
+      throw new PqdbError('INVALID_KEY', 'X25519 recipient public key is a low-order point', { cause });
+    } finally {
+      eph.fill(0);
+    }
   }
   let k: Uint8Array | undefined;
   let wrapped: Uint8Array;

@@ -198,12 +198,19 @@ export class Checkpoints {
     return this.#logs.tree(b.generation, b.size).consistencyProof(a.size);
   }
 
-  /** A checkpoint covering leaf `leafIndex` of generation `g`: the newest one, or a new one. */
+  /**
+   * A checkpoint covering leaf `leafIndex` of generation `g`: the newest one, or a new one when `g`
+   * is the current generation (new checkpoints sign only that one).
+   * @throws PqdbError NOT_CHECKPOINTED for a leaf of an older generation past its last checkpoint.
+   */
   async covering(g: number, leafIndex: number): Promise<SignedCheckpoint> {
     let cp = lastWhere(this.#list, (x) => x.generation === g && x.size > leafIndex);
-    if (cp === undefined) cp = await this.checkpoint();
-    if (cp.generation !== g || cp.size <= leafIndex)
-      throw new PqdbError('NOT_OPEN', 'no checkpoint covers this record');
+    if (cp === undefined && g === this.#keys.current()) cp = await this.checkpoint();
+    if (cp === undefined || cp.generation !== g || cp.size <= leafIndex)
+      throw new PqdbError(
+        'NOT_CHECKPOINTED',
+        `no signed checkpoint covers this record (leaf ${leafIndex} of key generation ${g}), and new checkpoints sign only the current generation ${this.#keys.current()}`,
+      );
     return cp;
   }
 

@@ -211,6 +211,10 @@ export class Collection {
   /**
    * A self-verifying sealed export of `id`: header ‖ ciphertext ‖ inclusion proof ‖ signed
    * checkpoint ‖ signer key id. Verify it anywhere with verifySealed(bytes, signerPublicKey).
+   * A record of the current key generation no checkpoint covers yet gets one signed first.
+   * @throws PqdbError NOT_CHECKPOINTED for a record left in an older generation past its last
+   * checkpoint (withheld or failed by a migration); TypeError when a checkpoint is needed and the
+   * store has no signer keys; RangeError when there is no such record.
    */
   exportSealed(id: string): Promise<Uint8Array> {
     return this.#engine.exportSealed(this.name, checkId(id));

@@ -23,7 +23,8 @@ export interface ExportContext {
  * A self-verifying export of record `id` of `collection` (checkpointing first when no checkpoint
  * covers it).
  * @throws RangeError when there is no such record; TypeError when a checkpoint is needed and the
- * store has no signer keys.
+ * store has no signer keys; PqdbError NOT_CHECKPOINTED when no checkpoint covers the record and a
+ * new one would not (an older key generation).
  */
 export async function exportSealed(ctx: ExportContext, collection: string, id: string): Promise<Uint8Array> {
   const loc = ctx.directory.get(collection, id);

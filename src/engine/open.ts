@@ -44,6 +44,17 @@ export async function openStoreWith(
   }
 }
 
+/**
+ * Deletes the store at `location`. The universal entry has only in-memory stores, which go when
+ * closed: it refuses. `pqdb` under Node deletes a file store, in browsers an IndexedDB database.
+ * @throws TypeError always (here)
+ */
+export async function deleteStore(location: string): Promise<void> {
+  throw new TypeError(
+    `deleteStore(${JSON.stringify(location)}) needs the Node or browser build of pqdb: this entry has only memory stores, which go when closed`,
+  );
+}
+
 /** A recipient key pair for store envelopes: hybrid ML-KEM-1024 + X25519 by default. */
 export function generateRecipient(type: EnvelopeType = 'hybrid'): { publicKey: Uint8Array; secretKey: Uint8Array } {
   const { publicKey, secretKey } = makeRecipient(type);

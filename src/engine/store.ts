@@ -64,8 +64,8 @@ export interface StoreOptions {
    */
   autoCheckpoint?: { records?: number; ms?: number } | false;
   /**
-   * Current authority: asked again for every record a migration copies; false withholds the record
-   * (it stays where it is, counted as withheld). Default: every record may be migrated.
+   * Current authority (DESIGN §9): asked whether a migration may run (false: AUTHORITY_DENIED) and for
+   * every record it copies (false withholds it, counted as withheld). Default: all are allowed.
    */
   authority?: AuthorityCheck;
   /**
@@ -166,7 +166,7 @@ export class Store {
 
   /**
    * Opens (or with `create`, creates) a store on a PageStore.
-   * @throws PqdbError AUTH_FAILED (wrong secret key or altered manifest), NOT_OPEN (no store and no
+   * @throws PqdbError AUTH_FAILED (wrong secret key or altered manifest), NOT_FOUND (no store and no
    * `create`), CORRUPTION, FORMAT_VERSION; RangeError for missing recipients on create.
    */
   static async open(pages: PageStore, options: StoreOptions): Promise<Store> {
@@ -175,7 +175,7 @@ export class Store {
     const raw = await pages.readManifest();
     if (raw === undefined) {
       if (!options.create || options.readOnly)
-        throw new PqdbError('NOT_OPEN', 'no store here (pass create: true to make one)');
+        throw new PqdbError('NOT_FOUND', `no pqdb store in this ${pages.kind} page store (create: true makes one)`);
       const recipients = options.recipients ?? [];
       if (!Array.isArray(recipients) || recipients.length === 0)
         throw new RangeError('"recipients" expected at least one public key to create a store');
@@ -420,9 +420,9 @@ export class Store {
    * cursor, rebuilds the lexical indexes, verifies every migrated record, checkpoints (with signer
    * keys) and activates. A store reopened with a migration under way resumes it; calling migrate()
    * with the same target then awaits that migration. Resolves with the accounting.
-   * @throws PqdbError ABORTED (paused by `signal`; it resumes later), SUITE_QUARANTINED (target
-   * refuses writes), READ_ONLY, NOT_OPEN; RangeError for another migration under way or an
-   * unknown suite or collection; TypeError when the store has no recipient public keys.
+   * @throws PqdbError ABORTED (paused by `signal`; it resumes later), AUTHORITY_DENIED (the authority
+   * check refused it), SUITE_QUARANTINED (target refuses writes), READ_ONLY, NOT_OPEN; RangeError for
+   * another migration under way or an unknown suite or collection; TypeError without recipient keys.
    */
   migrate(options: MigrateOptions): Promise<MigrationStatus> {
     this.#live();

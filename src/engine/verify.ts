@@ -170,7 +170,8 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
   let raw: Uint8Array | undefined;
   try {
     raw = await pages.readManifest();
-    if (raw === undefined) throw new PqdbError('NOT_OPEN', 'no store here (no manifest)');
+    if (raw === undefined)
+      throw new PqdbError('NOT_FOUND', `no pqdb store here: the ${pages.kind} page store holds no manifest`);
     header = readManifest(raw).header;
   } catch (e) {
     fail('manifest', e);

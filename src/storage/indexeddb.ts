@@ -17,7 +17,7 @@
 // processes. Caveat: the page index is read once at open and kept in memory; that is sound only
 // because the lock keeps every other writer out.
 
-import { openDB, type IDBPDatabase } from 'idb';
+import { openDB, deleteDB, type IDBPDatabase } from 'idb';
 import { PqdbError } from '../errors';
 import {
   BasePageStore,
@@ -65,12 +65,9 @@ export async function openIndexedDbPageStore(
 ): Promise<PageStore> {
   if (typeof name !== 'string' || name.length === 0)
     throw new TypeError(`"name" expected a non-empty string, got ${typeof name}`);
-  const locks =
-    options.locks === undefined
-      ? (globalThis as { navigator?: { locks?: LockManager } }).navigator?.locks
-      : options.locks;
-  const release = await acquire(lockName(name), locks ?? undefined);
-  if (release === undefined) throw new PqdbError('LOCKED', `indexeddb page store "${name}" is held by another writer`);
+  const locks = lockManager(options);
+  const release = await acquire(lockName(name), locks);
+  if (release === undefined) throw lockedError(name, locks);
   let db: IDBPDatabase | undefined;
   try {
     let store: IndexedDbPageStore | undefined;
@@ -105,6 +102,71 @@ export async function openIndexedDbPageStore(
     release();
     throw mediumError(`indexeddb page store "${name}": open`, e);
   }
+}
+
+/**
+ * Deletes the IndexedDB database `name` if it holds a pqdb page store (the layout this adapter
+ * creates), holding the store's Web Lock meanwhile so no tab or worker has it open. Connections
+ * opened outside pqdb delay the deletion until they close.
+ * @throws PqdbError NOT_FOUND (no such database, or not a pqdb one), LOCKED (a tab or worker holds
+ * the store), IO_ERROR
+ * @example await deleteIndexedDbStore('my-app-pqdb');
+ */
+export async function deleteIndexedDbStore(name: string, options: IndexedDbPageStoreOptions = {}): Promise<void> {
+  if (typeof name !== 'string' || name.length === 0)
+    throw new TypeError(`"location" expected a non-empty string, got ${typeof name}`);
+  const locks = lockManager(options);
+  const release = await acquire(lockName(name), locks);
+  if (release === undefined) throw lockedError(name, locks);
+  const notFound = (why: string) =>
+    new PqdbError('NOT_FOUND', `no pqdb store in IndexedDB database "${name}": ${why}; nothing was deleted`);
+  try {
+    const factory = (globalThis as { indexedDB?: IDBFactory }).indexedDB;
+    if (factory === undefined) throw new PqdbError('IO_ERROR', 'indexeddb: this runtime has no IndexedDB');
+    const listed = await factory.databases().catch(() => undefined);
+    if (listed !== undefined && !listed.some((d) => d.name === name)) throw notFound('no such database');
+    let ours = false;
+    let empty = false;
+    try {
+      // No version: an existing database opens as it is, without an upgrade.
+      const db = await openDB(name);
+      try {
+        const stores = [...db.objectStoreNames].sort().join();
+        empty = stores === '';
+        ours = stores === [INDEX, META, PAGES].sort().join() && (await db.get(META, 'format')) === FORMAT_VERSION;
+      } finally {
+        db.close();
+      }
+      // Without databases() the open above made an empty database where there was none: it goes.
+      if (empty) await deleteDB(name);
+    } catch (e) {
+      throw mediumError(`indexeddb page store "${name}": delete`, e);
+    }
+    if (empty) throw notFound('no such database');
+    if (!ours) throw notFound('its object stores are not those of a pqdb page store');
+    await deleteDB(name).catch((e) => {
+      throw mediumError(`indexeddb page store "${name}": delete`, e);
+    });
+  } finally {
+    release();
+  }
+}
+
+function lockManager(options: IndexedDbPageStoreOptions): LockManager | undefined {
+  const locks =
+    options.locks === undefined
+      ? (globalThis as { navigator?: { locks?: LockManager } }).navigator?.locks
+      : options.locks;
+  return locks ?? undefined;
+}
+
+/** LOCKED, naming who holds the store: another tab or worker (Web Locks), or another store here. */
+function lockedError(name: string, locks: LockManager | undefined): PqdbError {
+  const who =
+    locks !== undefined
+      ? 'another tab or worker of this origin (or another store in this page) has it open'
+      : 'another store in this process has it open';
+  return new PqdbError('LOCKED', `indexeddb page store "${name}" is held by another writer: ${who}`);
 }
 
 const localLocks = new Set<string>();

@@ -52,14 +52,14 @@ export const RECORD_HEADER_BYTES = 24;
 export const FORMAT_VERSION = 1;
 
 const SEGMENT_MAGIC = 'PQDBSEG\0';
-const MANIFEST_MAGIC = 'PQDBMAN\0';
+export const MANIFEST_MAGIC = 'PQDBMAN\0';
 const RECORD_MAGIC = 0x31525150; // "PQR1" little-endian
 const KIND_PAGE = 1;
 const KIND_DELETE = 2;
-const MANIFEST = 'MANIFEST';
-const MANIFEST_TMP = 'MANIFEST.tmp';
-const LOCK = 'LOCK';
-const SEGMENT_RE = /^seg-([0-9a-f]{8})\.pqs$/;
+export const MANIFEST = 'MANIFEST';
+export const MANIFEST_TMP = 'MANIFEST.tmp';
+export const LOCK = 'LOCK';
+export const SEGMENT_RE = /^seg-([0-9a-f]{8})\.pqs$/;
 /** Records up to this size are gathered into one write; larger ones are written on their own. */
 const WRITE_GATHER_BYTES = 1 << 20;
 
@@ -97,7 +97,8 @@ interface Segment {
 
 /**
  * Opens (creating when allowed) the store in directory `dir`, repairing an interrupted commit.
- * @throws PqdbError LOCKED when another process or store holds the directory, CORRUPTION when a
+ * @throws PqdbError NOT_FOUND when the directory is missing and not to be created, LOCKED when
+ * another process or store holds the directory, CORRUPTION when a
  * committed byte is missing or damaged, FORMAT_VERSION for an unknown format, IO_ERROR otherwise
  * @example
  * const store = await openNodeFsPageStore('/var/lib/app/pqdb');
@@ -115,25 +116,11 @@ export async function openNodeFsPageStore(dir: string, options: NodeFsPageStoreO
     if (options.create !== false && !readOnly) await mkdir(dir, { recursive: true });
     await stat(dir);
   } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new PqdbError('NOT_FOUND', `no pqdb store at ${dir}: no such directory`);
     throw mediumError(`node-fs page store ${dir}`, e);
   }
-  let lock: WriterLock | undefined;
-  if (!readOnly) {
-    const host =
-      options.hostLock === false
-        ? 'unsupported'
-        : await acquireHostLock(dir).catch((e) => {
-            throw mediumError(`node-fs page store ${dir}: lock`, e);
-          });
-    if (host === 'held')
-      throw new PqdbError('LOCKED', `node-fs page store ${dir} is held by another writer on this host`);
-    try {
-      lock = { file: await acquireLock(dir), host: host === 'unsupported' ? undefined : host.release };
-    } catch (e) {
-      if (host !== 'unsupported') await host.release();
-      throw e;
-    }
-  }
+  const lock = readOnly ? undefined : await takeWriterLock(dir, options.hostLock !== false);
   const store = new NodeFsPageStore(dir, segmentBytes, readOnly, lock);
   try {
     await store.load();
@@ -145,9 +132,38 @@ export async function openNodeFsPageStore(dir: string, options: NodeFsPageStoreO
 }
 
 /** What a writer holds: the LOCK file's contents and, where the platform has one, the host lock. */
-interface WriterLock {
+export interface WriterLock {
   readonly file: string;
   readonly host: (() => Promise<void>) | undefined;
+}
+
+/**
+ * Takes the writer's locks of `dir`: the host lock (unless `hostLock` is false), then the LOCK file.
+ * @throws PqdbError LOCKED when another writer holds either
+ */
+export async function takeWriterLock(dir: string, hostLock = true): Promise<WriterLock> {
+  const host = !hostLock
+    ? 'unsupported'
+    : await acquireHostLock(dir).catch((e) => {
+        throw mediumError(`node-fs page store ${dir}: lock`, e);
+      });
+  if (host === 'held')
+    throw new PqdbError('LOCKED', `node-fs page store ${dir} is held by another writer on this host`);
+  try {
+    return { file: await acquireLock(dir), host: host === 'unsupported' ? undefined : host.release };
+  } catch (e) {
+    if (host !== 'unsupported') await host.release();
+    throw e;
+  }
+}
+
+/** Releases what takeWriterLock took (the LOCK file only while it is still this holder's). */
+export async function releaseWriterLock(dir: string, lock: WriterLock): Promise<void> {
+  try {
+    await releaseLock(join(dir, LOCK), lock.file);
+  } finally {
+    await lock.host?.();
+  }
 }
 
 /** Takes the LOCK file; returns what it wrote (pid, host and a random token: this holder's mark). */
@@ -485,10 +501,7 @@ class NodeFsPageStore extends BasePageStore {
     for (const s of this.#segments.values()) await s.fh.close().catch((e) => errors.push(e));
     this.#segments.clear();
     this.#index.clear();
-    if (this.#lock !== undefined) {
-      await releaseLock(join(this.#dir, LOCK), this.#lock.file).catch((e) => errors.push(e));
-      await this.#lock.host?.().catch((e) => errors.push(e));
-    }
+    if (this.#lock !== undefined) await releaseWriterLock(this.#dir, this.#lock).catch((e) => errors.push(e));
     if (errors.length > 0) throw mediumError('node-fs: close', errors[0]);
   }
 }

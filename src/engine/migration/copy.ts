@@ -5,6 +5,7 @@
 import { PqdbError } from '../../errors';
 import { HASH_BYTES } from '../../crypto/merkle';
 import type { Governance } from '../../crypto/record';
+import { suite as suiteOf, type SuiteName } from '../../crypto/suites';
 import { yieldToEventLoop } from '../../_yield';
 import type { KeyDirectory } from '../directory';
 import type { MerkleLogs } from '../merkle-log';
@@ -21,8 +22,19 @@ const COPY_READ_STEP = 64;
 /** Failures kept in the manifest (the count covers all). */
 export const MAX_FAILURES_KEPT = 100;
 
-/** Asked whether a record may be migrated now (DESIGN §9 current authority). */
-export type AuthorityCheck = (record: { collection: string; id: string; governance: Governance }) => boolean;
+/**
+ * What current authority (DESIGN §9) is asked: whether a migration may run (`migrate`, each time a
+ * process starts or resumes it), and whether one record may be copied (`copy`).
+ */
+export type AuthorityRequest =
+  | { operation: 'migrate'; to: SuiteName; collections: readonly string[] }
+  | { operation: 'copy'; to: SuiteName; collection: string; id: string; governance: Governance };
+
+/**
+ * Current authority: true allows. False for `migrate` stops the migration with AUTHORITY_DENIED
+ * before it writes anything; false for `copy` withholds the record (it stays in its generation).
+ */
+export type AuthorityCheck = (request: AuthorityRequest) => boolean;
 
 /**
  * The records a migration still has to visit, in log order: entry i is id ids[i] of collection
@@ -120,6 +132,7 @@ export async function copyChunk(
   const plaintexts: Uint8Array[] = [];
   draft.afterCommit(() => plaintexts.forEach((p) => p.fill(0)));
   draft.onAbort(() => plaintexts.forEach((p) => p.fill(0)));
+  const to = suiteOf(r.to).name;
   let visited = 0;
   while (plaintexts.length < r.chunkRecords && queue.pos < queue.ids.length) {
     if (++visited % COPY_READ_STEP === 0) await yieldToEventLoop(); // reads get in
@@ -142,7 +155,14 @@ export async function copyChunk(
       continue;
     }
     const governance = loc.governance;
-    if (authority !== undefined && !authority({ collection, id, governance: JSON.parse(governance) as Governance })) {
+    const request = {
+      operation: 'copy',
+      to,
+      collection,
+      id,
+      governance: JSON.parse(governance) as Governance,
+    } as const;
+    if (authority !== undefined && !authority(request)) {
       plaintext.fill(0);
       r.counts.withheld++;
       continue;

@@ -19,7 +19,7 @@ import { b64, hex, unb64 } from '../manifest';
 import type { MigrationCounts, MigrationFailure, MigrationPhase, MigrationRecord } from '../manifest';
 import { copyChunk, sourceQueue, type AuthorityCheck, type CopyContext, type SourceQueue } from './copy';
 
-export type { AuthorityCheck } from './copy';
+export type { AuthorityCheck, AuthorityRequest } from './copy';
 export type { MigrationCounts, MigrationPhase } from '../manifest';
 
 /** Records per copy commit unless the caller says otherwise. */
@@ -122,6 +122,7 @@ export class Migration {
     if (options.authority !== undefined && typeof options.authority !== 'function')
       throw new TypeError('"authority" expected a function');
     const hooks = { signal: options.signal, onProgress: options.onProgress, authority: options.authority };
+    const authority = options.authority ?? this.#ctx.authority;
     const current = manifest.migration;
     if (current !== undefined) {
       const same =
@@ -133,19 +134,52 @@ export class Migration {
             `a migration of ${current.collections.join(', ')} to ${suiteOf(current.to).name} is under way`,
           ),
         );
+      const denied = this.#denied(authority, current.collections, current.to, 'under way');
+      if (denied !== undefined) return Promise.reject(denied);
       this.#hooks = hooks;
       return (this.#run ??= this.#runPhases());
     }
+    const names = options.collection !== undefined ? [options.collection] : Object.keys(manifest.collections);
+    const denied = this.#denied(authority, names, target.id, 'new');
+    if (denied !== undefined) return Promise.reject(denied);
     this.#hooks = hooks;
     const run = this.#prepare(target.id, options.collection, chunk).then(() => this.#runPhases());
     this.#run = run;
     return run;
   }
 
-  /** Resumes the migration the manifest has under way (on open). */
+  /** Resumes the migration the manifest has under way (on open), unless the store's authority denies it. */
   resume(): void {
+    const m = this.#ctx.pipeline.manifest.migration!;
+    const denied = this.#denied(this.#ctx.authority, m.collections, m.to, 'under way');
+    if (denied !== undefined) {
+      this.error = denied;
+      return;
+    }
     this.#run = this.#runPhases();
     this.#run.catch((e) => (this.error = e));
+  }
+
+  /**
+   * Asks current authority whether the migration may run (DESIGN §9); the refusal when it may not.
+   * Asked before a new migration writes anything and each time a process resumes one.
+   */
+  #denied(
+    authority: AuthorityCheck | undefined,
+    collections: readonly string[],
+    to: number,
+    which: 'new' | 'under way',
+  ): PqdbError | undefined {
+    const name = suiteOf(to).name;
+    if (authority === undefined || authority({ operation: 'migrate', to: name, collections: [...collections] }))
+      return undefined;
+    const what = `current authority does not allow migrating ${collections.join(', ') || 'the store'} to ${name}`;
+    return new PqdbError(
+      'AUTHORITY_DENIED',
+      which === 'new'
+        ? `${what}: nothing was written`
+        : `${what}: the migration under way stays paused, and resumes when migrate() is allowed`,
+    );
   }
 
   /** The migration under way (or the last finished one), with its accounting; undefined if none. */

@@ -1,0 +1,69 @@
+// Deleting a node-fs store (Node only): the directory is removed only when it holds a pqdb store
+// and nothing else, and only while no writer holds it. The deleter takes the writer's locks first
+// (host lock, LOCK file), so a writer that is open, or one that opens meanwhile, keeps the store.
+
+/// <reference types="node" />
+import { open, readdir, rmdir, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { PqdbError } from '../errors';
+import { mediumError } from './page-store';
+import { LOCK, MANIFEST, MANIFEST_MAGIC, MANIFEST_TMP, SEGMENT_RE, releaseWriterLock, takeWriterLock } from './node-fs';
+
+const notFound = (dir: string, why: string): PqdbError =>
+  new PqdbError('NOT_FOUND', `no pqdb store at ${dir}: ${why}; nothing was deleted`);
+
+/**
+ * Deletes the file store in directory `dir`: its segment files, its MANIFEST last, then the
+ * directory. Refuses a directory that is missing, has no pqdb MANIFEST, or holds any other file.
+ * @throws PqdbError NOT_FOUND (no pqdb store there), LOCKED (a writer holds it), IO_ERROR
+ * @example await deleteNodeFsStore('./data/app');
+ */
+export async function deleteNodeFsStore(dir: string): Promise<void> {
+  if (typeof dir !== 'string' || dir.length === 0)
+    throw new TypeError(`"location" expected a non-empty string, got ${typeof dir}`);
+  await entries(dir); // a missing directory is NOT_FOUND before any lock is tried
+  const lock = await takeWriterLock(dir);
+  try {
+    const names = await entries(dir);
+    const foreign = names.filter((n) => n !== MANIFEST && n !== MANIFEST_TMP && n !== LOCK && !SEGMENT_RE.test(n));
+    if (foreign.length > 0)
+      throw notFound(dir, `it holds files a pqdb store does not (${foreign.slice(0, 3).join(', ')})`);
+    if (!names.includes(MANIFEST) || !(await isManifest(join(dir, MANIFEST))))
+      throw notFound(dir, `it has no pqdb ${MANIFEST} file`);
+    try {
+      // The MANIFEST goes last: an interrupted delete leaves a store that a second delete finishes.
+      for (const n of names) if (SEGMENT_RE.test(n) || n === MANIFEST_TMP) await unlink(join(dir, n));
+      await unlink(join(dir, MANIFEST));
+      await releaseWriterLock(dir, { file: lock.file, host: undefined }); // LOCK: the directory is now empty
+      await rmdir(dir);
+    } catch (e) {
+      throw mediumError(`node-fs page store ${dir}: delete`, e);
+    }
+  } finally {
+    // The host lock goes last: no writer on this host gets in before the directory is gone.
+    await releaseWriterLock(dir, lock);
+  }
+}
+
+async function entries(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw notFound(dir, 'no such directory');
+    if (code === 'ENOTDIR') throw notFound(dir, 'not a directory');
+    throw mediumError(`node-fs page store ${dir}`, e);
+  }
+}
+
+/** True when the file starts with the node-fs manifest's magic. */
+async function isManifest(path: string): Promise<boolean> {
+  const fh = await open(path, 'r');
+  try {
+    const head = new Uint8Array(MANIFEST_MAGIC.length);
+    const { bytesRead } = await fh.read(head, 0, head.length, 0);
+    return bytesRead === head.length && head.every((b, i) => b === MANIFEST_MAGIC.charCodeAt(i));
+  } finally {
+    await fh.close();
+  }
+}
