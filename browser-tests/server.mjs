@@ -11,7 +11,8 @@
 //                'wasm-unsafe-eval', to show what it is for)
 //   /page/*.js   the page bundles, built here with esbuild (pqdb/crypto stays external)
 //   /dist/*      the built package, exactly as published
-//   /vectors/*   ../shared/vectors or $PQDB_VECTORS
+//   /vectors/*   the vector files: test-data/vectors/<path>.gz, sent with Content-Encoding: gzip (the
+//                browser decompresses it), or <path> under $PQDB_VECTORS (an uncompressed tree)
 // Usage: node browser-tests/server.mjs [port]
 
 import { createServer } from 'node:http';
@@ -20,11 +21,13 @@ import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { dirname, join, normalize, extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { gunzipSync } from 'node:zlib';
 import * as esbuild from 'esbuild';
+import { vectorSource } from '../scripts/vectors.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = join(here, '..');
-const vectors = process.env.PQDB_VECTORS ?? join(repo, '..', 'shared', 'vectors');
+const vectors = vectorSource();
 const port = Number(process.argv[2] ?? process.env.PQDB_TEST_PORT ?? 41731);
 
 const bundle = await esbuild.build({
@@ -74,6 +77,8 @@ createServer(async (req, res) => {
   let body;
   let file;
   let headers = {};
+  let type;
+  let gzipped = false;
   if (url.pathname === '/') file = join(here, 'page', 'index.html');
   else if (url.pathname === '/kat') file = join(here, 'page', 'kat.html');
   else if (url.pathname === '/storage') file = join(here, 'page', 'storage.html');
@@ -84,14 +89,22 @@ createServer(async (req, res) => {
     headers = { 'content-security-policy': examplePolicy(url) };
   } else if (pages[url.pathname] !== undefined) body = pages[url.pathname];
   else if (url.pathname.startsWith('/dist/')) file = under(join(repo, 'dist'), url.pathname.slice(6));
-  else if (url.pathname.startsWith('/vectors/')) file = under(vectors, decodeURIComponent(url.pathname.slice(9)));
+  else if (url.pathname.startsWith('/vectors/')) {
+    const rel = decodeURIComponent(url.pathname.slice(9));
+    file = under(vectors.root, vectors.compressed ? `${rel}.gz` : rel);
+    type = TYPES[extname(rel)];
+    gzipped = vectors.compressed;
+  }
   try {
     if (body === undefined && file !== undefined) body = await readFile(file);
     if (body === undefined) throw Object.assign(new Error('not found'), { code: 'ENOENT' });
-    res.writeHead(200, {
-      'content-type': TYPES[extname(file ?? url.pathname)] ?? 'application/octet-stream',
+    headers = {
+      'content-type': type ?? TYPES[extname(file ?? url.pathname)] ?? 'application/octet-stream',
       ...headers,
-    });
+    };
+    if (gzipped && /\bgzip\b/.test(req.headers['accept-encoding'] ?? '')) headers['content-encoding'] = 'gzip';
+    else if (gzipped) body = gunzipSync(body);
+    res.writeHead(200, headers);
     res.end(body);
   } catch {
     res.writeHead(404).end('not found');

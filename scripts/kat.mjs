@@ -7,22 +7,25 @@
 //   node scripts/kat.mjs --bundled FILE         run suites bundled before (no esbuild needed: for a
 //                                               runtime esbuild has no binary for, e.g. arm64 Node
 //                                               under qemu on an x64 host)
-// Vectors: --vectors DIR, else $PQDB_VECTORS, else ../shared/vectors.
+// Vectors: --vectors DIR or $PQDB_VECTORS (an uncompressed tree), else the repository's compressed
+// copy in test-data/vectors.
 
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { tmpdir } from 'node:os';
 import * as pqdb from '../dist/crypto.js';
+import { vectorSource } from './vectors.mjs';
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
 const opt = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
-const vectors = opt('--vectors') ?? process.env.PQDB_VECTORS ?? join(repo, '..', 'shared', 'vectors');
+const source = vectorSource(opt('--vectors') ?? (process.env.PQDB_VECTORS || undefined));
+const vectors = source.root;
 const flavors = opt('--flavor') ? [opt('--flavor')] : ['simd', 'scalar'];
 const slow = args.includes('--slow') || process.env.SLOW === '1';
 
-if (!existsSync(join(vectors, 'README.md'))) {
+if (!existsSync(vectors)) {
   console.error(`vectors not found at ${vectors}: pass --vectors DIR or set PQDB_VECTORS`);
   process.exit(2);
 }
@@ -48,7 +51,7 @@ if (prebuilt === undefined) {
 const { allKatSuites, katProblems } = await import(pathToFileURL(bundled).href);
 if (prebuilt === undefined) rmSync(bundled, { force: true });
 
-const load = async (p) => JSON.parse(readFileSync(join(vectors, p), 'utf8'));
+const load = async (p) => JSON.parse(source.read(p).toString('utf8'));
 let problems = 0;
 for (const flavor of flavors) {
   pqdb.setWasmFlavor(flavor);

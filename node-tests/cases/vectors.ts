@@ -1,4 +1,4 @@
-// Known-answer cases from ../shared/vectors: NIST ACVP SHA2-384 (AFT, MCT, LDT) and Wycheproof
+// Known-answer cases from test-data/vectors: NIST ACVP SHA2-384 (AFT, MCT, LDT) and Wycheproof
 // HMAC-SHA384 / HKDF-SHA256 / HKDF-SHA384. Every case of each file is run and counted.
 
 import type { Api, HashName } from './api';
