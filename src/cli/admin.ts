@@ -7,6 +7,9 @@ import { openNodeFsPageStore } from '../storage/node-fs';
 import { Store } from '../engine/store';
 import { suite as suiteOf, DEFAULT_SUITE, type SuiteName } from '../crypto/suites';
 import { PqdbError } from '../errors';
+import { x25519 } from '@noble/curves/ed25519.js';
+import { equalBytes } from '../_bytes';
+import { ml_kem1024_x25519 } from '../crypto/kem';
 import { keyFrom } from './_keys';
 import { UsageError } from './_report';
 import { openCliStore, requireSigner, requireUnlock } from './_store';
@@ -45,6 +48,10 @@ ${KEYS_HELP}`,
       throw new UsageError(`--suite: ${(e as Error).message}`, { cause: e });
     }
     const recipients = files.map((f) => keyFrom('recipient', f, undefined)!);
+    // The engine wraps the root to the recipients only; a creator key that is none of them would
+    // make a store it cannot open again.
+    if (!recipients.some((r) => publicKeysOf(unlock).some((p) => equalBytes(p, r))))
+      throw new UsageError('the --unlock key is not the secret key of any --recipient');
     const pages = await openNodeFsPageStore(location, { create: true });
     let store: Store;
     try {
@@ -84,6 +91,11 @@ ${KEYS_HELP}`,
     }
   },
 };
+
+/** The public keys a 32-byte recipient secret key has: as a hybrid seed and as an X25519 scalar. */
+function publicKeysOf(secretKey: Uint8Array): Uint8Array[] {
+  return [ml_kem1024_x25519.getPublicKey(secretKey), x25519.getPublicKey(secretKey)];
+}
 
 export const checkpoint: Verb = {
   name: 'checkpoint',
