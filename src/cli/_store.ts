@@ -91,7 +91,7 @@ export function collectionOf(
   const stored = opened.manifest.collections[name]?.schema;
   const given = schemaText !== undefined ? parseSchema(schemaText) : undefined;
   if (stored === undefined && given === undefined)
-    throw new UsageError(`collection "${name}" is not in the store: give its --schema`);
+    throw new UsageError(`no collection "${name}" in the store (its first put or import gives --schema)`);
   if (stored !== undefined && given !== undefined && !sameSchema(stored, given))
     throw new UsageError(`collection "${name}" is stored with the schema ${JSON.stringify(stored)}`);
   const schema = stored ?? given!;

@@ -131,7 +131,7 @@ const SEPARATOR = /[,\r\n]/g;
 
 /**
  * Splits CSV text into rows (RFC 4180): fields separated by commas, a field in double quotes may
- * hold commas, line breaks and doubled quotes; rows end with LF or CRLF; a last empty line is no row.
+ * hold commas, line breaks and doubled quotes; rows end with LF or CRLF; an empty line is no row.
  * Returns each row with the line it starts on (1-based).
  * @throws PqdbError SCHEMA_MISMATCH for a quote left open or text after a closing quote.
  * @example
@@ -144,9 +144,11 @@ export function* csvRows(text: string): Generator<{ line: number; fields: string
   while (i < n) {
     const start = line;
     const fields: string[] = [];
+    let quoted = false;
     for (;;) {
       let field = '';
       if (text[i] === '"') {
+        quoted = true;
         i++;
         for (;;) {
           if (i >= n) throw new PqdbError('SCHEMA_MISMATCH', `CSV line ${start}: a quoted field is not closed`);
@@ -184,6 +186,7 @@ export function* csvRows(text: string): Generator<{ line: number; fields: string
       }
       break;
     }
-    if (!(fields.length === 1 && fields[0] === '')) yield { line: start, fields };
+    // An empty line is no row; a lone "" is a row of one empty field.
+    if (quoted || fields.length > 1 || fields[0] !== '') yield { line: start, fields };
   }
 }

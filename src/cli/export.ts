@@ -47,7 +47,8 @@ export const exportVerb: Verb = {
                    and the ML-DSA-87-signed checkpoint covering it (signed now if none does, so
                    --signer is needed); pqdb verify --sealed DIR checks them with the public key
   --prefix P       only ids starting with P
-  --json           with --sealed: print { collection, dir, files, checkpoint }
+  --json           with --out FILE: print { collection, out, records }; with --sealed:
+                   { collection, dir, files, checkpoint }
   --unlock FILE    or PQDB_UNLOCK: the recipient secret key
   --signer FILE    or PQDB_SIGNER: the ML-DSA-87 secret key (public half from FILE.pub)`,
   positionals: { min: 2, max: 2 },
@@ -76,8 +77,17 @@ export const exportVerb: Verb = {
         const lines: string[] = [];
         for await (const r of c.scan({ prefix }))
           lines.push(`${JSON.stringify({ id: r.id, value: valueToJson(r.value) })}\n`);
-        if (out !== undefined) writeNew(out, lines.join(''));
-        else process.stdout.write(lines.join(''));
+        if (out === undefined) {
+          process.stdout.write(lines.join(''));
+          return 0;
+        }
+        writeNew(out, lines.join(''));
+        const report = { collection: name, out, records: lines.length };
+        process.stdout.write(
+          values.json === true
+            ? `${JSON.stringify(report, null, 2)}\n`
+            : `pqdb export: ${lines.length} record(s) of ${name} to ${out}\n`,
+        );
         return 0;
       }
       mkdirSync(out!, { recursive: true });

@@ -193,7 +193,8 @@ export const importVerb: Verb = {
         })();
       } else {
         const schema = stored ?? (schemaText !== undefined ? parseSchema(schemaText) : undefined);
-        if (schema === undefined) throw new UsageError(`collection "${name}" is not in the store: give its --schema`);
+        if (schema === undefined)
+          throw new UsageError(`no collection "${name}" in the store (its first put or import gives --schema)`);
         rows = jsonlRows(text, idField, schema);
       }
       const c = collectionOf(opened, name, schemaText, index !== undefined ? splitList(index) : undefined);
