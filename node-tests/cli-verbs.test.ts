@@ -385,6 +385,9 @@ describe('pqdb import', () => {
     ]);
     expect(drawn.status).toBe(0);
     expect(drawn.stderr).toMatch(/import +\[#{30}\] 30\/30 records/);
+    const piped = json(['import', 'store', 'many', '-', '--format', 'jsonl', ...U], '{"id":"m99","n":99}\n');
+    expect(piped).toMatchObject({ records: 1, commits: 1 });
+    expect(ok(['get', 'store', 'many', 'm99', ...U])).toBe('{"n":99}\n');
   });
 });
 
@@ -482,5 +485,26 @@ describe('pqdb export, checkpoint, verify --sealed', () => {
     const swapped = pqdb(['verify', join('sealed', 'cat.sealed'), '--sealed', '--signer-public', 'signer.pub']);
     expect([swapped.status, swapped.stdout]).toEqual([1, expect.stringContaining('holds record "bee"')]);
     fails(['verify', 'sealed', '--sealed'], 2, /--sealed needs the signer public key/);
+  });
+});
+
+describe('pqdb migrate and status through the same parser', () => {
+  it('migrate --json moves the records; status and verify read the result', () => {
+    const m = json(['migrate', 'indexed', '--to', 'gcmsiv-hkdf256', '--retire', ...U, ...S]);
+    expect(m).toMatchObject({ location: 'indexed', to: 'gcmsiv-hkdf256', copied: 1, failed: 0, retired: [1] });
+    expect(json(['status', 'indexed', ...U])).toMatchObject({
+      authenticated: true,
+      generations: [{ generation: 2, suite: 'gcmsiv-hkdf256' }],
+      collections: { docs: { suite: 'gcmsiv-hkdf256', records: 1 } },
+    });
+    expect(json(['get', 'indexed', 'docs', 'd1', ...U]).value).toEqual({
+      title: 'harbour lights',
+      note: 'lighthouse keeper',
+    });
+    expect(json(['verify', 'indexed', ...U, '--signer-public', 'signer.pub'])).toMatchObject({
+      ok: true,
+      complete: true,
+    });
+    fails(['migrate', 'indexed', '--to', 'rot13', ...U], 2, /rot13/);
   });
 });

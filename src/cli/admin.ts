@@ -152,7 +152,16 @@ ${KEYS_HELP}
   run: ({ positionals: [location], values, keys, progress }) =>
     values.sealed === true
       ? verifySealedFiles(location, values, keys)
-      : verifyStoreAt(location, { ...values, progress }, keys),
+      : verifyStoreAt(
+          location,
+          {
+            json: values.json === true,
+            quiet: values.quiet === true,
+            'expect-checkpoint': str(values, 'expect-checkpoint'),
+            progress,
+          },
+          keys,
+        ),
 };
 
 export const migrate: Verb = {
@@ -173,7 +182,18 @@ ${KEYS_HELP}`,
     ...KEY_OPTIONS,
   },
   run: ({ positionals: [location], values, keys, progress }) =>
-    migrateStore(location, { ...(values as Record<string, never>), progress }, keys),
+    migrateStore(
+      location,
+      {
+        to: str(values, 'to'),
+        collection: str(values, 'collection'),
+        chunk: str(values, 'chunk'),
+        retire: values.retire === true,
+        json: values.json === true,
+        progress,
+      },
+      keys,
+    ),
 };
 
 export const status: Verb = {
@@ -186,5 +206,5 @@ export const status: Verb = {
 ${KEYS_HELP}`,
   positionals: { min: 1, max: 1 },
   options: { unlock: KEY_OPTIONS.unlock },
-  run: ({ positionals: [location], values, keys }) => statusOf(location, values, keys),
+  run: ({ positionals: [location], values, keys }) => statusOf(location, { json: values.json === true }, keys),
 };

@@ -9,9 +9,8 @@
 
 /// <reference types="node" />
 import { existsSync, unlinkSync, writeFileSync } from 'node:fs';
-import { generateRecipient } from '../crypto/envelope';
+import { generateRecipient, recipientId } from '../crypto/envelope';
 import { ml_dsa87 } from '../kernels/mldsa';
-import { recipientId } from '../crypto/envelope';
 import { PqdbError } from '../errors';
 import { UsageError } from './_report';
 import { str, type Verb } from './_verb';
