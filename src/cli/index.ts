@@ -48,7 +48,7 @@ export const VERBS: readonly Verb[] = [
 const USAGE = `usage: pqdb <command> [arguments] [--json] [--progress]
        pqdb <command> --help | pqdb --version
 
-${VERBS.map((v) => `  ${v.name.padEnd(11)}${v.summary}`).join('\n')}
+${VERBS.map((v) => `  ${v.name.padEnd(12)}${v.summary}`).join('\n')}
 
 keys (base64 in the environment, raw or base64 in files; pqdb keygen writes them):
   --unlock FILE          or PQDB_UNLOCK          recipient secret key: decrypt and authenticate
