@@ -1,8 +1,8 @@
 // The `pqdb` command's failure contract (src/cli/index.ts): whatever goes wrong — a store whose
 // MANIFEST is garbage, a location or key file that cannot be read, a stdout whose reader went away —
 // ends as exactly one line on stderr and the documented exit status, never a stack trace. Runs the
-// built bin/pqdb.mjs (dist/cli.js), as a user does; the top-level catch itself, which no input
-// reaches today (every verb reports its own failures), is run in-process with a verb that throws.
+// built bin/pqdb.mjs (dist/cli.js), as a user does; the top-level catch itself is also run
+// in-process with a verb that throws. cli-verbs.test.ts runs every verb.
 import { describe, it, expect, beforeAll, afterAll, vi } from 'vitest';
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,15 +1,24 @@
 // Key loading for the pqdb command (Node only). Keys come from outside the store: a FILE named by an
 // option holds the raw key bytes or their base64; an environment variable holds base64. The option
-// wins over the variable. Caveat: the bytes read from a file or decoded from base64 are copied into
+// wins over the variable. `pqdb keygen` writes key files as base64 on one line (keygen.ts); a
+// signer's public half is read from `FILE.pub` beside `--signer FILE` unless given itself. Caveat: the bytes read from a file or decoded from base64 are copied into
 // the returned keys; the caller owns them and wipes them with `wipeKeys` in a `finally`. Strings
 // (the environment, a base64 file's text) cannot be wiped.
 
 /// <reference types="node" />
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { UsageError } from './_report';
 
-/** Accepted key lengths in bytes: the recipient secret key; the ML-DSA-87 public and secret keys (FIPS 204 Table 2). */
-export const LENGTHS = { unlock: [32], 'signer-public': [2592], signer: [4896] } as const;
+/**
+ * Accepted key lengths in bytes: the recipient secret key; the ML-DSA-87 public and secret keys
+ * (FIPS 204 Table 2); a recipient public key (hybrid ML-KEM-1024 ‖ X25519, or X25519 alone).
+ */
+export const LENGTHS = {
+  unlock: [32],
+  'signer-public': [2592],
+  signer: [4896],
+  recipient: [1600, 32],
+} as const;
 
 export type KeyName = keyof typeof LENGTHS;
 
@@ -50,7 +59,8 @@ export function keyFrom(name: KeyName, file: string | undefined, env: string | u
 
 /**
  * The three keys from `--unlock`, `--signer-public`, `--signer` or PQDB_UNLOCK, PQDB_SIGNER_PUBLIC,
- * PQDB_SIGNER (an empty variable counts as unset). On a failure the keys already loaded are wiped.
+ * PQDB_SIGNER (an empty variable counts as unset); without `--signer-public` or its variable, the
+ * signer's public key is read from `<--signer FILE>.pub` when that file exists. On a failure the keys already loaded are wiped.
  * @throws as `keyFrom`.
  * @example
  * const keys = loadKeys(values, process.env);
@@ -63,8 +73,15 @@ export function loadKeys(
   const keys: Keys = {};
   try {
     keys.unlock = keyFrom('unlock', files.unlock, env.PQDB_UNLOCK || undefined);
-    keys.signerPublicKey = keyFrom('signer-public', files['signer-public'], env.PQDB_SIGNER_PUBLIC || undefined);
     keys.signer = keyFrom('signer', files.signer, env.PQDB_SIGNER || undefined);
+    // The public half beside the secret key file (as keygen writes it) unless named itself.
+    const beside = files.signer !== undefined && existsSync(`${files.signer}.pub`) ? `${files.signer}.pub` : undefined;
+    const publicEnv = env.PQDB_SIGNER_PUBLIC || undefined;
+    keys.signerPublicKey = keyFrom(
+      'signer-public',
+      files['signer-public'] ?? (publicEnv === undefined ? beside : undefined),
+      publicEnv,
+    );
     return keys;
   } catch (e) {
     wipeKeys(keys);

@@ -1,6 +1,6 @@
 // Progress bars for the pqdb verbs: one line on stderr, redrawn in place with '\r', 30 columns,
-// at most every 100 ms (the last step always). The callers enable them only on a terminal, so piped
-// output and --json stay clean. Node only.
+// at most every 100 ms (the last step always). The callers enable them only on a terminal or with
+// --progress, never with --json, so piped output stays clean. Node only.
 
 /// <reference types="node" />
 import type { MigrationProgress } from '../engine/store';
@@ -59,6 +59,27 @@ export function migrationProgress(enabled: boolean): (p: MigrationProgress) => v
     const eta = rate > 0 ? Math.ceil((todo - accounted) / rate) : 0;
     process.stderr.write(
       `\r  ${p.phase.padEnd(10)} [${bar(accounted, todo)}] ${count(accounted)}/${count(todo)}  ${count(Math.round(rate))} records/s  ETA ${eta} s   `,
+    );
+  };
+}
+
+/**
+ * A progress callback for import and export: `label [####....] done/total unit  rate unit/s`, at
+ * most every 100 ms, ending the line at the last step (done ≥ total). Draws nothing unless `enabled`.
+ * @example
+ * const step = countProgress(true, 'import', 'bytes'); step(512, 1024); step(1024, 1024);
+ */
+export function countProgress(enabled: boolean, label: string, unit: string): (done: number, total: number) => void {
+  if (!enabled) return () => undefined;
+  const started = Date.now();
+  let last = 0;
+  return (done, total) => {
+    const now = Date.now();
+    if (done < total && now - last < REDRAW_MS) return;
+    last = now;
+    const rate = Math.round((done / Math.max(1, now - started)) * 1000);
+    process.stderr.write(
+      `\r  ${label.padEnd(7)} [${bar(done, total)}] ${count(done)}/${count(total)} ${unit}  ${count(rate)} ${unit}/s   ${done >= total ? '\n' : ''}`,
     );
   };
 }

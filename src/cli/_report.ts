@@ -1,5 +1,5 @@
 // What the pqdb verbs share to report on the terminal: the usage error a verb throws for a bad
-// argument (index.ts prints it, with the usage text when asked, and exits 2), the one-line text of
+// argument (index.ts prints it as one line pointing at the verb's --help, and exits 2), the one-line text of
 // any error, the "cannot open" line and the migration accounting line. Node only.
 
 /// <reference types="node" />
@@ -7,18 +7,15 @@ import type { MigrationProgress, MigrationStatus } from '../engine/store';
 import { PqdbError } from '../errors';
 
 /**
- * A bad argument or a missing key: index.ts prints `pqdb <verb>: <message>` (and the usage text when
- * `usage` is set) and exits 2.
+ * A bad argument or a missing key: index.ts prints `pqdb: <message> (see pqdb <verb> --help)` and
+ * exits 2.
  * @example
- * throw new UsageError('--to SUITE is required', { usage: true });
+ * throw new UsageError('--to SUITE is required');
  */
 export class UsageError extends Error {
-  readonly usage: boolean;
-
-  constructor(message: string, options?: { usage?: boolean; cause?: unknown }) {
+  constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'UsageError';
-    this.usage = options?.usage === true;
   }
 }
 

@@ -1,50 +1,65 @@
-// The pqdb command line (Node), built into dist/cli.js and run by bin/pqdb.mjs:
-//   pqdb verify <location>            checks a file store read-only (verify.ts, src/engine/verify.ts)
-//   pqdb migrate <location> --to S    moves every record to suite S on the live store (migrate.ts, DESIGN §8)
-//   pqdb status <location>            store, registry, checkpoints and migration state (status.ts)
-// This file parses the arguments, holds the usage text, loads the keys (_keys.ts), dispatches to the
-// verb and wipes the keys after it. Keys come from outside the store: --unlock FILE or PQDB_UNLOCK
-// (the recipient secret key), --signer-public FILE or PQDB_SIGNER_PUBLIC (the trusted ML-DSA-87
-// public key), --signer FILE or PQDB_SIGNER (the ML-DSA-87 secret key, to checkpoint a migration); a
-// FILE holds the raw key bytes or their base64, the variables base64.
+// The pqdb command line (Node), built into dist/cli.js and run by bin/pqdb.mjs. One file per group
+// of verbs, each verb declared as a `Verb` (_verb.ts: synopsis, help, positionals, options):
+//   keygen                               key pairs in files (keygen.ts)
+//   init, checkpoint, verify, migrate, status   the store as a whole (admin.ts; verify.ts,
+//                                        migrate.ts, status.ts do the work of the last three)
+//   put, get, delete, scan, search       one record or query (records.ts)
+//   import, export                       many records; sealed exports (import.ts, export.ts)
+// This file finds the verb, parses its arguments, loads the keys it declares (_keys.ts), runs it
+// and wipes the keys after it. Keys come from outside the store: --unlock FILE or PQDB_UNLOCK (the
+// recipient secret key), --signer FILE or PQDB_SIGNER (the ML-DSA-87 secret key; its public half
+// from FILE.pub), --signer-public FILE or PQDB_SIGNER_PUBLIC; a FILE holds the raw key bytes or
+// their base64, the variables base64.
 //
-// Exit status: 0 success (verify: every check holds); 1 a check or the migration failed; 2 usage
-// error or the store cannot be opened; 3 (verify) nothing failed but checks were skipped for want of
-// a key; 130 (migrate) paused by Ctrl-C, resumable. Any other failure — an error no verb expected, or
-// a write to stdout or stderr that fails (EPIPE when the reader went away) — ends as one line on
-// stderr, `pqdb: [CODE] message`, and status 2: never a stack trace.
+// Exit status: 0 success; 1 a check failed, a record was not found or a migration failed; 2 a usage
+// error (one line: `pqdb: <what> (see pqdb <verb> --help)`) or any failure (one line, `pqdb: [CODE]
+// message`, or `pqdb <verb>: cannot open …`); 3 (verify) nothing failed but checks were skipped for
+// want of a key; 130 (migrate) paused by Ctrl-C, resumable. A write to stdout or stderr that fails
+// (EPIPE when the reader went away) also ends with one line and status 2: never a stack trace.
 
 /// <reference types="node" />
-import { parseArgs } from 'node:util';
+import { VERSION } from '../index';
 import { loadKeys, wipeKeys, type Keys } from './_keys';
 import { UsageError, errorText } from './_report';
-import { verify } from './verify';
-import { migrate } from './migrate';
-import { status } from './status';
+import { KEY_OPTIONS, parseVerb, verbUsage, type Verb } from './_verb';
+import { keygen } from './keygen';
+import { init, checkpoint, verify, migrate, status } from './admin';
+import { put, get, del, scan, search } from './records';
+import { importVerb } from './import';
+import { exportVerb } from './export';
 
-const USAGE = `usage: pqdb verify <location> [--unlock FILE] [--signer-public FILE] [--expect-checkpoint HASH|SIZE] [--json] [--quiet]
-       pqdb migrate <location> --to SUITE [--collection NAME] [--chunk N] [--retire] [--unlock FILE] [--signer FILE --signer-public FILE] [--json]
-       pqdb status <location> [--unlock FILE] [--json]
+/** Every verb, in the order `pqdb --help` lists them. */
+export const VERBS: readonly Verb[] = [
+  keygen,
+  init,
+  put,
+  get,
+  del,
+  scan,
+  search,
+  importVerb,
+  exportVerb,
+  checkpoint,
+  verify,
+  migrate,
+  status,
+];
 
-  verify   opens the store at <location> read-only and checks every page, record, Merkle leaf,
-           checkpoint signature and proof; prints a summary (--json: the full report);
-           --expect-checkpoint: a checkpoint hash (store.info().checkpoint.hash) or log size the
-           store must still hold, else it is an older copy (a ROLLBACK problem, exit 1)
-  migrate  moves every record (of NAME, or of every collection) to SUITE (gcmsiv-hkdf256,
-           gcmsiv-hkdf384, cnsa2-gcm-hkdf384-commit) while the store stays usable; resumes an
-           unfinished migration; Ctrl-C pauses it; prints the accounting; --retire then retires
-           the older key generations (their pages deleted, their roots destroyed)
-  status   the store's generations, suites and their states, collections, checkpoints and migration
+const USAGE = `usage: pqdb <command> [arguments] [--json] [--progress]
+       pqdb <command> --help | pqdb --version
 
-keys (base64 in the environment, raw or base64 in files):
+${VERBS.map((v) => `  ${v.name.padEnd(12)}${v.summary}`).join('\n')}
+
+keys (base64 in the environment, raw or base64 in files; pqdb keygen writes them):
   --unlock FILE          or PQDB_UNLOCK          recipient secret key: decrypt and authenticate
+  --signer FILE          or PQDB_SIGNER          ML-DSA-87 secret key (its public half from FILE.pub)
   --signer-public FILE   or PQDB_SIGNER_PUBLIC   trusted ML-DSA-87 public key of the checkpoints
-  --signer FILE          or PQDB_SIGNER          ML-DSA-87 secret key: migrate signs its checkpoint
 
-exit status: 0 all checks hold, 1 a check failed, 2 usage error or unreadable store,
-             3 no failure but checks skipped for want of a key`;
+--json prints what a command reports as JSON; --progress draws progress bars on stderr even when it
+is not a terminal. exit status: 0 done, 1 a check failed or a record was not found, 2 usage error
+or failure, 3 (verify) checks skipped for want of a key, 130 (migrate) paused`;
 
-const VERBS = ['verify', 'migrate', 'status'] as const;
+const KEY_ENV = { unlock: 'PQDB_UNLOCK', signer: 'PQDB_SIGNER', 'signer-public': 'PQDB_SIGNER_PUBLIC' } as const;
 
 /**
  * Runs the command line; returns the exit status. Never throws: a failure no verb reports itself
@@ -67,63 +82,68 @@ export async function main(argv: string[]): Promise<number> {
   return outputFailed ? 2 : code;
 }
 
-/** Parses `argv`, loads the keys and runs the verb; wipes the keys after it. */
+/** Finds the verb, parses `argv`, loads the keys and runs the verb; wipes the keys after it. */
 async function run(argv: string[]): Promise<number> {
+  const [first, ...rest] = argv;
+  if (first === '--version' || first === '-V') {
+    process.stdout.write(`pqdb ${VERSION}\n`);
+    return 0;
+  }
+  if (first === '--help' || first === '-h' || (first === 'help' && rest.length === 0)) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (first === undefined) return usageError('missing command', undefined);
+  const helpFor = first === 'help' ? rest[0] : undefined;
+  const verb = VERBS.find((v) => v.name === (helpFor ?? first));
+  if (verb === undefined)
+    return usageError(
+      first.startsWith('-') ? `unknown option ${first}` : `unknown command "${helpFor ?? first}"`,
+      undefined,
+    );
+  if (helpFor !== undefined) {
+    process.stdout.write(`${verbUsage(verb)}\n`);
+    return 0;
+  }
   let parsed;
   try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        unlock: { type: 'string' },
-        'signer-public': { type: 'string' },
-        signer: { type: 'string' },
-        to: { type: 'string' },
-        collection: { type: 'string' },
-        chunk: { type: 'string' },
-        retire: { type: 'boolean', default: false },
-        json: { type: 'boolean', default: false },
-        quiet: { type: 'boolean', default: false },
-        'expect-checkpoint': { type: 'string' },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    });
+    parsed = parseVerb(verb, rest);
   } catch (e) {
-    process.stderr.write(`pqdb: ${errorText(e)}\n${USAGE}\n`);
-    return 2;
+    if (e instanceof UsageError) return usageError(e.message, verb);
+    throw e;
   }
   const { values, positionals } = parsed;
-  if (values.help || positionals.length === 0) {
-    (values.help ? process.stdout : process.stderr).write(`${USAGE}\n`);
-    return values.help ? 0 : 2;
+  if (values.help === true) {
+    process.stdout.write(`${verbUsage(verb)}\n`);
+    return 0;
   }
-  const [command, location, ...rest] = positionals;
-  if (!(VERBS as readonly string[]).includes(command)) {
-    process.stderr.write(`pqdb: unknown command "${command}"\n${USAGE}\n`);
-    return 2;
+  let keys: Keys = {};
+  const declared = (Object.keys(KEY_ENV) as (keyof typeof KEY_ENV)[]).filter((k) => verb.options[k] === KEY_OPTIONS[k]);
+  if (declared.length > 0) {
+    const files = Object.fromEntries(declared.map((k) => [k, values[k] as string | undefined]));
+    const env = Object.fromEntries(declared.map((k) => [KEY_ENV[k], process.env[KEY_ENV[k]]]));
+    try {
+      keys = loadKeys(files, env);
+    } catch (e) {
+      process.stderr.write(`pqdb ${verb.name}: ${errorText(e)}\n`);
+      return 2;
+    }
   }
-  if (location === undefined || rest.length > 0) {
-    process.stderr.write(`pqdb ${command}: expected exactly one <location>\n${USAGE}\n`);
-    return 2;
-  }
-  let keys: Keys;
+  const progress = values.json !== true && (values.progress === true || process.stderr.isTTY === true);
   try {
-    keys = loadKeys(values, process.env);
-  } catch (e) {
-    process.stderr.write(`pqdb ${command}: ${errorText(e)}\n`);
-    return 2;
-  }
-  try {
-    if (command === 'migrate') return await migrate(location, values, keys);
-    if (command === 'status') return await status(location, values, keys);
-    return await verify(location, values, keys);
+    return await verb.run({ positionals, values, keys, progress });
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    process.stderr.write(`pqdb ${command}: ${e.message}\n${e.usage ? `${USAGE}\n` : ''}`);
-    return 2;
+    return usageError(e.message, verb);
   } finally {
     wipeKeys(keys);
   }
+}
+
+/** Writes `pqdb: <message> (see pqdb [<verb>] --help)`; returns status 2. */
+function usageError(message: string, verb: Verb | undefined): number {
+  process.stderr.write(`pqdb: ${message} (see pqdb ${verb !== undefined ? `${verb.name} ` : ''}--help)\n`);
+  return 2;
 }
 
 // Process-wide like the streams it watches: set once a write to stdout or stderr failed.

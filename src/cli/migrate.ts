@@ -22,6 +22,8 @@ export interface MigrateOptions {
   chunk?: string;
   retire?: boolean;
   json?: boolean;
+  /** Draw the progress bar on stderr (index.ts: a terminal or --progress, and not --json). */
+  progress?: boolean;
 }
 
 /**
@@ -33,7 +35,7 @@ export interface MigrateOptions {
  */
 export async function migrate(location: string, options: MigrateOptions, keys: Keys): Promise<number> {
   const { unlock, signer, signerPublicKey } = keys;
-  if (options.to === undefined) throw new UsageError('--to SUITE is required', { usage: true });
+  if (options.to === undefined) throw new UsageError('--to SUITE is required');
   if (unlock === undefined) throw new UsageError('the recipient secret key is required (--unlock FILE or PQDB_UNLOCK)');
   if ((signer === undefined) !== (signerPublicKey === undefined))
     throw new UsageError('--signer and --signer-public go together');
@@ -54,7 +56,7 @@ export async function migrate(location: string, options: MigrateOptions, keys: K
   } catch (e) {
     return cannotOpen('migrate', location, e);
   }
-  const tty = !options.json && process.stderr.isTTY === true;
+  const tty = options.progress === true && !options.json;
   const onProgress = migrationProgress(tty);
   const ac = new AbortController();
   const onSigint = () => ac.abort();

@@ -22,7 +22,7 @@ import { errorText } from './_report';
  */
 export async function verify(
   location: string,
-  options: { json?: boolean; quiet?: boolean; 'expect-checkpoint'?: string },
+  options: { json?: boolean; quiet?: boolean; progress?: boolean; 'expect-checkpoint'?: string },
   keys: Keys,
 ): Promise<number> {
   let pages;
@@ -42,7 +42,7 @@ export async function verify(
       unlock: keys.unlock,
       signerPublicKey: keys.signerPublicKey,
       ...(pin !== undefined ? { expectCheckpoint: /^\d+$/.test(pin) ? Number(pin) : pin } : {}),
-      onProgress: verifyProgress(!options.json && !options.quiet && process.stderr.isTTY === true),
+      onProgress: verifyProgress(options.progress === true && !options.json && !options.quiet),
     });
     if (options.json) process.stdout.write(`${JSON.stringify({ location, ...report }, null, 2)}\n`);
     else if (!options.quiet || !report.ok) process.stdout.write(`${formatVerifyReport(report, location)}\n`);

@@ -1,0 +1,132 @@
+// Opening a file store for the record verbs and finding a collection's schema in it. A store keeps
+// each collection's schema in its sealed manifest, so a verb names only the collection; `--schema`
+// is needed the first time a collection is written (put, import) and must agree with the stored one
+// after. The text fields a search indexes are, in order: `--fields`, the fields of the collection's
+// persisted index (written at a checkpoint), every string field of the schema. Node only.
+
+/// <reference types="node" />
+import { openNodeFsPageStore } from '../storage/node-fs';
+import { Store, type Collection } from '../engine/store';
+import { unlockManifest, type Manifest } from '../engine/manifest';
+import type { Schema } from '../engine/codec';
+import { PqdbError } from '../errors';
+import type { Keys } from './_keys';
+import { UsageError } from './_report';
+import { parseSchema } from './_values';
+
+/** An open store and the manifest it was opened at (for the schemas). */
+export interface OpenedStore {
+  store: Store;
+  manifest: Manifest;
+}
+
+/**
+ * Opens the store at `location`: read-only (no lock, runs beside a writer) unless `write`; with the
+ * signer keys when they were given. The caller closes it.
+ * @throws UsageError without the recipient secret key; PqdbError from the page store and the open
+ * (NOT_OPEN for a directory without a store, AUTH_FAILED for a key that does not open it, LOCKED).
+ * @example
+ * const { store } = await openCliStore('./data/app', keys, { write: true });
+ */
+export async function openCliStore(location: string, keys: Keys, options: { write: boolean }): Promise<OpenedStore> {
+  const unlock = requireUnlock(keys);
+  const pages = await openNodeFsPageStore(location, { create: false, readOnly: !options.write });
+  try {
+    const raw = await pages.readManifest();
+    if (raw === undefined) throw new PqdbError('NOT_OPEN', `no store at ${location} (pqdb init makes one)`);
+    const opened = unlockManifest(raw, unlock);
+    opened.keys.close();
+    const store = await Store.open(pages, {
+      unlock,
+      readOnly: !options.write,
+      storeId: opened.manifest.storeId,
+      ...(options.write && keys.signer !== undefined
+        ? { signer: keys.signer, signerPublicKey: keys.signerPublicKey }
+        : {}),
+      autoCheckpoint: false,
+    });
+    return { store, manifest: opened.manifest };
+  } catch (e) {
+    await pages.close();
+    throw e;
+  }
+}
+
+/**
+ * The recipient secret key.
+ * @throws UsageError when it was not given.
+ */
+export function requireUnlock(keys: Keys): Uint8Array {
+  if (keys.unlock === undefined)
+    throw new UsageError('the recipient secret key is required (--unlock FILE or PQDB_UNLOCK)');
+  return keys.unlock;
+}
+
+/**
+ * The signer keys, both halves.
+ * @throws UsageError when either is missing.
+ */
+export function requireSigner(keys: Keys): void {
+  if (keys.signer === undefined)
+    throw new UsageError('the signer secret key is required (--signer FILE or PQDB_SIGNER)');
+  if (keys.signerPublicKey === undefined)
+    throw new UsageError('the signer public key is required (FILE.pub beside --signer FILE, or --signer-public FILE)');
+}
+
+/**
+ * Collection `name` of the opened store. Its schema is the stored one; `schemaText` (the --schema
+ * option) is needed when the store has no such collection and must match the stored one otherwise.
+ * `index` declares the text fields kept in the lexical index while the store is open.
+ * @throws UsageError for an unknown collection without --schema, a --schema that differs from the
+ * stored one, or index fields that are not string fields of the schema.
+ * @example
+ * const words = collectionOf(opened, 'words', undefined);
+ */
+export function collectionOf(
+  opened: OpenedStore,
+  name: string,
+  schemaText: string | undefined,
+  index?: readonly string[],
+): Collection {
+  const stored = opened.manifest.collections[name]?.schema;
+  const given = schemaText !== undefined ? parseSchema(schemaText) : undefined;
+  if (stored === undefined && given === undefined)
+    throw new UsageError(`no collection "${name}" in the store (its first put or import gives --schema)`);
+  if (stored !== undefined && given !== undefined && !sameSchema(stored, given))
+    throw new UsageError(`collection "${name}" is stored with the schema ${JSON.stringify(stored)}`);
+  const schema = stored ?? given!;
+  if (index !== undefined) {
+    const bad = index.find((f) => schema[f]?.replace(/\?$/, '') !== 'string');
+    if (bad !== undefined) throw new UsageError(`"${bad}" is not a string field of collection "${name}"`);
+  }
+  return opened.store.collection(name, { schema, ...(index !== undefined ? { index: { text: index } } : {}) });
+}
+
+/**
+ * The text fields a search of `name` indexes: `fields` (the --fields option), else the fields of
+ * its persisted index, else every string field of its schema.
+ * @example
+ * searchFields(opened, 'words', undefined); // ['gloss', 'lemma', 'pos']
+ */
+export function searchFields(opened: OpenedStore, name: string, fields: string | undefined): string[] {
+  if (fields !== undefined) return splitList(fields);
+  const persisted = opened.manifest.indexes?.[name]?.fields;
+  if (persisted !== undefined && persisted.length > 0) return persisted;
+  const schema = opened.manifest.collections[name]?.schema ?? {};
+  return Object.keys(schema)
+    .filter((f) => schema[f].replace(/\?$/, '') === 'string')
+    .sort();
+}
+
+/** `a,b , c` as ['a', 'b', 'c']. */
+export function splitList(text: string): string[] {
+  return text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}
+
+function sameSchema(a: Schema, b: Schema): boolean {
+  const keys = Object.keys(a).sort();
+  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
+}

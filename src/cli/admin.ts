@@ -1,0 +1,210 @@
+// The store-wide verbs: `pqdb init` (creates a file store for recipients' public keys), `pqdb
+// checkpoint` (signs the Merkle root with ML-DSA-87), and the declarations of `verify`, `migrate`
+// and `status`, whose work is in verify.ts, migrate.ts and status.ts. Node only.
+
+/// <reference types="node" />
+import { openNodeFsPageStore } from '../storage/node-fs';
+import { Store } from '../engine/store';
+import { suite as suiteOf, DEFAULT_SUITE, type SuiteName } from '../crypto/suites';
+import { PqdbError } from '../errors';
+import { x25519 } from '@noble/curves/ed25519.js';
+import { equalBytes } from '../_bytes';
+import { ml_kem1024_x25519 } from '../crypto/kem';
+import { keyFrom } from './_keys';
+import { UsageError } from './_report';
+import { openCliStore, requireSigner, requireUnlock } from './_store';
+import { KEY_OPTIONS, str, type Verb } from './_verb';
+import { verify as verifyStoreAt } from './verify';
+import { verifySealedFiles } from './export';
+import { migrate as migrateStore } from './migrate';
+import { status as statusOf } from './status';
+
+const KEYS_HELP = `  --unlock FILE          or PQDB_UNLOCK          recipient secret key: decrypt and authenticate
+  --signer FILE          or PQDB_SIGNER          ML-DSA-87 secret key (its public half from FILE.pub)
+  --signer-public FILE   or PQDB_SIGNER_PUBLIC   trusted ML-DSA-87 public key of the checkpoints`;
+
+export const init: Verb = {
+  name: 'init',
+  synopsis: '<location> --recipient FILE... --unlock FILE [--suite SUITE] [--signer FILE] [--json]',
+  summary: 'creates a file store whose keys are wrapped to the recipients',
+  help: `  Creates a store in the directory <location> (made if missing; an existing store is refused).
+  --recipient FILE   a recipient public key (keygen's PREFIX.pub); repeat for more recipients
+  --unlock FILE      the secret key of one of them: the creator opens what it creates
+  --suite SUITE      what new collections write with: gcmsiv-hkdf384 (default), gcmsiv-hkdf256,
+                     cnsa2-gcm-hkdf384-commit
+  --signer FILE      also sign a first checkpoint
+${KEYS_HELP}`,
+  positionals: { min: 1, max: 1 },
+  options: { recipient: { type: 'string', multiple: true }, suite: { type: 'string' }, ...KEY_OPTIONS },
+  async run({ positionals: [location], values, keys }) {
+    const files = (values.recipient as string[] | undefined) ?? [];
+    if (files.length === 0) throw new UsageError('at least one --recipient FILE is required');
+    const unlock = requireUnlock(keys);
+    if (keys.signer !== undefined) requireSigner(keys);
+    let suite: SuiteName;
+    try {
+      suite = suiteOf((str(values, 'suite') ?? DEFAULT_SUITE) as SuiteName).name;
+    } catch (e) {
+      throw new UsageError(`--suite: ${(e as Error).message}`, { cause: e });
+    }
+    const recipients = files.map((f) => keyFrom('recipient', f, undefined)!);
+    // The engine wraps the root to the recipients only; a creator key that is none of them would
+    // make a store it cannot open again.
+    if (!recipients.some((r) => publicKeysOf(unlock).some((p) => equalBytes(p, r))))
+      throw new UsageError('the --unlock key is not the secret key of any --recipient');
+    const pages = await openNodeFsPageStore(location, { create: true });
+    let store: Store;
+    try {
+      if ((await pages.readManifest()) !== undefined)
+        throw new PqdbError('CONFLICT', `${location} already holds a store`);
+      store = await Store.open(pages, {
+        create: true,
+        recipients,
+        unlock,
+        suite,
+        signer: keys.signer,
+        signerPublicKey: keys.signerPublicKey,
+        autoCheckpoint: false,
+      });
+    } catch (e) {
+      await pages.close();
+      throw e;
+    }
+    try {
+      const checkpoint = keys.signer !== undefined ? await store.checkpoint() : undefined;
+      const info = store.info();
+      const out = {
+        location,
+        storeId: info.storeId,
+        suite,
+        recipients: recipients.length,
+        ...(checkpoint && { checkpoint: info.checkpoint }),
+      };
+      process.stdout.write(
+        values.json === true
+          ? `${JSON.stringify(out, null, 2)}\n`
+          : `pqdb init: created ${location}: store ${out.storeId}, suite ${suite}, ${recipients.length} recipient(s)${checkpoint ? ', checkpoint signed' : ''}\n`,
+      );
+      return 0;
+    } finally {
+      await store.close();
+    }
+  },
+};
+
+/** The public keys a 32-byte recipient secret key has: as a hybrid seed and as an X25519 scalar. */
+function publicKeysOf(secretKey: Uint8Array): Uint8Array[] {
+  return [ml_kem1024_x25519.getPublicKey(secretKey), x25519.getPublicKey(secretKey)];
+}
+
+export const checkpoint: Verb = {
+  name: 'checkpoint',
+  synopsis: '<location> --unlock FILE --signer FILE [--signer-public FILE] [--json]',
+  summary: 'signs the Merkle root of the current key generation with ML-DSA-87',
+  help: `  Signs a checkpoint (store id, generation, size, root, previous hash) and persists it with the
+  changed search indexes; prints its generation, size and hash (the hash is what
+  pqdb verify --expect-checkpoint takes).
+${KEYS_HELP}`,
+  positionals: { min: 1, max: 1 },
+  options: { ...KEY_OPTIONS },
+  async run({ positionals: [location], values, keys }) {
+    requireUnlock(keys);
+    requireSigner(keys);
+    const { store } = await openCliStore(location, keys, { write: true });
+    try {
+      await store.checkpoint();
+      const cp = store.info().checkpoint!;
+      const out = { location, ...cp, checkpoints: store.checkpoints().length };
+      process.stdout.write(
+        values.json === true
+          ? `${JSON.stringify(out, null, 2)}\n`
+          : `pqdb checkpoint: generation ${cp.generation}, size ${cp.size}, hash ${cp.hash}\n`,
+      );
+      return 0;
+    } finally {
+      await store.close();
+    }
+  },
+};
+
+export const verify: Verb = {
+  name: 'verify',
+  synopsis: '<location> [--unlock FILE] [--signer-public FILE] [--expect-checkpoint HASH|SIZE] [--quiet] [--json]',
+  summary: 'checks every page, record, Merkle leaf, checkpoint and proof (or --sealed: exports)',
+  help: `  Opens the store at <location> read-only and checks every page, record, Merkle leaf,
+  checkpoint signature and proof; prints a summary (--json: the full report).
+  --expect-checkpoint   a checkpoint hash or log size the store must still hold, else it is an
+                        older copy (a ROLLBACK problem, exit 1)
+  --sealed              <location> is a sealed export (a file) or a directory of them
+                        (pqdb export --sealed): each is checked against --signer-public
+  --quiet               print nothing when every check holds
+${KEYS_HELP}
+  exit status: 0 all checks hold, 1 a check failed, 2 usage error or unreadable store,
+               3 no failure but checks skipped for want of a key`,
+  positionals: { min: 1, max: 1 },
+  options: {
+    'expect-checkpoint': { type: 'string' },
+    quiet: { type: 'boolean' },
+    sealed: { type: 'boolean' },
+    unlock: KEY_OPTIONS.unlock,
+    'signer-public': KEY_OPTIONS['signer-public'],
+  },
+  run: ({ positionals: [location], values, keys, progress }) =>
+    values.sealed === true
+      ? verifySealedFiles(location, values, keys)
+      : verifyStoreAt(
+          location,
+          {
+            json: values.json === true,
+            quiet: values.quiet === true,
+            'expect-checkpoint': str(values, 'expect-checkpoint'),
+            progress,
+          },
+          keys,
+        ),
+};
+
+export const migrate: Verb = {
+  name: 'migrate',
+  synopsis: '<location> --to SUITE [--collection NAME] [--chunk N] [--retire] --unlock FILE [--signer FILE] [--json]',
+  summary: 'moves every record to another suite on the live store',
+  help: `  Moves every record (of NAME, or of every collection) to SUITE (gcmsiv-hkdf256, gcmsiv-hkdf384,
+  cnsa2-gcm-hkdf384-commit) while the store stays usable; resumes an unfinished migration;
+  Ctrl-C pauses it (exit 130); prints the accounting; --retire then retires the older key
+  generations (their pages deleted, their roots destroyed). With --signer it signs its checkpoint.
+${KEYS_HELP}`,
+  positionals: { min: 1, max: 1 },
+  options: {
+    to: { type: 'string' },
+    collection: { type: 'string' },
+    chunk: { type: 'string' },
+    retire: { type: 'boolean' },
+    ...KEY_OPTIONS,
+  },
+  run: ({ positionals: [location], values, keys, progress }) =>
+    migrateStore(
+      location,
+      {
+        to: str(values, 'to'),
+        collection: str(values, 'collection'),
+        chunk: str(values, 'chunk'),
+        retire: values.retire === true,
+        json: values.json === true,
+        progress,
+      },
+      keys,
+    ),
+};
+
+export const status: Verb = {
+  name: 'status',
+  synopsis: '<location> [--unlock FILE] [--json]',
+  summary: "the store's generations, suites, collections, checkpoints and migration",
+  help: `  Reads the manifest without keys (store id, commit, key generations: unauthenticated); with
+  --unlock it authenticates the manifest and also shows suites, collections with their record
+  counts, checkpoints and the migration.
+${KEYS_HELP}`,
+  positionals: { min: 1, max: 1 },
+  options: { unlock: KEY_OPTIONS.unlock },
+  run: ({ positionals: [location], values, keys }) => statusOf(location, { json: values.json === true }, keys),
+};

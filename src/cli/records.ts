@@ -1,0 +1,193 @@
+// The record verbs: `pqdb put`, `get`, `delete`, `scan` and `search`, one record or one query per
+// run, each needing the recipient secret key. Writers open the store for writing (they take its
+// lock); readers open it read-only and can run beside a writer. Values are JSON (a `bytes` field is
+// base64: _values.ts); the schema comes from the store, `--schema` names it on a collection's first
+// put. Node only.
+//
+// Exit status: 0 done; 1 get or delete found no such record; 2 a bad argument, a value that does
+// not fit the schema, or a store that cannot be opened.
+
+/// <reference types="node" />
+import { readFileSync } from 'node:fs';
+import type { Value } from '../engine/codec';
+import { PqdbError } from '../errors';
+import { UsageError } from './_report';
+import { collectionOf, openCliStore, requireUnlock, searchFields, splitList, type OpenedStore } from './_store';
+import { parseValue, valueToJson } from './_values';
+import { KEY_OPTIONS, str, whole, type Verb, type VerbArgs } from './_verb';
+import type { Keys } from './_keys';
+
+const UNLOCK_HELP = '  --unlock FILE   or PQDB_UNLOCK: the recipient secret key';
+
+/** Runs `fn` on the store at `location`, closing it after. */
+async function withStore<T>(
+  location: string,
+  keys: Keys,
+  write: boolean,
+  fn: (opened: OpenedStore) => Promise<T>,
+): Promise<T> {
+  requireUnlock(keys);
+  const opened = await openCliStore(location, keys, { write });
+  try {
+    return await fn(opened);
+  } finally {
+    await opened.store.close();
+  }
+}
+
+const print = (args: VerbArgs, json: unknown, text: string) =>
+  process.stdout.write(args.values.json === true ? `${JSON.stringify(json, null, 2)}\n` : `${text}\n`);
+
+export const put: Verb = {
+  name: 'put',
+  synopsis: '<location> <collection> <id> [<json>|-] --unlock FILE [--schema SCHEMA] [--json]',
+  summary: 'stores one record (its value as JSON, or from stdin)',
+  help: `  Seals and stores the JSON object <json> (read from stdin when it is "-" or missing) under <id>,
+  durably, in one commit.
+  --schema SCHEMA   the collection's schema, needed when the store does not have the collection
+                    yet: name:type,… (types string, number, integer, boolean, bytes; "?" makes a
+                    field optional) or a JSON object; later puts must give the same or none
+  --index FIELDS    string fields to keep in the search index while writing (comma-separated)
+${UNLOCK_HELP}`,
+  positionals: { min: 3, max: 4 },
+  options: { schema: { type: 'string' }, index: { type: 'string' }, unlock: KEY_OPTIONS.unlock },
+  async run(args) {
+    const [location, name, id, json] = args.positionals;
+    const text = json === undefined || json === '-' ? readFileSync(0, 'utf8') : json;
+    return withStore(location, args.keys, true, async (opened) => {
+      const index = str(args.values, 'index');
+      const c = collectionOf(
+        opened,
+        name,
+        str(args.values, 'schema'),
+        index !== undefined ? splitList(index) : undefined,
+      );
+      await c.put(id, parseValue(c.schema.source, text, json === undefined || json === '-' ? 'stdin' : '<json>'));
+      const { commit } = opened.store.info();
+      print(args, { collection: name, id, commit }, `pqdb put: ${name}/${id} (commit ${commit})`);
+      return 0;
+    });
+  },
+};
+
+export const get: Verb = {
+  name: 'get',
+  synopsis: '<location> <collection> <id> --unlock FILE [--json]',
+  summary: "prints one record's value as JSON",
+  help: `  Prints the value stored under <id> as one line of JSON; exit status 1 when there is none.
+  --json   print { collection, id, found, value }
+${UNLOCK_HELP}`,
+  positionals: { min: 3, max: 3 },
+  options: { unlock: KEY_OPTIONS.unlock },
+  async run(args) {
+    const [location, name, id] = args.positionals;
+    return withStore(location, args.keys, false, async (opened) => {
+      const value = await collectionOf(opened, name, undefined).get(id);
+      const found = value !== undefined;
+      if (args.values.json === true)
+        print(args, { collection: name, id, found, ...(found && { value: valueToJson(value) }) }, '');
+      else if (found) process.stdout.write(`${JSON.stringify(valueToJson(value))}\n`);
+      else process.stderr.write(`pqdb get: no record "${id}" in collection "${name}"\n`);
+      return found ? 0 : 1;
+    });
+  },
+};
+
+export const del: Verb = {
+  name: 'delete',
+  synopsis: '<location> <collection> <id> --unlock FILE [--json]',
+  summary: 'deletes one record',
+  help: `  Deletes the record stored under <id> (a delete is a leaf of the Merkle log too); exit status 1
+  when there is none.
+  --json   print { collection, id, deleted }
+${UNLOCK_HELP}`,
+  positionals: { min: 3, max: 3 },
+  options: { unlock: KEY_OPTIONS.unlock },
+  async run(args) {
+    const [location, name, id] = args.positionals;
+    return withStore(location, args.keys, true, async (opened) => {
+      const deleted = await collectionOf(opened, name, undefined).delete(id);
+      if (args.values.json === true) print(args, { collection: name, id, deleted }, '');
+      else if (deleted) process.stdout.write(`pqdb delete: ${name}/${id}\n`);
+      else process.stderr.write(`pqdb delete: no record "${id}" in collection "${name}"\n`);
+      return deleted ? 0 : 1;
+    });
+  },
+};
+
+/** Records as `id<TAB>json` lines, or with --json one document { collection, …, records }. */
+function printRecords(args: VerbArgs, head: Record<string, unknown>, records: { id: string; value: Value }[]): void {
+  if (args.values.json === true) {
+    const out = {
+      ...head,
+      count: records.length,
+      records: records.map((r) => ({ id: r.id, value: valueToJson(r.value) })),
+    };
+    process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+    return;
+  }
+  process.stdout.write(records.map((r) => `${r.id}\t${JSON.stringify(valueToJson(r.value))}\n`).join(''));
+}
+
+export const scan: Verb = {
+  name: 'scan',
+  synopsis: '<location> <collection> --unlock FILE [--prefix P] [--limit N] [--json]',
+  summary: 'lists records in id order',
+  help: `  Prints the records in id order, one per line: id, a tab, the value as JSON.
+  --prefix P   only ids starting with P
+  --limit N    at most N records
+  --json       print { collection, prefix, count, records: [{ id, value }] }
+${UNLOCK_HELP}`,
+  positionals: { min: 2, max: 2 },
+  options: { prefix: { type: 'string' }, limit: { type: 'string' }, unlock: KEY_OPTIONS.unlock },
+  async run(args) {
+    const [location, name] = args.positionals;
+    const limit = whole(args.values, 'limit', 0);
+    const prefix = str(args.values, 'prefix') ?? '';
+    return withStore(location, args.keys, false, async (opened) => {
+      const records: { id: string; value: Value }[] = [];
+      for await (const r of collectionOf(opened, name, undefined).scan({ prefix, limit })) records.push(r);
+      printRecords(args, { collection: name, prefix }, records);
+      return 0;
+    });
+  },
+};
+
+export const search: Verb = {
+  name: 'search',
+  synopsis:
+    '<location> <collection> <query> --unlock FILE [--mode all|any] [--prefix] [--limit N] [--fields F] [--json]',
+  summary: "finds records whose text fields hold the query's words",
+  help: `  Searches the collection's lexical index (loaded from its sealed page, or built from the
+  records when there is none) and prints the matches like scan.
+  --mode all|any   every word of the query must match (default) or any one
+  --prefix         the last word matches as a prefix (as typed so far)
+  --limit N        at most N results (default 100)
+  --fields F       the string fields to index (comma-separated); default: those of the
+                   persisted index, else every string field of the schema
+  --json           print { collection, query, mode, count, records: [{ id, value }] }
+${UNLOCK_HELP}`,
+  positionals: { min: 3, max: 3 },
+  options: {
+    mode: { type: 'string' },
+    prefix: { type: 'boolean' },
+    limit: { type: 'string' },
+    fields: { type: 'string' },
+    unlock: KEY_OPTIONS.unlock,
+  },
+  async run(args) {
+    const [location, name, query] = args.positionals;
+    const mode = str(args.values, 'mode') ?? 'all';
+    if (mode !== 'all' && mode !== 'any') throw new UsageError(`--mode expected all or any, got "${mode}"`);
+    const limit = whole(args.values, 'limit', 1);
+    return withStore(location, args.keys, false, async (opened) => {
+      const fields = searchFields(opened, name, str(args.values, 'fields'));
+      if (fields.length === 0)
+        throw new PqdbError('SCHEMA_MISMATCH', `collection "${name}" has no string field to search`);
+      const c = collectionOf(opened, name, undefined, fields);
+      const records = await c.search(query, { mode, prefix: args.values.prefix === true, ...(limit && { limit }) });
+      printRecords(args, { collection: name, query, mode }, records);
+      return 0;
+    });
+  },
+};
