@@ -1,7 +1,8 @@
 // The store end to end on every page store (memory, node-fs, IndexedDB over fake-indexeddb): typed
 // collections, sealed records, batches, reopen, wrong keys, locks, the registry, recipients.
 import { describe, it, expect } from 'vitest';
-import { generateRecipient, generateSigner, type Store } from '../src/node';
+import { generateRecipient, generateSigner, openStore, openMemoryPageStore, type Store } from '../src/node';
+import { MemoryMedium } from '../src/storage/memory';
 import { STORE_FIXTURES, perTest } from './support/store-fixtures';
 
 const schema = { lemma: 'string', pos: 'string', gloss: 'string', offset: 'integer' } as const;
@@ -111,5 +112,22 @@ describe.each(STORE_FIXTURES)('store (%s)', (_name, factory) => {
       await pages.close();
     }
     expect(sizes[0]).toBe(sizes[1]);
+  });
+});
+
+describe('creating a store', () => {
+  it('refuses an unlock key that is none of the recipients: the creator could never open it again', async () => {
+    const a = generateRecipient('classical');
+    const b = generateRecipient('classical');
+    const medium = new MemoryMedium();
+    await expect(
+      openStore({
+        storage: await openMemoryPageStore({ medium }),
+        create: true,
+        recipients: [a.publicKey],
+        unlock: b.secretKey,
+      }),
+    ).rejects.toMatchObject({ name: 'PqdbError' });
+    expect(medium.manifest).toBeUndefined(); // nothing was written
   });
 });

@@ -24,7 +24,7 @@ export interface OpenedStore {
  * Opens the store at `location`: read-only (no lock, runs beside a writer) unless `write`; with the
  * signer keys when they were given. The caller closes it.
  * @throws UsageError without the recipient secret key; PqdbError from the page store and the open
- * (NOT_OPEN for a directory without a store, AUTH_FAILED for a key that does not open it, LOCKED).
+ * (NOT_FOUND for a directory without a store, AUTH_FAILED for a key that does not open it, LOCKED).
  * @example
  * const { store } = await openCliStore('./data/app', keys, { write: true });
  */
@@ -33,7 +33,7 @@ export async function openCliStore(location: string, keys: Keys, options: { writ
   const pages = await openNodeFsPageStore(location, { create: false, readOnly: !options.write });
   try {
     const raw = await pages.readManifest();
-    if (raw === undefined) throw new PqdbError('NOT_OPEN', `no store at ${location} (pqdb init makes one)`);
+    if (raw === undefined) throw new PqdbError('NOT_FOUND', `no store at ${location} (pqdb init makes one)`);
     const opened = unlockManifest(raw, unlock);
     opened.keys.close();
     const store = await Store.open(pages, {

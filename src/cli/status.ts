@@ -31,7 +31,7 @@ export async function status(location: string, options: { json?: boolean }, keys
   }
   try {
     const raw = await pages.readManifest();
-    if (raw === undefined) throw new PqdbError('NOT_OPEN', 'no store here');
+    if (raw === undefined) throw new PqdbError('NOT_FOUND', 'no store here');
     const { header } = readManifest(raw);
     let m: Manifest | undefined;
     let counts: Record<string, number> | undefined;

@@ -231,6 +231,7 @@ export class KeyRing {
       this.#roots.get(STORE_GENERATION)?.fill(0);
       this.#roots.set(STORE_GENERATION, storeSecret); // already unwrapped by the caller (openStoreSecret)
     } else if (!this.#roots.has(STORE_GENERATION)) this.#roots.set(STORE_GENERATION, unwrap(store));
+    else unwrap(store).fill(0); // roots made here (a new store): the caller must still be a recipient
     const secret = this.#roots.get(STORE_GENERATION)!;
     let opened = 0;
     for (const r of this.#generations.values()) {
