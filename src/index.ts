@@ -25,6 +25,10 @@ export {
 } from './engine/store';
 export type { Schema, FieldSpec, FieldType, FieldValue, InferValue, Value, ValueShape } from './engine/codec';
 export type { CollectionValue, TextField } from './engine/collection';
+export type { SearchOptions } from './engine/lexical';
+export type { SuiteName } from './crypto/suites';
+export type { SuiteState, RegistryEntry } from './engine/registry';
+export type { Governance } from './crypto/record';
 export type { PageStore, CommitBatch, PageStoreStats } from './storage/page-store';
 export { openMemoryPageStore } from './storage/memory';
 export { verifySealed, openSealed, type VerifiedSealed, type Checkpoint } from './crypto/proofs';
