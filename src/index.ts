@@ -14,6 +14,7 @@ export {
   Store,
   Collection,
   type Transaction,
+  type CollectionOptions,
   type PutOptions,
   type ScanOptions,
   type StoreOptions,
@@ -24,7 +25,12 @@ export {
   type MigrationPhase,
   type AuthorityCheck,
 } from './engine/store';
-export type { Schema, FieldSpec, Value } from './engine/codec';
+export type { Schema, FieldSpec, FieldType, FieldValue, InferValue, Value, ValueShape } from './engine/codec';
+export type { CollectionValue, TextField } from './engine/collection';
+export type { SearchOptions } from './engine/lexical';
+export type { SuiteName } from './crypto/suites';
+export type { SuiteState, RegistryEntry } from './engine/registry';
+export type { Governance } from './crypto/record';
 export type { PageStore, CommitBatch, PageStoreStats } from './storage/page-store';
 export { openMemoryPageStore } from './storage/memory';
 export { verifySealed, openSealed, type VerifiedSealed, type Checkpoint } from './crypto/proofs';
@@ -40,9 +46,19 @@ export {
 export const VERSION = '0.1.0';
 
 /**
- * Opens or creates a store. Here (the universal entry) `storage` is 'memory' or a PageStore.
+ * Opens or creates a store. Here (the universal entry, the package's "default" export condition)
+ * `storage` is 'memory' (the default) or a PageStore: the file and IndexedDB stores live in the
+ * entries chosen by the "node" and "browser" conditions, so a `location` or storage 'fs' /
+ * 'indexeddb' is refused rather than quietly kept in memory.
+ * @throws TypeError for a `location` or storage 'fs' / 'indexeddb'.
  * @example const store = await openStore({ storage: 'memory', create: true, recipients: [r.publicKey], unlock: r.secretKey })
  */
-export function openStore(options: OpenStoreOptions): Promise<Store> {
+export async function openStore(options: OpenStoreOptions): Promise<Store> {
+  const o: Partial<OpenStoreOptions> = typeof options === 'object' && options !== null ? options : {};
+  if (o.location !== undefined || o.storage === 'fs' || o.storage === 'indexeddb')
+    throw new TypeError(
+      `"location" and storage "fs"/"indexeddb" need the "node" or "browser" export condition: this is pqdb's ` +
+        `universal ("default") entry, which opens only storage "memory" or a PageStore`,
+    );
   return openStoreWith({}, 'memory', options);
 }

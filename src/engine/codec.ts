@@ -18,6 +18,36 @@ export type FieldSpec = FieldType | `${FieldType}?`;
 export type Schema = Readonly<Record<string, FieldSpec>>;
 export type Value = Record<string, string | number | boolean | Uint8Array | undefined>;
 
+/** The JavaScript type of a field type: 'integer' and 'number' are numbers, 'bytes' a Uint8Array. */
+export type FieldValue<T extends FieldType> = T extends 'string'
+  ? string
+  : T extends 'number' | 'integer'
+    ? number
+    : T extends 'boolean'
+      ? boolean
+      : Uint8Array;
+
+type Required_<S extends Schema> = {
+  [K in keyof S as S[K] extends FieldType ? K : never]: FieldValue<S[K] & FieldType>;
+};
+type Optional_<S extends Schema> = {
+  [K in keyof S as S[K] extends `${FieldType}?` ? K : never]?: S[K] extends `${infer T extends FieldType}?`
+    ? FieldValue<T>
+    : never;
+};
+
+/**
+ * The value type a schema describes (type level only): each field typed by FieldValue, a field
+ * written with '?' optional.
+ * @example type Synset = InferValue<{ lemma: 'string'; gloss: 'string?' }> // { lemma: string; gloss?: string }
+ */
+export type InferValue<S extends Schema> = {
+  [K in keyof (Required_<S> & Optional_<S>)]: (Required_<S> & Optional_<S>)[K];
+};
+
+/** An object type whose fields all have types a schema can describe (interfaces included). */
+export type ValueShape<V> = { [K in keyof V]: string | number | boolean | Uint8Array | undefined };
+
 const CODEC_VERSION = 1;
 const TYPES: readonly FieldType[] = ['string', 'number', 'integer', 'boolean', 'bytes'];
 const dec = new TextDecoder('utf-8', { fatal: true });

@@ -5,7 +5,9 @@
 
 import { canonicalGovernanceText, type Governance } from '../crypto/record';
 import { utf8Length } from '../_utf8';
-import { encodeValueInto, ValueWriter, type CompiledSchema, type Schema, type Value } from './codec';
+import { encodeValueInto, ValueWriter, type CompiledSchema, type InferValue, type Schema, type Value } from './codec';
+import type { ValueShape } from './codec';
+import type { SuiteName } from '../crypto/suites';
 import type { RecordIO } from './records';
 import type { Manifest } from './manifest';
 import type { Registry } from './registry';
@@ -25,10 +27,27 @@ export interface ScanOptions {
   limit?: number;
 }
 
+/** Fields of schema `S` a lexical index can cover: its string fields (optional or not). */
+export type TextField<S extends Schema> = { [K in keyof S]: S[K] extends 'string' | 'string?' ? K : never }[keyof S] &
+  string;
+
+/** Options of `store.collection`: the schema, the suite new records are sealed with, the indexed fields. */
+export interface CollectionOptions<S extends Schema = Schema> {
+  schema: S;
+  suite?: SuiteName;
+  index?: { text: readonly TextField<S>[] };
+}
+
+/**
+ * The value type of `store.collection<V, S>`: `V` when given explicitly, else inferred from the schema.
+ * @example store.collection('s', { schema: { n: 'integer' } }) // Collection<{ n: number }>
+ */
+export type CollectionValue<V, S extends Schema> = [V] extends [never] ? InferValue<S> : V;
+
 /** Operations collected by `store.batch`; they commit together or not at all. */
 export interface Transaction {
-  put(collection: Collection, id: string, value: Value, options?: PutOptions): void;
-  delete(collection: Collection, id: string): void;
+  put<V extends ValueShape<V>>(collection: Collection<V>, id: string, value: V, options?: PutOptions): void;
+  delete<V extends ValueShape<V>>(collection: Collection<V>, id: string): void;
 }
 
 /** @internal A write a collection hands to its store. */
@@ -127,7 +146,8 @@ export function stageOps(draft: Draft, records: RecordIO, g: number, e: EncodedO
   });
 }
 
-export class Collection {
+/** A typed collection; `V` is the record value type (see CollectionValue). */
+export class Collection<V extends ValueShape<V> = Value> {
   readonly #engine: CollectionEngine;
 
   /** @internal Made by Store.collection. */
@@ -144,6 +164,11 @@ export class Collection {
     this.#engine = engine;
   }
 
+  /** This collection as the engine sees it: values are checked against the schema at run time. */
+  get #self(): Collection {
+    return this as unknown as Collection;
+  }
+
   /** @internal The lexical index if it is loaded or being loaded (for benchmarks). */
   get lexical(): Promise<LexicalIndex> | undefined {
     return this.#engine.loadedIndex(this.name);
@@ -155,12 +180,12 @@ export class Collection {
    * The index is built from the records on first use after opening and kept current by every commit.
    * @throws TypeError when the collection was opened without `index: { text: [...] }`.
    */
-  async search(query: string, options: SearchOptions = {}): Promise<{ id: string; value: Value }[]> {
+  async search(query: string, options: SearchOptions = {}): Promise<{ id: string; value: V }[]> {
     if (this.indexed.length === 0)
       throw new TypeError(`collection "${this.name}" has no lexical index (open it with index: { text: [...] })`);
     if (typeof query !== 'string') throw new TypeError('"query" expected a string');
     const index = await this.#engine.index(this.name);
-    const out: { id: string; value: Value }[] = [];
+    const out: { id: string; value: V }[] = [];
     for (const id of index.search(query, options)) {
       const value = await this.get(id);
       if (value !== undefined) out.push({ id, value });
@@ -172,13 +197,20 @@ export class Collection {
    * Seals and stores `value` under `id` in one commit (durable when the promise resolves).
    * @throws PqdbError SCHEMA_MISMATCH (nothing written), SUITE_QUARANTINED, NOT_OPEN, IO_ERROR.
    */
-  async put(id: string, value: Value, options: PutOptions = {}): Promise<void> {
-    return this.#engine.commit([{ kind: 'put', collection: this, id, value, governance: options?.governance }]);
+  async put(id: string, value: V, options: PutOptions = {}): Promise<void> {
+    const op: PendingOp = {
+      kind: 'put',
+      collection: this.#self,
+      id,
+      value: value as Value,
+      governance: options?.governance,
+    };
+    return this.#engine.commit([op]);
   }
 
   /** The value stored under `id`, or undefined. @throws PqdbError AUTH_FAILED, CORRUPTION, SUITE_RETIRED */
-  async get(id: string): Promise<Value | undefined> {
-    return this.#engine.read(this, id);
+  async get(id: string): Promise<V | undefined> {
+    return this.#engine.read(this.#self, id) as Promise<V | undefined>;
   }
 
   /** True when a record is stored under `id` (answered from the key directory: nothing is decrypted). */
@@ -190,12 +222,12 @@ export class Collection {
   async delete(id: string): Promise<boolean> {
     checkId(id);
     if (!this.#engine.has(this.name, id)) return false;
-    await this.#engine.commit([{ kind: 'delete', collection: this, id }]);
+    await this.#engine.commit([{ kind: 'delete', collection: this.#self, id }]);
     return true;
   }
 
   /** Records in id order, optionally only ids starting with `prefix`, at most `limit`. */
-  async *scan(options: ScanOptions = {}): AsyncGenerator<{ id: string; value: Value }> {
+  async *scan(options: ScanOptions = {}): AsyncGenerator<{ id: string; value: V }> {
     const ids = this.#engine.ids(this.name, options.prefix ?? '');
     const limit = options.limit ?? Infinity;
     let n = 0;

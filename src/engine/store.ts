@@ -17,7 +17,7 @@ import type { PageStore } from '../storage/page-store';
 import { suite as suiteOf, DEFAULT_SUITE, type SuiteName } from '../crypto/suites';
 import type { KeyedAead } from '../kernels/aead';
 import { checkpointHash, type Checkpoint } from '../crypto/proofs';
-import { compileSchema, decodeValue, type CompiledSchema, type Schema } from './codec';
+import { compileSchema, decodeValue, type CompiledSchema, type Schema, type ValueShape } from './codec';
 import { KeyRing, leafBlind } from './keys';
 import { Registry, type SuiteState, type RegistryEntry } from './registry';
 import { b64, fromHex, hex, newManifest, unlockManifest, STORE_ID_LABEL } from './manifest';
@@ -34,10 +34,10 @@ import { Migration, type AuthorityCheck, type MigrateOptions, type MigrationStat
 import { retireGenerations } from './retire';
 import { exportSealed } from './exports';
 import { Collection, checkId, declareCollection, encodeOps, stageOps } from './collection';
-import type { CollectionEngine, PendingOp, Transaction } from './collection';
+import type { CollectionEngine, CollectionOptions, CollectionValue, PendingOp, Transaction } from './collection';
 import type { SearchOptions } from './lexical';
 
-export { Collection, type PutOptions, type ScanOptions, type Transaction } from './collection';
+export { Collection, type PutOptions, type ScanOptions, type Transaction, type CollectionOptions } from './collection';
 export type { AuthorityCheck, MigrateOptions, MigrationStatus, MigrationProgress } from './migration/run';
 export type { MigrationCounts, MigrationPhase } from './manifest';
 export type { SearchOptions };
@@ -266,23 +266,22 @@ export class Store {
   }
 
   /**
-   * A typed collection. Its schema is stored with the store; reopening with another schema is an error.
+   * A typed collection: its value type is inferred from the schema literal (or given as `V`). Its schema
+   * is stored with the store; reopening with another schema is an error.
    * @throws TypeError for a bad name or schema; RangeError when the schema differs from the stored one.
+   * @example const words = store.collection('words', { schema: { lemma: 'string', gloss: 'string?' } })
    */
-  collection(
+  collection<V extends ValueShape<V> = never, S extends Schema = Schema>(
     name: string,
-    options: { schema: Schema; suite?: SuiteName; index?: { text: readonly string[] } },
-  ): Collection {
+    options: CollectionOptions<S>,
+  ): Collection<CollectionValue<V, S>> {
     this.#live();
     if (typeof name !== 'string' || name.length === 0) throw new TypeError('"name" expected a non-empty string');
     const schema = compileSchema(options?.schema);
     const existing = this.#p.pipeline.manifest.collections[name];
-    if (
-      existing !== undefined &&
-      JSON.stringify(compileSchema(existing.schema).source) !== JSON.stringify(schema.source)
-    ) {
+    const stored = existing !== undefined ? JSON.stringify(compileSchema(existing.schema).source) : undefined;
+    if (stored !== undefined && stored !== JSON.stringify(schema.source))
       throw new RangeError(`collection "${name}" exists with another schema`);
-    }
     const suite = options.suite !== undefined && existing === undefined ? suiteOf(options.suite).id : undefined;
     const text = options.index?.text ?? [];
     if (!Array.isArray(text) || text.some((f) => schema.fields.find((x) => x.name === f)?.type !== 'string')) {
@@ -293,7 +292,7 @@ export class Store {
       this.#collections.set(name, (c = new Collection(this, this.#engine, name, schema, text, suite)));
       this.#p.lexical.declare(name, text);
     }
-    return c;
+    return c as unknown as Collection<CollectionValue<V, S>>; // values are checked at run time
   }
 
   /** Runs `fn` to collect operations, then commits them all in one page (all or nothing). */
