@@ -65,7 +65,7 @@ export async function storeApi(): Promise<void> {
     signer: signer.secretKey,
     signerPublicKey: signer.publicKey,
     autoCheckpoint: { records: 1000, ms: 5000 },
-    authority: ({ collection }) => collection !== 'secret',
+    authority: (request) => request.operation !== 'copy' || request.collection !== 'secret',
   });
   // @ts-expect-error an option that does not exist
   await openStore({ storage: 'memory', unlock: recipient.secretKey, unlok: recipient.secretKey });

@@ -6,7 +6,7 @@
 
 /// <reference types="node" />
 import { openNodeFsPageStore } from '../storage/node-fs';
-import { Store, type Collection } from '../engine/store';
+import { Store, type Collection, type CollectionOptions } from '../engine/store';
 import { unlockManifest, type Manifest } from '../engine/manifest';
 import type { Schema } from '../engine/codec';
 import { PqdbError } from '../errors';
@@ -99,7 +99,9 @@ export function collectionOf(
     const bad = index.find((f) => schema[f]?.replace(/\?$/, '') !== 'string');
     if (bad !== undefined) throw new UsageError(`"${bad}" is not a string field of collection "${name}"`);
   }
-  return opened.store.collection(name, { schema, ...(index !== undefined ? { index: { text: index } } : {}) });
+  // The schema is known only at run time here, so the field names cannot be checked by type.
+  const options = { schema, ...(index !== undefined ? { index: { text: index } } : {}) } as CollectionOptions<Schema>;
+  return opened.store.collection(name, options);
 }
 
 /**
