@@ -1,11 +1,11 @@
-// The build: generated constants, the two embedded WebAssembly builds, flavour selection, and a
+// The build: generated constants, the embedded WebAssembly builds of every module, flavour selection, and a
 // smoke test of the bundled dist/ entries as a user imports them.
 import { describe, it, expect } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import * as api from '../src/crypto';
-import { wasmBinary } from '../src/wasm/loader';
+import { wasmBinary, WASM_MODULES } from '../src/wasm/builds';
 // @ts-expect-error plain ESM script without types
 import { renderConstants } from '../scripts/gen-sha2-constants.mjs';
 // @ts-expect-error plain ESM script without types
@@ -34,16 +34,38 @@ describe('build', () => {
     expect(readFileSync(out, 'utf8')).toBe(readFileSync(new URL('assembly/aes/_rounds.ts', repo), 'utf8'));
   });
 
-  it('both embedded builds match their recorded SHA-256, import nothing, and differ only where SIMD is used', () => {
+  it('every module has both builds, each matching its recorded SHA-256, importing nothing, flagged by SIMD', () => {
     const builds = api.wasmBuilds();
-    for (const flavor of ['simd', 'scalar'] as const) {
-      const bin = wasmBinary(flavor);
-      expect(bin.length).toBe(builds[flavor].bytes);
-      expect(createHash('sha256').update(bin).digest('hex')).toBe(builds[flavor].sha256);
-      const mod = new WebAssembly.Module(bin);
-      expect(WebAssembly.Module.imports(mod)).toEqual([]);
-      const inst = new WebAssembly.Instance(mod, {});
-      expect((inst.exports.SIMD as WebAssembly.Global).value).toBe(flavor === 'simd' ? 1 : 0);
+    expect(Object.keys(builds).sort()).toEqual(WASM_MODULES.flatMap((m) => [`${m}.scalar`, `${m}.simd`]).sort());
+    for (const name of WASM_MODULES) {
+      for (const flavor of ['simd', 'scalar'] as const) {
+        const bin = wasmBinary(name, flavor);
+        expect(bin.length).toBe(builds[`${name}.${flavor}`].bytes);
+        expect(createHash('sha256').update(bin).digest('hex')).toBe(builds[`${name}.${flavor}`].sha256);
+        const mod = new WebAssembly.Module(bin);
+        expect(WebAssembly.Module.imports(mod)).toEqual([]);
+        const inst = new WebAssembly.Instance(mod, {});
+        expect((inst.exports.SIMD as WebAssembly.Global).value, `${name}.${flavor}`).toBe(flavor === 'simd' ? 1 : 0);
+        expect(inst.exports.MEM_IN, name).toBeInstanceOf(WebAssembly.Global);
+        expect(inst.exports.MEM_OUT, name).toBeInstanceOf(WebAssembly.Global);
+      }
+    }
+  });
+
+  it('each module exports only its own family: ABI prefixes per module', () => {
+    const prefixes: Record<string, RegExp> = {
+      sha2: /^(sha2|hmac|hkdf|merkle)(_|$)/,
+      aead: /^(aes|aead|polyval|ghash)_/,
+      keccak: /^keccak_/,
+      mlkem: /^mlkem_/,
+      mldsa: /^mldsa_/,
+    };
+    for (const name of WASM_MODULES) {
+      const fns = WebAssembly.Module.exports(new WebAssembly.Module(wasmBinary(name, 'simd')))
+        .filter((e) => e.kind === 'function')
+        .map((e) => e.name);
+      expect(fns.length, name).toBeGreaterThan(0);
+      for (const fn of fns) expect(fn, `${name} exports ${fn}`).toMatch(prefixes[name]);
     }
   });
 

@@ -11,7 +11,7 @@ import { sha224, sha512_224, sha512_256 } from '@noble/hashes/sha2.js';
 import { sha3_224, sha3_384 } from '@noble/hashes/sha3.js';
 import { bytes } from '../_args';
 import { PqdbError } from '../errors';
-import { kernel } from '../wasm/loader';
+import { mldsaKernel } from '../wasm/mldsa';
 import { randomBytes } from './mlkem';
 import { sha256, sha384, sha512 } from './sha2';
 import { sha3_256, sha3_512, shake128, shake256 } from './sha3';
@@ -117,7 +117,7 @@ function secretKeyInRange(sk: Uint8Array): boolean {
 
 function keygen(seed?: Uint8Array): { publicKey: Uint8Array; secretKey: Uint8Array } {
   const s = seed === undefined ? randomBytes(L.seed) : bytes('seed', seed, L.seed);
-  const k = kernel();
+  const k = mldsaKernel();
   k.mem.set(s, k.IN);
   if (seed === undefined) s.fill(0);
   k.x.mldsa_keygen();
@@ -130,7 +130,7 @@ function keygen(seed?: Uint8Array): { publicKey: Uint8Array; secretKey: Uint8Arr
 function signMu(m: Uint8Array, secretKey: Uint8Array, rnd: Uint8Array): Uint8Array {
   if (!secretKeyInRange(secretKey))
     throw new PqdbError('INVALID_KEY', 'ML-DSA-87 secret key has s1/s2 coefficients out of range');
-  const k = kernel();
+  const k = mldsaKernel();
   k.mem.set(secretKey, k.IN);
   k.mem.set(m, k.IN + L.secretKey);
   k.mem.set(rnd, k.IN + L.secretKey + 64);
@@ -141,7 +141,7 @@ function signMu(m: Uint8Array, secretKey: Uint8Array, rnd: Uint8Array): Uint8Arr
 }
 
 function verifyMu(m: Uint8Array, publicKey: Uint8Array, sig: Uint8Array): boolean {
-  const k = kernel();
+  const k = mldsaKernel();
   k.mem.set(publicKey, k.IN);
   k.mem.set(m, k.IN + L.publicKey);
   k.mem.set(sig, k.IN + L.publicKey + 64);

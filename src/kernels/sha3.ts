@@ -3,7 +3,7 @@
 // context in JavaScript between calls (copied in and out around each call, zeroed in the kernel).
 
 import { bytes, integer } from '../_args';
-import { kernel, type Kernel } from '../wasm/loader';
+import { keccakKernel, type KeccakKernel } from '../wasm/keccak';
 
 interface Params {
   readonly name: string;
@@ -21,7 +21,7 @@ export interface KeccakStream {
   xof(n: number): Uint8Array;
 }
 
-function withCtx<T>(k: Kernel, ctx: Uint8Array, fn: () => T): T {
+function withCtx<T>(k: KeccakKernel, ctx: Uint8Array, fn: () => T): T {
   k.mem.set(ctx, k.KCTX);
   try {
     return fn();
@@ -31,7 +31,7 @@ function withCtx<T>(k: Kernel, ctx: Uint8Array, fn: () => T): T {
   }
 }
 
-function squeezeInto(k: Kernel, out: Uint8Array): void {
+function squeezeInto(k: KeccakKernel, out: Uint8Array): void {
   for (let off = 0; off < out.length; off += k.OUT_BYTES) {
     const n = Math.min(k.OUT_BYTES, out.length - off);
     k.x.keccak_squeeze(n);
@@ -48,7 +48,7 @@ class Stream implements KeccakStream {
     private readonly p: Params,
     private readonly dkLen: number,
   ) {
-    const k = kernel();
+    const k = keccakKernel();
     k.x.keccak_init(p.rate, p.ds);
     this.ctx = k.mem.slice(k.KCTX, k.KCTX + k.KCTX_BYTES);
     k.mem.fill(0, k.KCTX, k.KCTX + k.KCTX_BYTES);
@@ -63,7 +63,7 @@ class Stream implements KeccakStream {
     const ctx = this.live();
     if (this.squeezing) throw new TypeError(`${this.p.name}: update() after xof()`);
     bytes('data', data);
-    const k = kernel();
+    const k = keccakKernel();
     withCtx(k, ctx, () => {
       for (let off = 0; off < data.length; off += k.IN_BYTES) {
         const part = data.subarray(off, off + k.IN_BYTES);
@@ -81,7 +81,7 @@ class Stream implements KeccakStream {
     const ctx = this.live();
     this.squeezing = true;
     const out = new Uint8Array(n);
-    const k = kernel();
+    const k = keccakKernel();
     withCtx(k, ctx, () => squeezeInto(k, out));
     return out;
   }
@@ -90,7 +90,7 @@ class Stream implements KeccakStream {
     const ctx = this.live();
     if (this.squeezing) throw new TypeError(`${this.p.name}: digest() after xof()`);
     const out = new Uint8Array(this.dkLen);
-    const k = kernel();
+    const k = keccakKernel();
     withCtx(k, ctx, () => squeezeInto(k, out));
     ctx.fill(0);
     this.ctx = undefined;
@@ -116,7 +116,7 @@ export interface Shake {
 
 function oneShot(p: Params, msg: Uint8Array, outLen: number): Uint8Array {
   bytes('msg', msg);
-  const k = kernel();
+  const k = keccakKernel();
   if (msg.length <= k.IN_BYTES && outLen <= k.OUT_BYTES) {
     k.mem.set(msg, k.IN);
     k.x.keccak_hash(p.rate, p.ds, msg.length, outLen);
