@@ -45,7 +45,12 @@ describe('build', () => {
         const mod = new WebAssembly.Module(bin);
         expect(WebAssembly.Module.imports(mod)).toEqual([]);
         const inst = new WebAssembly.Instance(mod, {});
-        expect((inst.exports.SIMD as WebAssembly.Global).value, `${name}.${flavor}`).toBe(flavor === 'simd' ? 1 : 0);
+        // keccak has no SIMD code: one build (SIMD = 0) serves both flavours; every other module has two.
+        const shared = builds[`${name}.simd`].sha256 === builds[`${name}.scalar`].sha256;
+        expect(shared, name).toBe(name === 'keccak');
+        expect((inst.exports.SIMD as WebAssembly.Global).value, `${name}.${flavor}`).toBe(
+          flavor === 'simd' && !shared ? 1 : 0,
+        );
         expect(inst.exports.MEM_IN, name).toBeInstanceOf(WebAssembly.Global);
         expect(inst.exports.MEM_OUT, name).toBeInstanceOf(WebAssembly.Global);
       }
