@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import * as api from '../src/crypto';
 import { wasmBinary, WASM_MODULES } from '../src/wasm/builds';
+import { isCspRefusal } from '../src/wasm/loader';
 // @ts-expect-error plain ESM script without types
 import { renderConstants } from '../scripts/gen-sha2-constants.mjs';
 // @ts-expect-error plain ESM script without types
@@ -72,6 +73,24 @@ describe('build', () => {
       expect(fns.length, name).toBeGreaterThan(0);
       for (const fn of fns) expect(fn, `${name} exports ${fn}`).toMatch(prefixes[name]);
     }
+  });
+
+  it('a CSP refusal is told apart from other compile failures (its WASM_UNAVAILABLE message names the directive)', () => {
+    const chromium = new WebAssembly.CompileError(
+      "WebAssembly.Module(): Refused to compile or instantiate WebAssembly module because 'unsafe-eval' is not an " +
+        'allowed source of script in the following Content Security Policy directive: "script-src \'self\'"',
+    );
+    expect(isCspRefusal(chromium)).toBe(true);
+    expect(isCspRefusal(new EvalError('call to WebAssembly.Module() blocked by CSP'))).toBe(true);
+    let invalid: unknown;
+    try {
+      new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 99]));
+    } catch (e) {
+      invalid = e;
+    }
+    expect(invalid).toBeInstanceOf(WebAssembly.CompileError);
+    expect(isCspRefusal(invalid)).toBe(false);
+    expect(isCspRefusal(new TypeError('Content Security Policy'))).toBe(false);
   });
 
   it('setWasmFlavor switches builds and wasmFlavor reports it; SIMD is the default here', () => {
