@@ -504,11 +504,11 @@ function factory(mode: AeadMode): AeadFactory {
  * @throws RangeError for a key, nonce or length outside the limits; PqdbError AUTH_FAILED on decrypt.
  * @example gcm(key, nonce, aad).encrypt(plaintext) // ciphertext ‖ tag
  */
-export const gcm: AeadFactory = factory('gcm');
+export const gcm: AeadFactory = /* @__PURE__ */ factory('gcm');
 
 /**
  * AES-256-GCM-SIV (RFC 8452): nonce-misuse-resistant; 32-byte key, 12-byte nonce, 16-byte tag.
  * @throws RangeError for a key, nonce or length outside the limits; PqdbError AUTH_FAILED on decrypt.
  * @example const k = gcmsiv.withKey(key); const ct = k.encrypt(nonce, record, aad)
  */
-export const gcmsiv: AeadFactory = factory('gcmsiv');
+export const gcmsiv: AeadFactory = /* @__PURE__ */ factory('gcmsiv');

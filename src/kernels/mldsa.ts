@@ -16,7 +16,7 @@ import { randomBytes } from './mlkem';
 import { sha256, sha384, sha512 } from './sha2';
 import { sha3_256, sha3_512, shake128, shake256 } from './sha3';
 
-export const ML_DSA87_LENGTHS = Object.freeze({
+export const ML_DSA87_LENGTHS = /* @__PURE__ */ Object.freeze({
   publicKey: 2592,
   secretKey: 4896,
   signature: 4627,
@@ -31,19 +31,19 @@ const EMPTY = new Uint8Array(0);
 type PreHash = { readonly oid: number; readonly hash: (m: Uint8Array) => Uint8Array };
 const oidHash = (last: number, hash: (m: Uint8Array) => Uint8Array): PreHash => ({ oid: last, hash });
 /** pqdb's WebAssembly hashes where it has them; the others (public data) from @noble/hashes. */
-export const PRE_HASHES: Readonly<Record<string, PreHash>> = Object.freeze({
-  'SHA2-224': oidHash(4, sha224),
-  'SHA2-256': oidHash(1, sha256),
-  'SHA2-384': oidHash(2, sha384),
-  'SHA2-512': oidHash(3, sha512),
-  'SHA2-512/224': oidHash(5, sha512_224),
-  'SHA2-512/256': oidHash(6, sha512_256),
-  'SHA3-224': oidHash(7, sha3_224),
-  'SHA3-256': oidHash(8, sha3_256),
-  'SHA3-384': oidHash(9, sha3_384),
-  'SHA3-512': oidHash(10, sha3_512),
-  'SHAKE-128': oidHash(11, (m) => shake128(m, { dkLen: 32 })),
-  'SHAKE-256': oidHash(12, (m) => shake256(m, { dkLen: 64 })),
+export const PRE_HASHES: Readonly<Record<string, PreHash>> = /* @__PURE__ */ Object.freeze({
+  'SHA2-224': /* @__PURE__ */ oidHash(4, sha224),
+  'SHA2-256': /* @__PURE__ */ oidHash(1, sha256),
+  'SHA2-384': /* @__PURE__ */ oidHash(2, sha384),
+  'SHA2-512': /* @__PURE__ */ oidHash(3, sha512),
+  'SHA2-512/224': /* @__PURE__ */ oidHash(5, sha512_224),
+  'SHA2-512/256': /* @__PURE__ */ oidHash(6, sha512_256),
+  'SHA3-224': /* @__PURE__ */ oidHash(7, sha3_224),
+  'SHA3-256': /* @__PURE__ */ oidHash(8, sha3_256),
+  'SHA3-384': /* @__PURE__ */ oidHash(9, sha3_384),
+  'SHA3-512': /* @__PURE__ */ oidHash(10, sha3_512),
+  'SHAKE-128': /* @__PURE__ */ oidHash(11, (m) => shake128(m, { dkLen: 32 })),
+  'SHAKE-256': /* @__PURE__ */ oidHash(12, (m) => shake256(m, { dkLen: 64 })),
 });
 
 export interface SignOpts {
@@ -174,7 +174,7 @@ function verify(sig: Uint8Array, msg: Uint8Array, publicKey: Uint8Array, opts?: 
 }
 
 /** HashML-DSA (FIPS 204 Algorithms 4 and 5) with a named pre-hash. */
-const prehash = Object.freeze({
+const prehash = /* @__PURE__ */ Object.freeze({
   sign(msg: Uint8Array, secretKey: Uint8Array, hashAlg: string, opts?: SignOpts): Uint8Array {
     bytes('msg', msg);
     bytes('secretKey', secretKey, L.secretKey);
@@ -198,7 +198,7 @@ const prehash = Object.freeze({
 });
 
 /** ML-DSA.Sign_internal / Verify_internal (Algorithms 7, 8) on M′ directly, or on a given μ. */
-const internal = Object.freeze({
+const internal = /* @__PURE__ */ Object.freeze({
   sign(
     msg: Uint8Array,
     secretKey: Uint8Array,
@@ -227,4 +227,11 @@ const internal = Object.freeze({
  * const sig = ml_dsa87.sign(msg, secretKey, { context });
  * ml_dsa87.verify(sig, msg, publicKey, { context }); // true
  */
-export const ml_dsa87 = Object.freeze({ lengths: ML_DSA87_LENGTHS, keygen, sign, verify, prehash, internal });
+export const ml_dsa87 = /* @__PURE__ */ Object.freeze({
+  lengths: ML_DSA87_LENGTHS,
+  keygen,
+  sign,
+  verify,
+  prehash,
+  internal,
+});

@@ -7,7 +7,7 @@ import { bytes, copyBytes } from '../_args';
 import { PqdbError } from '../errors';
 import { mlkemKernel, type MlkemKernel } from '../wasm/mlkem';
 
-export const ML_KEM1024_LENGTHS = Object.freeze({
+export const ML_KEM1024_LENGTHS = /* @__PURE__ */ Object.freeze({
   secretKey: 3168,
   publicKey: 1568,
   cipherText: 1568,
@@ -125,7 +125,7 @@ export function checkSecretKey(secretKey: Uint8Array): boolean {
  * ml_kem1024.decapsulate(cipherText, secretKey); // equals sharedSecret
  */
 export const ml_kem1024: Kem & { checkPublicKey: typeof checkPublicKey; checkSecretKey: typeof checkSecretKey } =
-  Object.freeze({
+  /* @__PURE__ */ Object.freeze({
     lengths: ML_KEM1024_LENGTHS,
     keygen,
     getPublicKey,

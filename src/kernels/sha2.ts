@@ -110,19 +110,19 @@ function makeHash(hashName: HashName, outputLen: number, blockLen: number): Hash
  * @throws TypeError when `msg` is not a Uint8Array.
  * @example sha256(new TextEncoder().encode('abc'))
  */
-export const sha256: Hash = makeHash('sha256', 32, 64);
+export const sha256: Hash = /* @__PURE__ */ makeHash('sha256', 32, 64);
 /**
  * SHA-384 (FIPS 180-4 §6.5): SHA-512 with its own initial value, truncated to 48 bytes.
  * @throws TypeError when `msg` is not a Uint8Array.
  * @example sha384(new Uint8Array(131))
  */
-export const sha384: Hash = makeHash('sha384', 48, 128);
+export const sha384: Hash = /* @__PURE__ */ makeHash('sha384', 48, 128);
 /**
  * SHA-512 (FIPS 180-4 §6.4).
  * @throws TypeError when `msg` is not a Uint8Array.
  * @example sha512.create().update(part1).update(part2).digest()
  */
-export const sha512: Hash = makeHash('sha512', 64, 128);
+export const sha512: Hash = /* @__PURE__ */ makeHash('sha512', 64, 128);
 
 /** Checks that `hash` is one of pqdb's SHA-2 functions and returns its kernel id. */
 export function hashAlg(hash: unknown): number {

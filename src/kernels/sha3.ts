@@ -152,10 +152,10 @@ function shake(name: string, rate: number, outputLen: number): Shake {
 }
 
 /** SHA3-256 (FIPS 202 §6.1). @example sha3_256(msg) // 32 bytes */
-export const sha3_256: Sha3Hash = sha3('sha3_256', 136, 32);
+export const sha3_256: Sha3Hash = /* @__PURE__ */ sha3('sha3_256', 136, 32);
 /** SHA3-512 (FIPS 202 §6.1). @example sha3_512(msg) // 64 bytes */
-export const sha3_512: Sha3Hash = sha3('sha3_512', 72, 64);
+export const sha3_512: Sha3Hash = /* @__PURE__ */ sha3('sha3_512', 72, 64);
 /** SHAKE128 (FIPS 202 §6.2), default 16 bytes out. @example shake128(msg, { dkLen: 168 }) */
-export const shake128: Shake = shake('shake128', 168, 16);
+export const shake128: Shake = /* @__PURE__ */ shake('shake128', 168, 16);
 /** SHAKE256 (FIPS 202 §6.2), default 32 bytes out. @example shake256(msg, { dkLen: 64 }) */
-export const shake256: Shake = shake('shake256', 136, 32);
+export const shake256: Shake = /* @__PURE__ */ shake('shake256', 136, 32);
