@@ -1,11 +1,12 @@
-// The build: generated constants, the two embedded WebAssembly builds, flavour selection, and a
+// The build: generated constants, the embedded WebAssembly builds of every module, flavour selection, and a
 // smoke test of the bundled dist/ entries as a user imports them.
 import { describe, it, expect } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import * as api from '../src/crypto';
-import { wasmBinary } from '../src/wasm/loader';
+import { wasmBinary, WASM_MODULES } from '../src/wasm/builds';
+import { isCspRefusal } from '../src/wasm/loader';
 // @ts-expect-error plain ESM script without types
 import { renderConstants } from '../scripts/gen-sha2-constants.mjs';
 // @ts-expect-error plain ESM script without types
@@ -34,17 +35,62 @@ describe('build', () => {
     expect(readFileSync(out, 'utf8')).toBe(readFileSync(new URL('assembly/aes/_rounds.ts', repo), 'utf8'));
   });
 
-  it('both embedded builds match their recorded SHA-256, import nothing, and differ only where SIMD is used', () => {
+  it('every module has both builds, each matching its recorded SHA-256, importing nothing, flagged by SIMD', () => {
     const builds = api.wasmBuilds();
-    for (const flavor of ['simd', 'scalar'] as const) {
-      const bin = wasmBinary(flavor);
-      expect(bin.length).toBe(builds[flavor].bytes);
-      expect(createHash('sha256').update(bin).digest('hex')).toBe(builds[flavor].sha256);
-      const mod = new WebAssembly.Module(bin);
-      expect(WebAssembly.Module.imports(mod)).toEqual([]);
-      const inst = new WebAssembly.Instance(mod, {});
-      expect((inst.exports.SIMD as WebAssembly.Global).value).toBe(flavor === 'simd' ? 1 : 0);
+    expect(Object.keys(builds).sort()).toEqual(WASM_MODULES.flatMap((m) => [`${m}.scalar`, `${m}.simd`]).sort());
+    for (const name of WASM_MODULES) {
+      for (const flavor of ['simd', 'scalar'] as const) {
+        const bin = wasmBinary(name, flavor);
+        expect(bin.length).toBe(builds[`${name}.${flavor}`].bytes);
+        expect(createHash('sha256').update(bin).digest('hex')).toBe(builds[`${name}.${flavor}`].sha256);
+        const mod = new WebAssembly.Module(bin);
+        expect(WebAssembly.Module.imports(mod)).toEqual([]);
+        const inst = new WebAssembly.Instance(mod, {});
+        // keccak has no SIMD code: one build (SIMD = 0) serves both flavours; every other module has two.
+        const shared = builds[`${name}.simd`].sha256 === builds[`${name}.scalar`].sha256;
+        expect(shared, name).toBe(name === 'keccak');
+        expect((inst.exports.SIMD as WebAssembly.Global).value, `${name}.${flavor}`).toBe(
+          flavor === 'simd' && !shared ? 1 : 0,
+        );
+        expect(inst.exports.MEM_IN, name).toBeInstanceOf(WebAssembly.Global);
+        expect(inst.exports.MEM_OUT, name).toBeInstanceOf(WebAssembly.Global);
+      }
     }
+  });
+
+  it('each module exports only its own family: ABI prefixes per module', () => {
+    const prefixes: Record<string, RegExp> = {
+      sha2: /^(sha2|hmac|hkdf|merkle)(_|$)/,
+      aead: /^(aes|aead|polyval|ghash)_/,
+      keccak: /^keccak_/,
+      mlkem: /^mlkem_/,
+      mldsa: /^mldsa_/,
+    };
+    for (const name of WASM_MODULES) {
+      const fns = WebAssembly.Module.exports(new WebAssembly.Module(wasmBinary(name, 'simd')))
+        .filter((e) => e.kind === 'function')
+        .map((e) => e.name);
+      expect(fns.length, name).toBeGreaterThan(0);
+      for (const fn of fns) expect(fn, `${name} exports ${fn}`).toMatch(prefixes[name]);
+    }
+  });
+
+  it('a CSP refusal is told apart from other compile failures (its WASM_UNAVAILABLE message names the directive)', () => {
+    const chromium = new WebAssembly.CompileError(
+      "WebAssembly.Module(): Refused to compile or instantiate WebAssembly module because 'unsafe-eval' is not an " +
+        'allowed source of script in the following Content Security Policy directive: "script-src \'self\'"',
+    );
+    expect(isCspRefusal(chromium)).toBe(true);
+    expect(isCspRefusal(new EvalError('call to WebAssembly.Module() blocked by CSP'))).toBe(true);
+    let invalid: unknown;
+    try {
+      new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 99]));
+    } catch (e) {
+      invalid = e;
+    }
+    expect(invalid).toBeInstanceOf(WebAssembly.CompileError);
+    expect(isCspRefusal(invalid)).toBe(false);
+    expect(isCspRefusal(new TypeError('Content Security Policy'))).toBe(false);
   });
 
   it('setWasmFlavor switches builds and wasmFlavor reports it; SIMD is the default here', () => {

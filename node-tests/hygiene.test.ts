@@ -4,7 +4,7 @@
 import { describe, it, expect, beforeAll } from 'vitest';
 import { createHash, createHmac, hkdfSync } from 'node:crypto';
 import * as api from '../src/crypto';
-import { kernel } from '../src/wasm/loader';
+import { allKernels } from '../src/wasm/builds';
 import { Rng } from './cases/_util';
 import { FLAVORS } from './support/vectors';
 
@@ -178,13 +178,13 @@ const OPS: Op[] = [
 ];
 
 describe.each(FLAVORS)('hygiene (%s)', (flavor) => {
-  let pristine: Uint8Array;
+  let pristine: Uint8Array[];
   beforeAll(() => {
     api.setWasmFlavor(flavor);
-    // Memory as instantiated holds only the constant tables (static data); capture it once.
-    pristine = kernel().mem.slice();
+    // Memory as instantiated holds only the constant tables (static data); capture every module's once.
+    pristine = allKernels().map((k) => k.mem.slice());
     sha384(new Uint8Array(10));
-    expect(kernel().mem).toEqual(pristine);
+    expect(allKernels().map((k) => k.mem)).toEqual(pristine);
   });
 
   const rng = new Rng(42);
@@ -205,25 +205,27 @@ describe.each(FLAVORS)('hygiene (%s)', (flavor) => {
       expect(JSON.stringify(got, (_k, v) => (v instanceof Uint8Array ? [...v] : v))).toBe(want);
       expect(bufA).toEqual(before[0]);
       expect(bufB).toEqual(before[1]);
-      const mem = kernel().mem;
-      let dirty = -1;
-      for (let i = 0; i < mem.length; i++)
-        if (mem[i] !== pristine[i]) {
-          dirty = i;
-          break;
-        }
-      expect(dirty, `kernel memory differs at offset ${dirty}`).toBe(-1);
+      allKernels().forEach((k, m) => {
+        expect(k.flavor).toBe(flavor);
+        let dirty = -1;
+        for (let i = 0; i < k.mem.length; i++)
+          if (k.mem[i] !== pristine[m][i]) {
+            dirty = i;
+            break;
+          }
+        expect(dirty, `${k.module} kernel memory differs at offset ${dirty}`).toBe(-1);
+      });
     }
   });
 
   it('outputs are fresh arrays, not views into kernel memory, and later calls leave them alone', () => {
-    const wasmBuffer = kernel().x.memory.buffer;
+    const buffers = allKernels().map((k) => k.x.memory.buffer);
     const a = sha384(base);
     const t = hmac(sha384, key, base);
     const k = hkdf(sha384, key, base, undefined, 64);
     const r = merkle.root([base]);
     const p = merkle.inclusionProof([base, key], 0);
-    for (const out of [a, t, k, r, ...p]) expect(out.buffer).not.toBe(wasmBuffer);
+    for (const out of [a, t, k, r, ...p]) expect(buffers).not.toContain(out.buffer);
     const copies = [a, t, k, r].map((x) => x.slice());
     sha384(key);
     hmac(sha384, base, key);

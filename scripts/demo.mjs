@@ -37,7 +37,7 @@ line(
   `pqdb ${JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')).version} — WebAssembly build in use: ${pqdb.wasmFlavor()}`,
 );
 for (const [f, b] of Object.entries(pqdb.wasmBuilds()))
-  line(`  ${f.padEnd(6)} ${b.bytes} bytes, sha256 ${b.sha256.slice(0, 16)}…`);
+  line(`  ${f.padEnd(14)} ${b.bytes} bytes, sha256 ${b.sha256.slice(0, 16)}…`);
 line();
 
 // 1. Known-answer tests, with the same case code the test suites use.

@@ -6,7 +6,8 @@ import { openStoreWith, type OpenStoreOptions } from './engine/open';
 import type { Store } from './engine/store';
 
 export { PqdbError, ERROR_CODES, type PqdbErrorCode } from './errors';
-export { setWasmFlavor, wasmFlavor, wasmBuilds, simdSupported, type WasmFlavor } from './wasm/loader';
+export { setWasmFlavor, wasmFlavor, simdSupported, type WasmFlavor, type WasmModuleName } from './wasm/loader';
+export { wasmBuilds, type WasmBuildInfo } from './wasm/builds';
 export { generateRecipient, generateSigner, type OpenStoreOptions, type StorageKind } from './engine/open';
 export { deleteStore } from './engine/open';
 export type { AuthorityRequest } from './engine/migration/run';

@@ -26,7 +26,7 @@ export interface HybridParts {
   shake256(msg: Uint8Array, opts: { dkLen: number }): Uint8Array;
 }
 
-export const ML_KEM1024_X25519_LENGTHS = Object.freeze({
+export const ML_KEM1024_X25519_LENGTHS = /* @__PURE__ */ Object.freeze({
   secretKey: 32,
   publicKey: M.publicKey + X, // 1600
   cipherText: M.cipherText + X, // 1600

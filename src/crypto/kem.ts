@@ -16,17 +16,18 @@ export interface KemProvider {
   readonly ml_kem1024_x25519: Kem;
 }
 
-const wasm: KemProvider = Object.freeze({
+// Pure (no side effect): an application that never calls kemProvider('noble') bundles no noble ML-KEM.
+const wasm: KemProvider = /* @__PURE__ */ Object.freeze({
   name: 'wasm',
   ml_kem1024,
-  ml_kem1024_x25519: makeHybrid({ mlkem: ml_kem1024, sha3_256, shake256 }),
+  ml_kem1024_x25519: /* @__PURE__ */ makeHybrid({ mlkem: ml_kem1024, sha3_256, shake256 }),
 });
 
 const nobleKem = nobleMlKem1024 as unknown as Kem;
-const noble: KemProvider = Object.freeze({
+const noble: KemProvider = /* @__PURE__ */ Object.freeze({
   name: 'noble',
   ml_kem1024: nobleKem,
-  ml_kem1024_x25519: makeHybrid({ mlkem: nobleKem, sha3_256: nobleSha3_256, shake256: nobleShake256 }),
+  ml_kem1024_x25519: /* @__PURE__ */ makeHybrid({ mlkem: nobleKem, sha3_256: nobleSha3_256, shake256: nobleShake256 }),
 });
 
 /**

@@ -7,7 +7,7 @@
 
 import { bytes, copyBytes } from '../_args';
 import { PqdbError } from '../errors';
-import { kernel, type Kernel } from '../wasm/loader';
+import { aeadKernel, type AeadKernel } from '../wasm/aead';
 
 export const KEY_BYTES = 32;
 export const NONCE_BYTES = 12;
@@ -69,7 +69,7 @@ function target(output: Uint8Array | undefined, len: number): Uint8Array {
 /** Expands a 32-byte key into the kernel's internal format (a fresh array the caller must wipe). */
 export function expandKey(key: Uint8Array): Uint8Array {
   bytes('key', key, KEY_BYTES);
-  const k = kernel();
+  const k = aeadKernel();
   k.mem.set(key, k.IN);
   k.x.aes_expand_key();
   const rk = k.mem.slice(k.OUT, k.OUT + k.AES_RK_BYTES);
@@ -77,7 +77,7 @@ export function expandKey(key: Uint8Array): Uint8Array {
   return rk;
 }
 
-function withRk<T>(k: Kernel, rk: Uint8Array, fn: () => T): T {
+function withRk<T>(k: AeadKernel, rk: Uint8Array, fn: () => T): T {
   k.mem.set(rk, k.AES_RK);
   try {
     return fn();
@@ -90,7 +90,7 @@ function withRk<T>(k: Kernel, rk: Uint8Array, fn: () => T): T {
  * Runs `fn` with `key` expanded straight into the kernel's AES_RK region: the expanded key never
  * exists in JavaScript memory, and the kernel's copy is wiped before this returns (the one-shot form).
  */
-function withKey<T>(k: Kernel, key: Uint8Array, fn: () => T): T {
+function withKey<T>(k: AeadKernel, key: Uint8Array, fn: () => T): T {
   bytes('key', key, KEY_BYTES); // again at each use: a detached buffer must not expand as a zero key
   try {
     k.mem.set(key, k.IN);
@@ -104,17 +104,17 @@ function withKey<T>(k: Kernel, key: Uint8Array, fn: () => T): T {
 }
 
 /** Copies `len` bytes of OUT into `dst` at `at` and zeroes them in kernel memory. */
-function drain(k: Kernel, dst: Uint8Array, at: number, len: number): void {
+function drain(k: AeadKernel, dst: Uint8Array, at: number, len: number): void {
   dst.set(k.mem.subarray(k.OUT, k.OUT + len), at);
   k.mem.fill(0, k.OUT, k.OUT + len);
 }
 
 /** Chunk size for streaming: a multiple of 16 that fits both IN and OUT. */
-function chunkBytes(k: Kernel): number {
+function chunkBytes(k: AeadKernel): number {
   return Math.min(k.IN_BYTES, k.OUT_BYTES) & ~15;
 }
 
-function absorbAll(k: Kernel, data: Uint8Array): void {
+function absorbAll(k: AeadKernel, data: Uint8Array): void {
   const step = chunkBytes(k);
   for (let off = 0; off < data.length; off += step) {
     const part = data.subarray(off, off + step);
@@ -124,7 +124,7 @@ function absorbAll(k: Kernel, data: Uint8Array): void {
 }
 
 function sealStream(
-  k: Kernel,
+  k: AeadKernel,
   mode: AeadMode,
   nonce: Uint8Array,
   pt: Uint8Array,
@@ -168,7 +168,7 @@ function sealStream(
 }
 
 function openStream(
-  k: Kernel,
+  k: AeadKernel,
   mode: AeadMode,
   nonce: Uint8Array,
   ct: Uint8Array,
@@ -239,7 +239,7 @@ function checkOpen(mode: AeadMode, ct: Uint8Array, output: Uint8Array | undefine
 
 /** Seals one record with the expanded key already in AES_RK (checked by checkSeal). */
 function sealLoaded(
-  k: Kernel,
+  k: AeadKernel,
   mode: AeadMode,
   nonce: Uint8Array,
   pt: Uint8Array,
@@ -259,7 +259,7 @@ function sealLoaded(
 
 /** Opens one record with the expanded key already in AES_RK (checked by checkOpen). */
 function openLoaded(
-  k: Kernel,
+  k: AeadKernel,
   mode: AeadMode,
   nonce: Uint8Array,
   ct: Uint8Array,
@@ -289,7 +289,7 @@ export function sealWith(
   output?: Uint8Array,
 ): Uint8Array {
   checkSeal(mode, pt, output);
-  const k = kernel();
+  const k = aeadKernel();
   return withRk(k, rk, () => sealLoaded(k, mode, nonce, pt, aad, output));
 }
 
@@ -306,7 +306,7 @@ export function openWith(
   output?: Uint8Array,
 ): Uint8Array {
   checkOpen(mode, ct, output);
-  const k = kernel();
+  const k = aeadKernel();
   return withRk(k, rk, () => openLoaded(k, mode, nonce, ct, aad, output));
 }
 
@@ -324,7 +324,7 @@ function batch(mode: AeadMode, rk: Uint8Array, records: readonly AeadRecord[], o
     if (open && data.length < TAG_BYTES) throw authFailed();
     return { nonce, data, aad };
   });
-  const k = kernel();
+  const k = aeadKernel();
   const results: Uint8Array[] = new Array(checked.length);
   // All outputs of the call share one allocation (one per record would cost more than the sealing).
   const outLens = checked.map((r) => (open ? r.data.length - TAG_BYTES : r.data.length + TAG_BYTES));
@@ -427,13 +427,13 @@ export function keyed(mode: AeadMode, key: Uint8Array): KeyedAead {
   // bitslicings differ), so it is re-expanded from the kept key if the build changes.
   let raw: Uint8Array | undefined = copyBytes(bytes('key', key, KEY_BYTES));
   let rk = expandKey(raw);
-  let rkFlavor = kernel().flavor;
+  let rkFlavor = aeadKernel().flavor;
   const live = (): Uint8Array => {
     if (raw === undefined) throw new TypeError(`${mode} key was destroyed`);
-    if (kernel().flavor !== rkFlavor) {
+    if (aeadKernel().flavor !== rkFlavor) {
       rk.fill(0);
       rk = expandKey(raw);
-      rkFlavor = kernel().flavor;
+      rkFlavor = aeadKernel().flavor;
     }
     return rk;
   };
@@ -465,12 +465,12 @@ export function oneShot(mode: AeadMode, key: Uint8Array, nonce: Uint8Array, aad?
   return {
     encrypt: (plaintext, output) => {
       checkSeal(mode, bytes('plaintext', plaintext), output);
-      const k = kernel();
+      const k = aeadKernel();
       return withKey(k, key, () => sealLoaded(k, mode, n, plaintext, a, output));
     },
     decrypt: (ciphertext, output) => {
       checkOpen(mode, bytes('ciphertext', ciphertext), output);
-      const k = kernel();
+      const k = aeadKernel();
       return withKey(k, key, () => openLoaded(k, mode, n, ciphertext, a, output));
     },
   };
@@ -504,11 +504,11 @@ function factory(mode: AeadMode): AeadFactory {
  * @throws RangeError for a key, nonce or length outside the limits; PqdbError AUTH_FAILED on decrypt.
  * @example gcm(key, nonce, aad).encrypt(plaintext) // ciphertext ‖ tag
  */
-export const gcm: AeadFactory = factory('gcm');
+export const gcm: AeadFactory = /* @__PURE__ */ factory('gcm');
 
 /**
  * AES-256-GCM-SIV (RFC 8452): nonce-misuse-resistant; 32-byte key, 12-byte nonce, 16-byte tag.
  * @throws RangeError for a key, nonce or length outside the limits; PqdbError AUTH_FAILED on decrypt.
  * @example const k = gcmsiv.withKey(key); const ct = k.encrypt(nonce, record, aad)
  */
-export const gcmsiv: AeadFactory = factory('gcmsiv');
+export const gcmsiv: AeadFactory = /* @__PURE__ */ factory('gcmsiv');

@@ -3,7 +3,7 @@
 // from kernel memory by the kernel itself; the outputs are fresh arrays.
 
 import { bytes, integer } from '../_args';
-import { kernel } from '../wasm/loader';
+import { sha2Kernel } from '../wasm/sha2';
 import { type Hash, hashAlg, chunked, takeOut } from './sha2';
 
 const EMPTY: Uint8Array = new Uint8Array(0);
@@ -18,7 +18,7 @@ export function hmac(hash: Hash, key: Uint8Array, msg: Uint8Array): Uint8Array {
   const alg = hashAlg(hash);
   bytes('key', key);
   bytes('msg', msg);
-  const k = kernel();
+  const k = sha2Kernel();
   if (key.length + msg.length <= k.IN_BYTES) {
     k.mem.set(key, k.IN);
     k.mem.set(msg, k.IN + key.length);
@@ -59,7 +59,7 @@ export function expand(hash: Hash, prk: Uint8Array, info: Uint8Array | undefined
   bytes('prk', prk);
   const inf = info === undefined ? EMPTY : bytes('info', info);
   checkLength(hash, length);
-  const k = kernel();
+  const k = sha2Kernel();
   if (prk.length + inf.length <= k.IN_BYTES) {
     k.mem.set(prk, k.IN);
     k.mem.set(inf, k.IN + prk.length);
@@ -99,7 +99,7 @@ export function hkdf(
   const s = salt === undefined ? EMPTY : bytes('salt', salt);
   const inf = info === undefined ? EMPTY : bytes('info', info);
   checkLength(hash, length);
-  const k = kernel();
+  const k = sha2Kernel();
   if (ikm.length + s.length + inf.length <= k.IN_BYTES) {
     k.mem.set(ikm, k.IN);
     k.mem.set(s, k.IN + ikm.length);

@@ -2,7 +2,7 @@
 // compact-range (frontier) append and root. Leaves are packed into the kernel's IN region as
 // u32 lengths ‖ leaf bytes, as many per call as fit, so 100,000 leaves take a few hundred calls.
 
-import { kernel, type Kernel } from '../wasm/loader';
+import { sha2Kernel, type Sha2Kernel } from '../wasm/sha2';
 import { sha384 } from './sha2';
 
 export const HASH_BYTES = 48;
@@ -17,7 +17,7 @@ function bigLeafHash(data: Uint8Array): Uint8Array {
  * Packs leaves[start, end) into IN as u32 len[n] ‖ bytes; returns n (0 when leaves[start] alone
  * does not fit, which the caller handles by streaming). At most `maxN` leaves.
  */
-function pack(k: Kernel, leaves: readonly Uint8Array[], start: number, end: number, maxN: number): number {
+function pack(k: Sha2Kernel, leaves: readonly Uint8Array[], start: number, end: number, maxN: number): number {
   let n = 0;
   let bytesUsed = 0;
   const limit = Math.min(maxN, end - start);
@@ -39,7 +39,7 @@ function pack(k: Kernel, leaves: readonly Uint8Array[], start: number, end: numb
 
 /** SHA-384 of every message, concatenated (48·n bytes), in as few kernel calls as fit. */
 export function sha384Many(messages: readonly Uint8Array[]): Uint8Array {
-  const k = kernel();
+  const k = sha2Kernel();
   const out = new Uint8Array(messages.length * HASH_BYTES);
   const maxN = Math.floor(k.OUT_BYTES / HASH_BYTES);
   for (let i = 0; i < messages.length;) {
@@ -59,7 +59,7 @@ export function sha384Many(messages: readonly Uint8Array[]): Uint8Array {
 
 /** SHA-384(0x00 ‖ leaf) of every leaf, concatenated (48·n bytes). */
 export function leafHashes(leaves: readonly Uint8Array[]): Uint8Array {
-  const k = kernel();
+  const k = sha2Kernel();
   const out = new Uint8Array(leaves.length * HASH_BYTES);
   const maxN = Math.floor(k.OUT_BYTES / HASH_BYTES);
   for (let i = 0; i < leaves.length;) {
@@ -79,7 +79,7 @@ export function leafHashes(leaves: readonly Uint8Array[]): Uint8Array {
 
 /** SHA-384(0x01 ‖ left ‖ right). */
 export function nodeHash(left: Uint8Array, right: Uint8Array): Uint8Array {
-  const k = kernel();
+  const k = sha2Kernel();
   k.mem.set(left, k.IN);
   k.mem.set(right, k.IN + HASH_BYTES);
   k.x.merkle_node();
@@ -90,7 +90,7 @@ export function nodeHash(left: Uint8Array, right: Uint8Array): Uint8Array {
 
 /** The next level up of `hashes` (48·n bytes): pairs hashed, an odd last hash carried up. */
 export function levelUp(hashes: Uint8Array): Uint8Array {
-  const k = kernel();
+  const k = sha2Kernel();
   const n = hashes.length / HASH_BYTES;
   const out = new Uint8Array(Math.ceil(n / 2) * HASH_BYTES);
   // Even-sized chunks so pairs never straddle two calls.
@@ -113,11 +113,11 @@ export function frontierSize(count: number): number {
   return n;
 }
 
-function loadFrontier(k: Kernel, frontier: Uint8Array, count: number): void {
+function loadFrontier(k: Sha2Kernel, frontier: Uint8Array, count: number): void {
   k.mem.set(frontier.subarray(0, frontierSize(count) * HASH_BYTES), k.FRONTIER);
 }
 
-function storeFrontier(k: Kernel, frontier: Uint8Array, count: number): void {
+function storeFrontier(k: Sha2Kernel, frontier: Uint8Array, count: number): void {
   const len = frontierSize(count) * HASH_BYTES;
   frontier.set(k.mem.subarray(k.FRONTIER, k.FRONTIER + len));
   k.mem.fill(0, k.FRONTIER, k.FRONTIER + k.FRONTIER_BYTES);
@@ -134,7 +134,7 @@ export function frontierAppend(
   start = 0,
   end = leaves.length,
 ): number {
-  const k = kernel();
+  const k = sha2Kernel();
   for (let i = start; i < end;) {
     loadFrontier(k, frontier, count);
     const n = pack(k, leaves, i, end, Number.MAX_SAFE_INTEGER);
@@ -155,7 +155,7 @@ export function frontierAppend(
 
 /** Appends leaf hashes (48 bytes each, back to back) to the compact range `frontier`; returns the new count. */
 export function frontierAppendHashes(frontier: Uint8Array, count: number, hashes: Uint8Array): number {
-  const k = kernel();
+  const k = sha2Kernel();
   const max = Math.floor(k.IN_BYTES / HASH_BYTES) * HASH_BYTES;
   for (let i = 0; i < hashes.length;) {
     const len = Math.min(max, hashes.length - i);
@@ -171,7 +171,7 @@ export function frontierAppendHashes(frontier: Uint8Array, count: number, hashes
 
 /** Root of the tree of `count` leaves whose compact range is `frontier`. */
 export function frontierRoot(frontier: Uint8Array, count: number): Uint8Array {
-  const k = kernel();
+  const k = sha2Kernel();
   loadFrontier(k, frontier, count);
   k.x.merkle_root(count);
   k.mem.fill(0, k.FRONTIER, k.FRONTIER + k.FRONTIER_BYTES);

@@ -11,12 +11,12 @@ import { sha224, sha512_224, sha512_256 } from '@noble/hashes/sha2.js';
 import { sha3_224, sha3_384 } from '@noble/hashes/sha3.js';
 import { bytes } from '../_args';
 import { PqdbError } from '../errors';
-import { kernel } from '../wasm/loader';
+import { mldsaKernel } from '../wasm/mldsa';
 import { randomBytes } from './mlkem';
 import { sha256, sha384, sha512 } from './sha2';
 import { sha3_256, sha3_512, shake128, shake256 } from './sha3';
 
-export const ML_DSA87_LENGTHS = Object.freeze({
+export const ML_DSA87_LENGTHS = /* @__PURE__ */ Object.freeze({
   publicKey: 2592,
   secretKey: 4896,
   signature: 4627,
@@ -31,19 +31,19 @@ const EMPTY = new Uint8Array(0);
 type PreHash = { readonly oid: number; readonly hash: (m: Uint8Array) => Uint8Array };
 const oidHash = (last: number, hash: (m: Uint8Array) => Uint8Array): PreHash => ({ oid: last, hash });
 /** pqdb's WebAssembly hashes where it has them; the others (public data) from @noble/hashes. */
-export const PRE_HASHES: Readonly<Record<string, PreHash>> = Object.freeze({
-  'SHA2-224': oidHash(4, sha224),
-  'SHA2-256': oidHash(1, sha256),
-  'SHA2-384': oidHash(2, sha384),
-  'SHA2-512': oidHash(3, sha512),
-  'SHA2-512/224': oidHash(5, sha512_224),
-  'SHA2-512/256': oidHash(6, sha512_256),
-  'SHA3-224': oidHash(7, sha3_224),
-  'SHA3-256': oidHash(8, sha3_256),
-  'SHA3-384': oidHash(9, sha3_384),
-  'SHA3-512': oidHash(10, sha3_512),
-  'SHAKE-128': oidHash(11, (m) => shake128(m, { dkLen: 32 })),
-  'SHAKE-256': oidHash(12, (m) => shake256(m, { dkLen: 64 })),
+export const PRE_HASHES: Readonly<Record<string, PreHash>> = /* @__PURE__ */ Object.freeze({
+  'SHA2-224': /* @__PURE__ */ oidHash(4, sha224),
+  'SHA2-256': /* @__PURE__ */ oidHash(1, sha256),
+  'SHA2-384': /* @__PURE__ */ oidHash(2, sha384),
+  'SHA2-512': /* @__PURE__ */ oidHash(3, sha512),
+  'SHA2-512/224': /* @__PURE__ */ oidHash(5, sha512_224),
+  'SHA2-512/256': /* @__PURE__ */ oidHash(6, sha512_256),
+  'SHA3-224': /* @__PURE__ */ oidHash(7, sha3_224),
+  'SHA3-256': /* @__PURE__ */ oidHash(8, sha3_256),
+  'SHA3-384': /* @__PURE__ */ oidHash(9, sha3_384),
+  'SHA3-512': /* @__PURE__ */ oidHash(10, sha3_512),
+  'SHAKE-128': /* @__PURE__ */ oidHash(11, (m) => shake128(m, { dkLen: 32 })),
+  'SHAKE-256': /* @__PURE__ */ oidHash(12, (m) => shake256(m, { dkLen: 64 })),
 });
 
 export interface SignOpts {
@@ -117,7 +117,7 @@ function secretKeyInRange(sk: Uint8Array): boolean {
 
 function keygen(seed?: Uint8Array): { publicKey: Uint8Array; secretKey: Uint8Array } {
   const s = seed === undefined ? randomBytes(L.seed) : bytes('seed', seed, L.seed);
-  const k = kernel();
+  const k = mldsaKernel();
   k.mem.set(s, k.IN);
   if (seed === undefined) s.fill(0);
   k.x.mldsa_keygen();
@@ -130,7 +130,7 @@ function keygen(seed?: Uint8Array): { publicKey: Uint8Array; secretKey: Uint8Arr
 function signMu(m: Uint8Array, secretKey: Uint8Array, rnd: Uint8Array): Uint8Array {
   if (!secretKeyInRange(secretKey))
     throw new PqdbError('INVALID_KEY', 'ML-DSA-87 secret key has s1/s2 coefficients out of range');
-  const k = kernel();
+  const k = mldsaKernel();
   k.mem.set(secretKey, k.IN);
   k.mem.set(m, k.IN + L.secretKey);
   k.mem.set(rnd, k.IN + L.secretKey + 64);
@@ -141,7 +141,7 @@ function signMu(m: Uint8Array, secretKey: Uint8Array, rnd: Uint8Array): Uint8Arr
 }
 
 function verifyMu(m: Uint8Array, publicKey: Uint8Array, sig: Uint8Array): boolean {
-  const k = kernel();
+  const k = mldsaKernel();
   k.mem.set(publicKey, k.IN);
   k.mem.set(m, k.IN + L.publicKey);
   k.mem.set(sig, k.IN + L.publicKey + 64);
@@ -174,7 +174,7 @@ function verify(sig: Uint8Array, msg: Uint8Array, publicKey: Uint8Array, opts?: 
 }
 
 /** HashML-DSA (FIPS 204 Algorithms 4 and 5) with a named pre-hash. */
-const prehash = Object.freeze({
+const prehash = /* @__PURE__ */ Object.freeze({
   sign(msg: Uint8Array, secretKey: Uint8Array, hashAlg: string, opts?: SignOpts): Uint8Array {
     bytes('msg', msg);
     bytes('secretKey', secretKey, L.secretKey);
@@ -198,7 +198,7 @@ const prehash = Object.freeze({
 });
 
 /** ML-DSA.Sign_internal / Verify_internal (Algorithms 7, 8) on M′ directly, or on a given μ. */
-const internal = Object.freeze({
+const internal = /* @__PURE__ */ Object.freeze({
   sign(
     msg: Uint8Array,
     secretKey: Uint8Array,
@@ -227,4 +227,11 @@ const internal = Object.freeze({
  * const sig = ml_dsa87.sign(msg, secretKey, { context });
  * ml_dsa87.verify(sig, msg, publicKey, { context }); // true
  */
-export const ml_dsa87 = Object.freeze({ lengths: ML_DSA87_LENGTHS, keygen, sign, verify, prehash, internal });
+export const ml_dsa87 = /* @__PURE__ */ Object.freeze({
+  lengths: ML_DSA87_LENGTHS,
+  keygen,
+  sign,
+  verify,
+  prehash,
+  internal,
+});

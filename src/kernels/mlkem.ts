@@ -5,9 +5,9 @@
 
 import { bytes, copyBytes } from '../_args';
 import { PqdbError } from '../errors';
-import { kernel, type Kernel } from '../wasm/loader';
+import { mlkemKernel, type MlkemKernel } from '../wasm/mlkem';
 
-export const ML_KEM1024_LENGTHS = Object.freeze({
+export const ML_KEM1024_LENGTHS = /* @__PURE__ */ Object.freeze({
   secretKey: 3168,
   publicKey: 1568,
   cipherText: 1568,
@@ -40,7 +40,7 @@ export function randomBytes(n: number): Uint8Array {
   return out;
 }
 
-function take(k: Kernel, at: number, len: number): Uint8Array {
+function take(k: MlkemKernel, at: number, len: number): Uint8Array {
   const out = k.mem.slice(k.OUT + at, k.OUT + at + len);
   k.mem.fill(0, k.OUT + at, k.OUT + at + len);
   return out;
@@ -57,7 +57,7 @@ function invalidKey(what: string): PqdbError {
  */
 function keygen(seed?: Uint8Array): { publicKey: Uint8Array; secretKey: Uint8Array } {
   const s = seed === undefined ? randomBytes(L.seed) : bytes('seed', seed, L.seed);
-  const k = kernel();
+  const k = mlkemKernel();
   k.mem.set(s, k.IN);
   if (seed === undefined) s.fill(0);
   k.x.mlkem_keygen();
@@ -78,7 +78,7 @@ function getPublicKey(secretKey: Uint8Array): Uint8Array {
 function encapsulate(publicKey: Uint8Array, msg?: Uint8Array): { cipherText: Uint8Array; sharedSecret: Uint8Array } {
   bytes('publicKey', publicKey, L.publicKey);
   const m = msg === undefined ? randomBytes(L.msg) : bytes('msg', msg, L.msg);
-  const k = kernel();
+  const k = mlkemKernel();
   k.mem.set(publicKey, k.IN);
   k.mem.set(m, k.IN + L.publicKey);
   if (msg === undefined) m.fill(0);
@@ -94,7 +94,7 @@ function encapsulate(publicKey: Uint8Array, msg?: Uint8Array): { cipherText: Uin
 function decapsulate(cipherText: Uint8Array, secretKey: Uint8Array): Uint8Array {
   bytes('cipherText', cipherText, L.cipherText);
   bytes('secretKey', secretKey, L.secretKey);
-  const k = kernel();
+  const k = mlkemKernel();
   k.mem.set(cipherText, k.IN);
   k.mem.set(secretKey, k.IN + L.cipherText);
   if (k.x.mlkem_decaps() !== 1) throw invalidKey('ML-KEM-1024 secret key fails its hash check (FIPS 203 §7.3)');
@@ -104,7 +104,7 @@ function decapsulate(cipherText: Uint8Array, secretKey: Uint8Array): Uint8Array 
 /** FIPS 203 §7.2 encapsulation key check (length and modulus). */
 export function checkPublicKey(publicKey: Uint8Array): boolean {
   if (!(publicKey instanceof Uint8Array) || publicKey.length !== L.publicKey) return false;
-  const k = kernel();
+  const k = mlkemKernel();
   k.mem.set(publicKey, k.IN);
   return k.x.mlkem_check_ek() === 1;
 }
@@ -112,7 +112,7 @@ export function checkPublicKey(publicKey: Uint8Array): boolean {
 /** FIPS 203 §7.3 decapsulation key check (length and embedded hash). */
 export function checkSecretKey(secretKey: Uint8Array): boolean {
   if (!(secretKey instanceof Uint8Array) || secretKey.length !== L.secretKey) return false;
-  const k = kernel();
+  const k = mlkemKernel();
   k.mem.set(secretKey, k.IN);
   return k.x.mlkem_check_dk() === 1;
 }
@@ -125,7 +125,7 @@ export function checkSecretKey(secretKey: Uint8Array): boolean {
  * ml_kem1024.decapsulate(cipherText, secretKey); // equals sharedSecret
  */
 export const ml_kem1024: Kem & { checkPublicKey: typeof checkPublicKey; checkSecretKey: typeof checkSecretKey } =
-  Object.freeze({
+  /* @__PURE__ */ Object.freeze({
     lengths: ML_KEM1024_LENGTHS,
     keygen,
     getPublicKey,

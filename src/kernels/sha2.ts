@@ -3,9 +3,9 @@
 // zeroes what it left in kernel memory. Never returns a view into WebAssembly memory.
 
 import { bytes } from '../_args';
-import { kernel } from '../wasm/loader';
+import { sha2Kernel } from '../wasm/sha2';
 
-/** Kernel algorithm ids (assembly/sha2/hash.ts). */
+/** Sha2Kernel algorithm ids (assembly/sha2/hash.ts). */
 export const ALG = { sha256: 0, sha384: 1, sha512: 2 } as const;
 export type HashName = keyof typeof ALG;
 
@@ -29,7 +29,7 @@ export interface Hash {
  * the chunks used (the kernel's streaming updates leave IN to be wiped once, here).
  */
 export function chunked(data: Uint8Array, fn: (len: number) => void): void {
-  const k = kernel();
+  const k = sha2Kernel();
   for (let off = 0; off < data.length; off += k.IN_BYTES) {
     const part = data.subarray(off, Math.min(off + k.IN_BYTES, data.length));
     k.mem.set(part, k.IN);
@@ -40,7 +40,7 @@ export function chunked(data: Uint8Array, fn: (len: number) => void): void {
 
 /** Copies `len` bytes of OUT into a new array and zeroes them in kernel memory. */
 export function takeOut(len: number): Uint8Array {
-  const k = kernel();
+  const k = sha2Kernel();
   const out = k.mem.slice(k.OUT, k.OUT + len);
   k.mem.fill(0, k.OUT, k.OUT + len);
   return out;
@@ -50,7 +50,7 @@ class Sha2Stream implements HashStream {
   private ctx: Uint8Array | undefined;
 
   constructor(private readonly hash: Hash) {
-    const k = kernel();
+    const k = sha2Kernel();
     k.x.sha2_init(ALG[hash.hashName]);
     this.ctx = k.mem.slice(k.CTX, k.CTX + k.CTX_BYTES);
     k.mem.fill(0, k.CTX, k.CTX + k.CTX_BYTES);
@@ -64,7 +64,7 @@ class Sha2Stream implements HashStream {
   update(data: Uint8Array): this {
     const ctx = this.live();
     bytes('data', data);
-    const k = kernel();
+    const k = sha2Kernel();
     k.mem.set(ctx, k.CTX);
     chunked(data, (len) => k.x.sha2_update(len));
     ctx.set(k.mem.subarray(k.CTX, k.CTX + k.CTX_BYTES));
@@ -74,7 +74,7 @@ class Sha2Stream implements HashStream {
 
   digest(): Uint8Array {
     const ctx = this.live();
-    const k = kernel();
+    const k = sha2Kernel();
     k.mem.set(ctx, k.CTX);
     ctx.fill(0);
     this.ctx = undefined;
@@ -88,7 +88,7 @@ function makeHash(hashName: HashName, outputLen: number, blockLen: number): Hash
   const alg = ALG[hashName];
   const fn = ((msg: Uint8Array): Uint8Array => {
     bytes('msg', msg);
-    const k = kernel();
+    const k = sha2Kernel();
     if (msg.length <= k.IN_BYTES) {
       k.mem.set(msg, k.IN);
       k.x.sha2_digest(alg, msg.length);
@@ -110,19 +110,19 @@ function makeHash(hashName: HashName, outputLen: number, blockLen: number): Hash
  * @throws TypeError when `msg` is not a Uint8Array.
  * @example sha256(new TextEncoder().encode('abc'))
  */
-export const sha256: Hash = makeHash('sha256', 32, 64);
+export const sha256: Hash = /* @__PURE__ */ makeHash('sha256', 32, 64);
 /**
  * SHA-384 (FIPS 180-4 §6.5): SHA-512 with its own initial value, truncated to 48 bytes.
  * @throws TypeError when `msg` is not a Uint8Array.
  * @example sha384(new Uint8Array(131))
  */
-export const sha384: Hash = makeHash('sha384', 48, 128);
+export const sha384: Hash = /* @__PURE__ */ makeHash('sha384', 48, 128);
 /**
  * SHA-512 (FIPS 180-4 §6.4).
  * @throws TypeError when `msg` is not a Uint8Array.
  * @example sha512.create().update(part1).update(part2).digest()
  */
-export const sha512: Hash = makeHash('sha512', 64, 128);
+export const sha512: Hash = /* @__PURE__ */ makeHash('sha512', 64, 128);
 
 /** Checks that `hash` is one of pqdb's SHA-2 functions and returns its kernel id. */
 export function hashAlg(hash: unknown): number {

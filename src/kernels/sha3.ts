@@ -3,7 +3,7 @@
 // context in JavaScript between calls (copied in and out around each call, zeroed in the kernel).
 
 import { bytes, integer } from '../_args';
-import { kernel, type Kernel } from '../wasm/loader';
+import { keccakKernel, type KeccakKernel } from '../wasm/keccak';
 
 interface Params {
   readonly name: string;
@@ -21,7 +21,7 @@ export interface KeccakStream {
   xof(n: number): Uint8Array;
 }
 
-function withCtx<T>(k: Kernel, ctx: Uint8Array, fn: () => T): T {
+function withCtx<T>(k: KeccakKernel, ctx: Uint8Array, fn: () => T): T {
   k.mem.set(ctx, k.KCTX);
   try {
     return fn();
@@ -31,7 +31,7 @@ function withCtx<T>(k: Kernel, ctx: Uint8Array, fn: () => T): T {
   }
 }
 
-function squeezeInto(k: Kernel, out: Uint8Array): void {
+function squeezeInto(k: KeccakKernel, out: Uint8Array): void {
   for (let off = 0; off < out.length; off += k.OUT_BYTES) {
     const n = Math.min(k.OUT_BYTES, out.length - off);
     k.x.keccak_squeeze(n);
@@ -48,7 +48,7 @@ class Stream implements KeccakStream {
     private readonly p: Params,
     private readonly dkLen: number,
   ) {
-    const k = kernel();
+    const k = keccakKernel();
     k.x.keccak_init(p.rate, p.ds);
     this.ctx = k.mem.slice(k.KCTX, k.KCTX + k.KCTX_BYTES);
     k.mem.fill(0, k.KCTX, k.KCTX + k.KCTX_BYTES);
@@ -63,7 +63,7 @@ class Stream implements KeccakStream {
     const ctx = this.live();
     if (this.squeezing) throw new TypeError(`${this.p.name}: update() after xof()`);
     bytes('data', data);
-    const k = kernel();
+    const k = keccakKernel();
     withCtx(k, ctx, () => {
       for (let off = 0; off < data.length; off += k.IN_BYTES) {
         const part = data.subarray(off, off + k.IN_BYTES);
@@ -81,7 +81,7 @@ class Stream implements KeccakStream {
     const ctx = this.live();
     this.squeezing = true;
     const out = new Uint8Array(n);
-    const k = kernel();
+    const k = keccakKernel();
     withCtx(k, ctx, () => squeezeInto(k, out));
     return out;
   }
@@ -90,7 +90,7 @@ class Stream implements KeccakStream {
     const ctx = this.live();
     if (this.squeezing) throw new TypeError(`${this.p.name}: digest() after xof()`);
     const out = new Uint8Array(this.dkLen);
-    const k = kernel();
+    const k = keccakKernel();
     withCtx(k, ctx, () => squeezeInto(k, out));
     ctx.fill(0);
     this.ctx = undefined;
@@ -116,7 +116,7 @@ export interface Shake {
 
 function oneShot(p: Params, msg: Uint8Array, outLen: number): Uint8Array {
   bytes('msg', msg);
-  const k = kernel();
+  const k = keccakKernel();
   if (msg.length <= k.IN_BYTES && outLen <= k.OUT_BYTES) {
     k.mem.set(msg, k.IN);
     k.x.keccak_hash(p.rate, p.ds, msg.length, outLen);
@@ -152,10 +152,10 @@ function shake(name: string, rate: number, outputLen: number): Shake {
 }
 
 /** SHA3-256 (FIPS 202 §6.1). @example sha3_256(msg) // 32 bytes */
-export const sha3_256: Sha3Hash = sha3('sha3_256', 136, 32);
+export const sha3_256: Sha3Hash = /* @__PURE__ */ sha3('sha3_256', 136, 32);
 /** SHA3-512 (FIPS 202 §6.1). @example sha3_512(msg) // 64 bytes */
-export const sha3_512: Sha3Hash = sha3('sha3_512', 72, 64);
+export const sha3_512: Sha3Hash = /* @__PURE__ */ sha3('sha3_512', 72, 64);
 /** SHAKE128 (FIPS 202 §6.2), default 16 bytes out. @example shake128(msg, { dkLen: 168 }) */
-export const shake128: Shake = shake('shake128', 168, 16);
+export const shake128: Shake = /* @__PURE__ */ shake('shake128', 168, 16);
 /** SHAKE256 (FIPS 202 §6.2), default 32 bytes out. @example shake256(msg, { dkLen: 64 }) */
-export const shake256: Shake = shake('shake256', 136, 32);
+export const shake256: Shake = /* @__PURE__ */ shake('shake256', 136, 32);

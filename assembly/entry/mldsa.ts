@@ -1,4 +1,4 @@
-// ML-DSA-87 (FIPS 204) entry points of the pqdb WebAssembly module, re-exported by index.ts.
+// The pqdb ML-DSA-87 (FIPS 204, with its own Keccak) WebAssembly module: its exported operations.
 // ABI (fixed lengths, no arguments): inputs at IN, results at OUT. Each operation zeroes the ML-DSA
 // scratch, the Keccak kernel's scratch and the IN bytes it read before it returns; the facade reads
 // and zeroes OUT. μ is the 64-byte message representative H(tr ‖ M′, 64) computed by the caller.
@@ -6,6 +6,8 @@
 import { IN, OUT, wipeIn } from '../common/layout';
 import { wipeKeccak } from '../keccak/keccak';
 import { mldsaKeyGen, mldsaSign, mldsaVerify, wipeMldsa, PK_BYTES, SK_BYTES, SIG_BYTES, MU_BYTES, SEED_BYTES, RND_BYTES } from '../mldsa/mldsa';
+
+export * from './_common';
 
 /** IN = ξ (32 bytes) → OUT = pk (2592) ‖ sk (4896). ML-DSA.KeyGen_internal (Algorithm 6). */
 export function mldsa_keygen(): void {

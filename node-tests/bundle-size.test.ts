@@ -1,0 +1,34 @@
+// Bundle sizes of the built dist/ as an application's bundler sees it (bench/sizes.mjs): importing
+// one hash must not bring the AEAD, ML-KEM, ML-DSA or X25519 code, and the whole store stays within
+// its budget. Sizes are deterministic for a build, so they are asserted (speed lives in bench/).
+import { describe, it, expect } from 'vitest';
+// @ts-expect-error plain ESM script without types
+import { bundleSize, exportOnly, FULL_STORE } from '../bench/sizes.mjs';
+
+/** Budgets in bytes of gzip (level 9) output of a minified browser ESM bundle. */
+const SHA384_ONLY_GZIP_MAX = 25_000;
+const FULL_STORE_GZIP_MAX = 130_000;
+
+type Size = { minBytes: number; gzipBytes: number; inputs: string[]; sources: string[] };
+
+describe('bundle sizes (esbuild, browser, minified)', () => {
+  it(`{ sha384 } from 'pqdb/crypto' takes only the SHA-2 module: ≤ ${SHA384_ONLY_GZIP_MAX} bytes gzip`, async () => {
+    const s: Size = await bundleSize(exportOnly('sha384'));
+    console.log(`sha384 only: ${s.minBytes} bytes minified, ${s.gzipBytes} gzip`);
+    expect(s.gzipBytes).toBeLessThanOrEqual(SHA384_ONLY_GZIP_MAX);
+    const files = s.sources.join('\n');
+    expect(files).toMatch(/_sha2\.generated/);
+    for (const other of ['_aead.generated', '_keccak.generated', '_mlkem.generated', '_mldsa.generated', '@noble'])
+      expect(files, other).not.toContain(other);
+  });
+
+  it(`the full store (openStore + a collection) for the browser: ≤ ${FULL_STORE_GZIP_MAX} bytes gzip`, async () => {
+    const s: Size = await bundleSize(FULL_STORE);
+    console.log(`full store: ${s.minBytes} bytes minified, ${s.gzipBytes} gzip`);
+    expect(s.gzipBytes).toBeLessThanOrEqual(FULL_STORE_GZIP_MAX);
+    // It does need every kernel family, and the browser entry's IndexedDB store.
+    const files = s.sources.join('\n');
+    for (const family of ['sha2', 'aead', 'keccak', 'mlkem', 'mldsa']) expect(files).toContain(`_${family}.generated`);
+    expect(files).toMatch(/indexeddb|idb/);
+  });
+});
