@@ -157,7 +157,7 @@ describe('examples/node-service', () => {
 });
 
 describe('examples/cli-session', () => {
-  it('session.sh creates a store, then status, verify, migrate --retire, status and verify succeed', () => {
+  it('session.sh makes keys, creates and fills a store, then status, verify, migrate --retire, status and verify succeed', () => {
     const dir = join(work, 'cli');
     const r = spawnSync('sh', [join(repo, 'examples', 'cli-session', 'session.sh'), dir], {
       encoding: 'utf8',
@@ -167,7 +167,9 @@ describe('examples/cli-session', () => {
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     const out = r.stdout;
-    expect(out).toContain('created ');
+    expect(out).toContain('pqdb init: created ');
+    expect(out).toContain('pqdb import: 20 records into notes');
+    expect(out).toMatch(/pqdb checkpoint: generation 1, size 20, hash [0-9a-f]{96}/);
     expect(out).toContain('(no --unlock: the manifest body is sealed)');
     expect(out).toMatch(/collection\s+notes: gcmsiv-hkdf256, 20 records/);
     expect(out.match(/OK: every check holds/g)?.length).toBe(2);
