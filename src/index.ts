@@ -36,6 +36,15 @@ export type { PageStore, CommitBatch, PageStoreStats } from './storage/page-stor
 export { openMemoryPageStore } from './storage/memory';
 export { verifySealed, openSealed, type VerifiedSealed, type Checkpoint } from './crypto/proofs';
 export {
+  signPolicy,
+  verifyPolicy,
+  POLICY_OPERATIONS,
+  type PolicyDocument,
+  type PolicyRule,
+  type PolicyOperation,
+  type Policy,
+} from './crypto/policy';
+export {
   verifyStore,
   formatVerifyReport,
   type VerifyReport,
