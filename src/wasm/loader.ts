@@ -22,7 +22,7 @@ export type WasmModuleName = 'sha2' | 'aead' | 'keccak' | 'mlkem' | 'mldsa';
 export type Kernel<X = unknown, R extends string = never> = {
   readonly module: WasmModuleName;
   readonly flavor: WasmFlavor;
-  readonly x: X & { readonly memory: WebAssembly.Memory };
+  readonly x: X & { readonly memory: { readonly buffer: ArrayBuffer } }; // WebAssembly.Memory, named structurally: no DOM lib needed
   readonly mem: Uint8Array;
   readonly dv: DataView;
   readonly IN: number;
