@@ -153,6 +153,8 @@ export interface Manifest {
   migrations?: MigrationRecord[];
   /** Retired key generations: roots destroyed, commit pages deleted; their logs and checkpoints stay. */
   retired?: number[];
+  /** The pinned authority public keys and the current signed policy, base64 (docs/authority.md). */
+  authority?: { keys: string[]; policy?: string };
 }
 
 export const b64 = (b: Uint8Array): string => btoa(String.fromCharCode(...b));
@@ -464,6 +466,13 @@ function checkManifest(h: ManifestHeader, b: unknown): Manifest {
   }
   if (b.recipients !== undefined) list(b.recipients, 'recipient list').forEach((x) => base64(x, 'recipient'));
   if (b.retired !== undefined) list(b.retired, 'retired list').forEach((g) => int(g, 1, MAX_GENERATION, 'generation'));
+  if (b.authority !== undefined) {
+    if (!isObject(b.authority)) corrupt('has a bad authority entry');
+    const keys = list(b.authority.keys, 'authority key list');
+    if (keys.length === 0 || keys.length > 16) corrupt('has a bad authority key list');
+    keys.forEach((k) => base64(k, 'authority key'));
+    if (b.authority.policy !== undefined) base64(b.authority.policy, 'authority policy');
+  }
   for (const m of [...(b.migration !== undefined ? [b.migration] : []), ...list(b.migrations ?? [], 'migration list')])
     checkMigration(m);
   return {

@@ -33,6 +33,8 @@ import { LexicalStore } from './lexical-store';
 import { Migration, type AuthorityCheck, type MigrateOptions, type MigrationStatus } from './migration/run';
 import { retireGenerations } from './retire';
 import { exportSealed } from './exports';
+import { authorityKeysOf, checkPinnedKeys, currentPolicy, installPolicy, pinnedAuthority } from './authority';
+import type { Policy } from '../crypto/policy';
 import { Collection, checkId, declareCollection, encodeOps, stageOps } from './collection';
 import type { CollectionEngine, CollectionOptions, CollectionValue, PendingOp, Transaction } from './collection';
 import type { SearchOptions } from './lexical';
@@ -41,49 +43,8 @@ export { Collection, type PutOptions, type ScanOptions, type Transaction, type C
 export type { AuthorityCheck, MigrateOptions, MigrationStatus, MigrationProgress } from './migration/run';
 export type { MigrationCounts, MigrationPhase } from './manifest';
 export type { SearchOptions };
-
-export interface StoreOptions {
-  /** Create the store when it has no manifest yet. */
-  create?: boolean;
-  /** Recipient public keys (hybrid or classical) whose envelopes wrap new generations' roots. */
-  recipients?: readonly Uint8Array[];
-  /** A recipient secret key that opens the store. */
-  unlock: Uint8Array;
-  /** The suite new collections write with (default 'gcmsiv-hkdf384'). */
-  suite?: SuiteName;
-  /** ML-DSA-87 secret key for checkpoints (kept for signing batches). */
-  signer?: Uint8Array;
-  /** The signer's public key (named in checkpoints by its id); required with `signer`. */
-  signerPublicKey?: Uint8Array;
-  /** Bound of the data-key cache. */
-  keyCacheSize?: number;
-  /**
-   * Automatic checkpoints (with `signer`): after a commit, once `records` records were written
-   * since the last checkpoint, or `ms` milliseconds passed since it and at least one was written.
-   * Default { records: 10000, ms: 60000 }; false turns them off.
-   */
-  autoCheckpoint?: { records?: number; ms?: number } | false;
-  /**
-   * Current authority (DESIGN §9): asked whether a migration may run (false: AUTHORITY_DENIED) and for
-   * every record it copies (false withholds it, counted as withheld). Default: all are allowed.
-   */
-  authority?: AuthorityCheck;
-  /**
-   * Open for reading only: nothing is written (no repair, no migration resumed); writes reject
-   * with READ_ONLY. Use with a read-only page store (openNodeFsPageStore(dir, { readOnly: true })).
-   */
-  readOnly?: boolean;
-  /**
-   * The store id the caller expects (from `info().storeId`): opening another store, even one whose
-   * keys were wrapped to the same recipient, fails with AUTH_FAILED.
-   */
-  storeId?: string;
-  /**
-   * A commit counter the store is known to have reached (from `info().commit`, kept elsewhere):
-   * opening an older copy of the store fails with ROLLBACK.
-   */
-  minCommit?: number;
-}
+export type { StoreOptions } from './store-options';
+import type { StoreOptions } from './store-options';
 
 /** The engine's parts, wired once per store; each module's context is a view of it. */
 interface Parts {
@@ -186,6 +147,7 @@ export class Store {
       const registry = new Registry({ active: suite.id });
       const storeId = hex(keys.storeKey(STORE_ID_LABEL, 16));
       const manifest = newManifest(storeId, keys.records(), registry.records(), suite.id, recipients);
+      manifest.authority = pinnedAuthority(authorityKeysOf(options.authorityPublicKey));
       const store = new Store(pages, keys, manifest, registry, options);
       await store.#p.pipeline.run(() => undefined); // the first manifest
       return store;
@@ -199,6 +161,13 @@ export class Store {
         'ROLLBACK',
         `the store is at commit ${manifest.commit}, older than the ${options.minCommit} it was known to reach: an older copy of it`,
       );
+    }
+    try {
+      checkPinnedKeys(manifest, authorityKeysOf(options.authorityPublicKey));
+      currentPolicy(manifest); // its signatures, once
+    } catch (e) {
+      keys.close();
+      throw e;
     }
     const store = new Store(pages, keys, manifest, new Registry({ records: manifest.registry }), options);
     const found = await replay(pages, manifest, keys, store.#target, store.#readOnly);
@@ -329,6 +298,22 @@ export class Store {
       const m = draft.manifest;
       m.recipients = [...new Set([...(m.recipients ?? []), b64(publicKey)])];
     });
+  }
+
+  /**
+   * Installs a signed authority policy (docs/authority.md): signed by the keys pinned at creation,
+   * not expired, version exactly the current one + 1. Resolves with the policy now in force.
+   */
+  setPolicy(signed: Uint8Array): Promise<Policy> {
+    let installed!: Policy;
+    return this.#p.pipeline
+      .run((draft) => void (installed = installPolicy(draft.manifest, signed)))
+      .then(() => installed);
+  }
+
+  /** The authority policy in force, or undefined when none was set. */
+  policy(): Policy | undefined {
+    return currentPolicy(this.#p.pipeline.manifest)?.policy;
   }
 
   /** Drops a recipient's envelopes. */

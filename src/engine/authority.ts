@@ -1,0 +1,76 @@
+// Current authority in the store (DESIGN §9, docs/authority.md): the authority keys pinned at
+// creation and the signed policy in force, both in the sealed manifest body. A new policy is
+// accepted only if the pinned keys signed it (to its threshold), it has not expired, and its version
+// is exactly the current one + 1; an older signed policy put back cannot replace a newer one, and
+// the manifest that names the current one is itself sealed and rollback-pinned.
+
+import { PqdbError } from '../errors';
+import { equalBytes } from '../_bytes';
+import { checkSuccessor, compilePolicy, verifyPolicy, type Policy, type PolicyDecider } from '../crypto/policy';
+import { b64, unb64, type Manifest } from './manifest';
+
+/** The pinned keys given to openStore, as a list (undefined: none given). */
+export function authorityKeysOf(option: Uint8Array | readonly Uint8Array[] | undefined): Uint8Array[] | undefined {
+  if (option === undefined) return undefined;
+  const keys = option instanceof Uint8Array ? [option] : [...option];
+  if (keys.length === 0 || keys.length > 16 || keys.some((k) => !(k instanceof Uint8Array) || k.length !== 2592))
+    throw new TypeError('"authorityPublicKey" expected 1 to 16 ML-DSA-87 public keys (Uint8Array of length 2592)');
+  return keys;
+}
+
+/**
+ * Checks the keys a caller pins against the store's: a store created with authority keys must be
+ * opened with the same ones when the caller names any; a store created without cannot gain them.
+ * @throws PqdbError AUTH_FAILED when they differ
+ */
+export function checkPinnedKeys(manifest: Manifest, given: Uint8Array[] | undefined): void {
+  if (given === undefined) return;
+  const pinned = (manifest.authority?.keys ?? []).map(unb64);
+  const same = pinned.length === given.length && pinned.every((k) => given.some((g) => equalBytes(g, k)));
+  if (!same)
+    throw new PqdbError(
+      'AUTH_FAILED',
+      pinned.length === 0
+        ? 'this store pins no authority key (authority keys are pinned when a store is created)'
+        : 'this store pins other authority keys',
+    );
+}
+
+const cache = new Map<string, { policy: Policy; decider: PolicyDecider }>();
+
+/** The policy in force (verified once per signed form), or undefined when none was set. */
+export function currentPolicy(manifest: Manifest): { policy: Policy; decider: PolicyDecider } | undefined {
+  const a = manifest.authority;
+  if (a?.policy === undefined) return undefined;
+  const key = `${a.keys.join(',')}|${a.policy}`;
+  let hit = cache.get(key);
+  if (hit === undefined) {
+    // Expiry is for accepting a policy; one in force stays readable (its decisions check expiry).
+    const policy = verifyPolicy(unb64(a.policy), a.keys.map(unb64), 0);
+    hit = { policy, decider: compilePolicy(policy) };
+    if (cache.size >= 64) cache.clear();
+    cache.set(key, hit);
+  }
+  return hit;
+}
+
+/**
+ * Verifies `signed` as the successor of the policy in force and writes it into the draft manifest.
+ * @throws PqdbError AUTHORITY_DENIED (no pinned key, or expired), AUTH_FAILED, ROLLBACK, CONFLICT, CORRUPTION
+ */
+export function installPolicy(manifest: Manifest, signed: Uint8Array, now = Date.now()): Policy {
+  const a = manifest.authority;
+  if (a === undefined)
+    throw new PqdbError(
+      'AUTHORITY_DENIED',
+      'this store pins no authority key: it was created without authorityPublicKey',
+    );
+  const next = verifyPolicy(signed, a.keys.map(unb64), now);
+  checkSuccessor(currentPolicy(manifest)?.policy, next);
+  manifest.authority = { keys: a.keys, policy: b64(signed) };
+  return next;
+}
+
+/** The manifest entry a new store starts with. */
+export const pinnedAuthority = (keys: Uint8Array[] | undefined): Manifest['authority'] =>
+  keys === undefined ? undefined : { keys: keys.map(b64) };

@@ -1,0 +1,53 @@
+// The options of Store.open (openStore adds `location` and `storage`).
+
+import type { SuiteName } from '../crypto/suites';
+import type { AuthorityCheck } from './migration/run';
+
+export interface StoreOptions {
+  /** Create the store when it has no manifest yet. */
+  create?: boolean;
+  /** Recipient public keys (hybrid or classical) whose envelopes wrap new generations' roots. */
+  recipients?: readonly Uint8Array[];
+  /** A recipient secret key that opens the store. */
+  unlock: Uint8Array;
+  /** The suite new collections write with (default 'gcmsiv-hkdf384'). */
+  suite?: SuiteName;
+  /** ML-DSA-87 secret key for checkpoints (kept for signing batches). */
+  signer?: Uint8Array;
+  /** The signer's public key (named in checkpoints by its id); required with `signer`. */
+  signerPublicKey?: Uint8Array;
+  /** Bound of the data-key cache. */
+  keyCacheSize?: number;
+  /**
+   * Automatic checkpoints (with `signer`): after a commit, once `records` records were written
+   * since the last checkpoint, or `ms` milliseconds passed since it and at least one was written.
+   * Default { records: 10000, ms: 60000 }; false turns them off.
+   */
+  autoCheckpoint?: { records?: number; ms?: number } | false;
+  /**
+   * Current authority (DESIGN §9): asked whether a migration may run (false: AUTHORITY_DENIED) and for
+   * every record it copies (false withholds it, counted as withheld). Default: all are allowed.
+   */
+  authority?: AuthorityCheck;
+  /**
+   * Open for reading only: nothing is written (no repair, no migration resumed); writes reject
+   * with READ_ONLY. Use with a read-only page store (openNodeFsPageStore(dir, { readOnly: true })).
+   */
+  readOnly?: boolean;
+  /**
+   * The store id the caller expects (from `info().storeId`): opening another store, even one whose
+   * keys were wrapped to the same recipient, fails with AUTH_FAILED.
+   */
+  storeId?: string;
+  /**
+   * A commit counter the store is known to have reached (from `info().commit`, kept elsewhere):
+   * opening an older copy of the store fails with ROLLBACK.
+   */
+  minCommit?: number;
+  /**
+   * The authority's ML-DSA-87 public key(s) (from `generateSigner()`), pinned when the store is
+   * created: only policies they sign are accepted (`store.setPolicy`, docs/authority.md). On an
+   * existing store, when given, they must equal the pinned ones (else AUTH_FAILED).
+   */
+  authorityPublicKey?: Uint8Array | readonly Uint8Array[];
+}
