@@ -36,21 +36,29 @@ export function checkPinnedKeys(manifest: Manifest, given: Uint8Array[] | undefi
     );
 }
 
-const cache = new Map<string, { policy: Policy; decider: PolicyDecider }>();
+type InForce = { policy: Policy; decider: PolicyDecider };
+/** Per manifest `authority` entry (a commit's manifest is a fresh copy): no key built per call. */
+const byEntry = new WeakMap<object, InForce>();
+/** Per signed form, with the keys it was verified under: a copied entry is not verified again. */
+const bySigned = new Map<string, { keys: readonly string[]; inForce: InForce }>();
 
-/** The policy in force (verified once per signed form), or undefined when none was set. */
-export function currentPolicy(manifest: Manifest): { policy: Policy; decider: PolicyDecider } | undefined {
+/** The policy in force (its signatures verified once per signed form and keys), or undefined. */
+export function currentPolicy(manifest: Manifest): InForce | undefined {
   const a = manifest.authority;
   if (a?.policy === undefined) return undefined;
-  const key = `${a.keys.join(',')}|${a.policy}`;
-  let hit = cache.get(key);
-  if (hit === undefined) {
+  let hit = byEntry.get(a);
+  if (hit !== undefined) return hit;
+  const seen = bySigned.get(a.policy);
+  if (seen !== undefined && seen.keys.length === a.keys.length && seen.keys.every((k, i) => k === a.keys[i]))
+    hit = seen.inForce;
+  else {
     // Expiry is for accepting a policy; one in force stays readable (its decisions check expiry).
     const policy = verifyPolicy(unb64(a.policy), a.keys.map(unb64), 0);
     hit = { policy, decider: compilePolicy(policy) };
-    if (cache.size >= 64) cache.clear();
-    cache.set(key, hit);
+    if (bySigned.size >= 64) bySigned.clear();
+    bySigned.set(a.policy, { keys: [...a.keys], inForce: hit });
   }
+  byEntry.set(a, hit);
   return hit;
 }
 
