@@ -88,6 +88,45 @@ export interface MigrationRecord {
   chunkRecords: number;
 }
 
+/** What an inventoried managed copy is (DESIGN §9, docs/authority.md). */
+export type CopyKind = 'backup' | 'generation' | 'restore';
+/** `retained` (held), `retired` (retirement recorded), `restored-from` (a restore was made from it). */
+export type CopyState = 'retained' | 'retired' | 'restored-from';
+export const COPY_STATES: readonly CopyState[] = ['retained', 'retired', 'restored-from'];
+export const COPY_KINDS: readonly CopyKind[] = ['backup', 'generation', 'restore'];
+
+/**
+ * A managed copy as the store's inventory keeps it: a backup written by `store.backup`, a migration's
+ * old key generation kept in the store after activation, or (in a restored store) the copy it was
+ * restored from. No key or record id is written here.
+ */
+export interface CopyRecord {
+  /** 32 hex digits, random. */
+  id: string;
+  kind: CopyKind;
+  /** When it was made (ISO 8601). */
+  time: string;
+  /** Where it is: a directory, an IndexedDB database name, a page store kind, or "this store". */
+  destination: string;
+  /** The key generations whose records it holds. */
+  generations: number[];
+  /** The suites its records are sealed with. */
+  suites: number[];
+  /** Live records it holds. */
+  records: number;
+  /** The commit counter of the store state it holds. */
+  commit: number;
+  /** SHA-384 (hex) of the signed checkpoint it holds, when it holds one. */
+  checkpoint?: string;
+  state: CopyState;
+  /** When it was retired (state retired). */
+  retiredAt?: string;
+  /** Restores made from it: when, and the id of the store restored into. */
+  restores?: { time: string; storeId: string }[];
+  /** For kind `restore`: the id of the store the copy came from. */
+  sourceStoreId?: string;
+}
+
 /** A log page: the leaf hashes [from, to) of its generation's log, written by a checkpoint. */
 export interface LogPageRef {
   pageId: number;
@@ -155,6 +194,8 @@ export interface Manifest {
   retired?: number[];
   /** The pinned authority public keys and the current signed policy, base64 (docs/authority.md). */
   authority?: { keys: string[]; policy?: string };
+  /** The managed copies inventory, oldest first. */
+  copies?: CopyRecord[];
 }
 
 export const b64 = (b: Uint8Array): string => btoa(String.fromCharCode(...b));
@@ -473,6 +514,7 @@ function checkManifest(h: ManifestHeader, b: unknown): Manifest {
     keys.forEach((k) => base64(k, 'authority key'));
     if (b.authority.policy !== undefined) base64(b.authority.policy, 'authority policy');
   }
+  if (b.copies !== undefined) list(b.copies, 'copy list').forEach(checkCopy);
   for (const m of [...(b.migration !== undefined ? [b.migration] : []), ...list(b.migrations ?? [], 'migration list')])
     checkMigration(m);
   return {
@@ -482,6 +524,29 @@ function checkManifest(h: ManifestHeader, b: unknown): Manifest {
     commit: h.commit,
     keyring,
   };
+}
+
+function checkCopy(c: unknown): void {
+  if (!isObject(c)) corrupt('has a bad copy entry');
+  if (!/^[0-9a-f]{32}$/.test(str(c.id, 'copy id'))) corrupt('has a bad copy id');
+  if (!(COPY_KINDS as string[]).includes(str(c.kind, 'copy kind'))) corrupt('has an unknown copy kind');
+  if (!(COPY_STATES as string[]).includes(str(c.state, 'copy state'))) corrupt('has an unknown copy state');
+  str(c.time, 'copy date');
+  str(c.destination, 'copy destination');
+  list(c.generations, 'copy generations').forEach((g) => int(g, 1, MAX_GENERATION, 'copy generation'));
+  list(c.suites, 'copy suites').forEach((x) => suiteId(x, 'copy suite'));
+  int(c.records, 0, Number.MAX_SAFE_INTEGER, 'copy record count');
+  int(c.commit, 0, Number.MAX_SAFE_INTEGER, 'copy commit');
+  if (c.checkpoint !== undefined && !/^[0-9a-f]{96}$/.test(str(c.checkpoint, 'copy checkpoint')))
+    corrupt('has a bad copy checkpoint');
+  if (c.retiredAt !== undefined) str(c.retiredAt, 'copy retirement date');
+  if (c.sourceStoreId !== undefined && !/^[0-9a-f]{32}$/.test(str(c.sourceStoreId, 'copy source')))
+    corrupt('has a bad copy source');
+  for (const r of list(c.restores ?? [], 'copy restores')) {
+    if (!isObject(r)) corrupt('has a bad copy restore');
+    str(r.time, 'copy restore date');
+    if (!/^[0-9a-f]{32}$/.test(str(r.storeId, 'copy restore store'))) corrupt('has a bad copy restore store');
+  }
 }
 
 function checkMigration(m: unknown): void {
