@@ -7,6 +7,7 @@
 import { PqdbError } from '../errors';
 import { equalBytes } from '../_bytes';
 import { checkSuccessor, compilePolicy, verifyPolicy, type Policy, type PolicyDecider } from '../crypto/policy';
+import type { PolicyOperation } from '../crypto/policy';
 import { b64, unb64, type Manifest } from './manifest';
 
 /** The pinned keys given to openStore, as a list (undefined: none given). */
@@ -36,7 +37,7 @@ export function checkPinnedKeys(manifest: Manifest, given: Uint8Array[] | undefi
     );
 }
 
-type InForce = { policy: Policy; decider: PolicyDecider };
+type InForce = { policy: Policy; decider: PolicyDecider; expiresMs: number };
 /** Per manifest `authority` entry (a commit's manifest is a fresh copy): no key built per call. */
 const byEntry = new WeakMap<object, InForce>();
 /** Per signed form, with the keys it was verified under: a copied entry is not verified again. */
@@ -54,7 +55,11 @@ export function currentPolicy(manifest: Manifest): InForce | undefined {
   else {
     // Expiry is for accepting a policy; one in force stays readable (its decisions check expiry).
     const policy = verifyPolicy(unb64(a.policy), a.keys.map(unb64), 0);
-    hit = { policy, decider: compilePolicy(policy) };
+    hit = {
+      policy,
+      decider: compilePolicy(policy),
+      expiresMs: policy.expires !== undefined ? Date.parse(policy.expires) : Infinity,
+    };
     if (bySigned.size >= 64) bySigned.clear();
     bySigned.set(a.policy, { keys: [...a.keys], inForce: hit });
   }
@@ -82,3 +87,60 @@ export function installPolicy(manifest: Manifest, signed: Uint8Array, now = Date
 /** The manifest entry a new store starts with. */
 export const pinnedAuthority = (keys: Uint8Array[] | undefined): Manifest['authority'] =>
   keys === undefined ? undefined : { keys: keys.map(b64) };
+
+/** A governance state's scope and purpose, by its canonical text (parsed once per distinct state). */
+const fields = new Map<string, { scope?: string; purpose?: string }>();
+
+function scopeOf(governance: string): { scope?: string; purpose?: string } {
+  let f = fields.get(governance);
+  if (f === undefined) {
+    let g: Record<string, unknown> = {};
+    try {
+      const parsed: unknown = JSON.parse(governance);
+      if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed))
+        g = parsed as Record<string, unknown>;
+    } catch {
+      // Not canonical text: it names no scope (the "*" rule decides).
+    }
+    f = {
+      ...(typeof g.scope === 'string' ? { scope: g.scope } : {}),
+      ...(typeof g.purpose === 'string' ? { purpose: g.purpose } : {}),
+    };
+    if (fields.size >= 4096) fields.clear();
+    fields.set(governance, f);
+  }
+  return f;
+}
+
+/**
+ * Whether the policy in force allows `operation` on a record with this governance state (canonical
+ * text): true when no policy is set; false once the policy has expired (it stops deciding until a
+ * newer one is installed).
+ */
+export function authorityAllows(
+  manifest: Manifest,
+  operation: PolicyOperation,
+  governance: string,
+  now?: number,
+): boolean {
+  const inForce = currentPolicy(manifest);
+  if (inForce === undefined) return true;
+  if (inForce.expiresMs !== Infinity && (now ?? Date.now()) >= inForce.expiresMs) return false;
+  const { scope, purpose } = scopeOf(governance);
+  return inForce.decider.allows(operation, scope, purpose);
+}
+
+/** The AUTHORITY_DENIED error for `operation` on `what` (a record, or a governance state to write). */
+export function authorityDenied(manifest: Manifest, operation: PolicyOperation, governance: string, what: string) {
+  const inForce = currentPolicy(manifest)!;
+  const { scope } = scopeOf(governance);
+  const expired = inForce.expiresMs !== Infinity && Date.now() >= inForce.expiresMs;
+  return new PqdbError(
+    'AUTHORITY_DENIED',
+    expired
+      ? `authority policy version ${inForce.policy.version} expired at ${inForce.policy.expires}: install a newer one (store.setPolicy)`
+      : `authority policy version ${inForce.policy.version} does not allow ${operation} for ${what} (scope ${
+          scope === undefined ? 'none' : JSON.stringify(scope)
+        })`,
+  );
+}

@@ -5,6 +5,7 @@
 
 import { canonicalGovernanceText, type Governance } from '../crypto/record';
 import { utf8Length } from '../_utf8';
+import { authorityAllows, authorityDenied } from './authority';
 import { encodeValueInto, ValueWriter, type CompiledSchema, type InferValue, type Schema, type Value } from './codec';
 import type { ValueShape } from './codec';
 import type { SuiteName } from '../crypto/suites';
@@ -25,7 +26,12 @@ export interface PutOptions {
 export interface ScanOptions {
   prefix?: string;
   limit?: number;
+  /** Called for each record the authority policy in force does not allow reading (it is skipped). */
+  onWithheld?: (id: string) => void;
 }
+
+/** Search hits, and how many matching records the authority policy withheld. */
+export type SearchHits<V> = { id: string; value: V }[] & { withheld: number };
 
 /** Fields of schema `S` a lexical index can cover: its string fields (optional or not). */
 export type TextField<S extends Schema> = { [K in keyof S]: S[K] extends 'string' | 'string?' ? K : never }[keyof S] &
@@ -60,6 +66,8 @@ export interface CollectionEngine {
   commit(ops: PendingOp[]): Promise<void>;
   read(c: Collection, id: string): Promise<Value | undefined>;
   has(collection: string, id: string): boolean;
+  /** False when the record exists and the policy in force does not allow reading it. */
+  readable(collection: string, id: string): boolean;
   count(collection: string): number;
   ids(collection: string, prefix: string): string[];
   index(collection: string): Promise<LexicalIndex>;
@@ -121,7 +129,10 @@ export function encodeOps(store: Store, pending: readonly PendingOp[], m: Manife
     spans[i] = [start, start + encodeValueInto(p.collection.schema, p.value, buf)];
     const { suite, activate } = writeSuite(m, registry, p.collection);
     if (!activate) registry.checkWrite(suite);
-    return canonicalGovernanceText(p.governance);
+    const governance = canonicalGovernanceText(p.governance);
+    if (!authorityAllows(m, 'write', governance))
+      throw authorityDenied(m, 'write', governance, `a write to ${p.collection.name}/${p.id}`);
+    return governance;
   });
   return { pending, buf, spans, governance };
 }
@@ -141,6 +152,9 @@ export function stageOps(draft: Draft, records: RecordIO, g: number, e: EncodedO
     if (!activate) draft.currentRegistry.checkWrite(suite);
     const plaintext = e.buf.buf.subarray(e.spans[i][0], e.spans[i][1]);
     const governance = e.governance[i];
+    // Checked again against the policy this commit runs under (it may be newer than at the call).
+    if (!authorityAllows(draft.manifest, 'write', governance))
+      throw authorityDenied(draft.manifest, 'write', governance, `a write to ${collection}/${p.id}`);
     const op = records.put({ collection, id: p.id, suite, generation: g, sequence, governance, plaintext });
     draft.write(op, { kind: 'put', collection, id: p.id, value: p.value });
   });
@@ -180,13 +194,17 @@ export class Collection<V extends ValueShape<V> = Value> {
    * The index is built from the records on first use after opening and kept current by every commit.
    * @throws TypeError when the collection was opened without `index: { text: [...] }`.
    */
-  async search(query: string, options: SearchOptions = {}): Promise<{ id: string; value: V }[]> {
+  async search(query: string, options: SearchOptions = {}): Promise<SearchHits<V>> {
     if (this.indexed.length === 0)
       throw new TypeError(`collection "${this.name}" has no lexical index (open it with index: { text: [...] })`);
     if (typeof query !== 'string') throw new TypeError('"query" expected a string');
     const index = await this.#engine.index(this.name);
-    const out: { id: string; value: V }[] = [];
+    const out = Object.assign([] as { id: string; value: V }[], { withheld: 0 });
     for (const id of index.search(query, options)) {
+      if (!this.#engine.readable(this.name, id)) {
+        out.withheld++;
+        continue;
+      }
       const value = await this.get(id);
       if (value !== undefined) out.push({ id, value });
     }
@@ -195,7 +213,8 @@ export class Collection<V extends ValueShape<V> = Value> {
 
   /**
    * Seals and stores `value` under `id` in one commit (durable when the promise resolves).
-   * @throws PqdbError SCHEMA_MISMATCH (nothing written), SUITE_QUARANTINED, NOT_OPEN, IO_ERROR.
+   * @throws PqdbError SCHEMA_MISMATCH (nothing written), AUTHORITY_DENIED (the policy in force does
+   * not allow writing the governance scope: nothing is sealed), SUITE_QUARANTINED, NOT_OPEN, IO_ERROR.
    */
   async put(id: string, value: V, options: PutOptions = {}): Promise<void> {
     const op: PendingOp = {
@@ -208,7 +227,11 @@ export class Collection<V extends ValueShape<V> = Value> {
     return this.#engine.commit([op]);
   }
 
-  /** The value stored under `id`, or undefined. @throws PqdbError AUTH_FAILED, CORRUPTION, SUITE_RETIRED */
+  /**
+   * The value stored under `id`, or undefined.
+   * @throws PqdbError AUTHORITY_DENIED (the policy in force does not allow reading its scope),
+   * AUTH_FAILED, CORRUPTION, SUITE_RETIRED
+   */
   async get(id: string): Promise<V | undefined> {
     return this.#engine.read(this.#self, id) as Promise<V | undefined>;
   }
@@ -226,18 +249,32 @@ export class Collection<V extends ValueShape<V> = Value> {
     return true;
   }
 
-  /** Records in id order, optionally only ids starting with `prefix`, at most `limit`. */
-  async *scan(options: ScanOptions = {}): AsyncGenerator<{ id: string; value: V }> {
+  /**
+   * Records in id order, optionally only ids starting with `prefix`, at most `limit`. Records the
+   * authority policy in force does not allow reading are skipped (`onWithheld` hears of each); the
+   * generator's return value counts them.
+   */
+  async *scan(options: ScanOptions = {}): AsyncGenerator<{ id: string; value: V }, { withheld: number }> {
     const ids = this.#engine.ids(this.name, options.prefix ?? '');
     const limit = options.limit ?? Infinity;
+    const onWithheld = options.onWithheld;
+    if (onWithheld !== undefined && typeof onWithheld !== 'function')
+      throw new TypeError('"onWithheld" expected a function');
     let n = 0;
+    let withheld = 0;
     for (const id of ids) {
-      if (n >= limit) return;
+      if (n >= limit) break;
+      if (!this.#engine.readable(this.name, id)) {
+        withheld++;
+        onWithheld?.(id);
+        continue;
+      }
       const value = await this.get(id);
       if (value === undefined) continue;
       n++;
       yield { id, value };
     }
+    return { withheld };
   }
 
   /**

@@ -34,6 +34,7 @@ import { Migration, type AuthorityCheck, type MigrateOptions, type MigrationStat
 import { retireGenerations } from './retire';
 import { exportSealed } from './exports';
 import { authorityKeysOf, checkPinnedKeys, currentPolicy, installPolicy, pinnedAuthority } from './authority';
+import { authorityAllows, authorityDenied } from './authority';
 import type { Policy } from '../crypto/policy';
 import { Collection, checkId, declareCollection, encodeOps, stageOps } from './collection';
 import type { CollectionEngine, CollectionOptions, CollectionValue, PendingOp, Transaction } from './collection';
@@ -117,6 +118,10 @@ export class Store {
       commit: (ops) => this.#commitOps(ops),
       read: (c, id) => this.#read(c, id),
       has: (collection, id) => directory.has(collection, id),
+      readable: (collection, id) => {
+        const loc = directory.get(collection, id);
+        return loc === undefined || authorityAllows(pipeline.manifest, 'read', loc.governance);
+      },
       count: (collection) => directory.count(collection),
       ids: (collection, prefix) => directory.ids(collection, prefix),
       index: (collection) => lexical.indexOf(collection),
@@ -231,6 +236,9 @@ export class Store {
     checkId(id);
     const loc = this.#p.directory.get(c.name, id);
     if (loc === undefined) return undefined;
+    const m = this.#p.pipeline.manifest;
+    if (!authorityAllows(m, 'read', loc.governance))
+      throw authorityDenied(m, 'read', loc.governance, `${c.name}/${id}`);
     return decodeValue(c.schema, await this.#p.records.open('read', c.name, id, loc));
   }
 

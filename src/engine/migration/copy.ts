@@ -11,6 +11,7 @@ import type { KeyDirectory } from '../directory';
 import type { MerkleLogs } from '../merkle-log';
 import type { RecordIO } from '../records';
 import type { Draft } from '../commit';
+import { authorityAllows } from '../authority';
 import type { MigrationRecord } from '../manifest';
 
 /** Directory entries visited per step while the source queue is built. */
@@ -155,14 +156,13 @@ export async function copyChunk(
       continue;
     }
     const governance = loc.governance;
-    const request = {
-      operation: 'copy',
-      to,
-      collection,
-      id,
-      governance: JSON.parse(governance) as Governance,
-    } as const;
-    if (authority !== undefined && !authority(request)) {
+    // The policy in force as this chunk commits (a revocation mid-migration withholds from then on),
+    // then the per-call check.
+    const allowed =
+      authorityAllows(draft.manifest, 'migrate', governance) &&
+      (authority === undefined ||
+        authority({ operation: 'copy', to, collection, id, governance: JSON.parse(governance) as Governance }));
+    if (!allowed) {
       plaintext.fill(0);
       r.counts.withheld++;
       continue;
