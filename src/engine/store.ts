@@ -16,11 +16,11 @@ import { bytes } from '../_args';
 import type { PageStore } from '../storage/page-store';
 import { suite as suiteOf, DEFAULT_SUITE, type SuiteName } from '../crypto/suites';
 import type { KeyedAead } from '../kernels/aead';
-import { checkpointHash, type Checkpoint } from '../crypto/proofs';
+import type { Checkpoint } from '../crypto/proofs';
 import { compileSchema, decodeValue, type CompiledSchema, type Schema, type ValueShape } from './codec';
 import { KeyRing, leafBlind } from './keys';
 import { Registry, type SuiteState, type RegistryEntry } from './registry';
-import { b64, fromHex, hex, newManifest, unlockManifest, STORE_ID_LABEL } from './manifest';
+import { fromHex, hex, newManifest, unlockManifest, STORE_ID_LABEL } from './manifest';
 import type { Manifest } from './manifest';
 import { KeyDirectory } from './directory';
 import { MerkleLogs } from './merkle-log';
@@ -46,21 +46,8 @@ export type { MigrationCounts, MigrationPhase } from './manifest';
 export type { SearchOptions };
 export type { StoreOptions } from './store-options';
 import type { StoreOptions } from './store-options';
-
-/** The engine's parts, wired once per store; each module's context is a view of it. */
-interface Parts {
-  readonly pages: PageStore;
-  readonly keys: KeyRing;
-  readonly pipeline: CommitPipeline;
-  readonly directory: KeyDirectory;
-  readonly logs: MerkleLogs;
-  readonly cache: PageCache;
-  readonly records: RecordIO;
-  readonly storeId: Uint8Array;
-  readonly lexical: LexicalStore;
-  readonly checkpoints: Checkpoints;
-  live(): void;
-}
+import { internals, type Parts } from './parts';
+import { info, recipients, registryApi, type StoreInfo } from './store-admin';
 
 export class Store {
   readonly #p: Parts;
@@ -97,6 +84,7 @@ export class Store {
     const storeId = fromHex(manifest.storeId);
     const checkpoints = new Checkpoints({ ...base, storeId, list: this.#checkpointList }, options);
     const p = (this.#p = { ...base, storeId, lexical, checkpoints });
+    internals.set(this, p);
     checkpoints.contribute((draft, g, afterPage) => lexical.persistDirty(draft, g, afterPage));
     const blind = (salt: Uint8Array) => leafBlind(keys, salt);
     const target = (this.#target = { ...p, blind, onPage: (page) => lexical.notePage(page) });
@@ -286,26 +274,12 @@ export class Store {
 
   /** The crypto registry: list states, change them (durably). */
   get registry(): { list(): RegistryEntry[]; setState(suite: SuiteName | number, state: SuiteState): Promise<void> } {
-    return {
-      list: () => this.#p.pipeline.registry.list(),
-      setState: (suite, state) =>
-        this.#p.pipeline.run((draft) => {
-          const id = suiteOf(suite).id;
-          // In use: a collection writes with it, or a live record (withheld or failed by a migration) is sealed with it.
-          const writes = Object.values(draft.manifest.collections).some((c) => c.suite === id);
-          const inUse = (writes && this.#p.directory.any()) || this.#p.directory.usesSuite(id);
-          draft.registry.setState(suite, state, { inUse });
-        }),
-    };
+    return registryApi(this.#p);
   }
 
   /** Wraps the store's roots for another recipient (no record is re-encrypted). */
   addRecipient(publicKey: Uint8Array): Promise<void> {
-    return this.#p.pipeline.run((draft) => {
-      draft.keyring.addRecipient(publicKey);
-      const m = draft.manifest;
-      m.recipients = [...new Set([...(m.recipients ?? []), b64(publicKey)])];
-    });
+    return recipients(this.#p, 'add', publicKey);
   }
 
   /**
@@ -326,38 +300,12 @@ export class Store {
 
   /** Drops a recipient's envelopes. */
   removeRecipient(publicKey: Uint8Array): Promise<void> {
-    return this.#p.pipeline.run((draft) => {
-      draft.keyring.removeRecipient(publicKey);
-      const b = b64(publicKey);
-      draft.manifest.recipients = (draft.manifest.recipients ?? []).filter((x) => x !== b);
-    });
+    return recipients(this.#p, 'remove', publicKey);
   }
 
   /** Store id, page store kind and counts. */
-  info(): {
-    storeId: string;
-    storage: string;
-    generations: number[];
-    collections: Record<string, number>;
-    commits: number;
-    commit: number;
-    checkpoint?: { generation: number; size: number; hash: string };
-    autoCheckpointError?: string;
-  } {
-    const error = this.#p.checkpoints.autoError;
-    const last = this.#p.checkpoints.list.at(-1);
-    return {
-      ...(error !== undefined ? { autoCheckpointError: String((error as Error)?.message ?? error) } : {}),
-      storeId: this.#p.pipeline.manifest.storeId,
-      storage: this.#p.pages.kind,
-      generations: this.#p.keys.generations(),
-      collections: this.#p.directory.counts(),
-      commits: this.#p.pipeline.manifest.nextPageId - 1,
-      commit: this.#p.pipeline.manifest.commit,
-      ...(last !== undefined
-        ? { checkpoint: { generation: last.generation, size: last.size, hash: hex(checkpointHash(last.signed)) } }
-        : {}),
-    };
+  info(): StoreInfo {
+    return info(this.#p);
   }
 
   // ---- verifiable batches (DESIGN §7) -------------------------------------------------------------

@@ -1,0 +1,74 @@
+// The store's administrative operations that are plain edits of the manifest through the commit
+// pipeline (src/engine/store.ts delegates to them): registry states, recipients, and the summary
+// `info()` gives.
+
+import { suite as suiteOf, type SuiteName } from '../crypto/suites';
+import { checkpointHash } from '../crypto/proofs';
+import { b64, hex } from './manifest';
+import type { RegistryEntry, SuiteState } from './registry';
+import type { Parts } from './parts';
+
+/** What `store.info()` reports. */
+export interface StoreInfo {
+  storeId: string;
+  storage: string;
+  generations: number[];
+  collections: Record<string, number>;
+  commits: number;
+  commit: number;
+  checkpoint?: { generation: number; size: number; hash: string };
+  autoCheckpointError?: string;
+}
+
+/** The crypto registry: list states, change them (durably). */
+export function registryApi(p: Parts): {
+  list(): RegistryEntry[];
+  setState(suite: SuiteName | number, state: SuiteState): Promise<void>;
+} {
+  return {
+    list: () => p.pipeline.registry.list(),
+    setState: (suite, state) =>
+      p.pipeline.run((draft) => {
+        const id = suiteOf(suite).id;
+        // In use: a collection writes with it, a live record (withheld or failed by a migration) is
+        // sealed with it, or a managed copy not retired holds records sealed with it.
+        const writes = Object.values(draft.manifest.collections).some((c) => c.suite === id);
+        const held = (draft.manifest.copies ?? []).some((c) => c.state !== 'retired' && c.suites.includes(id));
+        const inUse = (writes && p.directory.any()) || p.directory.usesSuite(id) || held;
+        draft.registry.setState(suite, state, { inUse });
+      }),
+  };
+}
+
+/** Wraps the store's roots for another recipient, or drops a recipient's envelopes. */
+export function recipients(p: Parts, change: 'add' | 'remove', publicKey: Uint8Array): Promise<void> {
+  return p.pipeline.run((draft) => {
+    const m = draft.manifest;
+    if (change === 'add') {
+      draft.keyring.addRecipient(publicKey);
+      m.recipients = [...new Set([...(m.recipients ?? []), b64(publicKey)])];
+    } else {
+      draft.keyring.removeRecipient(publicKey);
+      const b = b64(publicKey);
+      m.recipients = (m.recipients ?? []).filter((x) => x !== b);
+    }
+  });
+}
+
+/** Store id, page store kind and counts. */
+export function info(p: Parts): StoreInfo {
+  const error = p.checkpoints.autoError;
+  const last = p.checkpoints.list.at(-1);
+  return {
+    ...(error !== undefined ? { autoCheckpointError: String((error as Error)?.message ?? error) } : {}),
+    storeId: p.pipeline.manifest.storeId,
+    storage: p.pages.kind,
+    generations: p.keys.generations(),
+    collections: p.directory.counts(),
+    commits: p.pipeline.manifest.nextPageId - 1,
+    commit: p.pipeline.manifest.commit,
+    ...(last !== undefined
+      ? { checkpoint: { generation: last.generation, size: last.size, hash: hex(checkpointHash(last.signed)) } }
+      : {}),
+  };
+}
