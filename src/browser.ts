@@ -3,16 +3,44 @@
 import { openStoreWith, type OpenStoreOptions } from './engine/open';
 import type { Store } from './engine/store';
 import { openIndexedDbPageStore, deleteIndexedDbStore } from './storage/indexeddb';
+import { PqdbError } from './errors';
+import { restoreStoreWith, type RestoreOptions, type RestoreResult } from './engine/restore';
+import type { Locations } from './engine/store-options';
+import type { PageStore } from './storage/page-store';
 
 export * from './index';
 export { openIndexedDbPageStore } from './storage/indexeddb';
+
+/** Stores by IndexedDB database name: backups, restores and the copies retireCopy deletes. */
+const locations: Locations = {
+  kind: 'IndexedDB database',
+  open: (name) => openIndexedDbPageStore(name),
+  async remove(name) {
+    try {
+      await deleteIndexedDbStore(name);
+      return true;
+    } catch (e) {
+      if (e instanceof PqdbError && e.code === 'NOT_FOUND') return false;
+      throw e;
+    }
+  },
+};
 
 /**
  * Opens or creates a store; `location` is the IndexedDB database name.
  * @example const store = await openStore({ location: 'app', create: true, recipients: [r.publicKey], unlock: r.secretKey })
  */
 export function openStore(options: OpenStoreOptions): Promise<Store> {
-  return openStoreWith({ indexeddb: (name) => openIndexedDbPageStore(name) }, 'indexeddb', options);
+  return openStoreWith({ indexeddb: (name) => openIndexedDbPageStore(name) }, 'indexeddb', options, locations);
+}
+
+/**
+ * Makes a new store in IndexedDB database `options.location` from the managed copy in database
+ * `copy` (written by store.backup): verified, under the current policy and new keys (docs/authority.md).
+ * @example const { store, restored } = await restoreStore('app-backup-1', { location: 'app-2', unlock, live, signer, signerPublicKey })
+ */
+export function restoreStore(copy: string | PageStore, options: RestoreOptions): Promise<RestoreResult> {
+  return restoreStoreWith(locations, copy, options);
 }
 
 /**

@@ -10,6 +10,8 @@ export { setWasmFlavor, wasmFlavor, simdSupported, type WasmFlavor, type WasmMod
 export { wasmBuilds, type WasmBuildInfo } from './wasm/builds';
 export { generateRecipient, generateSigner, type OpenStoreOptions, type StorageKind } from './engine/open';
 export { deleteStore } from './engine/open';
+import { restoreStoreWith, type RestoreOptions, type RestoreResult } from './engine/restore';
+import type { PageStore } from './storage/page-store';
 export type { AuthorityRequest } from './engine/migration/run';
 export {
   Store,
@@ -54,6 +56,19 @@ export {
 
 /** The pqdb release this build belongs to. */
 export const VERSION = '0.1.0';
+export type { RestoreOptions, RestoreResult } from './engine/restore';
+export type { BackupResult, ManagedCopy } from './engine/copies';
+export type { CopyKind, CopyState } from './engine/manifest';
+
+/**
+ * Makes a new store from a managed copy (written by store.backup), verified, under the current
+ * policy and new keys (docs/authority.md). Here (the universal entry) `copy` and `options.storage`
+ * are PageStores; the Node and browser entries also take a directory or a database name.
+ * @throws TypeError for a location given as a name
+ */
+export function restoreStore(copy: PageStore, options: RestoreOptions): Promise<RestoreResult> {
+  return restoreStoreWith(undefined, copy, options);
+}
 
 /**
  * Opens or creates a store. Here (the universal entry, the package's "default" export condition)

@@ -4,9 +4,28 @@ import { openStoreWith, type OpenStoreOptions } from './engine/open';
 import type { Store } from './engine/store';
 import { openNodeFsPageStore } from './storage/node-fs';
 import { deleteNodeFsStore } from './storage/node-fs-delete';
+import { PqdbError } from './errors';
+import { restoreStoreWith, type RestoreOptions, type RestoreResult } from './engine/restore';
+import type { Locations } from './engine/store-options';
+import type { PageStore } from './storage/page-store';
 
 export * from './index';
 export { openNodeFsPageStore } from './storage/node-fs';
+
+/** Stores by directory: backups, restores and the copies retireCopy deletes. */
+const locations: Locations = {
+  kind: 'directory',
+  open: (dir, mode) => openNodeFsPageStore(dir, { create: mode === 'create', readOnly: mode === 'read' }),
+  async remove(dir) {
+    try {
+      await deleteNodeFsStore(dir);
+      return true;
+    } catch (e) {
+      if (e instanceof PqdbError && e.code === 'NOT_FOUND') return false;
+      throw e;
+    }
+  },
+};
 
 /**
  * Opens or creates a store; `location` is a directory (created with `create: true` when missing).
@@ -14,7 +33,16 @@ export { openNodeFsPageStore } from './storage/node-fs';
  */
 export function openStore(options: OpenStoreOptions): Promise<Store> {
   const create = options?.create === true && options.readOnly !== true; // opening without create makes no directory
-  return openStoreWith({ fs: (dir) => openNodeFsPageStore(dir, { create }) }, 'fs', options);
+  return openStoreWith({ fs: (dir) => openNodeFsPageStore(dir, { create }) }, 'fs', options, locations);
+}
+
+/**
+ * Makes a new store at `options.location` (a directory) from the managed copy in directory `copy`
+ * (written by store.backup): verified, under the current policy and new keys (docs/authority.md).
+ * @example const { store, restored } = await restoreStore('./backups/app-1', { location: './data/app-2', unlock, live, signer, signerPublicKey })
+ */
+export function restoreStore(copy: string | PageStore, options: RestoreOptions): Promise<RestoreResult> {
+  return restoreStoreWith(locations, copy, options);
 }
 
 /**

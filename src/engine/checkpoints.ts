@@ -77,6 +77,11 @@ export class Checkpoints {
   }
 
   /** True when the store holds signer keys. */
+  /** The signer's public key, when the store was opened with signer keys. */
+  get signerPublicKey(): Uint8Array | undefined {
+    return this.#signerPublic;
+  }
+
   get canSign(): boolean {
     return this.#signer !== undefined && this.#signerPublic !== undefined;
   }

@@ -196,6 +196,8 @@ export interface Manifest {
   authority?: { keys: string[]; policy?: string };
   /** The managed copies inventory, oldest first. */
   copies?: CopyRecord[];
+  /** Set in a managed copy's manifest only: which copy of which store this is (it opens read-only). */
+  copy?: { id: string; of: string; time: string };
 }
 
 export const b64 = (b: Uint8Array): string => btoa(String.fromCharCode(...b));
@@ -515,6 +517,11 @@ function checkManifest(h: ManifestHeader, b: unknown): Manifest {
     if (b.authority.policy !== undefined) base64(b.authority.policy, 'authority policy');
   }
   if (b.copies !== undefined) list(b.copies, 'copy list').forEach(checkCopy);
+  if (b.copy !== undefined) {
+    if (!isObject(b.copy) || !/^[0-9a-f]{32}$/.test(str(b.copy.id, 'copy marker')) || b.copy.of !== h.storeId)
+      corrupt('has a bad copy marker');
+    str(b.copy.time, 'copy marker');
+  }
   for (const m of [...(b.migration !== undefined ? [b.migration] : []), ...list(b.migrations ?? [], 'migration list')])
     checkMigration(m);
   return {

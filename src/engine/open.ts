@@ -7,6 +7,7 @@ import { openMemoryPageStore } from '../storage/memory';
 import { ml_dsa87 } from '../kernels/mldsa';
 import { generateRecipient as makeRecipient, type EnvelopeType } from '../crypto/envelope';
 import { Store, type StoreOptions } from './store';
+import type { Locations } from './store-options';
 
 export type StorageKind = 'memory' | 'fs' | 'indexeddb';
 
@@ -23,6 +24,7 @@ export async function openStoreWith(
   openers: PageStoreOpeners,
   defaultKind: StorageKind,
   options: OpenStoreOptions,
+  locations?: Locations,
 ): Promise<Store> {
   if (typeof options !== 'object' || options === null) throw new TypeError('"options" expected an object');
   const storage = options.storage ?? defaultKind;
@@ -37,7 +39,7 @@ export async function openStoreWith(
     pages = await open(options.location);
   }
   try {
-    return await Store.open(pages, options);
+    return await Store.open(pages, locations !== undefined ? { ...options, locations } : options);
   } catch (e) {
     if (typeof storage !== 'object') await pages.close();
     throw e;

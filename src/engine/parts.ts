@@ -25,6 +25,8 @@ export interface Parts {
   readonly storeId: Uint8Array;
   readonly lexical: LexicalStore;
   readonly checkpoints: Checkpoints;
+  /** True when the store was opened read-only. */
+  readonly readOnly: boolean;
   live(): void;
 }
 

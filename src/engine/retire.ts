@@ -11,6 +11,7 @@ import type { KeyDirectory } from './directory';
 import type { MerkleLogs } from './merkle-log';
 import type { CommitPipeline } from './commit';
 import type { LexicalStore } from './lexical-store';
+import { retireGenerationCopies } from './copies';
 
 /** Directory entries checked per step while looking for records in old generations. */
 const SCAN_STEP = 8192;
@@ -75,6 +76,7 @@ export function retireGenerations(ctx: RetireContext): Promise<number[]> {
     const lastDeleted = deletes.reduce((a, b) => Math.max(a, b), 0);
     await ctx.lexical.beforeRetire(draft, current, lastDeleted, afterPage);
     m.retired = [...(m.retired ?? []), ...old];
+    retireGenerationCopies(m, m.retired);
     draft.keyring.drop(retiring);
     return old;
   });

@@ -2,6 +2,7 @@
 
 import type { SuiteName } from '../crypto/suites';
 import type { AuthorityCheck } from './migration/run';
+import type { PageStore } from '../storage/page-store';
 
 export interface StoreOptions {
   /** Create the store when it has no manifest yet. */
@@ -50,4 +51,19 @@ export interface StoreOptions {
    * existing store, when given, they must equal the pinned ones (else AUTH_FAILED).
    */
   authorityPublicKey?: Uint8Array | readonly Uint8Array[];
+  /**
+   * @internal How this platform opens and deletes stores by location name (set by openStore in the
+   * Node and browser entries): backups and restores to a directory or database name use it.
+   */
+  locations?: Locations;
+}
+
+/** How a platform opens and deletes page stores by location name. */
+export interface Locations {
+  /** What a location names here: "directory" or "IndexedDB database". */
+  readonly kind: string;
+  /** Opens the page store at `location`: to create a store there, or to read one. */
+  open(location: string, mode: 'create' | 'read'): Promise<PageStore>;
+  /** Deletes the store at `location`; false when there is none. */
+  remove(location: string): Promise<boolean>;
 }

@@ -45,7 +45,16 @@ export type { AuthorityCheck, MigrateOptions, MigrationStatus, MigrationProgress
 export type { MigrationCounts, MigrationPhase } from './manifest';
 export type { SearchOptions };
 export type { StoreOptions } from './store-options';
-import type { StoreOptions } from './store-options';
+export type { BackupResult, ManagedCopy } from './copies';
+import type { Locations, StoreOptions } from './store-options';
+import {
+  backup as backupTo,
+  destinationOf,
+  listCopies,
+  retireCopy,
+  type BackupResult,
+  type ManagedCopy,
+} from './copies';
 import { internals, type Parts } from './parts';
 import { info, recipients, registryApi, type StoreInfo } from './store-admin';
 
@@ -58,6 +67,7 @@ export class Store {
   readonly #target: ReplayTarget;
   readonly #engine: CollectionEngine;
   readonly #readOnly: boolean;
+  readonly #locations?: Locations;
   #recovered: string[] = [];
   #open = true;
   #closing = false;
@@ -66,6 +76,7 @@ export class Store {
     if (options.authority !== undefined && typeof options.authority !== 'function')
       throw new TypeError('"authority" expected a function');
     this.#readOnly = options.readOnly === true;
+    this.#locations = options.locations;
     const live = () => this.#live();
     const pipeline = new CommitPipeline(pages, keys, manifest, registry, () => {
       this.#live();
@@ -83,7 +94,7 @@ export class Store {
     const lexical = new LexicalStore({ ...base, value });
     const storeId = fromHex(manifest.storeId);
     const checkpoints = new Checkpoints({ ...base, storeId, list: this.#checkpointList }, options);
-    const p = (this.#p = { ...base, storeId, lexical, checkpoints });
+    const p = (this.#p = { ...base, storeId, lexical, checkpoints, readOnly: this.#readOnly });
     internals.set(this, p);
     checkpoints.contribute((draft, g, afterPage) => lexical.persistDirty(draft, g, afterPage));
     const blind = (salt: Uint8Array) => leafBlind(keys, salt);
@@ -156,6 +167,11 @@ export class Store {
       );
     }
     try {
+      if (manifest.copy !== undefined && options.readOnly !== true)
+        throw new PqdbError(
+          'READ_ONLY',
+          `this is managed copy ${manifest.copy.id} of store ${manifest.storeId}: open it with readOnly, or make a live store of it with restoreStore`,
+        );
       checkPinnedKeys(manifest, authorityKeysOf(options.authorityPublicKey));
       currentPolicy(manifest); // its signatures, once
     } catch (e) {
@@ -373,6 +389,39 @@ export class Store {
   /** The migration under way (or the last finished one), with its accounting; undefined if none. */
   migration(): MigrationStatus | undefined {
     return this.#migration.status();
+  }
+
+  // ---- managed copies (DESIGN §9) ------------------------------------------------------------------
+
+  /**
+   * Writes a consistent copy of the store to `destination` (a directory in Node, an IndexedDB
+   * database name in browsers, or any empty PageStore) while the store keeps serving: writes wait
+   * only while the page set is read (`pausedMs`). The copy holds a signed checkpoint (one is taken
+   * first when needed), verifies on its own with verifyStore, opens only read-only, and is listed in
+   * `copies()` until retired. Restore it with restoreStore.
+   * @throws PqdbError CONFLICT (the destination holds a store), READ_ONLY, NOT_OPEN, IO_ERROR;
+   * TypeError without signer keys.
+   */
+  async backup(destination: string | PageStore): Promise<BackupResult> {
+    this.#live();
+    this.#writable();
+    return backupTo(this.#p, await destinationOf(destination, this.#locations, 'create'));
+  }
+
+  /** The managed copies inventory (backups, kept generations, the copy a store was restored from), oldest first. */
+  copies(): ManagedCopy[] {
+    return listCopies(this.#p);
+  }
+
+  /**
+   * Records the retirement of managed copy `id`; a backup at a location this platform reaches is
+   * deleted first (`deleted`), a migration's kept generation is retired with retireGenerations.
+   * A retired copy no longer holds its suites (posture) and can no longer be restored next to this store.
+   * @throws RangeError (unknown id), PqdbError CONFLICT (retired already), GENERATION_IN_USE, IO_ERROR
+   */
+  retireCopy(id: string): Promise<{ copy: ManagedCopy; deleted: boolean }> {
+    this.#writable();
+    return retireCopy(this.#p, id, this.#locations, () => this.retireGenerations());
   }
 
   /** Waits for pending commits, wipes every key and releases the storage. Idempotent. */

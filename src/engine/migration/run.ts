@@ -16,6 +16,7 @@ import type { LexicalStore } from '../lexical-store';
 import type { Checkpoints } from '../checkpoints';
 import type { RecordIO } from '../records';
 import { b64, hex, unb64 } from '../manifest';
+import { inventoryGeneration } from '../copies';
 import type { MigrationCounts, MigrationFailure, MigrationPhase, MigrationRecord } from '../manifest';
 import { copyChunk, sourceQueue, type AuthorityCheck, type CopyContext, type SourceQueue } from './copy';
 
@@ -326,6 +327,10 @@ export class Migration {
       }
       mm.migrations = [...(mm.migrations ?? []), r];
       delete mm.migration;
+      // The old generations stay in the store (until retireGenerations): a managed copy of what they held.
+      const retired = new Set(mm.retired ?? []);
+      const old = this.#ctx.keys.generations().filter((g) => g < r.generation && !retired.has(g));
+      inventoryGeneration(mm, { generations: old, suites: r.fromSuites, records: r.counts.total - r.counts.inserted });
     });
   }
 

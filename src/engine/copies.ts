@@ -1,0 +1,260 @@
+// Managed copies (DESIGN §9, docs/authority.md): `store.backup(destination)` writes a consistent copy
+// of the store into another page store while the store keeps serving, and every copy is kept in
+// the store's inventory (the manifest's `copies`) until it is retired.
+//
+// A backup is the store's sealed pages as they stand at one commit, and a manifest for them: the
+// store's own manifest at that commit, sealed again with one field added (`copy`: this is managed
+// copy <id> of store <storeId>), so a copy opens only read-only (a restore, src/engine/restore.ts,
+// turns it into a live store under new keys). Pages are immutable and only a commit deletes them,
+// so the page set is read inside the commit queue: writes pause for the reads (not for the writes
+// to the destination, which follow outside it). A signed checkpoint is taken first when the newest
+// one does not cover the log: the copy verifies on its own (verifyStore) against the signer key.
+// Nothing is plaintext: the copy holds exactly the bytes the store holds.
+
+import { PqdbError } from '../errors';
+import { suite as suiteOf, type SuiteName } from '../crypto/suites';
+import { checkpointHash } from '../crypto/proofs';
+import type { PageStore } from '../storage/page-store';
+import type { Locations } from './store-options';
+import {
+  cloneManifest,
+  encodeManifest,
+  hex,
+  unb64,
+  MANIFEST_KEY_LABEL,
+  type CopyRecord,
+  type Manifest,
+} from './manifest';
+import type { Parts } from './parts';
+
+/** A managed copy as `store.copies()` lists it. */
+export interface ManagedCopy extends Omit<CopyRecord, 'suites'> {
+  suites: SuiteName[];
+}
+
+/** What `store.backup` did. */
+export interface BackupResult {
+  /** The copy's inventory entry. */
+  copy: ManagedCopy;
+  /** Pages and bytes written to the destination. */
+  pages: number;
+  bytes: number;
+  /** How long writes waited while the page set was read, in milliseconds. */
+  pausedMs: number;
+  /** Time of the whole backup, in milliseconds. */
+  tookMs: number;
+}
+
+/** Where a copy goes: a page store opened for it (closed after, when `close`), and its label. */
+export interface CopyDestination {
+  pages: PageStore;
+  label: string;
+  close: boolean;
+}
+
+/**
+ * The page store `destination` names: a location (directory, database name) opened through the
+ * platform's `locations`, or a PageStore given as it is.
+ * @throws TypeError when a location is given and this entry has none
+ */
+export async function destinationOf(
+  destination: string | PageStore,
+  locations: Locations | undefined,
+  mode: 'create' | 'read',
+): Promise<CopyDestination> {
+  if (typeof destination === 'string') {
+    if (destination.length === 0) throw new TypeError('"destination" expected a non-empty string or a PageStore');
+    if (locations === undefined)
+      throw new TypeError(
+        `a location (${JSON.stringify(destination)}) needs the Node or browser build of pqdb: here, give a PageStore`,
+      );
+    return { pages: await locations.open(destination, mode), label: destination, close: true };
+  }
+  if (destination === null || typeof destination !== 'object' || typeof destination.commit !== 'function')
+    throw new TypeError('"destination" expected a non-empty string or a PageStore');
+  return { pages: destination, label: `${destination.kind} page store`, close: false };
+}
+
+/** Pages written per destination commit: bounds the memory of one commit. */
+const COMMIT_BYTES = 8 << 20;
+
+export const randomId = (): string => hex(globalThis.crypto.getRandomValues(new Uint8Array(16)));
+
+/** The inventory entry's public form. */
+export function publicCopy(c: CopyRecord): ManagedCopy {
+  return {
+    ...structuredClone(c),
+    suites: c.suites.map((s) => suiteOf(s).name),
+  };
+}
+
+/** Generations and suites of the store's live records, and how many there are. */
+function heldRecords(p: Parts): { generations: number[]; suites: number[]; records: number } {
+  const generations = new Set<number>();
+  const suites = new Set<number>();
+  let records = 0;
+  for (const [, entries] of p.directory.collections())
+    for (const loc of entries.values()) {
+      generations.add(loc.generation);
+      suites.add(loc.suite);
+      records++;
+    }
+  const sort = (s: Set<number>) => [...s].sort((a, b) => a - b);
+  return { generations: sort(generations), suites: sort(suites), records };
+}
+
+/**
+ * Writes a consistent copy of the store into `dest` (which must hold no store) and inventories it.
+ * @throws PqdbError CONFLICT (the destination holds a store), READ_ONLY, NOT_OPEN, IO_ERROR;
+ * TypeError without signer keys (the copy carries a signed checkpoint).
+ */
+export async function backup(p: Parts, dest: CopyDestination): Promise<BackupResult> {
+  const started = performance.now();
+  p.live();
+  if (!p.checkpoints.canSign)
+    throw new TypeError(
+      'a backup needs the "signer" and "signerPublicKey" options: the copy carries a signed checkpoint',
+    );
+  if ((await dest.pages.readManifest()) !== undefined)
+    throw new PqdbError('CONFLICT', `the backup destination ${dest.label} already holds a store`);
+  const g = p.keys.current();
+  const last = p.checkpoints.list.at(-1);
+  if (last === undefined || last.generation !== g || last.size !== p.logs.size(g)) await p.checkpoints.checkpoint();
+
+  // The page set at one commit, read inside the commit queue (writes wait for it).
+  const id = randomId();
+  let pausedMs = 0;
+  const snapshot = await p.pipeline.exclusive(async () => {
+    const t = performance.now();
+    p.live();
+    const m = cloneManifest(p.pipeline.manifest);
+    const ids = await p.pages.listPages();
+    const pages: { id: number; bytes: Uint8Array }[] = [];
+    for (const pageId of ids) {
+      const bytes = await p.pages.readPage(pageId);
+      if (bytes === undefined) throw new PqdbError('CORRUPTION', `page ${pageId} is listed but cannot be read`);
+      pages.push({ id: pageId, bytes });
+    }
+    const checkpoint = p.checkpoints.list.at(-1);
+    const held = heldRecords(p);
+    pausedMs = performance.now() - t;
+    return { m, pages, checkpoint, held };
+  });
+  const time = new Date().toISOString();
+  const entry: CopyRecord = {
+    id,
+    kind: 'backup',
+    time,
+    destination: dest.label,
+    ...snapshot.held,
+    commit: snapshot.m.commit,
+    ...(snapshot.checkpoint !== undefined ? { checkpoint: hex(checkpointHash(snapshot.checkpoint.signed)) } : {}),
+    state: 'retained',
+  };
+  const copyManifest: Manifest = { ...snapshot.m, copy: { id, of: snapshot.m.storeId, time } };
+
+  // The destination gets the pages in bounded commits, then the manifest: a copy cut short by a
+  // crash has no manifest, so it is no store.
+  let bytes = 0;
+  try {
+    let batch: { id: number; bytes: Uint8Array }[] = [];
+    let batchBytes = 0;
+    for (const page of snapshot.pages) {
+      batch.push(page);
+      batchBytes += page.bytes.length;
+      bytes += page.bytes.length;
+      if (batchBytes >= COMMIT_BYTES) {
+        await dest.pages.commit({ pages: batch, transfer: true });
+        batch = [];
+        batchBytes = 0;
+      }
+    }
+    const manifest = encodeManifest(copyManifest, p.keys.storeKey(MANIFEST_KEY_LABEL));
+    await dest.pages.commit({ pages: batch, manifest, transfer: true });
+  } finally {
+    if (dest.close) await dest.pages.close();
+  }
+  await p.pipeline.run((draft) => {
+    draft.manifest.copies = [...(draft.manifest.copies ?? []), entry];
+  });
+  return {
+    copy: publicCopy(entry),
+    pages: snapshot.pages.length,
+    bytes,
+    pausedMs,
+    tookMs: performance.now() - started,
+  };
+}
+
+/** The inventory, oldest first. */
+export function listCopies(p: Parts): ManagedCopy[] {
+  return (p.pipeline.manifest.copies ?? []).map(publicCopy);
+}
+
+/**
+ * Records the retirement of copy `id`, after deleting it when `locations` reach it. A migration's old
+ * generation is retired by `retire` (retireGenerations) instead.
+ * @throws RangeError for an unknown id; PqdbError CONFLICT when it is retired already
+ */
+export async function retireCopy(
+  p: Parts,
+  id: string,
+  locations: Locations | undefined,
+  retire: () => Promise<number[]>,
+): Promise<{ copy: ManagedCopy; deleted: boolean }> {
+  p.live();
+  const find = (m: Manifest) => {
+    const c = (m.copies ?? []).find((x) => x.id === id);
+    if (c === undefined) throw new RangeError(`no managed copy ${JSON.stringify(id)} in this store's inventory`);
+    if (c.state === 'retired') throw new PqdbError('CONFLICT', `managed copy ${id} is retired already`);
+    return c;
+  };
+  const entry = find(p.pipeline.manifest);
+  if (entry.kind === 'generation') {
+    await retire(); // destroys the roots and deletes the pages, and marks the entry retired
+    const c = (p.pipeline.manifest.copies ?? []).find((x) => x.id === id)!;
+    return { copy: publicCopy(c), deleted: c.state === 'retired' };
+  }
+  // A backup written to a PageStore object is not reachable by name: its owner deletes it.
+  const reachable = entry.kind === 'backup' && locations !== undefined && !entry.destination.endsWith(' page store');
+  const deleted = reachable ? await locations.remove(entry.destination) : false;
+  let out!: CopyRecord;
+  await p.pipeline.run((draft) => {
+    const c = find(draft.manifest);
+    c.state = 'retired';
+    c.retiredAt = new Date().toISOString();
+    out = c;
+  });
+  return { copy: publicCopy(out), deleted };
+}
+
+/**
+ * In a draft: marks the inventory entries of retired generations retired (retireGenerations).
+ */
+export function retireGenerationCopies(m: Manifest, generations: readonly number[]): void {
+  const now = new Date().toISOString();
+  for (const c of m.copies ?? [])
+    if (c.kind === 'generation' && c.state !== 'retired' && c.generations.every((g) => generations.includes(g))) {
+      c.state = 'retired';
+      c.retiredAt = now;
+    }
+}
+
+/** In a draft: inventories a migration's old generation(s), kept in the store after activation. */
+export function inventoryGeneration(
+  m: Manifest,
+  held: { generations: number[]; suites: number[]; records: number },
+): void {
+  if (held.generations.length === 0) return;
+  const entry: CopyRecord = {
+    id: randomId(),
+    kind: 'generation',
+    time: new Date().toISOString(),
+    destination: 'this store',
+    ...held,
+    commit: m.commit + 1,
+    ...(m.lastCheckpoint !== undefined ? { checkpoint: hex(unb64(m.lastCheckpoint)) } : {}),
+    state: 'retained',
+  };
+  m.copies = [...(m.copies ?? []), entry];
+}

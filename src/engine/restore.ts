@@ -1,0 +1,325 @@
+// Restore from a managed copy (DESIGN §9, docs/authority.md): a restore brings back data, never
+// authority. restoreStore verifies the copy on its own (every page, signature, chain and proof,
+// against the trusted signer key), checks that it is a copy of the live store whose checkpoint is
+// in the live chain and that it was not retired (when the live store is given), and then makes a
+// *new* store of its records:
+//
+//   - each record is re-sealed under the new store's fresh key generation (new roots, a new store
+//     id): no (key, nonce) pair of the copy is used again;
+//   - the current policy decides (the live store's, or one given that is at least as new, never
+//     the copy's own when a newer one exists): records whose scope may not be `restore`d stay out
+//     and are counted as withheld;
+//   - records deleted from the live store since the copy stay out (counted as deleted);
+//   - the new store's recipients are the live store's (a recipient removed since gets nothing),
+//     its registry states are the live store's (a suite quarantined since stays quarantined, and no
+//     record is sealed with it), and its policy and pinned authority keys are the current ones;
+//   - both inventories record the restore: the live store's entry of the copy becomes
+//     `restored-from`, the new store's first entry names the copy and the store it came from.
+
+import { PqdbError } from '../errors';
+import { suite as suiteOf } from '../crypto/suites';
+import { checkpointHash } from '../crypto/proofs';
+import { verifyPolicy } from '../crypto/policy';
+import type { Governance } from '../crypto/record';
+import { equalBytes } from '../_bytes';
+import type { PageStore } from '../storage/page-store';
+import { decodeValue, compileSchema, type Value } from './codec';
+import { hex, unb64, type CopyRecord, type Manifest } from './manifest';
+import { authorityAllows, currentPolicy } from './authority';
+import { destinationOf, randomId } from './copies';
+import { verifyStore, type VerifyReport } from './verify';
+import { partsOf } from './parts';
+import { Store } from './store';
+import type { Locations, StoreOptions } from './store-options';
+import type { RegistryRecord } from './registry';
+import { yieldToEventLoop } from '../_yield';
+
+export interface RestoreOptions extends Omit<
+  StoreOptions,
+  'create' | 'readOnly' | 'minCommit' | 'storeId' | 'recipients' | 'authorityPublicKey'
+> {
+  /** Where the new store goes: a directory (Node) or IndexedDB database name (browsers). */
+  location?: string;
+  /** Or the empty PageStore it goes into. */
+  storage?: PageStore;
+  /**
+   * The live store the copy was made of, when there is one: its policy, deletions, recipients and
+   * registry states apply, and both inventories record the restore.
+   */
+  live?: Store;
+  /** A signed policy at least as new as the one in force (the current one, when no live store is given). */
+  policy?: Uint8Array;
+  /** Recipients of the new store (default: the live store's, else the copy's). */
+  recipients?: readonly Uint8Array[];
+  /**
+   * The trusted ML-DSA-87 public key the copy's checkpoints are signed with (default: the live
+   * store's signer key, else `signerPublicKey`).
+   */
+  trustedSigner?: Uint8Array;
+  /** Records restored so far, as the work proceeds. */
+  onProgress?: (p: { restored: number; withheld: number; deleted: number; total: number }) => void;
+}
+
+/** What restoreStore did; `store` is the new store, open (close it when done). */
+export interface RestoreResult {
+  store: Store;
+  /** Records re-sealed into the new store. */
+  restored: number;
+  /** Records the current policy does not allow restoring. */
+  withheld: number;
+  /** Records deleted from the live store since the copy was made. */
+  deleted: number;
+  /** The copy's id (its managed-copy marker), the store it is a copy of, and its commit. */
+  copyId?: string;
+  sourceStoreId: string;
+  copyCommit: number;
+  /** The copy's verification. */
+  verify: Pick<VerifyReport, 'ok' | 'complete' | 'counts' | 'ms'>;
+  tookMs: number;
+}
+
+const BATCH = 1000;
+
+/**
+ * Verifies a managed copy and makes a new store of it under new keys and current authority.
+ * @throws PqdbError CORRUPTION (the copy does not verify, or its checkpoint is not in the live
+ * chain), AUTH_FAILED (a copy of another store), AUTHORITY_DENIED (the copy was retired), CONFLICT
+ * (the target holds a store), ROLLBACK (a given policy older than the one in force), NOT_FOUND;
+ * TypeError for bad options (no trusted signer key, no target).
+ */
+export async function restoreStoreWith(
+  locations: Locations | undefined,
+  copy: string | PageStore,
+  options: RestoreOptions,
+): Promise<RestoreResult> {
+  const started = performance.now();
+  if (typeof options !== 'object' || options === null) throw new TypeError('"options" expected an object');
+  const live = options.live !== undefined ? partsOf(options.live) : undefined;
+  live?.live();
+  const trusted = options.trustedSigner ?? live?.checkpoints.signerPublicKey ?? options.signerPublicKey;
+  if (!(trusted instanceof Uint8Array))
+    throw new TypeError('restoreStore needs "trustedSigner": the ML-DSA-87 public key the copy is signed with');
+  if (options.location === undefined && options.storage === undefined)
+    throw new TypeError('restoreStore needs "location" or "storage": where the new store goes');
+
+  const from = await destinationOf(copy, locations, 'read');
+  let source: Store | undefined;
+  let target: Store | undefined;
+  try {
+    if ((await from.pages.readManifest()) === undefined)
+      throw new PqdbError('NOT_FOUND', `no managed copy at ${from.label}`);
+    const report = await verifyStore(from.pages, { unlock: options.unlock, signerPublicKey: trusted });
+    if (!report.ok) {
+      const p = report.problems[0];
+      throw new PqdbError('CORRUPTION', `the copy at ${from.label} does not verify: ${p.where}: ${p.message}`);
+    }
+    if (report.counts.checkpoints === 0 || report.counts.signaturesVerified === 0)
+      throw new PqdbError('CORRUPTION', `the copy at ${from.label} holds no checkpoint signed by the trusted key`);
+    source = await Store.open(from.pages, { unlock: options.unlock, readOnly: true });
+    const src = partsOf(source);
+    const sm = src.pipeline.manifest;
+    const lm = live?.pipeline.manifest;
+    const inventoried = lm !== undefined ? checkAgainstLive(sm, lm, src, live!) : undefined;
+
+    // Current authority: the live store's policy, or a newer one given; never an older one.
+    const authority = currentAuthority(lm ?? sm, options.policy);
+    const gate = { authority } as Manifest;
+    const registry = (lm ?? sm).registry;
+    const active = registry.find((r) => r.state === 'active')?.suite ?? sm.defaultSuite;
+    const recipients = options.recipients ?? (lm?.recipients ?? sm.recipients ?? []).map(unb64);
+
+    let pages: PageStore;
+    if (options.storage !== undefined) pages = options.storage;
+    else pages = (await destinationOf(options.location as string, locations, 'create')).pages;
+    if ((await pages.readManifest()) !== undefined) {
+      if (options.storage === undefined) await pages.close();
+      throw new PqdbError('CONFLICT', 'the restore target already holds a store');
+    }
+    const { live: _l, policy: _p, trustedSigner: _t, onProgress, location: _o, storage: _s, ...rest } = options;
+    target = await Store.open(pages, {
+      ...rest,
+      locations,
+      create: true,
+      recipients,
+      suite: suiteOf(active).name,
+      autoCheckpoint: false,
+      ...(authority !== undefined ? { authorityPublicKey: authority.keys.map(unb64) } : {}),
+    });
+
+    // The records, re-sealed under the new store's keys.
+    const counts = { restored: 0, withheld: 0, deleted: 0, total: 0 };
+    for (const [, entries] of src.directory.collections()) counts.total += entries.size;
+    for (const [name, entries] of [...src.directory.collections()].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      const meta = sm.collections[name];
+      const schema = compileSchema(meta.schema);
+      const preferred = lm?.collections[name]?.suite ?? meta.suite;
+      const state = registry.find((r) => r.suite === preferred)?.state;
+      const c = target.collection(name, {
+        schema: meta.schema,
+        suite: suiteOf(state === 'active' ? preferred : active).name,
+      });
+      let batch: { id: string; value: Value; governance: Governance }[] = [];
+      const flush = async () => {
+        const b = batch;
+        batch = [];
+        if (b.length > 0)
+          await target!.batch((tx) => b.forEach((r) => tx.put(c, r.id, r.value, { governance: r.governance })));
+        onProgress?.({ ...counts });
+      };
+      for (const [id, loc] of entries) {
+        if (live !== undefined && !live.directory.has(name, id)) {
+          counts.deleted++;
+          continue;
+        }
+        if (!authorityAllows(gate, 'restore', loc.governance)) {
+          counts.withheld++;
+          continue;
+        }
+        const plaintext = await src.records.open('copy', name, id, loc);
+        const value = decodeValue(schema, plaintext);
+        plaintext.fill(0);
+        batch.push({ id, value, governance: JSON.parse(loc.governance) as Governance });
+        counts.restored++;
+        if (batch.length >= BATCH) {
+          await flush();
+          await yieldToEventLoop();
+        }
+      }
+      await flush();
+    }
+
+    // Current authority, registry states and the inventory entry, in one commit.
+    const time = new Date().toISOString();
+    const tp = partsOf(target);
+    const newStoreId = tp.pipeline.manifest.storeId;
+    const entry: CopyRecord = {
+      id: sm.copy?.id ?? randomId(),
+      kind: 'restore',
+      time,
+      destination: from.label,
+      generations: src.keys.generations().filter((g) => !(sm.retired ?? []).includes(g)),
+      suites: [
+        ...new Set([...src.directory.collections()].flatMap(([, e]) => [...e.values()].map((l) => l.suite))),
+      ].sort(),
+      records: counts.total,
+      commit: sm.commit,
+      ...(src.checkpoints.list.length > 0
+        ? { checkpoint: hex(checkpointHash(src.checkpoints.list.at(-1)!.signed)) }
+        : {}),
+      state: 'restored-from',
+      sourceStoreId: sm.storeId,
+    };
+    await tp.pipeline.run((draft) => {
+      const m = draft.manifest;
+      if (authority !== undefined)
+        m.authority = { keys: authority.keys, ...(authority.policy !== undefined ? { policy: authority.policy } : {}) };
+      m.copies = [...(m.copies ?? []), entry];
+      applyRegistry(draft.registry, registry, tp, m);
+    });
+    if (tp.checkpoints.canSign) await target.checkpoint();
+    if (live !== undefined) await recordRestore(live, inventoried, entry, from.label, newStoreId, time);
+
+    const { total: _total, ...restoredCounts } = counts;
+    const result: RestoreResult = {
+      store: target,
+      ...restoredCounts,
+      ...(sm.copy !== undefined ? { copyId: sm.copy.id } : {}),
+      sourceStoreId: sm.storeId,
+      copyCommit: sm.commit,
+      verify: { ok: report.ok, complete: report.complete, counts: report.counts, ms: report.ms },
+      tookMs: 0,
+    };
+    result.tookMs = performance.now() - started;
+    target = undefined; // the caller's now
+    return result;
+  } finally {
+    await target?.close().catch(() => undefined);
+    if (source !== undefined) await source.close();
+    else if (from.close) await from.pages.close();
+  }
+}
+
+/**
+ * The copy is of the live store, not retired, and its newest checkpoint is one the live store
+ * signed (so the copy is a prefix of the live chain, not a fork). Returns its inventory entry.
+ */
+function checkAgainstLive(
+  sm: Manifest,
+  lm: Manifest,
+  src: ReturnType<typeof partsOf>,
+  live: ReturnType<typeof partsOf>,
+): CopyRecord | undefined {
+  if (sm.storeId !== lm.storeId)
+    throw new PqdbError('AUTH_FAILED', `the copy is of store ${sm.storeId}, not of the live store ${lm.storeId}`);
+  const entry = sm.copy !== undefined ? (lm.copies ?? []).find((c) => c.id === sm.copy!.id) : undefined;
+  if (entry?.state === 'retired')
+    throw new PqdbError(
+      'AUTHORITY_DENIED',
+      `managed copy ${entry.id} was retired at ${entry.retiredAt}: it is not restored`,
+    );
+  const last = src.checkpoints.list.at(-1)!;
+  const hash = checkpointHash(last.signed);
+  if (!live.checkpoints.list.some((c) => equalBytes(checkpointHash(c.signed), hash)))
+    throw new PqdbError(
+      'CORRUPTION',
+      `the copy's newest checkpoint (generation ${last.generation}, size ${last.size}) is not in the live store's chain: not a copy of this store's history`,
+    );
+  if (sm.commit > lm.commit)
+    throw new PqdbError('CORRUPTION', `the copy is at commit ${sm.commit}, past the live store's ${lm.commit}`);
+  return entry;
+}
+
+/** The pinned keys and the signed policy that decide: the newest of the one in force and the one given. */
+function currentAuthority(m: Manifest, given: Uint8Array | undefined): Manifest['authority'] {
+  const a = m.authority;
+  if (given === undefined) return a;
+  if (!(given instanceof Uint8Array)) throw new TypeError('"policy" expected the signed policy bytes');
+  if (a === undefined)
+    throw new PqdbError('AUTHORITY_DENIED', 'the store pins no authority key: a policy cannot be given');
+  const next = verifyPolicy(given, a.keys.map(unb64));
+  const now = currentPolicy(m)?.policy;
+  if (now !== undefined && next.version < now.version)
+    throw new PqdbError('ROLLBACK', `policy version ${next.version} is older than the version ${now.version} in force`);
+  let s = '';
+  for (const b of given) s += String.fromCharCode(b);
+  return { keys: a.keys, policy: btoa(s) };
+}
+
+/** The live registry's states on the new store: a suite quarantined or retired there is here too. */
+function applyRegistry(
+  draft: { setState(s: number, st: RegistryRecord['state'], o: { inUse: boolean }): void; state(s: number): string },
+  states: readonly RegistryRecord[],
+  tp: ReturnType<typeof partsOf>,
+  m: Manifest,
+): void {
+  for (const r of states) {
+    if (r.state === 'active' || draft.state(r.suite) === r.state) continue;
+    const inUse = tp.directory.usesSuite(r.suite) || Object.values(m.collections).some((c) => c.suite === r.suite);
+    if (r.state === 'retired' && inUse) continue;
+    if ((r.state === 'quarantined' || r.state === 'decrypt-only') && draft.state(r.suite) === 'active') continue;
+    draft.setState(r.suite, r.state, { inUse });
+  }
+}
+
+/** The live store's inventory: its entry of the copy becomes `restored-from`, naming the new store. */
+async function recordRestore(
+  live: ReturnType<typeof partsOf>,
+  inventoried: CopyRecord | undefined,
+  entry: CopyRecord,
+  label: string,
+  storeId: string,
+  time: string,
+): Promise<void> {
+  if (live.readOnly) return; // opened read-only: its inventory cannot change
+  await live.pipeline.run((draft) => {
+    const copies = (draft.manifest.copies ??= []);
+    let c = inventoried !== undefined ? copies.find((x) => x.id === inventoried.id) : undefined;
+    if (c === undefined) {
+      c = { ...entry, kind: 'backup', destination: label, restores: [] };
+      delete c.sourceStoreId;
+      copies.push(c);
+    }
+    c.state = 'restored-from';
+    c.restores = [...(c.restores ?? []), { time, storeId }];
+  });
+}
