@@ -1,0 +1,74 @@
+// The managed-copy cases of node-tests/cases/copies.ts on memory, node-fs (directories by name) and
+// IndexedDB (fake-indexeddb); Playwright runs them on Chromium's real IndexedDB
+// (browser-tests/proofs.spec.mjs). Here too, on node-fs: a forked copy (the store's files copied,
+// written on their own and backed up) and an altered copy are refused.
+import { describe, it, expect } from 'vitest';
+import { generateRecipient, generateSigner, signPolicy, verifyStore, restoreStore } from '../src/node';
+import { copiesCases } from './cases/copies';
+import { STORE_FIXTURES, nodeFsStoreFixture, type NodeFsStoreFixture } from './support/store-fixtures';
+import type { StoreFixture } from './cases/_store';
+
+const where = async (f: StoreFixture, mode: 'create' | 'read') =>
+  'dir' in f
+    ? (f as NodeFsStoreFixture).dir
+    : mode === 'create'
+      ? (f as NodeFsStoreFixture).writablePages()
+      : (f as NodeFsStoreFixture).writablePages();
+
+describe.each(STORE_FIXTURES)('managed copies and restore (%s)', (_name, factory) => {
+  for (const c of copiesCases(factory, {
+    generateRecipient,
+    generateSigner,
+    signPolicy,
+    verifyStore,
+    restoreStore,
+    where,
+  }))
+    it(c.name, c.run);
+});
+
+describe('copies that are not of the live history (node-fs)', () => {
+  const r = generateRecipient();
+  const s = generateSigner();
+  const options = {
+    create: true,
+    recipients: [r.publicKey],
+    unlock: r.secretKey,
+    signer: s.secretKey,
+    signerPublicKey: s.publicKey,
+  };
+
+  it('a forked copy (its newest checkpoint is not in the live chain) and an altered copy are refused', async () => {
+    const live = await nodeFsStoreFixture();
+    const places = [await nodeFsStoreFixture(), await nodeFsStoreFixture(), await nodeFsStoreFixture()];
+    try {
+      const store = await live.open(options);
+      const docs = store.collection('d', { schema: { v: 'string' } });
+      await docs.put('a', { v: 'a' });
+      await store.checkpoint();
+      await store.close();
+      // A fork: the files copied, then written and checkpointed on their own, then backed up.
+      const fork = await live.copy();
+      places.push(fork);
+      const forked = await fork.open(options);
+      await forked.collection('d', { schema: { v: 'string' } }).put('b', { v: 'forked' });
+      await forked.backup(places[0].dir);
+      await forked.close();
+      const again = await live.open({ ...options, create: false });
+      await again.collection('d', { schema: { v: 'string' } }).put('b', { v: 'live' });
+      await again.checkpoint();
+      await expect(
+        restoreStore(places[0].dir, { location: places[1].dir, unlock: r.secretKey, live: again }),
+      ).rejects.toMatchObject({ code: 'CORRUPTION', message: expect.stringMatching(/not in the live store's chain/) });
+      // An altered copy: one stored byte of a page flipped.
+      await again.backup(places[2].dir);
+      await places[2].flipStoredByte(1, 40);
+      await expect(
+        restoreStore(places[2].dir, { location: places[1].dir, unlock: r.secretKey, live: again }),
+      ).rejects.toMatchObject({ code: 'CORRUPTION' });
+      await again.close();
+    } finally {
+      for (const p of [live, ...places]) await p.dispose();
+    }
+  });
+});
