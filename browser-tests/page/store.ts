@@ -14,6 +14,8 @@ import { proofsCases, type ProofsApi } from '../../node-tests/cases/proofs';
 import { searchCases } from '../../node-tests/cases/search';
 import { tamperCases, type TamperFixtureFactory } from '../../node-tests/cases/tamper';
 import { indexedDbRaw } from '../../node-tests/cases/_idb-raw';
+import { authorityCases } from '../../node-tests/cases/authority';
+import { copiesCases, type CopiesApi } from '../../node-tests/cases/copies';
 import type { Summary } from '../../node-tests/cases/_util';
 
 const run = Math.random().toString(36).slice(2, 8);
@@ -36,8 +38,12 @@ const factory: TamperFixtureFactory = async () => {
       pqdb.openIndexedDbPageStore(name) as unknown as ReturnType<Awaited<ReturnType<StoreFixtureFactory>>['pages']>,
     dispose: () => deleteDB(name),
     raw: indexedDbRaw(name),
-  };
+    name,
+  } as Awaited<ReturnType<TamperFixtureFactory>>;
 };
+
+/** Backups, copies and restore targets go by database name, as users name them. */
+const where: CopiesApi['where'] = async (f) => (f as unknown as { name: string }).name;
 
 const api: ProofsApi = {
   generateRecipient: pqdb.generateRecipient,
@@ -55,6 +61,14 @@ const suites: Record<string, () => StoreCase[]> = {
   proofs: () => proofsCases(factory, api),
   search: () => searchCases(factory, api),
   tamper: () => tamperCases(factory, api),
+  authority: () => authorityCases(factory, { ...api, signPolicy: pqdb.signPolicy }),
+  copies: () =>
+    copiesCases(factory, {
+      ...api,
+      signPolicy: pqdb.signPolicy,
+      restoreStore: pqdb.restoreStore as unknown as CopiesApi['restoreStore'],
+      where,
+    }),
 };
 
 /** Runs one suite; returns its summary, the storage of every store it opened and the databases it used. */
