@@ -90,7 +90,9 @@ ${KEYS_HELP}`,
         storeId: info.storeId,
         suite,
         recipients: recipients.length,
-        authorityKeys: (authority ?? []).map((k) => Buffer.from(signerKeyId(k)).toString('hex')),
+        ...(authority !== undefined && {
+          authorityKeys: authority.map((k) => Buffer.from(signerKeyId(k)).toString('hex')),
+        }),
         ...(checkpoint && { checkpoint: info.checkpoint }),
       };
       const pinned = authority !== undefined ? `, ${authority.length} authority key(s) pinned` : '';
