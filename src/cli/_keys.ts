@@ -11,12 +11,15 @@ import { UsageError } from './_report';
 
 /**
  * Accepted key lengths in bytes: the recipient secret key; the ML-DSA-87 public and secret keys
- * (FIPS 204 Table 2); a recipient public key (hybrid ML-KEM-1024 ‖ X25519, or X25519 alone).
+ * (FIPS 204 Table 2) of a checkpoint signer and of a policy authority; a recipient public key
+ * (hybrid ML-KEM-1024 ‖ X25519, or X25519 alone).
  */
 export const LENGTHS = {
   unlock: [32],
   'signer-public': [2592],
   signer: [4896],
+  authority: [2592],
+  'authority-key': [4896],
   recipient: [1600, 32],
 } as const;
 
@@ -87,6 +90,36 @@ export function loadKeys(
     wipeKeys(keys);
     throw e;
   }
+}
+
+/**
+ * The authority public keys (ML-DSA-87, 2,592 bytes: keygen --signer's PREFIX.pub) that `--authority`
+ * names, each option a FILE or a comma-separated list of them; undefined when none is given.
+ * @throws UsageError for a key of the wrong length or one named twice; as `keyFrom`.
+ * @example
+ * const pinned = authorityKeys(['auth1.pub,auth2.pub']); // two keys
+ */
+export function authorityKeys(options: readonly string[] | undefined): Uint8Array[] | undefined {
+  const files = (options ?? []).flatMap((o) => o.split(',').map((f) => f.trim())).filter((f) => f !== '');
+  if (files.length === 0) return undefined;
+  const keys = files.map((f) => {
+    try {
+      return keyFrom('authority', f, undefined)!;
+    } catch (e) {
+      if (!(e instanceof UsageError)) throw e;
+      const secret = e.message.endsWith(`got ${LENGTHS['authority-key'][0]}`)
+        ? ': a secret key? give its FILE.pub'
+        : '';
+      throw new UsageError(`--authority ${f}: ${e.message.replace(/^--authority: /, '')}${secret}`, { cause: e });
+    }
+  });
+  const seen = new Set<string>();
+  keys.forEach((k, i) => {
+    const b = Buffer.from(k).toString('base64');
+    if (seen.has(b)) throw new UsageError(`--authority: ${files[i]} is a key already named`);
+    seen.add(b);
+  });
+  return keys;
 }
 
 /**

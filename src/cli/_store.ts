@@ -22,13 +22,19 @@ export interface OpenedStore {
 
 /**
  * Opens the store at `location`: read-only (no lock, runs beside a writer) unless `write`; with the
- * signer keys when they were given. The caller closes it.
+ * signer keys when they were given; with `authority`, the authority public keys the store must pin.
+ * The caller closes it.
  * @throws UsageError without the recipient secret key; PqdbError from the page store and the open
- * (NOT_FOUND for a directory without a store, AUTH_FAILED for a key that does not open it, LOCKED).
+ * (NOT_FOUND for a directory without a store, AUTH_FAILED for a key that does not open it or
+ * authority keys it does not pin, LOCKED).
  * @example
  * const { store } = await openCliStore('./data/app', keys, { write: true });
  */
-export async function openCliStore(location: string, keys: Keys, options: { write: boolean }): Promise<OpenedStore> {
+export async function openCliStore(
+  location: string,
+  keys: Keys,
+  options: { write: boolean; authority?: Uint8Array[] },
+): Promise<OpenedStore> {
   const unlock = requireUnlock(keys);
   const pages = await openNodeFsPageStore(location, { create: false, readOnly: !options.write });
   try {
@@ -43,6 +49,7 @@ export async function openCliStore(location: string, keys: Keys, options: { writ
       ...(options.write && keys.signer !== undefined
         ? { signer: keys.signer, signerPublicKey: keys.signerPublicKey }
         : {}),
+      ...(options.authority !== undefined ? { authorityPublicKey: options.authority } : {}),
       autoCheckpoint: false,
     });
     return { store, manifest: opened.manifest };

@@ -1,6 +1,7 @@
 // What every pqdb verb declares — its synopsis, help text, positionals and options — and the parser
 // index.ts runs them through: a verb's own options plus --json, --progress and --help, strict (an
-// unknown option or a wrong count of positionals is one usage line). Node only.
+// unknown option or a wrong count of positionals is one usage line). A group of verbs (`pqdb policy
+// sign|set|show`) is named by its first word; each of its verbs is named by both. Node only.
 
 /// <reference types="node" />
 import { parseArgs } from 'node:util';
@@ -38,6 +39,16 @@ export interface Verb {
   run(args: VerbArgs): Promise<number>;
 }
 
+/** Verbs under one command word: `pqdb <group> <verb> …`; each verb's name is `<group> <verb>`. */
+export interface VerbGroup {
+  name: string;
+  /** One line for `pqdb --help`. */
+  summary: string;
+  /** The lines `pqdb <group> --help` prints after its verbs' usage lines. */
+  help: string;
+  verbs: readonly Verb[];
+}
+
 /** The options every verb has. */
 export const COMMON_OPTIONS: Record<string, OptionSpec> = {
   json: { type: 'boolean' },
@@ -55,6 +66,13 @@ export const KEY_OPTIONS = {
 /** `usage: pqdb <verb> <synopsis>` and the verb's help text. */
 export function verbUsage(verb: Verb): string {
   return `usage: pqdb ${verb.name} ${verb.synopsis}\n\n${verb.help}`;
+}
+
+/** `usage: pqdb <group> a|b|c …`, each verb's usage line and summary, and the group's help text. */
+export function groupUsage(group: VerbGroup): string {
+  const words = group.verbs.map((v) => v.name.slice(group.name.length + 1));
+  const lines = group.verbs.map((v) => `  pqdb ${v.name} ${v.synopsis}\n      ${v.summary}`);
+  return `usage: pqdb ${group.name} ${words.join('|')} …\n\n${lines.join('\n')}\n\n${group.help}`;
 }
 
 /**

@@ -1,5 +1,5 @@
-// The store-wide verbs: `pqdb init` (creates a file store for recipients' public keys), `pqdb
-// checkpoint` (signs the Merkle root with ML-DSA-87), and the declarations of `verify`, `migrate`
+// The store-wide verbs: `pqdb init` (creates a file store for recipients' public keys, pinning
+// the authority keys given), `pqdb checkpoint` (signs the Merkle root with ML-DSA-87), and the declarations of `verify`, `migrate`
 // and `status`, whose work is in verify.ts, migrate.ts and status.ts. Node only.
 
 /// <reference types="node" />
@@ -10,7 +10,8 @@ import { PqdbError } from '../errors';
 import { x25519 } from '@noble/curves/ed25519.js';
 import { equalBytes } from '../_bytes';
 import { ml_kem1024_x25519 } from '../crypto/kem';
-import { keyFrom } from './_keys';
+import { authorityKeys, keyFrom } from './_keys';
+import { signerKeyId } from '../crypto/proofs';
 import { UsageError } from './_report';
 import { openCliStore, requireSigner, requireUnlock } from './_store';
 import { KEY_OPTIONS, str, type Verb } from './_verb';
@@ -25,17 +26,26 @@ const KEYS_HELP = `  --unlock FILE          or PQDB_UNLOCK          recipient se
 
 export const init: Verb = {
   name: 'init',
-  synopsis: '<location> --recipient FILE... --unlock FILE [--suite SUITE] [--signer FILE] [--json]',
+  synopsis:
+    '<location> --recipient FILE... --unlock FILE [--suite SUITE] [--authority FILE...] [--signer FILE] [--json]',
   summary: 'creates a file store whose keys are wrapped to the recipients',
   help: `  Creates a store in the directory <location> (made if missing; an existing store is refused).
   --recipient FILE   a recipient public key (keygen's PREFIX.pub); repeat for more recipients
   --unlock FILE      the secret key of one of them: the creator opens what it creates
   --suite SUITE      what new collections write with: gcmsiv-hkdf384 (default), gcmsiv-hkdf256,
                      cnsa2-gcm-hkdf384-commit
+  --authority FILE   an authority's ML-DSA-87 public key (keygen --signer's PREFIX.pub), pinned for
+                     good: only policies it signs are accepted (pqdb policy set); repeat or
+                     separate with commas for several (a policy's threshold counts them)
   --signer FILE      also sign a first checkpoint
 ${KEYS_HELP}`,
   positionals: { min: 1, max: 1 },
-  options: { recipient: { type: 'string', multiple: true }, suite: { type: 'string' }, ...KEY_OPTIONS },
+  options: {
+    recipient: { type: 'string', multiple: true },
+    suite: { type: 'string' },
+    authority: { type: 'string', multiple: true },
+    ...KEY_OPTIONS,
+  },
   async run({ positionals: [location], values, keys }) {
     const files = (values.recipient as string[] | undefined) ?? [];
     if (files.length === 0) throw new UsageError('at least one --recipient FILE is required');
@@ -48,6 +58,7 @@ ${KEYS_HELP}`,
       throw new UsageError(`--suite: ${(e as Error).message}`, { cause: e });
     }
     const recipients = files.map((f) => keyFrom('recipient', f, undefined)!);
+    const authority = authorityKeys(values.authority as string[] | undefined);
     // The engine wraps the root to the recipients only; a creator key that is none of them would
     // make a store it cannot open again.
     if (!recipients.some((r) => publicKeysOf(unlock).some((p) => equalBytes(p, r))))
@@ -64,6 +75,7 @@ ${KEYS_HELP}`,
         suite,
         signer: keys.signer,
         signerPublicKey: keys.signerPublicKey,
+        ...(authority !== undefined ? { authorityPublicKey: authority } : {}),
         autoCheckpoint: false,
       });
     } catch (e) {
@@ -78,12 +90,16 @@ ${KEYS_HELP}`,
         storeId: info.storeId,
         suite,
         recipients: recipients.length,
+        ...(authority !== undefined && {
+          authorityKeys: authority.map((k) => Buffer.from(signerKeyId(k)).toString('hex')),
+        }),
         ...(checkpoint && { checkpoint: info.checkpoint }),
       };
+      const pinned = authority !== undefined ? `, ${authority.length} authority key(s) pinned` : '';
       process.stdout.write(
         values.json === true
           ? `${JSON.stringify(out, null, 2)}\n`
-          : `pqdb init: created ${location}: store ${out.storeId}, suite ${suite}, ${recipients.length} recipient(s)${checkpoint ? ', checkpoint signed' : ''}\n`,
+          : `pqdb init: created ${location}: store ${out.storeId}, suite ${suite}, ${recipients.length} recipient(s)${pinned}${checkpoint ? ', checkpoint signed' : ''}\n`,
       );
       return 0;
     } finally {

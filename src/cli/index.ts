@@ -5,11 +5,13 @@
 //                                        migrate.ts, status.ts do the work of the last three)
 //   put, get, delete, scan, search       one record or query (records.ts)
 //   import, export                       many records; sealed exports (import.ts, export.ts)
-// This file finds the verb, parses its arguments, loads the keys it declares (_keys.ts), runs it
-// and wipes the keys after it. Keys come from outside the store: --unlock FILE or PQDB_UNLOCK (the
-// recipient secret key), --signer FILE or PQDB_SIGNER (the ML-DSA-87 secret key; its public half
-// from FILE.pub), --signer-public FILE or PQDB_SIGNER_PUBLIC; a FILE holds the raw key bytes or
-// their base64, the variables base64.
+//   policy sign, policy set, policy show signed authority policies (policy.ts)
+// This file finds the verb (its first word, or two for a group: `policy sign`), parses its
+// arguments, loads the keys it declares (_keys.ts), runs it and wipes the keys after it. Keys come
+// from outside the store: --unlock FILE or PQDB_UNLOCK (the recipient secret key), --signer FILE or
+// PQDB_SIGNER (the ML-DSA-87 secret key; its public half from FILE.pub), --signer-public FILE or
+// PQDB_SIGNER_PUBLIC; a FILE holds the raw key bytes or their base64, the variables base64. The
+// policy verbs load their authority keys themselves (policy.ts).
 //
 // Exit status: 0 success; 1 a check failed, a record was not found or a migration failed; 2 a usage
 // error (one line: `pqdb: <what> (see pqdb <verb> --help)`) or any failure (one line, `pqdb: [CODE]
@@ -21,15 +23,16 @@
 import { VERSION } from '../index';
 import { loadKeys, wipeKeys, type Keys } from './_keys';
 import { UsageError, errorText } from './_report';
-import { KEY_OPTIONS, parseVerb, verbUsage, type Verb } from './_verb';
+import { KEY_OPTIONS, groupUsage, parseVerb, verbUsage, type Verb, type VerbGroup } from './_verb';
 import { keygen } from './keygen';
 import { init, checkpoint, verify, migrate, status } from './admin';
 import { put, get, del, scan, search } from './records';
 import { importVerb } from './import';
+import { policy } from './policy';
 import { exportVerb } from './export';
 
-/** Every verb, in the order `pqdb --help` lists them. */
-export const VERBS: readonly Verb[] = [
+/** Every verb and group of verbs, in the order `pqdb --help` lists them. */
+export const VERBS: readonly (Verb | VerbGroup)[] = [
   keygen,
   init,
   put,
@@ -43,6 +46,7 @@ export const VERBS: readonly Verb[] = [
   verify,
   migrate,
   status,
+  policy,
 ];
 
 const USAGE = `usage: pqdb <command> [arguments] [--json] [--progress]
@@ -94,20 +98,35 @@ async function run(argv: string[]): Promise<number> {
     return 0;
   }
   if (first === undefined) return usageError('missing command', undefined);
-  const helpFor = first === 'help' ? rest[0] : undefined;
-  const verb = VERBS.find((v) => v.name === (helpFor ?? first));
-  if (verb === undefined)
-    return usageError(
-      first.startsWith('-') ? `unknown option ${first}` : `unknown command "${helpFor ?? first}"`,
-      undefined,
-    );
-  if (helpFor !== undefined) {
+  // `pqdb help <command> [<verb>]` prints what `pqdb <command> [<verb>] --help` does.
+  const helpOnly = first === 'help';
+  const [name, ...after] = helpOnly ? rest : argv;
+  const command = VERBS.find((v) => v.name === name);
+  if (command === undefined)
+    return usageError(first.startsWith('-') ? `unknown option ${first}` : `unknown command "${name}"`, undefined);
+  let verb: Verb;
+  let args = after;
+  if ('verbs' in command) {
+    const [word, ...more] = after;
+    if ((helpOnly && word === undefined) || word === '--help' || word === '-h') {
+      process.stdout.write(`${groupUsage(command)}\n`);
+      return 0;
+    }
+    const words = command.verbs.map((v) => v.name.slice(command.name.length + 1));
+    if (word === undefined || word.startsWith('-'))
+      return usageError(`missing ${words.join('|')} after "${command.name}"`, command);
+    const found = command.verbs.find((v) => v.name === `${command.name} ${word}`);
+    if (found === undefined) return usageError(`unknown command "${command.name} ${word}"`, command);
+    verb = found;
+    args = more;
+  } else verb = command;
+  if (helpOnly) {
     process.stdout.write(`${verbUsage(verb)}\n`);
     return 0;
   }
   let parsed;
   try {
-    parsed = parseVerb(verb, rest);
+    parsed = parseVerb(verb, args);
   } catch (e) {
     if (e instanceof UsageError) return usageError(e.message, verb);
     throw e;
@@ -141,7 +160,7 @@ async function run(argv: string[]): Promise<number> {
 }
 
 /** Writes `pqdb: <message> (see pqdb [<verb>] --help)`; returns status 2. */
-function usageError(message: string, verb: Verb | undefined): number {
+function usageError(message: string, verb: Verb | VerbGroup | undefined): number {
   process.stderr.write(`pqdb: ${message} (see pqdb ${verb !== undefined ? `${verb.name} ` : ''}--help)\n`);
   return 2;
 }

@@ -2,7 +2,8 @@
 // the public key, each as base64 on one line (what _keys.ts reads, raw bytes being the other form):
 //   recipient (default --type hybrid): secret 32 bytes (the ML-KEM-1024 + X25519 seed; classical:
 //     the X25519 scalar), public 1,600 bytes (ML-KEM-1024 ‖ X25519; classical: 32 bytes)
-//   --signer: ML-DSA-87 secret 4,896 bytes, public 2,592 bytes (FIPS 204 Table 2)
+//   --signer: ML-DSA-87 secret 4,896 bytes, public 2,592 bytes (FIPS 204 Table 2): a checkpoint
+//     signer or a policy authority (policy.ts)
 // The secret file is created with mode 0600, the public one 0644, both with O_EXCL: an existing
 // file is never overwritten (nothing is written then). The key bytes are wiped after writing; the
 // base64 strings cannot be. Node only.
@@ -22,7 +23,8 @@ export const keygen: Verb = {
   help: `  Writes a new secret key to PREFIX (mode 0600) and its public key to PREFIX.pub, each as
   base64 on one line; refuses to overwrite either file.
   --type hybrid|classical   recipient keys: ML-KEM-1024 + X25519 (default) or X25519 alone
-  --signer                  an ML-DSA-87 checkpoint signer instead of a recipient
+  --signer                  an ML-DSA-87 pair instead of a recipient: a checkpoint signer, or a
+                            policy authority (init --authority PREFIX.pub)
   --json                    print { kind, type, secret, public, publicBytes, id } as JSON`,
   positionals: { min: 0, max: 0 },
   options: { out: { type: 'string' }, type: { type: 'string' }, signer: { type: 'boolean' } },

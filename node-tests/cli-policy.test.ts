@@ -1,0 +1,241 @@
+// `pqdb init --authority` and `pqdb policy sign|set|show` as a shell user runs them: the built
+// bin/pqdb.mjs (dist/cli.js) spawned in a temporary directory. A policy signed from a JSON file is
+// set in a file store and shown back, and the library reads the same; each refusal of the store
+// (a second set of the same policy, a skipped version, a key it does not pin, an expired policy, a
+// store that pins no key, a threshold not met) is one line `pqdb: [CODE] …` and status 2, with the
+// policy in force unchanged.
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { openStore, verifyPolicy } from '../src/node';
+
+const BIN = resolve('bin/pqdb.mjs');
+let dir: string;
+
+interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built pqdb in the temporary directory, with no key in the environment. */
+function pqdb(args: string[], input?: string): Run {
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    cwd: dir,
+    encoding: 'utf8',
+    input: input ?? '',
+    env: { ...process.env, PQDB_UNLOCK: '', PQDB_SIGNER_PUBLIC: '', PQDB_SIGNER: '' },
+  });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Runs pqdb and expects status 0 and nothing on stderr; returns stdout. */
+function ok(args: string[], input?: string): string {
+  const r = pqdb(args, input);
+  expect(r.stderr, args.join(' ')).toBe('');
+  expect(r.status, args.join(' ')).toBe(0);
+  return r.stdout;
+}
+
+/** Expects one line on stderr matching `message`, status 2, no stack trace. */
+function fails(args: string[], message: RegExp, input?: string): void {
+  const r = pqdb(args, input);
+  expect(r.stderr).toMatch(/^pqdb[ :][^\n]*\n$/);
+  expect(r.stderr).not.toContain('    at ');
+  expect(r.stderr).toMatch(message);
+  expect(r.status).toBe(2);
+}
+
+const U = ['--unlock', 'alice'];
+const file = (name: string) => join(dir, name);
+const keyOf = (name: string) => new Uint8Array(Buffer.from(readFileSync(file(name), 'utf8').trim(), 'base64'));
+const policyFile = (name: string, doc: unknown) => writeFileSync(file(name), JSON.stringify(doc));
+const RULES = [
+  { scope: 'billing', allow: ['read', 'write'] },
+  { scope: 'billing', purposes: ['audit'], allow: ['read'] },
+  { scope: '*', allow: [] },
+];
+let authId: string;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'pqdb-cli-policy-'));
+  ok(['keygen', '--out', 'alice']);
+  authId = (JSON.parse(ok(['keygen', '--out', 'auth', '--signer', '--json'])) as { id: string }).id;
+  ok(['keygen', '--out', 'other', '--signer']);
+  ok(['init', 'store', '--recipient', 'alice.pub', ...U, '--authority', 'auth.pub']);
+  ok(['init', 'plain', '--recipient', 'alice.pub', ...U]);
+});
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('pqdb init --authority', () => {
+  it('pins the key: the library opens the store with it and refuses another (AUTH_FAILED)', async () => {
+    const out = JSON.parse(
+      ok(['init', 'pinned', '--recipient', 'alice.pub', ...U, '--authority', 'auth.pub', '--json']),
+    ) as { authorityKeys: string[] };
+    expect(out.authorityKeys).toEqual([authId]);
+    const open = (key: Uint8Array) =>
+      openStore({ location: file('pinned'), unlock: keyOf('alice'), authorityPublicKey: key, readOnly: true });
+    await (await open(keyOf('auth.pub'))).close();
+    await expect(open(keyOf('other.pub'))).rejects.toMatchObject({ code: 'AUTH_FAILED' });
+  });
+
+  it('takes several keys, repeated or comma-separated; refuses a secret key and a key named twice', () => {
+    expect(ok(['init', 'two', '--recipient', 'alice.pub', ...U, '--authority', 'auth.pub,other.pub'])).toContain(
+      '2 authority key(s) pinned',
+    );
+    fails(['init', 'x1', '--recipient', 'alice.pub', ...U, '--authority', 'auth'], /--authority auth: .*secret key/);
+    fails(
+      ['init', 'x2', '--recipient', 'alice.pub', ...U, '--authority', 'auth.pub', '--authority', 'auth.pub'],
+      /already named/,
+    );
+  });
+
+  it('a store created without it refuses every policy (AUTHORITY_DENIED) and shows none', () => {
+    policyFile('plain.json', { version: 1, rules: RULES });
+    ok(['policy', 'sign', 'plain.json', '--authority-key', 'auth', '--out', 'plain.signed']);
+    fails(['policy', 'set', 'plain', 'plain.signed', ...U], /^pqdb: \[AUTHORITY_DENIED\] /);
+    expect(ok(['policy', 'show', 'plain', ...U])).toBe(
+      'no policy\nauthority keys pinned: none (pqdb init --authority pins them)\n',
+    );
+  });
+});
+
+describe('pqdb policy sign, set, show', () => {
+  it('signs a JSON file as base64 the library verifies; sets it; shows it in text and JSON', async () => {
+    expect(ok(['policy', 'show', 'store', ...U])).toBe(`no policy\nauthority keys pinned: ${authId}\n`);
+    policyFile('v1.json', { version: 1, rules: RULES, expires: '2099-01-01T00:00:00Z' });
+    expect(ok(['policy', 'sign', 'v1.json', '--authority-key', 'auth', '--out', 'v1.signed'])).toBe(
+      'pqdb policy sign: version 1, 1 signature(s) of threshold 1; wrote v1.signed (base64)\n',
+    );
+    const text = readFileSync(file('v1.signed'), 'utf8');
+    expect(text).toMatch(/^[A-Za-z0-9+/]+=*\n$/);
+    const signed = new Uint8Array(Buffer.from(text, 'base64'));
+    expect(verifyPolicy(signed, [keyOf('auth.pub')]).version).toBe(1);
+
+    expect(ok(['policy', 'set', 'store', 'v1.signed', ...U])).toMatch(
+      new RegExp(`^pqdb policy set: version 1 in force \\(commit \\d+\\), signed by ${authId}\\n$`),
+    );
+    expect(ok(['policy', 'show', 'store', ...U])).toBe(
+      [
+        'policy version 1, threshold 1, expires 2099-01-01T00:00:00.000Z',
+        `signed by: ${authId}`,
+        `authority keys pinned: ${authId}`,
+        'rules:',
+        '  billing: read, write',
+        '  billing (purposes audit): read',
+        '  *: nothing',
+        '',
+      ].join('\n'),
+    );
+    const shown = JSON.parse(ok(['policy', 'show', 'store', ...U, '--json'])) as Record<string, unknown>;
+    expect(shown).toEqual({
+      location: 'store',
+      authorityKeys: [authId],
+      policy: {
+        version: 1,
+        expires: '2099-01-01T00:00:00.000Z',
+        expired: false,
+        threshold: 1,
+        signers: [authId],
+        rules: RULES,
+      },
+    });
+    const store = await openStore({ location: file('store'), unlock: keyOf('alice'), readOnly: true });
+    try {
+      expect(store.policy()?.signed).toEqual(signed);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('the same signed file again is ROLLBACK, a skipped version CONFLICT: status 2, version 1 stays', () => {
+    fails(['policy', 'set', 'store', 'v1.signed', ...U], /^pqdb: \[ROLLBACK\] policy version 1 is not newer/);
+    policyFile('v3.json', { version: 3, rules: RULES });
+    ok(['policy', 'sign', 'v3.json', '--authority-key', 'auth', '--out', 'v3.signed']);
+    fails(['policy', 'set', 'store', 'v3.signed', ...U], /^pqdb: \[CONFLICT\] policy version 3 skips/);
+    expect(ok(['policy', 'show', 'store', ...U])).toMatch(/^policy version 1,/);
+  });
+
+  it('a policy signed by a key the store does not pin is AUTH_FAILED', () => {
+    policyFile('v2.json', { version: 2, rules: RULES });
+    ok(['policy', 'sign', 'v2.json', '--authority-key', 'other', '--out', 'v2.other']);
+    fails(['policy', 'set', 'store', 'v2.other', ...U], /^pqdb: \[AUTH_FAILED\] /);
+  });
+
+  it('an expired policy is AUTHORITY_DENIED', () => {
+    policyFile('v2-expired.json', { version: 2, rules: RULES, expires: '2001-01-01T00:00:00Z' });
+    ok(['policy', 'sign', 'v2-expired.json', '--authority-key', 'auth', '--out', 'v2.expired']);
+    fails(['policy', 'set', 'store', 'v2.expired', ...U], /^pqdb: \[AUTHORITY_DENIED\] policy version 2 expired/);
+    expect(ok(['policy', 'show', 'store', ...U])).toMatch(/^policy version 1,/);
+  });
+
+  it('signs stdin to stdout (base64, nothing else), or --raw bytes; set reads either, and "-"', () => {
+    const b64 = ok(['policy', 'sign', '-', '--authority-key', 'auth'], JSON.stringify({ version: 2, rules: RULES }));
+    expect(b64).toMatch(/^[A-Za-z0-9+/]+=*\n$/);
+    expect(ok(['policy', 'set', 'store', '-', ...U, '--json'], b64)).toMatch(/"version": 2/);
+    policyFile('v3b.json', { version: 3, rules: [{ scope: '*', allow: ['read'] }] });
+    const report = JSON.parse(
+      ok(['policy', 'sign', 'v3b.json', '--authority-key', 'auth', '--raw', '--out', 'v3.raw', '--json']),
+    ) as Record<string, unknown>;
+    expect(report).toEqual({
+      version: 3,
+      threshold: 1,
+      signatures: 1,
+      signedBy: [authId],
+      out: 'v3.raw',
+      format: 'raw',
+    });
+    expect(readFileSync(file('v3.raw')).subarray(0, 4).toString('latin1')).toBe('PQAP');
+    ok(['policy', 'set', 'store', 'v3.raw', ...U]);
+    expect(ok(['policy', 'show', 'store', ...U])).toMatch(/^policy version 3, threshold 1, no expiry\n/);
+  });
+
+  it('a threshold: one signature is AUTH_FAILED; sign adds the second to the signed file', () => {
+    policyFile('t.json', { version: 1, threshold: 2, rules: RULES });
+    expect(ok(['policy', 'sign', 't.json', '--authority-key', 'auth', '--out', 't1'])).toContain(
+      '1 signature(s) of threshold 2; needs 1 more',
+    );
+    fails(['policy', 'set', 'two', 't1', ...U], /^pqdb: \[AUTH_FAILED\] the policy needs 2 authority signatures/);
+    ok(['policy', 'sign', 't1', '--authority-key', 'other', '--out', 't2']);
+    const set = JSON.parse(ok(['policy', 'set', 'two', 't2', ...U, '--json'])) as { signers: string[] };
+    expect(set.signers).toHaveLength(2);
+    expect(set.signers).toContain(authId);
+    fails(['policy', 'sign', 't2', '--authority-key', 'auth'], /this key has signed it already/);
+  });
+
+  it('show and set with --authority check the pin (AUTH_FAILED for another key)', () => {
+    expect(ok(['policy', 'show', 'store', ...U, '--authority', 'auth.pub'])).toMatch(/^policy version 3/);
+    fails(['policy', 'show', 'store', ...U, '--authority', 'other.pub'], /^pqdb: \[AUTH_FAILED\] /);
+  });
+
+  it('sign refuses a key pair whose .pub is not its public half, a missing .pub, and a bad document', () => {
+    writeFileSync(file('mixed'), readFileSync(file('auth')));
+    writeFileSync(file('mixed.pub'), readFileSync(file('other.pub')));
+    fails(['policy', 'sign', 'v2.json', '--authority-key', 'mixed'], /mixed\.pub is not the public half/);
+    fails(['policy', 'sign', 'v2.json', '--authority-key', 'auth.pub'], /auth\.pub\.pub is missing/);
+    fails(
+      ['policy', 'sign', '-', '--authority-key', 'auth'],
+      /"version" expected an integer/,
+      '{"version":0,"rules":[]}',
+    );
+    fails(['policy', 'sign', '-', '--authority-key', 'auth'], /neither a JSON document nor a signed policy/, 'no\n');
+    fails(['policy', 'sign', 'v2.json'], /at least one --authority-key FILE is required/);
+  });
+
+  it('--help lists the group; its usage, a missing or unknown word and missing arguments are usage errors', () => {
+    expect(ok(['--help'])).toMatch(/^ {2}policy {6}signed authority policies/m);
+    const group = ok(['policy', '--help']);
+    expect(group).toMatch(/^usage: pqdb policy sign\|set\|show/);
+    for (const v of ['sign', 'set', 'show']) expect(group).toMatch(new RegExp(`^  pqdb policy ${v} `, 'm'));
+    expect(ok(['help', 'policy'])).toBe(group);
+    expect(ok(['help', 'policy', 'set'])).toMatch(/^usage: pqdb policy set <location> <signed>/);
+    expect(ok(['policy', 'sign', '--help'])).toContain('--authority-key FILE');
+    fails(['policy'], /^pqdb: missing sign\|set\|show after "policy" \(see pqdb policy --help\)\n$/);
+    fails(['policy', 'frob'], /^pqdb: unknown command "policy frob" \(see pqdb policy --help\)\n$/);
+    fails(['policy', 'set', 'store'], /^pqdb: missing <signed> \(see pqdb policy set --help\)\n$/);
+    fails(['policy', 'show', 'store'], /the recipient secret key is required/);
+  });
+});

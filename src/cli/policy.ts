@@ -1,0 +1,289 @@
+// The authority policy verbs (DESIGN §9, docs/authority.md), a group under `pqdb policy`:
+//   sign <policy> --authority-key FILE…    signs a policy document (JSON) with authority keys
+//   set <location> <signed> --unlock FILE  installs a signed policy in a store (store.setPolicy)
+//   show <location> --unlock FILE          prints the policy in force (store.policy) and the pins
+// A signed policy ("PQAP" …, src/crypto/policy.ts) is written as base64 on one line by default, like
+// a key file: safe on a terminal, in an environment variable or a mail; `sign --raw` writes its
+// bytes. Whatever reads one takes either form, or "-" for stdin.
+//
+// An authority key is an ML-DSA-87 pair from `pqdb keygen --signer`: --authority-key FILE is the
+// secret key, its public half is read from FILE.pub. signPolicy takes one key per call, so sign
+// calls it once per --authority-key, each adding its signature; given a policy already signed it
+// adds to those (for a threshold whose keys are kept apart). Caveats: sign checks that the document
+// is well-formed and that each FILE.pub is the public half of FILE (its SHA-3 hash, which FIPS 204
+// keeps in the secret key as tr), not that the keys are the ones a store pins: `set` checks that,
+// with the signatures, the threshold, the expiry and the version. The secret keys are wiped after
+// signing; the base64 text they were read from cannot be. Node only.
+
+/// <reference types="node" />
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { signPolicy, type Policy, type PolicyDocument } from '../crypto/policy';
+import { signerKeyId } from '../crypto/proofs';
+import { unb64 } from '../engine/manifest';
+import { shake256 } from '../kernels/sha3';
+import { equalBytes } from '../_bytes';
+import { PqdbError } from '../errors';
+import { authorityKeys, keyFrom } from './_keys';
+import { UsageError } from './_report';
+import { openCliStore, requireUnlock } from './_store';
+import { KEY_OPTIONS, str, type Verb, type VerbArgs, type VerbGroup } from './_verb';
+
+const MAGIC = 'PQAP';
+/** "PQAP" ‖ u8 format ‖ be32 body length: the body follows (docs/authority.md). */
+const HEAD_BYTES = 9;
+
+const STORE_HELP = `  --authority FILE   the authority public key(s) the store must pin (else AUTH_FAILED); repeat
+                     or separate with commas
+  --unlock FILE      or PQDB_UNLOCK: the recipient secret key`;
+
+const keyIdHex = (publicKey: Uint8Array): string => Buffer.from(signerKeyId(publicKey)).toString('hex');
+
+const print = (args: VerbArgs, json: unknown, text: string) =>
+  process.stdout.write(args.values.json === true ? `${JSON.stringify(json, null, 2)}\n` : `${text}\n`);
+
+/** A file's bytes, or stdin's for "-". */
+function readInput(file: string): Uint8Array {
+  return new Uint8Array(readFileSync(file === '-' ? 0 : file));
+}
+
+/** The signed policy in `raw`: its bytes as they are, or decoded from base64; undefined for neither. */
+function signedFrom(raw: Uint8Array): Uint8Array | undefined {
+  if (Buffer.from(raw.subarray(0, 4)).toString('latin1') === MAGIC) return raw;
+  const text = Buffer.from(raw).toString('latin1').replace(/\s+/g, '');
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(text)) return undefined;
+  const bytes = new Uint8Array(Buffer.from(text, 'base64'));
+  return Buffer.from(bytes.subarray(0, 4)).toString('latin1') === MAGIC ? bytes : undefined;
+}
+
+/**
+ * The signed policy in a file ("-": stdin), raw or base64; bytes that are neither are passed on
+ * as they are, for the store to refuse (CORRUPTION).
+ */
+function readSigned(file: string): Uint8Array {
+  const raw = readInput(file);
+  return signedFrom(raw) ?? raw;
+}
+
+/**
+ * The document inside a signed policy, unverified: for reporting what was signed and for adding
+ * signatures to it (signPolicy re-reads the signed body itself).
+ * @throws PqdbError CORRUPTION when the body cannot be read
+ */
+function documentOf(signed: Uint8Array): PolicyDocument {
+  const length = signed.length >= HEAD_BYTES ? new DataView(signed.buffer, signed.byteOffset).getUint32(5) : -1;
+  try {
+    if (length < 0 || HEAD_BYTES + length > signed.length) throw new Error('truncated');
+    return JSON.parse(
+      new TextDecoder('utf-8', { fatal: true }).decode(signed.subarray(HEAD_BYTES, HEAD_BYTES + length)),
+    );
+  } catch (e) {
+    throw new PqdbError('CORRUPTION', 'signed policy: the body cannot be read', { cause: e });
+  }
+}
+
+/** How many signatures a signed policy carries (the count byte after its body). */
+function signatureCount(signed: Uint8Array): number {
+  return signed[HEAD_BYTES + new DataView(signed.buffer, signed.byteOffset).getUint32(5)];
+}
+
+/**
+ * One authority key pair: the secret key FILE and its public half FILE.pub.
+ * @throws UsageError when FILE.pub is missing or is not the public half of FILE; as `keyFrom`.
+ */
+function authorityPair(file: string): { secretKey: Uint8Array; publicKey: Uint8Array } {
+  if (!existsSync(`${file}.pub`))
+    throw new UsageError(
+      `--authority-key ${file}: its public half ${file}.pub is missing (keygen --signer writes both)`,
+    );
+  const named = <T>(load: () => T, what: string): T => {
+    try {
+      return load();
+    } catch (e) {
+      if (!(e instanceof UsageError)) throw e;
+      throw new UsageError(`--authority-key ${file}: ${what} ${e.message.replace(/^--[a-z-]+: /, '')}`, { cause: e });
+    }
+  };
+  const publicKey = named(() => keyFrom('authority', `${file}.pub`, undefined)!, `${file}.pub:`);
+  const secretKey = named(() => keyFrom('authority-key', file, undefined)!, 'the secret key:');
+  // FIPS 204 Algorithm 6: the secret key holds tr = SHAKE256(public key, 64) at bytes [64, 128).
+  if (!equalBytes(secretKey.subarray(64, 128), shake256(publicKey, { dkLen: 64 }))) {
+    secretKey.fill(0);
+    throw new UsageError(`--authority-key ${file}: ${file}.pub is not the public half of this secret key`);
+  }
+  return { secretKey, publicKey };
+}
+
+/** What `show` and `set` report of a policy. */
+function reportOf(p: Policy, now = Date.now()) {
+  return {
+    version: p.version,
+    ...(p.expires !== undefined ? { expires: p.expires, expired: Date.parse(p.expires) <= now } : {}),
+    threshold: p.threshold ?? 1,
+    signers: p.signers,
+    rules: p.rules,
+  };
+}
+
+export const policySign: Verb = {
+  name: 'policy sign',
+  synopsis: '<policy> --authority-key FILE... [--out FILE] [--raw] [--json]',
+  summary: 'signs a policy document (JSON) with authority keys; base64 on one line, or --raw',
+  help: `  Signs the policy document in the file <policy> ("-": stdin), JSON:
+    { "version": 1, "rules": [{ "scope": "billing", "purposes": ["audit"],
+      "allow": ["read", "write", "migrate", "restore"] }], "expires": "2030-01-01T00:00:00Z",
+      "threshold": 1 }
+  (docs/authority.md); a <policy> already signed gets the new signatures added to its own.
+  --authority-key FILE   an authority secret key (keygen --signer), its public half in FILE.pub;
+                         repeat or separate with commas to sign with several (a threshold)
+  --out FILE             write the signed policy to FILE (else to stdout, and nothing else)
+  --raw                  write its bytes ("PQAP" …) instead of base64 on one line
+  --json                 print { version, threshold, signatures, signedBy, out } (without --out,
+                         also "signed": the base64)`,
+  positionals: { min: 1, max: 1 },
+  options: { 'authority-key': { type: 'string', multiple: true }, out: { type: 'string' }, raw: { type: 'boolean' } },
+  async run(args) {
+    const { values } = args;
+    const files = ((values['authority-key'] as string[] | undefined) ?? [])
+      .flatMap((o) => o.split(',').map((f) => f.trim()))
+      .filter((f) => f !== '');
+    if (files.length === 0) throw new UsageError('at least one --authority-key FILE is required');
+    const out = str(values, 'out');
+    const raw = values.raw === true;
+    if (out === undefined && raw && values.json === true)
+      throw new UsageError('--raw without --out writes the signed bytes to stdout: not with --json');
+    if (out === undefined && raw && process.stdout.isTTY === true)
+      throw new UsageError('--raw writes binary: give --out FILE or redirect stdout');
+    const input = readInput(args.positionals[0]);
+    let signed = signedFrom(input);
+    let doc: PolicyDocument;
+    if (signed !== undefined) doc = documentOf(signed);
+    else
+      try {
+        doc = JSON.parse(Buffer.from(input).toString('utf8')) as PolicyDocument;
+      } catch (e) {
+        const why = (e as Error).message.replace(/\s+/g, ' ');
+        throw new UsageError(`<policy>: neither a JSON document nor a signed policy (${why})`, { cause: e });
+      }
+    const signedBy: string[] = [];
+    for (const file of files) {
+      const pair = authorityPair(file);
+      try {
+        signed = signPolicy(doc, pair.secretKey, pair.publicKey, signed);
+        signedBy.push(keyIdHex(pair.publicKey));
+      } finally {
+        pair.secretKey.fill(0);
+      }
+    }
+    const result = signed!;
+    const text = `${Buffer.from(result).toString('base64')}\n`;
+    if (out !== undefined) writeFileSync(out, raw ? result : text);
+    else if (values.json !== true) {
+      process.stdout.write(raw ? result : text);
+      return 0;
+    }
+    const threshold = doc.threshold ?? 1;
+    const signatures = signatureCount(result);
+    const report = {
+      version: doc.version,
+      threshold,
+      signatures,
+      signedBy,
+      ...(out !== undefined ? { out, format: raw ? 'raw' : 'base64' } : { signed: text.trimEnd() }),
+    };
+    const more = threshold > signatures ? `; needs ${threshold - signatures} more of the pinned keys` : '';
+    print(
+      args,
+      report,
+      `pqdb policy sign: version ${doc.version}, ${signatures} signature(s) of threshold ${threshold}${more}; wrote ${out} (${raw ? 'raw' : 'base64'})`,
+    );
+    return 0;
+  },
+};
+
+export const policySet: Verb = {
+  name: 'policy set',
+  synopsis: '<location> <signed> --unlock FILE [--authority FILE...] [--json]',
+  summary: 'installs a signed policy: pinned signers, not expired, version current + 1',
+  help: `  Installs the signed policy in the file <signed> ("-": stdin; raw or base64, what pqdb policy
+  sign writes) in the store at <location>, in one commit, and prints the version now in force.
+  Refused, with nothing changed, when the store pins no authority key (AUTHORITY_DENIED), the
+  pinned keys did not sign it to its threshold (AUTH_FAILED), it has expired (AUTHORITY_DENIED),
+  or its version is not the current one + 1 (ROLLBACK: not newer; CONFLICT: skips one).
+${STORE_HELP}`,
+  positionals: { min: 2, max: 2 },
+  options: { authority: { type: 'string', multiple: true }, unlock: KEY_OPTIONS.unlock },
+  async run(args) {
+    const [location, file] = args.positionals;
+    requireUnlock(args.keys);
+    const signed = readSigned(file);
+    const authority = authorityKeys(args.values.authority as string[] | undefined);
+    const { store } = await openCliStore(location, args.keys, { write: true, authority });
+    try {
+      const p = await store.setPolicy(signed);
+      const { commit } = store.info();
+      print(
+        args,
+        { location, commit, ...reportOf(p) },
+        `pqdb policy set: version ${p.version} in force (commit ${commit}), signed by ${p.signers.join(', ')}`,
+      );
+      return 0;
+    } finally {
+      await store.close();
+    }
+  },
+};
+
+export const policyShow: Verb = {
+  name: 'policy show',
+  synopsis: '<location> --unlock FILE [--authority FILE...] [--json]',
+  summary: 'prints the policy in force (or "no policy") and the pinned authority keys',
+  help: `  Prints the policy in force in the store at <location>: its version, expiry, threshold, the key
+  ids (SHA-384 of the public key, first 16 bytes, hex) of the pinned keys that signed it and its
+  rules; "no policy" when none was set. Also the key ids of the pinned authority keys.
+  --json   print { location, authorityKeys, policy } (policy null when none)
+${STORE_HELP}`,
+  positionals: { min: 1, max: 1 },
+  options: { authority: { type: 'string', multiple: true }, unlock: KEY_OPTIONS.unlock },
+  async run(args) {
+    const [location] = args.positionals;
+    requireUnlock(args.keys);
+    const authority = authorityKeys(args.values.authority as string[] | undefined);
+    const { store, manifest } = await openCliStore(location, args.keys, { write: false, authority });
+    try {
+      const pinned = (manifest.authority?.keys ?? []).map((k) => keyIdHex(unb64(k)));
+      const p = store.policy();
+      const shown = p === undefined ? null : reportOf(p);
+      const lines = [
+        shown === null
+          ? 'no policy'
+          : `policy version ${shown.version}, threshold ${shown.threshold}, ${
+              shown.expires === undefined
+                ? 'no expiry'
+                : `expires ${shown.expires}${shown.expired === true ? ' (expired)' : ''}`
+            }`,
+        ...(shown !== null ? [`signed by: ${shown.signers.join(', ')}`] : []),
+        `authority keys pinned: ${pinned.length > 0 ? pinned.join(', ') : 'none (pqdb init --authority pins them)'}`,
+        ...(shown !== null ? ['rules:', ...shown.rules.map(ruleLine)] : []),
+      ];
+      print(args, { location, authorityKeys: pinned, policy: shown }, lines.join('\n'));
+      return 0;
+    } finally {
+      await store.close();
+    }
+  },
+};
+
+/** `  billing (purposes audit, support): read, write` */
+function ruleLine(r: Policy['rules'][number]): string {
+  const purposes = r.purposes !== undefined ? ` (purposes ${r.purposes.join(', ')})` : '';
+  return `  ${r.scope}${purposes}: ${r.allow.length > 0 ? r.allow.join(', ') : 'nothing'}`;
+}
+
+export const policy: VerbGroup = {
+  name: 'policy',
+  summary: 'signed authority policies: sign a document, set it in a store, show the one in force',
+  help: `  A policy says which governance scopes (and purposes) may be read, written, migrated and
+  restored; a store accepts only policies signed by the authority keys pinned when it was created
+  (pqdb init --authority FILE.pub), each version exactly the previous one + 1. docs/authority.md.`,
+  verbs: [policySign, policySet, policyShow],
+};
