@@ -11,12 +11,13 @@ import { UsageError } from './_report';
 
 /**
  * Accepted key lengths in bytes: the recipient secret key; the ML-DSA-87 public and secret keys
- * (FIPS 204 Table 2) of a checkpoint signer and of a policy authority; a recipient public key
- * (hybrid ML-KEM-1024 ‖ X25519, or X25519 alone).
+ * (FIPS 204 Table 2) of a checkpoint signer (and the public key a restore trusts) and of a policy
+ * authority; a recipient public key (hybrid ML-KEM-1024 ‖ X25519, or X25519 alone).
  */
 export const LENGTHS = {
   unlock: [32],
   'signer-public': [2592],
+  'trusted-signer': [2592],
   signer: [4896],
   authority: [2592],
   'authority-key': [4896],

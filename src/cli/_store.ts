@@ -2,11 +2,14 @@
 // each collection's schema in its sealed manifest, so a verb names only the collection; `--schema`
 // is needed the first time a collection is written (put, import) and must agree with the stored one
 // after. The text fields a search indexes are, in order: `--fields`, the fields of the collection's
-// persisted index (written at a checkpoint), every string field of the schema. Node only.
+// persisted index (written at a checkpoint), every string field of the schema. A store is opened
+// through the Node entry, so it reaches other stores by directory (backups, the copies it retires).
+// Node only.
 
 /// <reference types="node" />
 import { openNodeFsPageStore } from '../storage/node-fs';
-import { Store, type Collection, type CollectionOptions } from '../engine/store';
+import { openStore } from '../node';
+import type { Collection, CollectionOptions, Store } from '../engine/store';
 import { unlockManifest, type Manifest } from '../engine/manifest';
 import type { Schema } from '../engine/codec';
 import { PqdbError } from '../errors';
@@ -42,7 +45,8 @@ export async function openCliStore(
     if (raw === undefined) throw new PqdbError('NOT_FOUND', `no store at ${location} (pqdb init makes one)`);
     const opened = unlockManifest(raw, unlock);
     opened.keys.close();
-    const store = await Store.open(pages, {
+    const store = await openStore({
+      storage: pages,
       unlock,
       readOnly: !options.write,
       storeId: opened.manifest.storeId,

@@ -108,8 +108,12 @@ ${KEYS_HELP}`,
   },
 };
 
-/** The public keys a 32-byte recipient secret key has: as a hybrid seed and as an X25519 scalar. */
-function publicKeysOf(secretKey: Uint8Array): Uint8Array[] {
+/**
+ * The public keys a 32-byte recipient secret key has: as a hybrid seed and as an X25519 scalar.
+ * @example
+ * publicKeysOf(unlock).some((p) => equalBytes(p, recipient)); // is it that recipient's secret key?
+ */
+export function publicKeysOf(secretKey: Uint8Array): Uint8Array[] {
   return [ml_kem1024_x25519.getPublicKey(secretKey), x25519.getPublicKey(secretKey)];
 }
 

@@ -6,6 +6,7 @@
 //   put, get, delete, scan, search       one record or query (records.ts)
 //   import, export                       many records; sealed exports (import.ts, export.ts)
 //   policy sign, policy set, policy show signed authority policies (policy.ts)
+//   backup, restore, copies list, copies retire   managed copies and their inventory (copies.ts)
 // This file finds the verb (its first word, or two for a group: `policy sign`), parses its
 // arguments, loads the keys it declares (_keys.ts), runs it and wipes the keys after it. Keys come
 // from outside the store: --unlock FILE or PQDB_UNLOCK (the recipient secret key), --signer FILE or
@@ -30,6 +31,7 @@ import { put, get, del, scan, search } from './records';
 import { importVerb } from './import';
 import { policy } from './policy';
 import { exportVerb } from './export';
+import { backup, copies, restore } from './copies';
 
 /** Every verb and group of verbs, in the order `pqdb --help` lists them. */
 export const VERBS: readonly (Verb | VerbGroup)[] = [
@@ -47,6 +49,9 @@ export const VERBS: readonly (Verb | VerbGroup)[] = [
   migrate,
   status,
   policy,
+  backup,
+  restore,
+  copies,
 ];
 
 const USAGE = `usage: pqdb <command> [arguments] [--json] [--progress]

@@ -58,8 +58,11 @@ function signedFrom(raw: Uint8Array): Uint8Array | undefined {
 /**
  * The signed policy in a file ("-": stdin), raw or base64; bytes that are neither are passed on
  * as they are, for the store to refuse (CORRUPTION).
+ * @throws the file system's error when the file cannot be read
+ * @example
+ * const signed = readSigned('policy-v2.signed');
  */
-function readSigned(file: string): Uint8Array {
+export function readSigned(file: string): Uint8Array {
   const raw = readInput(file);
   return signedFrom(raw) ?? raw;
 }
