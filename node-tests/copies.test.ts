@@ -72,3 +72,39 @@ describe('copies that are not of the live history (node-fs)', () => {
     }
   });
 });
+
+describe('restore edge cases (node-fs)', () => {
+  const r = generateRecipient();
+  const s = generateSigner();
+  const options = {
+    create: true,
+    recipients: [r.publicKey],
+    unlock: r.secretKey,
+    signer: s.secretKey,
+    signerPublicKey: s.publicKey,
+  };
+
+  it('an empty store backs up and restores; a failed restore leaves the target free and empty', async () => {
+    const [live, copy, target] = [await nodeFsStoreFixture(), await nodeFsStoreFixture(), await nodeFsStoreFixture()];
+    try {
+      const store = await live.open(options);
+      await store.checkpoint(); // a checkpoint of the empty log
+      await store.backup(copy.dir);
+      const stranger = generateRecipient();
+      await expect(
+        restoreStore(copy.dir, {
+          location: target.dir,
+          unlock: r.secretKey,
+          live: store,
+          recipients: [stranger.publicKey],
+        }),
+      ).rejects.toMatchObject({ code: 'AUTH_FAILED' }); // the unlock key would not be a recipient
+      const restored = await restoreStore(copy.dir, { location: target.dir, unlock: r.secretKey, live: store });
+      expect(restored).toMatchObject({ restored: 0, withheld: 0, deleted: 0, verify: { ok: true } });
+      await restored.store.close();
+      await store.close();
+    } finally {
+      for (const p of [live, copy, target]) await p.dispose();
+    }
+  });
+});

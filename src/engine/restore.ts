@@ -136,15 +136,20 @@ export async function restoreStoreWith(
       throw new PqdbError('CONFLICT', 'the restore target already holds a store');
     }
     const { live: _l, policy: _p, trustedSigner: _t, onProgress, location: _o, storage: _s, ...rest } = options;
-    target = await Store.open(pages, {
-      ...rest,
-      locations,
-      create: true,
-      recipients,
-      suite: suiteOf(active).name,
-      autoCheckpoint: false,
-      ...(authority !== undefined ? { authorityPublicKey: authority.keys.map(unb64) } : {}),
-    });
+    try {
+      target = await Store.open(pages, {
+        ...rest,
+        locations,
+        create: true,
+        recipients,
+        suite: suiteOf(active).name,
+        autoCheckpoint: false,
+        ...(authority !== undefined ? { authorityPublicKey: authority.keys.map(unb64) } : {}),
+      });
+    } catch (e) {
+      if (options.storage === undefined) await pages.close(); // the target is free for another try
+      throw e;
+    }
 
     // The records, re-sealed under the new store's keys.
     const counts = { restored: 0, withheld: 0, deleted: 0, total: 0 };
@@ -233,7 +238,12 @@ export async function restoreStoreWith(
     target = undefined; // the caller's now
     return result;
   } finally {
-    await target?.close().catch(() => undefined);
+    if (target !== undefined) {
+      // A restore that failed part-way leaves no half-restored store behind at a named location.
+      await target.close().catch(() => undefined);
+      if (options.storage === undefined && locations !== undefined)
+        await locations.remove(options.location as string).catch(() => undefined);
+    }
     if (source !== undefined) await source.close();
     else if (from.close) await from.pages.close();
   }

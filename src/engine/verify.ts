@@ -40,6 +40,7 @@ import {
   consistencyProofFromFrontier,
   verifyConsistency,
   verifyInclusionOfHash,
+  root as merkleRoot,
 } from '../crypto/merkle';
 import { KeyRing, leafBlind } from './keys';
 import { fromHex, hex, readManifest, unb64, unlockManifest, type Manifest, type ManifestHeader } from './manifest';
@@ -455,7 +456,11 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       if (before !== undefined && c.size < before.size)
         problems.push({ where, code: 'MISMATCH', message: `the log shrank from ${before.size} to ${c.size} leaves` });
       const log = logOf.get(c.generation);
-      if (log === undefined || log.length < c.size * HASH_BYTES) {
+      if (c.size === 0) {
+        // A checkpoint of an empty log (a store checkpointed or backed up before its first write).
+        if (!equalBytes(c.root, merkleRoot([])))
+          problems.push({ where, code: 'MISMATCH', message: 'the checkpoint of an empty log signs another root' });
+      } else if (log === undefined || log.length < c.size * HASH_BYTES) {
         if (keys !== undefined || c.size > 0)
           problems.push({
             where,
