@@ -20,10 +20,9 @@ import { PqdbError } from '../errors';
 import { suite as suiteOf } from '../crypto/suites';
 import { checkpointHash } from '../crypto/proofs';
 import { verifyPolicy } from '../crypto/policy';
-import type { Governance } from '../crypto/record';
 import { equalBytes } from '../_bytes';
 import type { PageStore } from '../storage/page-store';
-import { decodeValue, compileSchema, type Value } from './codec';
+import { decodeValue, compileSchema } from './codec';
 import { hex, unb64, type CopyRecord, type Manifest } from './manifest';
 import { authorityAllows, currentPolicy } from './authority';
 import { destinationOf, randomId } from './copies';
@@ -159,16 +158,31 @@ export async function restoreStoreWith(
       const schema = compileSchema(meta.schema);
       const preferred = lm?.collections[name]?.suite ?? meta.suite;
       const state = registry.find((r) => r.suite === preferred)?.state;
-      const c = target.collection(name, {
-        schema: meta.schema,
-        suite: suiteOf(state === 'active' ? preferred : active).name,
-      });
-      let batch: { id: string; value: Value; governance: Governance }[] = [];
+      const suite = state === 'active' ? preferred : active;
+      target.collection(name, { schema: meta.schema, suite: suiteOf(suite).name });
+      const tp = partsOf(target);
+      // Each record's plaintext is re-sealed as it is (checked against the schema, not re-encoded),
+      // a batch to a commit of the new store's pipeline, under its current generation.
+      let batch: { id: string; plaintext: Uint8Array; governance: string }[] = [];
       const flush = async () => {
         const b = batch;
         batch = [];
+        const wipe = () => b.forEach((r) => r.plaintext.fill(0));
         if (b.length > 0)
-          await target!.batch((tx) => b.forEach((r) => tx.put(c, r.id, r.value, { governance: r.governance })));
+          await tp.pipeline.run((draft) => {
+            draft.afterCommit(wipe);
+            draft.onAbort(wipe);
+            const g = tp.keys.current();
+            const base = draft.sequences(b.length);
+            b.forEach((r, i) => {
+              const spec = { collection: name, id: r.id, suite, generation: g, sequence: base + i };
+              draft.write(tp.records.put({ ...spec, governance: r.governance, plaintext: r.plaintext }), {
+                kind: 'put',
+                collection: name,
+                id: r.id,
+              });
+            });
+          });
         onProgress?.({ ...counts });
       };
       for (const [id, loc] of entries) {
@@ -181,9 +195,13 @@ export async function restoreStoreWith(
           continue;
         }
         const plaintext = await src.records.open('copy', name, id, loc);
-        const value = decodeValue(schema, plaintext);
-        plaintext.fill(0);
-        batch.push({ id, value, governance: JSON.parse(loc.governance) as Governance });
+        try {
+          decodeValue(schema, plaintext); // what the new store will hold must decode as its schema says
+        } catch (e) {
+          plaintext.fill(0);
+          throw e;
+        }
+        batch.push({ id, plaintext, governance: loc.governance });
         counts.restored++;
         if (batch.length >= BATCH) {
           await flush();
