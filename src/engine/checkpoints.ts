@@ -81,6 +81,11 @@ export class Checkpoints {
     return this.#signer !== undefined && this.#signerPublic !== undefined;
   }
 
+  /** The signer public key the store was opened with (it checks and signs checkpoints), if any. */
+  get signerPublicKey(): Uint8Array | undefined {
+    return this.#signerPublic;
+  }
+
   /** The last automatic checkpoint's failure, if it failed. */
   get autoError(): unknown {
     return this.#autoError;
