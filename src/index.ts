@@ -31,6 +31,14 @@ export type { CollectionValue, TextField } from './engine/collection';
 export type { SearchOptions } from './engine/lexical';
 export type { SuiteName } from './crypto/suites';
 export type { SuiteState, RegistryEntry } from './engine/registry';
+export type {
+  Cbom,
+  CbomComponent,
+  CbomCryptoProperties,
+  CbomDependency,
+  CbomKeyState,
+  CbomProperty,
+} from './engine/posture';
 export type { Governance } from './crypto/record';
 export type { PageStore, CommitBatch, PageStoreStats } from './storage/page-store';
 export { openMemoryPageStore } from './storage/memory';
@@ -52,8 +60,7 @@ export {
   type VerifyProblem,
 } from './engine/verify';
 
-/** The pqdb release this build belongs to. */
-export const VERSION = '0.1.0';
+export { VERSION } from './version';
 
 /**
  * Opens or creates a store. Here (the universal entry, the package's "default" export condition)

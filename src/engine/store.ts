@@ -34,6 +34,7 @@ import { Migration, type AuthorityCheck, type MigrateOptions, type MigrationStat
 import { retireGenerations } from './retire';
 import { exportSealed } from './exports';
 import { authorityKeysOf, checkPinnedKeys, currentPolicy, installPolicy, pinnedAuthority } from './authority';
+import { storePosture, type Cbom } from './posture';
 import type { Policy } from '../crypto/policy';
 import { Collection, checkId, declareCollection, encodeOps, stageOps } from './collection';
 import type { CollectionEngine, CollectionOptions, CollectionValue, PendingOp, Transaction } from './collection';
@@ -417,6 +418,18 @@ export class Store {
   /** The migration under way (or the last finished one), with its accounting; undefined if none. */
   migration(): MigrationStatus | undefined {
     return this.#migration.status();
+  }
+
+  /**
+   * The store's cryptographic posture as a CycloneDX 1.6 CBOM (docs/posture.md): algorithms, suites
+   * with their registry states, keys with their states, live records per suite, managed copies.
+   * Built from the manifest and the key directory (nothing decrypted); no key bytes are in it.
+   * @throws PqdbError NOT_OPEN
+   * @example const cbom = store.posture(); // JSON.stringify(cbom): the CycloneDX document
+   */
+  posture(): Cbom {
+    this.#live();
+    return storePosture(this.#p);
   }
 
   /** Waits for pending commits, wipes every key and releases the storage. Idempotent. */
