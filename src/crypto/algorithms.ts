@@ -1,6 +1,7 @@
 // The cryptographic algorithms pqdb runs (DESIGN §3), as a static catalogue for posture reports
 // (src/engine/posture.ts writes them into a CycloneDX 1.6 CBOM): what each primitive is, its
-// parameter set, object identifier, security levels, what it is built on and what pqdb uses it for.
+// parameter set, object identifier, security levels and what it is built on. docs/posture.md says
+// what pqdb uses each for.
 //
 // Object identifiers: NIST CSOR (AES 2.16.840.1.101.3.4.1, hash algorithms .4.2, ML-DSA .4.3 sigAlgs
 // as in RFC 9881, ML-KEM .4.4 kems), RFC 8410 (X25519), RFC 8018 (HMAC with SHA-2), RFC 8619 (HKDF).
@@ -53,20 +54,18 @@ export interface AlgorithmInfo {
   readonly oid?: string;
   /** The algorithms it is built on. */
   readonly uses: readonly AlgorithmName[];
-  /** What runs it. */
+  /** What runs it: pqdb's WebAssembly kernels (or the selectable @noble provider), @noble/curves. */
   readonly implementation: string;
-  /** What pqdb uses it for. */
-  readonly use: string;
 }
 
-const WASM = "pqdb's WebAssembly kernels (or the selectable @noble provider)";
+const WASM = 'pqdb-wasm';
 const AE: readonly CryptoFunction[] = ['encrypt', 'decrypt', 'tag'];
 const KEM: readonly CryptoFunction[] = ['keygen', 'encapsulate', 'decapsulate'];
 
 type Row = Omit<AlgorithmInfo, 'name' | 'uses' | 'implementation'> &
   Partial<Pick<AlgorithmInfo, 'uses' | 'implementation'>>;
 
-const keyed = (primitive: 'kdf' | 'mac', bits: string, oid: string, uses: AlgorithmName, use: string): Row => ({
+const keyed = (primitive: 'kdf' | 'mac', bits: string, oid: string, uses: AlgorithmName): Row => ({
   primitive,
   parameterSetIdentifier: bits,
   functions: primitive === 'kdf' ? ['keyderive'] : ['tag'],
@@ -74,7 +73,6 @@ const keyed = (primitive: 'kdf' | 'mac', bits: string, oid: string, uses: Algori
   nistQuantumSecurityLevel: 5,
   oid,
   uses: [uses],
-  use,
 });
 
 const digest = (primitive: 'hash' | 'xof', bits: string, classical: number, category: number, oid: string): Row => ({
@@ -84,55 +82,72 @@ const digest = (primitive: 'hash' | 'xof', bits: string, classical: number, cate
   classicalSecurityLevel: classical,
   nistQuantumSecurityLevel: category,
   oid,
-  use: '',
 });
 
 const ROWS: Record<AlgorithmName, Row> = {
   'AES-256-GCM-SIV': {
-    ...{ primitive: 'ae', parameterSetIdentifier: '256', mode: 'other', functions: AE },
-    ...{ classicalSecurityLevel: 256, nistQuantumSecurityLevel: 5 },
-    use: 'RFC 8452 (mode GCM-SIV): records of the GCM-SIV suites, the manifest body, key envelope wraps',
+    primitive: 'ae',
+    parameterSetIdentifier: '256',
+    mode: 'other',
+    functions: AE,
+    classicalSecurityLevel: 256,
+    nistQuantumSecurityLevel: 5,
   },
   'AES-256-GCM': {
-    ...{ primitive: 'ae', parameterSetIdentifier: '256', mode: 'gcm', functions: AE },
-    ...{ classicalSecurityLevel: 256, nistQuantumSecurityLevel: 5, oid: '2.16.840.1.101.3.4.1.46' },
+    primitive: 'ae',
+    parameterSetIdentifier: '256',
+    mode: 'gcm',
+    functions: AE,
+    classicalSecurityLevel: 256,
+    nistQuantumSecurityLevel: 5,
+    oid: '2.16.840.1.101.3.4.1.46',
     uses: ['HKDF-SHA384'],
-    use: 'records of cnsa2-gcm-hkdf384-commit, with a per-record subkey and a 32-byte key commitment (HKDF-Expand-SHA384)',
   },
-  'HKDF-SHA256': keyed('kdf', '256', '1.2.840.113549.1.9.16.3.28', 'HMAC-SHA256', 'data keys of gcmsiv-hkdf256'),
-  'HKDF-SHA384': keyed('kdf', '384', '1.2.840.113549.1.9.16.3.29', 'HMAC-SHA384', 'data keys, wrap keys, store keys'),
-  'HMAC-SHA256': keyed('mac', '256', '1.2.840.113549.2.9', 'SHA-256', 'HKDF-SHA256'),
-  'HMAC-SHA384': keyed('mac', '384', '1.2.840.113549.2.10', 'SHA-384', 'HKDF-SHA384, generation bindings, leaf blinds'),
-  'SHA-256': { ...digest('hash', '256', 128, 2, '2.16.840.1.101.3.4.2.1'), use: 'HMAC-SHA256' },
-  'SHA-384': { ...digest('hash', '384', 192, 4, '2.16.840.1.101.3.4.2.2'), use: 'Merkle logs, key ids, HMAC' },
-  'SHA3-256': { ...digest('hash', '256', 128, 2, '2.16.840.1.101.3.4.2.8'), use: 'ML-KEM-1024 (H), the hybrid' },
-  'SHA3-512': { ...digest('hash', '512', 256, 4, '2.16.840.1.101.3.4.2.10'), use: 'ML-KEM-1024 (G)' },
-  SHAKE128: { ...digest('xof', '128', 128, 2, '2.16.840.1.101.3.4.2.11'), use: 'ML-KEM-1024, ML-DSA-87' },
-  SHAKE256: { ...digest('xof', '256', 256, 4, '2.16.840.1.101.3.4.2.12'), use: 'ML-KEM-1024, ML-DSA-87, the hybrid' },
+  'HKDF-SHA256': keyed('kdf', '256', '1.2.840.113549.1.9.16.3.28', 'HMAC-SHA256'),
+  'HKDF-SHA384': keyed('kdf', '384', '1.2.840.113549.1.9.16.3.29', 'HMAC-SHA384'),
+  'HMAC-SHA256': keyed('mac', '256', '1.2.840.113549.2.9', 'SHA-256'),
+  'HMAC-SHA384': keyed('mac', '384', '1.2.840.113549.2.10', 'SHA-384'),
+  'SHA-256': digest('hash', '256', 128, 2, '2.16.840.1.101.3.4.2.1'),
+  'SHA-384': digest('hash', '384', 192, 4, '2.16.840.1.101.3.4.2.2'),
+  'SHA3-256': digest('hash', '256', 128, 2, '2.16.840.1.101.3.4.2.8'),
+  'SHA3-512': digest('hash', '512', 256, 4, '2.16.840.1.101.3.4.2.10'),
+  SHAKE128: digest('xof', '128', 128, 2, '2.16.840.1.101.3.4.2.11'),
+  SHAKE256: digest('xof', '256', 256, 4, '2.16.840.1.101.3.4.2.12'),
   'ML-KEM-1024': {
-    ...{ primitive: 'kem', parameterSetIdentifier: '1024', functions: KEM, oid: '2.16.840.1.101.3.4.4.3' },
-    ...{ classicalSecurityLevel: 256, nistQuantumSecurityLevel: 5 },
+    primitive: 'kem',
+    parameterSetIdentifier: '1024',
+    functions: KEM,
+    oid: '2.16.840.1.101.3.4.4.3',
+    classicalSecurityLevel: 256,
+    nistQuantumSecurityLevel: 5,
     uses: ['SHA3-256', 'SHA3-512', 'SHAKE128', 'SHAKE256'],
-    use: 'FIPS 203: the post-quantum half of the hybrid key envelopes',
   },
   'ML-DSA-87': {
-    ...{ primitive: 'signature', parameterSetIdentifier: '87', functions: ['keygen', 'sign', 'verify'] },
-    ...{ classicalSecurityLevel: 256, nistQuantumSecurityLevel: 5, oid: '2.16.840.1.101.3.4.3.19' },
+    primitive: 'signature',
+    parameterSetIdentifier: '87',
+    functions: ['keygen', 'sign', 'verify'],
+    classicalSecurityLevel: 256,
+    nistQuantumSecurityLevel: 5,
+    oid: '2.16.840.1.101.3.4.3.19',
     uses: ['SHAKE128', 'SHAKE256'],
-    use: 'FIPS 204 (pure, with a context string): signed checkpoints and authority policies',
   },
   X25519: {
-    ...{ primitive: 'key-agree', curve: 'curve25519', functions: ['keygen', 'keyderive'] },
-    ...{ classicalSecurityLevel: 128, nistQuantumSecurityLevel: 0, oid: '1.3.101.110' },
-    implementation: '@noble/curves (JavaScript)',
-    use: 'RFC 7748: the classical half of the hybrid, and classical key envelopes',
+    primitive: 'key-agree',
+    curve: 'curve25519',
+    functions: ['keygen', 'keyderive'],
+    classicalSecurityLevel: 128,
+    nistQuantumSecurityLevel: 0,
+    oid: '1.3.101.110',
+    implementation: '@noble/curves',
   },
   'ML-KEM-1024+X25519': {
-    ...{ primitive: 'combiner', parameterSetIdentifier: HYBRID_LABEL, functions: KEM },
-    ...{ classicalSecurityLevel: 128, nistQuantumSecurityLevel: 5 },
+    primitive: 'combiner',
+    parameterSetIdentifier: HYBRID_LABEL,
+    functions: KEM,
+    classicalSecurityLevel: 128,
+    nistQuantumSecurityLevel: 5,
     uses: ['ML-KEM-1024', 'X25519', 'SHA3-256', 'SHAKE256'],
-    implementation: `${WASM}; X25519 from @noble/curves`,
-    use: 'X-Wing (draft-connolly-cfrg-xwing-kem) over ML-KEM-1024, label last: the hybrid key envelopes',
+    implementation: `${WASM}, @noble/curves`,
   },
 };
 

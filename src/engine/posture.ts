@@ -14,6 +14,7 @@
 // Registry state → key state (NIST SP 800-57, relatedCryptoMaterialProperties.state) of a suite's
 // data keys: active → active, decrypt-only → deactivated (they only process), quarantined →
 // suspended (with pqdb:suspended-reason), retired → deactivated (with pqdb:key-use "none").
+// pqdb:key-use says what a key still does: "seal and open", "open only" or "none".
 // Root key generations: the current one active, older live ones deactivated, retired ones destroyed.
 
 import { suites, type Suite } from '../crypto/suites';
@@ -129,10 +130,10 @@ const STORE_SECRET_ALGORITHMS: AlgorithmName[] = ['AES-256-GCM-SIV', 'HKDF-SHA38
 
 /** Registry state → the state of the suite's data keys, and why when they cannot protect new data. */
 const DATA_KEY_STATE: Record<SuiteState, { state: CbomKeyState; use: string }> = {
-  active: { state: 'active', use: 'seal and open records' },
-  'decrypt-only': { state: 'deactivated', use: 'open records only' },
-  quarantined: { state: 'suspended', use: 'open records only (new writes refused)' },
-  retired: { state: 'deactivated', use: 'none: the suite is retired and its records are not read' },
+  active: { state: 'active', use: 'seal and open' },
+  'decrypt-only': { state: 'deactivated', use: 'open only' },
+  quarantined: { state: 'suspended', use: 'open only' },
+  retired: { state: 'deactivated', use: 'none' },
 };
 
 const ref = {
@@ -200,7 +201,6 @@ export function buildPosture(input: PostureInput): Cbom {
       type: 'data',
       'bom-ref': ref.collection(name),
       name,
-      description: `collection: ${total} live record(s), new records sealed with ${writes.name}`,
       properties: [
         prop('writes-with', writes.name),
         prop('records', total),
@@ -249,7 +249,6 @@ export function buildPosture(input: PostureInput): Cbom {
       type: 'cryptographic-asset',
       'bom-ref': ref.dataKeys(s),
       name: `data keys of ${s.name}`,
-      description: 'derived on demand from a generation root and the governance state of each record; never stored',
       cryptoProperties: {
         assetType: 'related-crypto-material',
         relatedCryptoMaterialProperties: {
@@ -290,16 +289,13 @@ export function buildPosture(input: PostureInput): Cbom {
     useAlgorithms(r.component['bom-ref'], [r.kem]);
   }
   const secured = (): { mechanism: string; algorithmRef?: string } => ({
-    mechanism: `key envelopes, one per recipient (${recipients.length})`,
+    mechanism: `key envelopes (${recipients.length})`,
     ...(kems.length === 1 ? { algorithmRef: ref.algorithm(kems[0]) } : {}),
   });
 
   // The store secret (generation 0) and the root key generations.
   components.push(
-    secretKey(ref.storeSecret, 'store secret (generation 0)', 'active', secured(), [
-      prop('generation', 0),
-      prop('protects', 'the manifest body, the store id, the generation bindings, the Merkle leaf blinds'),
-    ]),
+    secretKey(ref.storeSecret, 'store secret (generation 0)', 'active', secured(), [prop('generation', 0)]),
   );
   useAlgorithms(ref.storeSecret, [...STORE_SECRET_ALGORITHMS, ...ENVELOPE_ALGORITHMS, ...kems]);
   dependOn(ref.storeSecret, ...recipients.map((r) => r.component['bom-ref']));
@@ -310,18 +306,12 @@ export function buildPosture(input: PostureInput): Cbom {
     const entry = m.keyring.find((k) => k.generation === g);
     const made = migrations.find((x) => x.generation === g);
     const state: CbomKeyState = g === current ? 'active' : live.has(g) ? 'deactivated' : 'destroyed';
-    const why =
-      state === 'active'
-        ? 'the current generation: new records are sealed under it'
-        : state === 'deactivated'
-          ? `an older generation: its records are opened, new ones go to generation ${current}`
-          : 'retired: its root was destroyed and its commit pages deleted (its log and checkpoints stay)';
     const created = dateTime(made?.startedAt);
     components.push(
       secretKey(ref.generation(g), `root key generation ${g}`, state, live.has(g) ? secured() : undefined, [
         prop('generation', g),
         ...(entry !== undefined ? [prop('suite', suites().find((s) => s.id === entry.suite)!.name)] : []),
-        prop('key-use', why),
+        prop('key-use', state === 'active' ? 'seal and open' : state === 'deactivated' ? 'open only' : 'none'),
         ...(made !== undefined ? [prop('made-by-migration', made.id)] : []),
       ]),
     );
@@ -383,7 +373,6 @@ export function buildPosture(input: PostureInput): Cbom {
     'bom-ref': ref.library,
     name: 'pqdb',
     version: VERSION,
-    description: 'the cryptographic implementation: WebAssembly kernels and @noble/curves for X25519',
   });
   dependOn(ref.store, ref.library);
 
@@ -412,7 +401,6 @@ export function buildPosture(input: PostureInput): Cbom {
     type: 'data',
     'bom-ref': ref.store,
     name: `pqdb store ${m.storeId}`,
-    description: 'the dataset: an encrypted pqdb store',
     properties: storeProps,
   };
   const dependencies: CbomDependency[] = [...deps].map(([r, on]) => ({ ref: r, dependsOn: [...on] }));
@@ -489,7 +477,6 @@ function algorithmComponent(a: AlgorithmName): CbomComponent {
     type: 'cryptographic-asset',
     'bom-ref': ref.algorithm(a),
     name: a,
-    description: x.use,
     cryptoProperties: {
       assetType: 'algorithm',
       algorithmProperties: {
@@ -518,7 +505,6 @@ function copyComponent(c: CopyRecord): CbomComponent {
     type: 'data',
     'bom-ref': ref.copy(c.id),
     name: `${c.kind} copy ${c.id}`,
-    description: `managed copy (${c.state}): ${c.records} record(s) at commit ${c.commit}, in ${c.destination}`,
     properties: [
       prop('copy-id', c.id),
       prop('copy-kind', c.kind),
