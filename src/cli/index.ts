@@ -1,8 +1,8 @@
 // The pqdb command line (Node), built into dist/cli.js and run by bin/pqdb.mjs. One file per group
 // of verbs, each verb declared as a `Verb` (_verb.ts: synopsis, help, positionals, options):
 //   keygen                               key pairs in files (keygen.ts)
-//   init, checkpoint, verify, migrate, status   the store as a whole (admin.ts; verify.ts,
-//                                        migrate.ts, status.ts do the work of the last three)
+//   init, checkpoint, verify, migrate, status, posture   the store as a whole (admin.ts; verify.ts,
+//                                        migrate.ts, status.ts, posture.ts do the work of the last four)
 //   put, get, delete, scan, search       one record or query (records.ts)
 //   import, export                       many records; sealed exports (import.ts, export.ts)
 // This file finds the verb, parses its arguments, loads the keys it declares (_keys.ts), runs it
@@ -23,7 +23,7 @@ import { loadKeys, wipeKeys, type Keys } from './_keys';
 import { UsageError, errorText } from './_report';
 import { KEY_OPTIONS, parseVerb, verbUsage, type Verb } from './_verb';
 import { keygen } from './keygen';
-import { init, checkpoint, verify, migrate, status } from './admin';
+import { init, checkpoint, verify, migrate, status, posture } from './admin';
 import { put, get, del, scan, search } from './records';
 import { importVerb } from './import';
 import { exportVerb } from './export';
@@ -43,6 +43,7 @@ export const VERBS: readonly Verb[] = [
   verify,
   migrate,
   status,
+  posture,
 ];
 
 const USAGE = `usage: pqdb <command> [arguments] [--json] [--progress]
