@@ -421,9 +421,7 @@ export class Store {
   }
 
   /**
-   * The store's cryptographic posture as a CycloneDX 1.6 CBOM (docs/posture.md): algorithms, suites
-   * with their registry states, keys with their states, live records per suite, managed copies.
-   * Built from the manifest and the key directory (nothing decrypted); no key bytes are in it.
+   * The store's posture: a CycloneDX 1.6 CBOM of its live state, with no key bytes (docs/posture.md).
    * @throws PqdbError NOT_OPEN
    * @example const cbom = store.posture(); // JSON.stringify(cbom): the CycloneDX document
    */
