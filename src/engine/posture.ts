@@ -29,7 +29,7 @@ import { ML_KEM1024_X25519_LENGTHS } from '../crypto/hybrid-kem';
 import { signerKeyId } from '../crypto/proofs';
 import { sha384 } from '../kernels/sha2';
 import { VERSION } from '../version';
-import { hex, unb64, type CopyRecord, type Manifest } from './manifest';
+import { hex, unb64, type Manifest } from './manifest';
 import type { SuiteState } from './registry';
 import { currentPolicy } from './authority';
 
@@ -126,39 +126,47 @@ export interface PostureInput {
 
 /** What a key generation's root, the store secret and the envelopes use, besides the KEM. */
 const ENVELOPE_ALGORITHMS: AlgorithmName[] = ['HKDF-SHA384', 'AES-256-GCM-SIV', 'SHA-384'];
-const STORE_SECRET_ALGORITHMS: AlgorithmName[] = ['AES-256-GCM-SIV', 'HKDF-SHA384', 'HMAC-SHA384'];
+const STORE_SECRET_ALGORITHMS: AlgorithmName[] = [...ENVELOPE_ALGORITHMS, 'HMAC-SHA384'];
 
-/** Registry state → the state of the suite's data keys, and why when they cannot protect new data. */
-const DATA_KEY_STATE: Record<SuiteState, { state: CbomKeyState; use: string }> = {
-  active: { state: 'active', use: 'seal and open' },
-  'decrypt-only': { state: 'deactivated', use: 'open only' },
-  quarantined: { state: 'suspended', use: 'open only' },
-  retired: { state: 'deactivated', use: 'none' },
+/** Registry state → the state of the suite's data keys. */
+const DATA_KEY_STATE: Record<SuiteState, CbomKeyState> = {
+  active: 'active',
+  'decrypt-only': 'deactivated',
+  quarantined: 'suspended',
+  retired: 'deactivated',
+};
+/** What a key in each state still does (pqdb:key-use); a retired suite's keys do nothing. */
+const KEY_USE: Partial<Record<CbomKeyState, string>> = {
+  active: 'seal and open',
+  deactivated: 'open only',
+  suspended: 'open only',
+  destroyed: 'none',
 };
 
-const ref = {
-  store: 'store',
-  library: 'library/pqdb',
-  collection: (name: string) => `collection/${name}`,
-  suite: (s: Suite) => `suite/${s.name}`,
-  algorithm: (name: AlgorithmName) => `algorithm/${name}`,
-  storeSecret: 'key/store-secret',
-  generation: (g: number) => `key/generation/${g}`,
-  dataKeys: (s: Suite) => `key/data/${s.name}`,
-  publicKey: (role: string, id: string) => `key/${role}/${id}`,
-  copy: (id: string) => `copy/${id}`,
-};
+const algorithmRef = (name: AlgorithmName) => `algorithm/${name}`;
 
-const prop = (name: string, value: string | number | boolean): CbomProperty => ({
-  name: `pqdb:${name}`,
-  value: String(value),
-});
+/** Properties from `pqdb:<key>: value` pairs, leaving out undefined values. */
+function props(o: Record<string, string | number | boolean | undefined>): CbomProperty[] {
+  const out: CbomProperty[] = [];
+  for (const [k, v] of Object.entries(o)) if (v !== undefined) out.push({ name: `pqdb:${k}`, value: String(v) });
+  return out;
+}
 
-/** The CycloneDX date-time form of a stored ISO time, or undefined when it does not parse. */
-function dateTime(s: string | undefined): string | undefined {
-  if (s === undefined) return undefined;
-  const t = Date.parse(s);
-  return Number.isNaN(t) ? undefined : new Date(t).toISOString();
+/** A related-crypto-material asset: a key of `type` in `state`, with `more` of its fields. */
+function key(
+  bomRef: string,
+  name: string,
+  type: 'public-key' | 'secret-key',
+  state: CbomKeyState,
+  more: Omit<NonNullable<CbomCryptoProperties['relatedCryptoMaterialProperties']>, 'type' | 'state'>,
+  properties: CbomProperty[],
+): CbomComponent {
+  const material = { type, state, ...more };
+  const cryptoProperties: CbomCryptoProperties = {
+    assetType: 'related-crypto-material',
+    relatedCryptoMaterialProperties: material,
+  };
+  return { type: 'cryptographic-asset', 'bom-ref': bomRef, name, cryptoProperties, properties };
 }
 
 /**
@@ -171,355 +179,274 @@ export function buildPosture(input: PostureInput): Cbom {
   const m = input.manifest;
   const components: CbomComponent[] = [];
   const deps = new Map<string, Set<string>>();
-  const algorithmsUsed = new Set<AlgorithmName>();
+  const used = new Set<AlgorithmName>();
   const dependOn = (from: string, ...to: string[]) => {
     let set = deps.get(from);
     if (set === undefined) deps.set(from, (set = new Set()));
     for (const t of to) set.add(t);
   };
   const useAlgorithms = (from: string, names: readonly AlgorithmName[]) => {
-    for (const n of names) algorithmsUsed.add(n);
-    dependOn(from, ...names.map(ref.algorithm));
+    for (const n of names) used.add(n);
+    dependOn(from, ...names.map(algorithmRef));
   };
-  const registry = new Map(m.registry.map((r) => [r.suite, r]));
+  const suiteName = (id: number) => suites().find((s) => s.id === id)!.name;
   const generations = m.keyring.map((k) => k.generation).filter((g) => g > 0);
   const current = Math.max(...generations);
-  const live = new Set(generations);
-  const retired = new Set(m.retired ?? []);
+  const retired = m.retired ?? [];
   const holders = (m.copies ?? []).filter((c) => c.state !== 'retired');
   const policy = currentPolicy(m)?.policy;
+  const STORE = 'store';
 
   // Collections: what each holds, per suite, and the suite it writes with.
   const perSuite = new Map<number, number>();
-  for (const [name, meta] of Object.entries(m.collections).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+  for (const name of Object.keys(m.collections).sort()) {
     const counts = input.counts[name] ?? {};
-    const held = suites().filter((s) => (counts[s.id] ?? 0) > 0);
-    const total = held.reduce((n, s) => n + counts[s.id], 0);
+    const held = suites().filter((s) => counts[s.id] > 0);
+    const perHeld = Object.fromEntries(held.map((s) => [`records:${s.name}`, counts[s.id]]));
     for (const s of held) perSuite.set(s.id, (perSuite.get(s.id) ?? 0) + counts[s.id]);
-    const writes = suites().find((s) => s.id === meta.suite)!;
+    const writes = suiteName(m.collections[name].suite);
+    const total = held.reduce((n, s) => n + counts[s.id], 0);
+    const bomRef = `collection/${name}`;
     components.push({
       type: 'data',
-      'bom-ref': ref.collection(name),
+      'bom-ref': bomRef,
       name,
-      properties: [
-        prop('writes-with', writes.name),
-        prop('records', total),
-        ...held.map((s) => prop(`records:${s.name}`, counts[s.id])),
-      ],
+      properties: props({ 'writes-with': writes, records: total, ...perHeld }),
     });
-    dependOn(ref.collection(name), ref.suite(writes), ...held.map(ref.suite));
-    dependOn(ref.store, ref.collection(name));
+    dependOn(bomRef, `suite/${writes}`, ...held.map((s) => `suite/${s.name}`));
+    dependOn(STORE, bomRef);
   }
 
   // Suites (a protocol each: pqdb's record format with one cipher suite) and their data keys.
   for (const s of suites()) {
-    const r = registry.get(s.id);
+    const r = m.registry.find((x) => x.suite === s.id);
     const state: SuiteState = r?.state ?? 'decrypt-only';
     const algs = suiteAlgorithms(s);
-    const keyState = DATA_KEY_STATE[state];
-    const heldBy = holders.filter((c) => c.suites.includes(s.id)).length;
+    const bomRef = `suite/${s.name}`;
+    const dataKeys = `key/data/${s.name}`;
+    const cipherSuite = {
+      name: s.name,
+      algorithms: algs.map(algorithmRef),
+      identifiers: [`0x${s.id.toString(16).padStart(2, '0')}`],
+    };
     components.push({
       type: 'cryptographic-asset',
-      'bom-ref': ref.suite(s),
+      'bom-ref': bomRef,
       name: s.name,
       description: s.description,
       cryptoProperties: {
         assetType: 'protocol',
-        protocolProperties: {
-          type: 'other',
-          cipherSuites: [
-            { name: s.name, algorithms: [...new Set(algs)].map(ref.algorithm), identifiers: [hexByte(s.id)] },
-          ],
-          cryptoRefArray: [ref.dataKeys(s)],
-        },
+        protocolProperties: { type: 'other', cipherSuites: [cipherSuite], cryptoRefArray: [dataKeys] },
       },
-      properties: [
-        prop('suite-id', s.id),
-        prop('registry-state', state),
-        ...(r?.since !== undefined ? [prop('registry-since', r.since)] : []),
-        prop('default-suite', m.defaultSuite === s.id),
-        prop('key-commitment', s.commitment),
-        prop('records', perSuite.get(s.id) ?? 0),
-        prop('held-by-copies', heldBy),
-      ],
+      properties: props({
+        'suite-id': s.id,
+        'registry-state': state,
+        'registry-since': r?.since,
+        'default-suite': m.defaultSuite === s.id,
+        'key-commitment': s.commitment,
+        records: perSuite.get(s.id) ?? 0,
+        'held-by-copies': holders.filter((c) => c.suites.includes(s.id)).length,
+      }),
     });
-    useAlgorithms(ref.suite(s), algs);
-    dependOn(ref.suite(s), ref.dataKeys(s));
-    components.push({
-      type: 'cryptographic-asset',
-      'bom-ref': ref.dataKeys(s),
-      name: `data keys of ${s.name}`,
-      cryptoProperties: {
-        assetType: 'related-crypto-material',
-        relatedCryptoMaterialProperties: {
-          type: 'secret-key',
-          state: keyState.state,
-          algorithmRef: ref.algorithm(algs[0]),
-          size: 256,
-        },
-      },
-      properties: [
-        prop('suite', s.name),
-        prop('registry-state', state),
-        prop('key-use', keyState.use),
-        ...(state === 'quarantined'
-          ? [
-              prop(
-                'suspended-reason',
-                `suite ${s.name} is quarantined in the crypto registry${r?.since ? ` since ${r.since}` : ''}: it refuses new writes and keeps serving reads`,
-              ),
-            ]
-          : []),
-      ],
-    });
-    useAlgorithms(ref.dataKeys(s), [algs[1]]);
-    dependOn(ref.dataKeys(s), ...generations.map(ref.generation));
+    useAlgorithms(bomRef, algs);
+    dependOn(bomRef, dataKeys);
+    const keyState = DATA_KEY_STATE[state];
+    const reason =
+      state === 'quarantined'
+        ? `suite ${s.name} is quarantined in the crypto registry${r?.since ? ` since ${r.since}` : ''}: it refuses new writes and keeps serving reads`
+        : undefined;
+    components.push(
+      key(
+        dataKeys,
+        `data keys of ${s.name}`,
+        'secret-key',
+        keyState,
+        { algorithmRef: algorithmRef(algs[0]), size: 256 },
+        props({
+          'registry-state': state,
+          'key-use': state === 'retired' ? 'none' : KEY_USE[keyState],
+          'suspended-reason': reason,
+        }),
+      ),
+    );
+    useAlgorithms(dataKeys, [algs[1]]);
+    dependOn(dataKeys, ...generations.map((g) => `key/generation/${g}`));
   }
 
+  /** A public key by its SHA-384 key id (the 16 bytes envelopes, checkpoints and policies name it by). */
+  const publicKey = (role: string, pk: Uint8Array, alg: AlgorithmName, more: CbomProperty[]) => {
+    const id = hex(signerKeyId(pk));
+    const bomRef = `key/${role}/${id}`;
+    const fingerprint = props({ 'fingerprint-sha384': hex(sha384(pk)) });
+    const more2 = { id, algorithmRef: algorithmRef(alg), size: pk.length * 8, format: 'raw' };
+    components.push(key(bomRef, `${role} public key ${id}`, 'public-key', 'active', more2, [...fingerprint, ...more]));
+    useAlgorithms(bomRef, [alg]);
+    return bomRef;
+  };
+
   // Recipients: the public keys every root is wrapped for (hybrid or classical, told apart by length).
+  const kems = new Set<AlgorithmName>();
   const recipients = (m.recipients ?? []).map((b) => {
     const pk = unb64(b);
     const hybrid = pk.length === ML_KEM1024_X25519_LENGTHS.publicKey;
     const kem: AlgorithmName = hybrid ? 'ML-KEM-1024+X25519' : 'X25519';
-    return publicKeyComponent('recipient', pk, kem, [prop('recipient-type', hybrid ? 'hybrid' : 'classical')]);
+    kems.add(kem);
+    return publicKey('recipient', pk, kem, props({ 'recipient-type': hybrid ? 'hybrid' : 'classical' }));
   });
-  const kems = [...new Set(recipients.map((r) => r.kem))];
-  for (const r of recipients) {
-    components.push(r.component);
-    useAlgorithms(r.component['bom-ref'], [r.kem]);
-  }
-  const secured = (): { mechanism: string; algorithmRef?: string } => ({
+  const securedBy = {
     mechanism: `key envelopes (${recipients.length})`,
-    ...(kems.length === 1 ? { algorithmRef: ref.algorithm(kems[0]) } : {}),
-  });
+    ...(kems.size === 1 ? { algorithmRef: algorithmRef([...kems][0]) } : {}),
+  };
+  const wrapped = (bomRef: string, algs: AlgorithmName[]) => {
+    useAlgorithms(bomRef, [...algs, ...kems]);
+    dependOn(bomRef, ...recipients);
+  };
 
   // The store secret (generation 0) and the root key generations.
-  components.push(
-    secretKey(ref.storeSecret, 'store secret (generation 0)', 'active', secured(), [prop('generation', 0)]),
-  );
-  useAlgorithms(ref.storeSecret, [...STORE_SECRET_ALGORITHMS, ...ENVELOPE_ALGORITHMS, ...kems]);
-  dependOn(ref.storeSecret, ...recipients.map((r) => r.component['bom-ref']));
-  dependOn(ref.store, ref.storeSecret);
+  const SECRET = 'key/store-secret';
+  components.push(key(SECRET, 'store secret (generation 0)', 'secret-key', 'active', { size: 256, securedBy }, []));
+  wrapped(SECRET, STORE_SECRET_ALGORITHMS);
+  dependOn(STORE, SECRET);
   const migrations = [...(m.migrations ?? []), ...(m.migration !== undefined ? [m.migration] : [])];
   const named = [...new Set([...generations, ...retired])].sort((a, b) => a - b);
   for (const g of named) {
     const entry = m.keyring.find((k) => k.generation === g);
     const made = migrations.find((x) => x.generation === g);
-    const state: CbomKeyState = g === current ? 'active' : live.has(g) ? 'deactivated' : 'destroyed';
-    const created = dateTime(made?.startedAt);
+    const live = entry !== undefined;
+    const state: CbomKeyState = g === current ? 'active' : live ? 'deactivated' : 'destroyed';
+    const bomRef = `key/generation/${g}`;
+    const dates = made !== undefined ? { creationDate: made.startedAt, activationDate: made.startedAt } : {};
+    const more = { ...dates, size: 256, ...(live ? { securedBy } : {}) };
     components.push(
-      secretKey(ref.generation(g), `root key generation ${g}`, state, live.has(g) ? secured() : undefined, [
-        prop('generation', g),
-        ...(entry !== undefined ? [prop('suite', suites().find((s) => s.id === entry.suite)!.name)] : []),
-        prop('key-use', state === 'active' ? 'seal and open' : state === 'deactivated' ? 'open only' : 'none'),
-        ...(made !== undefined ? [prop('made-by-migration', made.id)] : []),
-      ]),
+      key(
+        bomRef,
+        `root key generation ${g}`,
+        'secret-key',
+        state,
+        more,
+        props({
+          generation: g,
+          suite: live ? suiteName(entry.suite) : undefined,
+          'key-use': KEY_USE[state],
+          'made-by-migration': made?.id,
+        }),
+      ),
     );
-    const c = components.at(-1)!.cryptoProperties!.relatedCryptoMaterialProperties!;
-    if (created !== undefined) Object.assign(c, { creationDate: created, activationDate: created });
-    if (live.has(g)) {
-      useAlgorithms(ref.generation(g), [...ENVELOPE_ALGORITHMS, ...kems]);
-      dependOn(ref.generation(g), ...recipients.map((r) => r.component['bom-ref']));
-    }
+    if (live) wrapped(bomRef, ENVELOPE_ALGORITHMS);
   }
 
   // Signer and authority: ML-DSA-87 public keys.
-  if (input.signerPublicKey !== undefined) {
-    const k = publicKeyComponent('signer', input.signerPublicKey, 'ML-DSA-87', [prop('role', 'checkpoint signer')]);
-    components.push(k.component);
-    useAlgorithms(k.component['bom-ref'], ['ML-DSA-87']);
-    dependOn(ref.store, k.component['bom-ref']);
-  }
+  if (input.signerPublicKey !== undefined)
+    dependOn(STORE, publicKey('signer', input.signerPublicKey, 'ML-DSA-87', props({ role: 'checkpoint signer' })));
   for (const b of m.authority?.keys ?? []) {
     const pk = unb64(b);
     const signed = policy?.signers.includes(hex(signerKeyId(pk))) ?? false;
-    const k = publicKeyComponent('authority', pk, 'ML-DSA-87', [
-      prop('role', 'authority (pinned at creation)'),
-      prop('signed-current-policy', signed),
-    ]);
-    components.push(k.component);
-    useAlgorithms(k.component['bom-ref'], ['ML-DSA-87']);
-    dependOn(ref.store, k.component['bom-ref']);
+    const more = props({ role: 'authority (pinned at creation)', 'signed-current-policy': signed });
+    dependOn(STORE, publicKey('authority', pk, 'ML-DSA-87', more));
   }
 
   // Managed copies that still exist: each holds records sealed with its suites under its generations.
   for (const c of holders) {
-    components.push(copyComponent(c));
-    dependOn(
-      ref.copy(c.id),
-      ...suites()
-        .filter((s) => c.suites.includes(s.id))
-        .map(ref.suite),
-    );
-    dependOn(ref.copy(c.id), ...c.generations.filter((g) => named.includes(g)).map(ref.generation));
-    dependOn(ref.store, ref.copy(c.id));
+    const bomRef = `copy/${c.id}`;
+    const held = suites().filter((s) => c.suites.includes(s.id));
+    components.push({
+      type: 'data',
+      'bom-ref': bomRef,
+      name: `${c.kind} copy ${c.id}`,
+      properties: props({
+        'copy-id': c.id,
+        'copy-kind': c.kind,
+        'copy-state': c.state,
+        'copy-time': c.time,
+        'copy-destination': c.destination,
+        'copy-records': c.records,
+        'copy-commit': c.commit,
+        'copy-generations': c.generations.join(','),
+        'copy-suites': held.map((s) => s.name).join(','),
+        'copy-checkpoint': c.checkpoint,
+        'copy-restores': c.restores?.length,
+        'copy-source-store': c.sourceStoreId,
+      }),
+    });
+    dependOn(bomRef, ...held.map((s) => `suite/${s.name}`));
+    dependOn(bomRef, ...c.generations.filter((g) => named.includes(g)).map((g) => `key/generation/${g}`));
+    dependOn(STORE, bomRef);
   }
 
   // The algorithms in use, closed over what they are built on; the library that implements them.
-  const queue = [...algorithmsUsed];
+  const queue = [...used];
   while (queue.length > 0) {
     const a = queue.pop()!;
     for (const u of ALGORITHMS[a].uses) {
-      dependOn(ref.algorithm(a), ref.algorithm(u));
-      if (algorithmsUsed.has(u)) continue;
-      algorithmsUsed.add(u);
-      queue.push(u);
+      dependOn(algorithmRef(a), algorithmRef(u));
+      if (!used.has(u)) queue.push(u);
+      used.add(u);
     }
   }
-  const algorithms = (Object.keys(ALGORITHMS) as AlgorithmName[]).filter((a) => algorithmsUsed.has(a));
-  for (const a of algorithms) components.push(algorithmComponent(a));
-  components.push({
-    type: 'library',
-    'bom-ref': ref.library,
-    name: 'pqdb',
-    version: VERSION,
+  const algorithms = (Object.keys(ALGORITHMS) as AlgorithmName[]).filter((a) => used.has(a));
+  for (const a of algorithms) {
+    const x = ALGORITHMS[a];
+    const algorithmProperties: NonNullable<CbomCryptoProperties['algorithmProperties']> = {
+      primitive: x.primitive,
+      parameterSetIdentifier: x.parameterSetIdentifier,
+      curve: x.curve,
+      mode: x.mode,
+      executionEnvironment: 'software-plain-ram',
+      implementationPlatform: 'generic',
+      certificationLevel: ['none'],
+      cryptoFunctions: [...x.functions],
+      classicalSecurityLevel: x.classicalSecurityLevel,
+      nistQuantumSecurityLevel: x.nistQuantumSecurityLevel,
+    };
+    components.push({
+      type: 'cryptographic-asset',
+      'bom-ref': algorithmRef(a),
+      name: a,
+      cryptoProperties: { assetType: 'algorithm', algorithmProperties, oid: x.oid },
+      properties: props({ implementation: x.implementation }),
+    });
+  }
+  const LIBRARY = 'library/pqdb';
+  components.push({ type: 'library', 'bom-ref': LIBRARY, name: 'pqdb', version: VERSION });
+  dependOn(STORE, LIBRARY);
+
+  const storeProps = props({
+    'store-id': m.storeId,
+    commit: m.commit,
+    'current-generation': current,
+    'default-suite': suiteName(m.defaultSuite),
+    checkpoints: m.checkpointPages?.length ?? 0,
+    migrations: m.migrations?.length ?? 0,
+    migration: m.migration && `${m.migration.id} ${m.migration.phase}`,
+    storage: input.storage,
+    'retired-generations': retired.length > 0 ? [...retired].sort((a, b) => a - b).join(',') : undefined,
+    'copies-held': holders.length,
+    'copies-retired': (m.copies ?? []).length - holders.length,
+    'authority-keys': m.authority?.keys.length ?? 0,
+    'policy-version': policy?.version,
+    'policy-threshold': policy && (policy.threshold ?? 1),
+    'policy-expires': policy?.expires,
   });
-  dependOn(ref.store, ref.library);
-
-  const storeProps = [
-    prop('store-id', m.storeId),
-    prop('commit', m.commit),
-    prop('current-generation', current),
-    prop('default-suite', suites().find((s) => s.id === m.defaultSuite)!.name),
-    prop('checkpoints', m.checkpointPages?.length ?? 0),
-    prop('migrations', m.migrations?.length ?? 0),
-    ...(m.migration !== undefined ? [prop('migration', `${m.migration.id} ${m.migration.phase}`)] : []),
-    ...(input.storage !== undefined ? [prop('storage', input.storage)] : []),
-    ...(retired.size > 0 ? [prop('retired-generations', [...retired].sort((a, b) => a - b).join(','))] : []),
-    prop('copies-held', holders.length),
-    prop('copies-retired', (m.copies ?? []).length - holders.length),
-    prop('authority-keys', m.authority?.keys.length ?? 0),
-    ...(policy !== undefined
-      ? [
-          prop('policy-version', policy.version),
-          prop('policy-threshold', policy.threshold ?? 1),
-          ...(policy.expires !== undefined ? [prop('policy-expires', policy.expires)] : []),
-        ]
-      : []),
-  ];
-  const store: CbomComponent = {
-    type: 'data',
-    'bom-ref': ref.store,
-    name: `pqdb store ${m.storeId}`,
-    properties: storeProps,
-  };
   const dependencies: CbomDependency[] = [...deps].map(([r, on]) => ({ ref: r, dependsOn: [...on] }));
-  dependencies.push({ ref: ref.library, provides: algorithms.map(ref.algorithm) });
-  return {
-    bomFormat: 'CycloneDX',
-    specVersion: '1.6',
-    serialNumber: input.serialNumber ?? `urn:uuid:${globalThis.crypto.randomUUID()}`,
-    version: 1,
-    metadata: {
-      timestamp: (input.timestamp ?? new Date()).toISOString(),
-      lifecycles: [{ phase: 'operations' }],
-      tools: { components: [{ type: 'application', 'bom-ref': 'tool/pqdb', name: 'pqdb', version: VERSION }] },
-      component: store,
-      properties: storeProps.filter((p) => p.name === 'pqdb:store-id' || p.name === 'pqdb:policy-version'),
-    },
-    components,
-    dependencies,
-  };
-}
-
-const hexByte = (n: number) => `0x${n.toString(16).padStart(2, '0')}`;
-
-/** A public key by its SHA-384 key id (the 16 bytes envelopes, checkpoints and policies name it by). */
-function publicKeyComponent(role: string, pk: Uint8Array, kem: AlgorithmName, extra: CbomProperty[]) {
-  const id = hex(signerKeyId(pk));
-  const component: CbomComponent = {
-    type: 'cryptographic-asset',
-    'bom-ref': ref.publicKey(role, id),
-    name: `${role} public key ${id}`,
-    cryptoProperties: {
-      assetType: 'related-crypto-material',
-      relatedCryptoMaterialProperties: {
-        type: 'public-key',
-        id,
-        state: 'active',
-        algorithmRef: ref.algorithm(kem),
-        size: pk.length * 8,
-        format: 'raw',
+  dependencies.push({ ref: LIBRARY, provides: algorithms.map(algorithmRef) });
+  // Drops the fields left undefined above (the BOM is plain JSON, and the schema has no undefined).
+  return JSON.parse(
+    JSON.stringify({
+      bomFormat: 'CycloneDX',
+      specVersion: '1.6',
+      serialNumber: input.serialNumber ?? `urn:uuid:${globalThis.crypto.randomUUID()}`,
+      version: 1,
+      metadata: {
+        timestamp: (input.timestamp ?? new Date()).toISOString(),
+        lifecycles: [{ phase: 'operations' }],
+        tools: { components: [{ type: 'application', 'bom-ref': 'tool/pqdb', name: 'pqdb', version: VERSION }] },
+        component: { type: 'data', 'bom-ref': STORE, name: `pqdb store ${m.storeId}`, properties: storeProps },
+        properties: storeProps.filter((p) => p.name === 'pqdb:store-id' || p.name === 'pqdb:policy-version'),
       },
-    },
-    properties: [prop('fingerprint-sha384', hex(sha384(pk))), ...extra],
-  };
-  return { component, kem };
-}
-
-function secretKey(
-  bomRef: string,
-  name: string,
-  state: CbomKeyState,
-  securedBy: { mechanism: string; algorithmRef?: string } | undefined,
-  properties: CbomProperty[],
-): CbomComponent {
-  return {
-    type: 'cryptographic-asset',
-    'bom-ref': bomRef,
-    name,
-    cryptoProperties: {
-      assetType: 'related-crypto-material',
-      relatedCryptoMaterialProperties: {
-        type: 'secret-key',
-        state,
-        size: 256,
-        ...(securedBy !== undefined ? { securedBy } : {}),
-      },
-    },
-    properties,
-  };
-}
-
-function algorithmComponent(a: AlgorithmName): CbomComponent {
-  const x = ALGORITHMS[a];
-  return {
-    type: 'cryptographic-asset',
-    'bom-ref': ref.algorithm(a),
-    name: a,
-    cryptoProperties: {
-      assetType: 'algorithm',
-      algorithmProperties: {
-        primitive: x.primitive,
-        ...(x.parameterSetIdentifier !== undefined ? { parameterSetIdentifier: x.parameterSetIdentifier } : {}),
-        ...(x.curve !== undefined ? { curve: x.curve } : {}),
-        ...(x.mode !== undefined ? { mode: x.mode } : {}),
-        executionEnvironment: 'software-plain-ram',
-        implementationPlatform: 'generic',
-        certificationLevel: ['none'],
-        cryptoFunctions: [...x.functions],
-        classicalSecurityLevel: x.classicalSecurityLevel,
-        nistQuantumSecurityLevel: x.nistQuantumSecurityLevel,
-      },
-      ...(x.oid !== undefined ? { oid: x.oid } : {}),
-    },
-    properties: [prop('implementation', x.implementation)],
-  };
-}
-
-function copyComponent(c: CopyRecord): CbomComponent {
-  const names = suites()
-    .filter((s) => c.suites.includes(s.id))
-    .map((s) => s.name);
-  return {
-    type: 'data',
-    'bom-ref': ref.copy(c.id),
-    name: `${c.kind} copy ${c.id}`,
-    properties: [
-      prop('copy-id', c.id),
-      prop('copy-kind', c.kind),
-      prop('copy-state', c.state),
-      prop('copy-time', c.time),
-      prop('copy-destination', c.destination),
-      prop('copy-records', c.records),
-      prop('copy-commit', c.commit),
-      prop('copy-generations', c.generations.join(',')),
-      prop('copy-suites', names.join(',')),
-      ...(c.checkpoint !== undefined ? [prop('copy-checkpoint', c.checkpoint)] : []),
-      ...(c.restores !== undefined ? [prop('copy-restores', c.restores.length)] : []),
-      ...(c.sourceStoreId !== undefined ? [prop('copy-source-store', c.sourceStoreId)] : []),
-    ],
-  };
+      components,
+      dependencies,
+    }),
+  ) as Cbom;
 }
 
 /** The parts of a store the BOM is read from (Store passes its own). */
