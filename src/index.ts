@@ -33,6 +33,14 @@ export type { CollectionValue, TextField } from './engine/collection';
 export type { SearchOptions } from './engine/lexical';
 export type { SuiteName } from './crypto/suites';
 export type { SuiteState, RegistryEntry } from './engine/registry';
+export type {
+  Cbom,
+  CbomComponent,
+  CbomCryptoProperties,
+  CbomDependency,
+  CbomKeyState,
+  CbomProperty,
+} from './engine/posture';
 export type { Governance } from './crypto/record';
 export type { PageStore, CommitBatch, PageStoreStats } from './storage/page-store';
 export { openMemoryPageStore } from './storage/memory';
@@ -54,8 +62,7 @@ export {
   type VerifyProblem,
 } from './engine/verify';
 
-/** The pqdb release this build belongs to. */
-export const VERSION = '0.1.0';
+export { VERSION } from './version';
 export type { RestoreOptions, RestoreResult } from './engine/restore';
 export type { BackupResult, ManagedCopy } from './engine/copies';
 export type { CopyKind, CopyState } from './engine/manifest';

@@ -25,8 +25,8 @@ export interface OpenedStore {
 
 /**
  * Opens the store at `location`: read-only (no lock, runs beside a writer) unless `write`; with the
- * signer keys when they were given; with `authority`, the authority public keys the store must pin.
- * The caller closes it.
+ * signer public key when it was given, and the signer secret key too when writing; with
+ * `authority`, the authority public keys the store must pin. The caller closes it.
  * @throws UsageError without the recipient secret key; PqdbError from the page store and the open
  * (NOT_FOUND for a directory without a store, AUTH_FAILED for a key that does not open it or
  * authority keys it does not pin, LOCKED).
@@ -50,9 +50,8 @@ export async function openCliStore(
       unlock,
       readOnly: !options.write,
       storeId: opened.manifest.storeId,
-      ...(options.write && keys.signer !== undefined
-        ? { signer: keys.signer, signerPublicKey: keys.signerPublicKey }
-        : {}),
+      ...(options.write && keys.signer !== undefined ? { signer: keys.signer } : {}),
+      ...(keys.signerPublicKey !== undefined ? { signerPublicKey: keys.signerPublicKey } : {}),
       ...(options.authority !== undefined ? { authorityPublicKey: options.authority } : {}),
       autoCheckpoint: false,
     });

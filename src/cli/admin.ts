@@ -1,6 +1,7 @@
 // The store-wide verbs: `pqdb init` (creates a file store for recipients' public keys, pinning
-// the authority keys given), `pqdb checkpoint` (signs the Merkle root with ML-DSA-87), and the declarations of `verify`, `migrate`
-// and `status`, whose work is in verify.ts, migrate.ts and status.ts. Node only.
+// the authority keys given), `pqdb checkpoint` (signs the Merkle root with ML-DSA-87), and the
+// declarations of `verify`, `migrate`, `status` and `posture`, whose work is in verify.ts,
+// migrate.ts, status.ts and posture.ts. Node only.
 
 /// <reference types="node" />
 import { openNodeFsPageStore } from '../storage/node-fs';
@@ -19,6 +20,7 @@ import { verify as verifyStoreAt } from './verify';
 import { verifySealedFiles } from './export';
 import { migrate as migrateStore } from './migrate';
 import { status as statusOf } from './status';
+import { posture as postureOf } from './posture';
 
 const KEYS_HELP = `  --unlock FILE          or PQDB_UNLOCK          recipient secret key: decrypt and authenticate
   --signer FILE          or PQDB_SIGNER          ML-DSA-87 secret key (its public half from FILE.pub)
@@ -227,4 +229,21 @@ ${KEYS_HELP}`,
   positionals: { min: 1, max: 1 },
   options: { unlock: KEY_OPTIONS.unlock },
   run: ({ positionals: [location], values, keys }) => statusOf(location, { json: values.json === true }, keys),
+};
+
+export const posture: Verb = {
+  name: 'posture',
+  synopsis: '<location> --unlock FILE [--signer-public FILE] [--out FILE] [--json]',
+  summary: "the store's cryptographic bill of materials (CycloneDX 1.6 CBOM) as JSON",
+  help: `  Opens the store read-only and prints its CBOM (docs/posture.md): the algorithms in use, the
+  suites with their registry states, the keys with their states (by key id: no key bytes), the
+  live records per collection and suite, and the managed copies.
+  --out FILE   write it to the new file FILE (an existing file is refused) and print one line
+               (--json: { location, storeId, out, serialNumber, components })
+  --unlock FILE          or PQDB_UNLOCK          recipient secret key: decrypt and authenticate
+  --signer-public FILE   or PQDB_SIGNER_PUBLIC   the checkpoint signer's public key, listed in the BOM`,
+  positionals: { min: 1, max: 1 },
+  options: { out: { type: 'string' }, unlock: KEY_OPTIONS.unlock, 'signer-public': KEY_OPTIONS['signer-public'] },
+  run: ({ positionals: [location], values, keys }) =>
+    postureOf(location, { out: str(values, 'out'), json: values.json === true }, keys),
 };

@@ -63,6 +63,21 @@ export class KeyDirectory {
     return Object.fromEntries([...this.#collections].map(([k, m]) => [k, m.size]));
   }
 
+  /**
+   * Live record counts per collection and suite id (from the locations: nothing is decrypted). Every
+   * collection the directory holds is listed, an emptied one with no suite.
+   * @example directory.suiteCounts(); // { words: { 2: 120, 3: 4 } }
+   */
+  suiteCounts(): Record<string, Record<number, number>> {
+    const out: Record<string, Record<number, number>> = {};
+    for (const [name, m] of this.#collections) {
+      const counts: Record<number, number> = {};
+      for (const loc of m.values()) counts[loc.suite] = (counts[loc.suite] ?? 0) + 1;
+      out[name] = counts;
+    }
+    return out;
+  }
+
   /** True when some live record is sealed with suite `suite`. */
   usesSuite(suite: number): boolean {
     for (const m of this.#collections.values()) for (const loc of m.values()) if (loc.suite === suite) return true;

@@ -35,6 +35,7 @@ import { retireGenerations } from './retire';
 import { exportSealed } from './exports';
 import { authorityKeysOf, checkPinnedKeys, currentPolicy, installPolicy, pinnedAuthority } from './authority';
 import { authorityAllows, authorityDenied } from './authority';
+import { storePosture, type Cbom } from './posture';
 import type { Policy } from '../crypto/policy';
 import { Collection, checkId, declareCollection, encodeOps, stageOps } from './collection';
 import type { CollectionEngine, CollectionOptions, CollectionValue, PendingOp, Transaction } from './collection';
@@ -422,6 +423,16 @@ export class Store {
   retireCopy(id: string): Promise<{ copy: ManagedCopy; deleted: boolean }> {
     this.#writable();
     return retireCopy(this.#p, id, this.#locations, () => this.retireGenerations());
+  }
+
+  /**
+   * The store's posture: a CycloneDX 1.6 CBOM of its live state, with no key bytes (docs/posture.md).
+   * @throws PqdbError NOT_OPEN
+   * @example const cbom = store.posture(); // JSON.stringify(cbom): the CycloneDX document
+   */
+  posture(): Cbom {
+    this.#live();
+    return storePosture(this.#p);
   }
 
   /** Waits for pending commits, wipes every key and releases the storage. Idempotent. */
