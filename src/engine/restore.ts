@@ -107,7 +107,13 @@ export async function restoreStoreWith(
   try {
     if ((await from.pages.readManifest()) === undefined)
       throw new PqdbError('NOT_FOUND', `no managed copy at ${from.label}`);
-    const report = await verifyStore(from.pages, { unlock: options.unlock, signerPublicKey: trusted });
+    // Every page, signature, chain and proof; record versions are not decrypted here: each record
+    // restored is opened (and so authenticated) below, and superseded versions are not restored.
+    const report = await verifyStore(from.pages, {
+      unlock: options.unlock,
+      signerPublicKey: trusted,
+      decryptRecords: false,
+    });
     if (!report.ok) {
       const p = report.problems[0];
       throw new PqdbError('CORRUPTION', `the copy at ${from.label} does not verify: ${p.where}: ${p.message}`);

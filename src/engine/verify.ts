@@ -73,6 +73,11 @@ export interface VerifyOptions {
    * checkpoints must reach. An older copy of the whole store fails with code ROLLBACK.
    */
   expectCheckpoint?: string | number;
+  /**
+   * @internal False leaves the decryption of record versions to the caller, which opens every
+   * record it uses itself (restoreStore): their bytes are still checked against the signed logs.
+   */
+  decryptRecords?: boolean;
   /** Called as work proceeds (pages read, proofs checked). */
   onProgress?: (p: { phase: 'pages' | 'proofs'; done: number; total: number }) => void;
 }
@@ -188,6 +193,8 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
   const storeId = fromHex(header.storeId);
   let keys: KeyRing | undefined;
   let manifest: View;
+  if (options.decryptRecords === false && options.unlock !== undefined)
+    skipped.push('decryption of record versions (left to the caller, which opens every record it uses)');
   if (options.unlock === undefined) {
     skipped.push('decryption and the manifest body (no recipient secret key): pages are found by their kind');
     manifest = await viewOfPages(pages);
@@ -271,7 +278,7 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
           const g = pageGeneration(page);
           if (keys === undefined) continue;
           const ops = decodePage(pageId, keys.generationKey(g, 'page', pageKey), page);
-          checkRecords(pageId, g, page, ops, keys);
+          if (options.decryptRecords !== false) checkRecords(pageId, g, page, ops, keys);
           // Every operation is a leaf, a delete too (its leaf has no record).
           const salt = pageSalt(page);
           const blind = leafBlind(keys, salt);
