@@ -6,49 +6,18 @@
 // store reads with get and scan and verifies, and both inventories record the restore. Retiring
 // deletes the copy and a restore of it is refused; so is a retired copy put back, a restore onto a
 // store, a copy of another store and a live store another writer holds: one line each, status 2.
+import { cliIn } from './support/cli';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { generateRecipient, generateSigner, openStore } from '../src/node';
 
-const BIN = resolve('bin/pqdb.mjs');
 let dir: string;
 
-interface Run {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the built pqdb in the temporary directory, with no key in the environment. */
-function pqdb(args: string[]): Run {
-  const r = spawnSync(process.execPath, [BIN, ...args], {
-    cwd: dir,
-    encoding: 'utf8',
-    input: '',
-    env: { ...process.env, PQDB_UNLOCK: '', PQDB_SIGNER_PUBLIC: '', PQDB_SIGNER: '' },
-  });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
-
-/** Runs pqdb and expects status 0 and nothing on stderr; returns stdout. */
-function ok(args: string[]): string {
-  const r = pqdb(args);
-  expect(r.stderr, args.join(' ')).toBe('');
-  expect(r.status, args.join(' ')).toBe(0);
-  return r.stdout;
-}
-
+const { pqdb, ok, failsWith } = cliIn(() => dir);
 /** Expects one line on stderr matching `message`, `status`, no stack trace. */
-function fails(args: string[], message: RegExp, status = 2): void {
-  const r = pqdb(args);
-  expect(r.stderr, args.join(' ')).toMatch(/^pqdb[ :][^\n]*\n$/);
-  expect(r.stderr).not.toContain('    at ');
-  expect(r.stderr).toMatch(message);
-  expect(r.status).toBe(status);
-}
+const fails = (args: string[], message: RegExp, status = 2): void => void failsWith(args, status, message);
 
 const U = ['--unlock', 'alice'];
 const S = ['--signer', 'signer'];

@@ -4,49 +4,18 @@
 // (a second set of the same policy, a skipped version, a key it does not pin, an expired policy, a
 // store that pins no key, a threshold not met) is one line `pqdb: [CODE] …` and status 2, with the
 // policy in force unchanged.
+import { cliIn } from './support/cli';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { openStore, verifyPolicy } from '../src/node';
 
-const BIN = resolve('bin/pqdb.mjs');
 let dir: string;
 
-interface Run {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the built pqdb in the temporary directory, with no key in the environment. */
-function pqdb(args: string[], input?: string): Run {
-  const r = spawnSync(process.execPath, [BIN, ...args], {
-    cwd: dir,
-    encoding: 'utf8',
-    input: input ?? '',
-    env: { ...process.env, PQDB_UNLOCK: '', PQDB_SIGNER_PUBLIC: '', PQDB_SIGNER: '' },
-  });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
-
-/** Runs pqdb and expects status 0 and nothing on stderr; returns stdout. */
-function ok(args: string[], input?: string): string {
-  const r = pqdb(args, input);
-  expect(r.stderr, args.join(' ')).toBe('');
-  expect(r.status, args.join(' ')).toBe(0);
-  return r.stdout;
-}
-
+const { ok, failsWith } = cliIn(() => dir);
 /** Expects one line on stderr matching `message`, status 2, no stack trace. */
-function fails(args: string[], message: RegExp, input?: string): void {
-  const r = pqdb(args, input);
-  expect(r.stderr).toMatch(/^pqdb[ :][^\n]*\n$/);
-  expect(r.stderr).not.toContain('    at ');
-  expect(r.stderr).toMatch(message);
-  expect(r.status).toBe(2);
-}
+const fails = (args: string[], message: RegExp, input?: string): void => void failsWith(args, 2, message, input);
 
 const U = ['--unlock', 'alice'];
 const file = (name: string) => join(dir, name);

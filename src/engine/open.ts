@@ -2,6 +2,7 @@
 // entries (src/node.ts, src/browser.ts) pass the adapters they can load; the universal entry knows
 // only the in-memory store and PageStore instances.
 
+import { PqdbError } from '../errors';
 import type { PageStore } from '../storage/page-store';
 import { openMemoryPageStore } from '../storage/memory';
 import { ml_dsa87 } from '../kernels/mldsa';
@@ -19,6 +20,27 @@ export interface OpenStoreOptions extends StoreOptions {
 }
 
 export type PageStoreOpeners = Partial<Record<StorageKind, (location: string) => Promise<PageStore>>>;
+
+/** A platform's Locations from its page store opener and its delete (which is NOT_FOUND when there is no store). */
+export function locationsOf(
+  kind: string,
+  open: Locations['open'],
+  remove: (location: string) => Promise<void>,
+): Locations {
+  return {
+    kind,
+    open,
+    async remove(location) {
+      try {
+        await remove(location);
+        return true;
+      } catch (e) {
+        if (e instanceof PqdbError && e.code === 'NOT_FOUND') return false;
+        throw e;
+      }
+    },
+  };
+}
 
 export async function openStoreWith(
   openers: PageStoreOpeners,
