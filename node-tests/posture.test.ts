@@ -17,7 +17,12 @@ import { unlockManifest, type CopyRecord, type Manifest } from '../src/engine/ma
 import { ALGORITHMS } from '../src/crypto/algorithms';
 import { validateCycloneDx, CYCLONEDX_EXAMPLES } from './support/cyclonedx';
 import { loadVector } from './support/vectors';
-import { memoryStoreFixture, nodeFsStoreFixture, type NodeStoreFixture } from './support/store-fixtures';
+import {
+  indexedDbStoreFixture,
+  memoryStoreFixture,
+  nodeFsStoreFixture,
+  type NodeStoreFixture,
+} from './support/store-fixtures';
 
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 const hexOf = (b: Uint8Array) => Buffer.from(b).toString('hex');
@@ -166,6 +171,7 @@ describe('the CycloneDX 1.6 validator', () => {
 const ADAPTERS: [string, () => Promise<NodeStoreFixture>][] = [
   ['memory', memoryStoreFixture],
   ['node-fs', nodeFsStoreFixture],
+  ['indexeddb (fake-indexeddb)', indexedDbStoreFixture],
 ];
 
 describe.each(ADAPTERS)('store.posture() on a %s store', (_name, make) => {

@@ -79,4 +79,51 @@ async function runSuite(name: string): Promise<{ summary: Summary; storages: str
   return { summary, storages: [...storages], databases: [...names] };
 }
 
-(globalThis as unknown as { pqdbStore: unknown }).pqdbStore = { run: runSuite, names: Object.keys(suites) };
+/**
+ * A store on IndexedDB through its lifecycle, its CBOM taken at each step for the spec to validate
+ * in Node: with a policy, records under two suites, a quarantine, a backup to a second database, its
+ * retirement. The databases are removed after.
+ */
+async function postures(): Promise<{ boms: Record<string, unknown>; copyId: string; storage: string }> {
+  const [name, copy] = [`pqdb-posture-${run}-a`, `pqdb-posture-${run}-b`];
+  const recipient = pqdb.generateRecipient();
+  const signer = pqdb.generateSigner();
+  const authority = pqdb.generateSigner();
+  const store = await pqdb.openStore({
+    location: name,
+    create: true,
+    recipients: [recipient.publicKey],
+    unlock: recipient.secretKey,
+    signer: signer.secretKey,
+    signerPublicKey: signer.publicKey,
+    authorityPublicKey: authority.publicKey,
+  });
+  const boms: Record<string, unknown> = {};
+  try {
+    await store.setPolicy(
+      pqdb.signPolicy(
+        { version: 1, rules: [{ scope: '*', allow: ['read', 'write', 'migrate', 'restore'] }] },
+        authority.secretKey,
+        authority.publicKey,
+      ),
+    );
+    const a = store.collection('a', { schema: { t: 'string' } });
+    const b = store.collection('b', { schema: { t: 'string' }, suite: 'cnsa2-gcm-hkdf384-commit' });
+    for (let i = 0; i < 5; i++) await a.put(`a${i}`, { t: 'x' });
+    for (let i = 0; i < 3; i++) await b.put(`b${i}`, { t: 'y' });
+    boms.written = store.posture();
+    await store.registry.setState('gcmsiv-hkdf256', 'quarantined');
+    boms.quarantined = store.posture();
+    const { copy: c } = await store.backup(copy);
+    boms.backedUp = store.posture();
+    await store.retireCopy(c.id);
+    boms.retired = store.posture();
+    return { boms, copyId: c.id, storage: store.info().storage };
+  } finally {
+    await store.close();
+    await deleteDB(name);
+    await deleteDB(copy);
+  }
+}
+
+(globalThis as unknown as { pqdbStore: unknown }).pqdbStore = { run: runSuite, names: Object.keys(suites), postures };

@@ -10,7 +10,7 @@
 
 import Ajv, { type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
-import { fullFormats } from 'ajv-formats/dist/formats';
+import { fullFormats } from 'ajv-formats/dist/formats.js';
 import { loadVector } from './vectors';
 
 /** The schemas, and the upstream example CBOMs the validator is first shown to accept. */
