@@ -58,6 +58,8 @@ export interface AppliedCommit {
   readonly pages: readonly PageOut[];
   readonly deletes: readonly number[];
   readonly writes: readonly Write[];
+  /** The manifest as sealed and written (read it, never change it): what a replica is sent. */
+  readonly sealedManifest: Uint8Array;
 }
 
 export interface CommitHooks {
@@ -275,6 +277,6 @@ export class CommitPipeline {
     this.#manifest = m;
     if (registry !== undefined) this.#registry = registry;
     if (keyring !== undefined) this.#keys.install(keyring);
-    return { manifest: m, page, pages, deletes: draft.deletes, writes: draft.writes };
+    return { manifest: m, page, pages, deletes: draft.deletes, writes: draft.writes, sealedManifest: manifest };
   }
 }

@@ -1,0 +1,189 @@
+// The replication messages (docs/replication.md, "Shipping"), carried as the payloads of channel
+// frames. Every message is one frame: a type byte, then fields in a fixed order, integers
+// big-endian, byte strings length-prefixed (u32). Nothing here is trusted by the replica before the
+// commit it carries has been verified against the store's integrity rules (src/replication/replica.ts);
+// the decoder only bounds what it reads, so a malformed message is CORRUPTION, never an exception
+// of another kind or an oversized allocation.
+//
+//   HELLO    1 ‖ be64 applied commit ‖ u32 n ‖ n × u32 page id        (replica → primary)
+//   COMMIT   2 ‖ be64 commit ‖ be64 time ms ‖ u8 snapshot ‖ u32 n ‖ n × (u32 id ‖ u32 len ‖ bytes)
+//              ‖ u32 d ‖ d × u32 deleted id ‖ u32 len ‖ sealed manifest  (primary → replica)
+//   STATUS   3 ‖ be64 commit ‖ be64 time ms                           (primary → replica: heartbeat)
+//   APPLIED  4 ‖ be64 applied commit                                   (replica → primary)
+
+import { PqdbError } from '../errors';
+
+export const MSG_HELLO = 1;
+export const MSG_COMMIT = 2;
+export const MSG_STATUS = 3;
+export const MSG_APPLIED = 4;
+
+/** A replica's opening message: the commit it has applied and the pages it holds. */
+export interface Hello {
+  type: typeof MSG_HELLO;
+  applied: number;
+  pageIds: number[];
+}
+
+/** A commit to apply: its pages, the pages it deletes and its sealed manifest. */
+export interface CommitMessage {
+  type: typeof MSG_COMMIT;
+  commit: number;
+  /** When the primary committed it (ms since the epoch). */
+  time: number;
+  /**
+   * A catch-up: the pages the replica lacks and the ones it must drop to hold the page set of
+   * `commit` (which may be any commit past the replica's, not only the next one).
+   */
+  snapshot: boolean;
+  pages: { id: number; bytes: Uint8Array }[];
+  deletes: number[];
+  manifest: Uint8Array;
+}
+
+export interface Status {
+  type: typeof MSG_STATUS;
+  commit: number;
+  time: number;
+}
+
+export interface Applied {
+  type: typeof MSG_APPLIED;
+  applied: number;
+}
+
+export type Message = Hello | CommitMessage | Status | Applied;
+
+/** Bounds on a message (the channel bounds a frame too). */
+const MAX_PAGES = 1 << 20;
+
+class Writer {
+  #parts: Uint8Array[] = [];
+  #n = 0;
+  u8(x: number): this {
+    return this.#push(Uint8Array.of(x));
+  }
+  u32(x: number): this {
+    const b = new Uint8Array(4);
+    new DataView(b.buffer).setUint32(0, x);
+    return this.#push(b);
+  }
+  u64(x: number): this {
+    const b = new Uint8Array(8);
+    new DataView(b.buffer).setBigUint64(0, BigInt(x));
+    return this.#push(b);
+  }
+  bytes(b: Uint8Array): this {
+    return this.u32(b.length).#push(b);
+  }
+  #push(b: Uint8Array): this {
+    this.#parts.push(b);
+    this.#n += b.length;
+    return this;
+  }
+  done(): Uint8Array {
+    const out = new Uint8Array(this.#n);
+    let at = 0;
+    for (const p of this.#parts) {
+      out.set(p, at);
+      at += p.length;
+    }
+    return out;
+  }
+}
+
+class Reader {
+  #at = 0;
+  readonly #view: DataView;
+  constructor(readonly b: Uint8Array) {
+    this.#view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  }
+  #need(n: number): void {
+    if (this.#at + n > this.b.length) throw bad('is truncated');
+  }
+  u8(): number {
+    this.#need(1);
+    return this.b[this.#at++];
+  }
+  u32(): number {
+    this.#need(4);
+    const x = this.#view.getUint32(this.#at);
+    this.#at += 4;
+    return x;
+  }
+  u64(): number {
+    this.#need(8);
+    const x = this.#view.getBigUint64(this.#at);
+    this.#at += 8;
+    if (x > BigInt(Number.MAX_SAFE_INTEGER)) throw bad('has an integer out of range');
+    return Number(x);
+  }
+  count(): number {
+    const n = this.u32();
+    if (n > MAX_PAGES) throw bad('lists too many pages');
+    return n;
+  }
+  bytes(): Uint8Array {
+    const n = this.u32();
+    this.#need(n);
+    const out = this.b.slice(this.#at, this.#at + n);
+    this.#at += n;
+    return out;
+  }
+  end(): void {
+    if (this.#at !== this.b.length) throw bad('has trailing bytes');
+  }
+}
+
+const bad = (what: string) => new PqdbError('CORRUPTION', `a replication message ${what}`);
+
+export function encodeMessage(m: Message): Uint8Array {
+  const w = new Writer().u8(m.type);
+  switch (m.type) {
+    case MSG_HELLO:
+      w.u64(m.applied).u32(m.pageIds.length);
+      for (const id of m.pageIds) w.u32(id);
+      break;
+    case MSG_COMMIT:
+      w.u64(m.commit)
+        .u64(m.time)
+        .u8(m.snapshot ? 1 : 0)
+        .u32(m.pages.length);
+      for (const p of m.pages) w.u32(p.id).bytes(p.bytes);
+      w.u32(m.deletes.length);
+      for (const id of m.deletes) w.u32(id);
+      w.bytes(m.manifest);
+      break;
+    case MSG_STATUS:
+      w.u64(m.commit).u64(m.time);
+      break;
+    case MSG_APPLIED:
+      w.u64(m.applied);
+      break;
+  }
+  return w.done();
+}
+
+/** @throws PqdbError CORRUPTION for anything but a well-formed message */
+export function decodeMessage(b: Uint8Array): Message {
+  const r = new Reader(b);
+  const type = r.u8();
+  let m: Message;
+  if (type === MSG_HELLO) {
+    const applied = r.u64();
+    const pageIds = Array.from({ length: r.count() }, () => r.u32());
+    m = { type, applied, pageIds };
+  } else if (type === MSG_COMMIT) {
+    const commit = r.u64();
+    const time = r.u64();
+    const flag = r.u8();
+    if (flag > 1) throw bad('has a bad snapshot flag');
+    const pages = Array.from({ length: r.count() }, () => ({ id: r.u32(), bytes: r.bytes() }));
+    const deletes = Array.from({ length: r.count() }, () => r.u32());
+    m = { type, commit, time, snapshot: flag === 1, pages, deletes, manifest: r.bytes() };
+  } else if (type === MSG_STATUS) m = { type, commit: r.u64(), time: r.u64() };
+  else if (type === MSG_APPLIED) m = { type, applied: r.u64() };
+  else throw bad(`has an unknown type ${type}`);
+  r.end();
+  return m;
+}

@@ -1,0 +1,106 @@
+// A commit staged over a replica's page store, for verification before anything is written: the
+// replica's pages and manifest with a shipped commit's pages added, its deletes dropped and its
+// manifest in place. A read-only store opened on it runs every
+// check opening a store runs (authenticated manifest, the live page set against the manifest's
+// logs, checkpoint chain and signatures); only if that open succeeds does the replica write the
+// commit to its own page store, in one atomic commit. The staged view never writes and never
+// closes the page store under it.
+
+import { PqdbError } from '../errors';
+import type { CommitBatch, PageStore, PageStoreStats, RecoveryReport } from '../storage/page-store';
+import { CLEAN_RECOVERY } from '../storage/page-store';
+import type { CommitMessage } from './messages';
+
+export class StagedPages implements PageStore {
+  readonly kind: string;
+  readonly recovery: RecoveryReport = CLEAN_RECOVERY;
+  readonly #base: PageStore;
+  #added = new Map<number, Uint8Array>();
+  #dropped = new Set<number>();
+  #manifest: Uint8Array | undefined;
+  #baseIds: Set<number> | undefined;
+  #open = true;
+
+  constructor(base: PageStore) {
+    this.#base = base;
+    this.kind = base.kind;
+  }
+
+  get isOpen(): boolean {
+    return this.#open;
+  }
+
+  /** Stages `m` on top of what is staged (or on the base page store). */
+  async stage(m: CommitMessage): Promise<void> {
+    for (const id of m.deletes) {
+      this.#added.delete(id);
+      this.#dropped.add(id);
+    }
+    for (const p of m.pages) {
+      if (this.#added.has(p.id) || ((await this.#baseHas(p.id)) && !this.#dropped.has(p.id)))
+        throw new PqdbError('CORRUPTION', `a shipped commit rewrites page ${p.id}`);
+      this.#added.set(p.id, p.bytes);
+      this.#dropped.delete(p.id);
+    }
+    this.#manifest = m.manifest;
+  }
+
+  /** What applying the staged commits to the base page store writes, in one commit. */
+  async batch(): Promise<Required<Pick<CommitBatch, 'pages' | 'deletes'>> & { manifest: Uint8Array }> {
+    const base = await this.#ids();
+    const deletes = [...base].filter((id) => this.#dropped.has(id));
+    const pages = [...this.#added].map(([id, bytes]) => ({ id, bytes }));
+    return { pages, deletes, manifest: this.#manifest! };
+  }
+
+  /** After the base page store took the batch: reads go to it again. */
+  settle(): void {
+    this.#added = new Map();
+    this.#dropped = new Set();
+    this.#manifest = undefined;
+    this.#baseIds = undefined;
+  }
+
+  async #ids(): Promise<Set<number>> {
+    return (this.#baseIds ??= new Set(await this.#base.listPages()));
+  }
+
+  async #baseHas(id: number): Promise<boolean> {
+    return (await this.#ids()).has(id);
+  }
+
+  async readPage(id: number): Promise<Uint8Array | undefined> {
+    const a = this.#added.get(id);
+    if (a !== undefined) return a.slice();
+    if (this.#dropped.has(id)) return undefined;
+    return this.#base.readPage(id);
+  }
+
+  async readManifest(): Promise<Uint8Array | undefined> {
+    return this.#manifest?.slice() ?? this.#base.readManifest();
+  }
+
+  async listPages(): Promise<number[]> {
+    const ids = new Set(await this.#ids());
+    for (const id of this.#dropped) ids.delete(id);
+    for (const id of this.#added.keys()) ids.add(id);
+    return [...ids].sort((a, b) => a - b);
+  }
+
+  async commit(): Promise<void> {
+    throw new PqdbError('READ_ONLY', 'a replica serves reads only');
+  }
+
+  async deletePages(): Promise<void> {
+    throw new PqdbError('READ_ONLY', 'a replica serves reads only');
+  }
+
+  async stats(): Promise<PageStoreStats> {
+    return this.#base.stats();
+  }
+
+  /** The view goes; the page store under it stays open (the replica closes it). */
+  async close(): Promise<void> {
+    this.#open = false;
+  }
+}
