@@ -1,0 +1,242 @@
+// A read-only replica (DESIGN §10, docs/replication.md): its own page store holding the primary's
+// sealed pages and manifest, whose commit counter is the applied watermark. Each shipped commit is
+// staged over the replica's pages and verified by opening a read-only store on the staged view —
+// the authenticated manifest, the live page set against the manifest's logs, the checkpoint chain
+// and signatures, the store id pinned and the commit counter never going back — and only then
+// written to the replica's page store in one atomic commit, pages and manifest (the watermark)
+// together. Reads are served by the store verified last. After a kill the replica reopens its own
+// page store and says, in its hello, where it stands: the primary sends only what it lacks.
+
+import { PqdbError } from '../errors';
+import { Store } from '../engine/store';
+import { readManifest } from '../engine/manifest';
+import type { PageStore } from '../storage/page-store';
+import type { Schema } from '../engine/codec';
+import { StagedPages } from './staged';
+import {
+  decodeMessage,
+  encodeMessage,
+  MSG_APPLIED,
+  MSG_COMMIT,
+  MSG_HELLO,
+  MSG_STATUS,
+  type CommitMessage,
+} from './messages';
+import type { MessageSession } from './primary';
+
+/** What `replica.status()` reports. */
+export interface ReplicaStatus {
+  /** The newest commit the primary has reported. */
+  commitWatermark: number;
+  /** The commit the replica has verified and persisted. */
+  appliedWatermark: number;
+  lagCommits: number;
+  /** Since the primary made the oldest commit not yet applied (0 when none is pending). */
+  lagMs: number;
+  connected: boolean;
+  /** The last failure (a refused commit, a lost session), if any. */
+  lastError?: string;
+}
+
+export interface ReplicaOptions {
+  /** A recipient secret key of the store (it verifies what it is sent; it writes nothing). */
+  unlock: Uint8Array;
+  /** The store id the replica follows (default: the one of the first commit it verifies). */
+  storeId?: string;
+  /** Opens a session to the primary (a new one after each loss). */
+  connect(): Promise<MessageSession>;
+  /** Retry delays after a lost session, first to last (the last repeats). */
+  backoffMs?: readonly number[];
+}
+
+const BACKOFF_MS = [50, 100, 250, 500, 1000, 2000];
+
+/** A read-only collection of a replica: its handle follows each applied commit. */
+export interface ReplicaCollection<V> {
+  get(id: string): Promise<V | undefined>;
+  has(id: string): boolean;
+  readonly size: number;
+  scan(options?: { prefix?: string; limit?: number }): AsyncGenerator<{ id: string; value: V }>;
+  search(
+    query: string,
+    options?: { mode?: 'all' | 'any'; prefix?: boolean; limit?: number },
+  ): Promise<{ id: string; value: V }[]>;
+}
+
+export class Replica {
+  readonly #pages: PageStore;
+  readonly #options: ReplicaOptions;
+  #store: Store | undefined;
+  #applied = 0;
+  #watermark = 0;
+  #primaryTime = 0;
+  #pendingSince = 0;
+  #session: MessageSession | undefined;
+  #closed = false;
+  #lastError: string | undefined;
+  #loop: Promise<void>;
+  readonly #waiters: { commit: number; resolve: () => void }[] = [];
+  readonly #indexes = new Map<string, readonly string[]>();
+
+  private constructor(pages: PageStore, options: ReplicaOptions, store: Store | undefined) {
+    this.#pages = pages;
+    this.#options = options;
+    this.#store = store;
+    this.#applied = store?.info().commit ?? 0;
+    this.#watermark = this.#applied;
+    this.#loop = this.#run();
+  }
+
+  /**
+   * Opens the replica on its own page store (resuming from its applied watermark) and starts
+   * following the primary.
+   * @throws PqdbError AUTH_FAILED, CORRUPTION for a replica page store that does not open
+   */
+  static async open(pages: PageStore, options: ReplicaOptions): Promise<Replica> {
+    let store: Store | undefined;
+    if ((await pages.readManifest()) !== undefined)
+      store = await Store.open(new StagedPages(pages), {
+        unlock: options.unlock,
+        readOnly: true,
+        storeId: options.storeId,
+      });
+    return new Replica(pages, options, store);
+  }
+
+  /** Watermarks, lag and the connection. */
+  status(): ReplicaStatus {
+    const lagCommits = Math.max(0, this.#watermark - this.#applied);
+    return {
+      commitWatermark: this.#watermark,
+      appliedWatermark: this.#applied,
+      lagCommits,
+      lagMs: lagCommits > 0 && this.#pendingSince > 0 ? Math.max(0, Date.now() - this.#pendingSince) : 0,
+      connected: this.#session !== undefined,
+      ...(this.#lastError !== undefined ? { lastError: this.#lastError } : {}),
+    };
+  }
+
+  /** Resolves once the replica has applied commit `commit` (or a later one). */
+  applied(commit: number): Promise<void> {
+    if (this.#applied >= commit) return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.push({ commit, resolve }));
+  }
+
+  /** A read-only collection; reads go to the store verified last. */
+  collection<V = Record<string, unknown>>(
+    name: string,
+    options: { schema: Schema; index?: { text: readonly string[] } },
+  ): ReplicaCollection<V> {
+    if (options.index !== undefined) this.#indexes.set(name, options.index.text);
+    const c = () => {
+      if (this.#store === undefined) throw new PqdbError('NOT_FOUND', 'the replica has applied no commit yet');
+      return this.#store.collection(name, options as never);
+    };
+    return {
+      get: (id) => c().get(id) as Promise<V | undefined>,
+      has: (id) => this.#store !== undefined && c().has(id),
+      get size() {
+        return c().size;
+      },
+      scan: (o) => c().scan(o) as unknown as AsyncGenerator<{ id: string; value: V }>,
+      search: (q, o) => c().search(q, o) as unknown as Promise<{ id: string; value: V }[]>,
+    };
+  }
+
+  /** Follows the primary: connect, hello, apply commits; after a loss, again with backoff. */
+  async #run(): Promise<void> {
+    const delays = this.#options.backoffMs ?? BACKOFF_MS;
+    let attempt = 0;
+    while (!this.#closed) {
+      try {
+        const session = await this.#options.connect();
+        if (this.#closed) {
+          await session.close();
+          return;
+        }
+        this.#session = session;
+        attempt = 0;
+        const pageIds = await this.#pages.listPages();
+        await session.send(encodeMessage({ type: MSG_HELLO, applied: this.#applied, pageIds }));
+        for (;;) {
+          const m = decodeMessage(await session.receive());
+          if (m.type === MSG_STATUS) this.#note(m.commit, m.time);
+          else if (m.type === MSG_COMMIT) {
+            this.#note(m.commit, m.time);
+            await this.#apply(m);
+            await session.send(encodeMessage({ type: MSG_APPLIED, applied: this.#applied }));
+          } else throw new PqdbError('CORRUPTION', `the primary sent a message of type ${m.type}`);
+        }
+      } catch (e) {
+        if (this.#closed) return;
+        this.#lastError = e instanceof Error ? `${(e as PqdbError).code ?? e.name}: ${e.message}` : String(e);
+      }
+      const s = this.#session;
+      this.#session = undefined;
+      await Promise.resolve(s?.close()).catch(() => undefined);
+      if (this.#closed) return;
+      await new Promise((r) => setTimeout(r, delays[Math.min(attempt++, delays.length - 1)]));
+    }
+  }
+
+  #note(commit: number, time: number): void {
+    if (commit > this.#watermark) {
+      if (this.#watermark <= this.#applied) this.#pendingSince = time;
+      this.#watermark = commit;
+    }
+    this.#primaryTime = time;
+  }
+
+  /**
+   * Verifies commit `m` staged over the replica's pages, then persists it (pages and manifest in
+   * one commit). A commit that fails verification is refused; the replica stays at its watermark.
+   * @throws PqdbError ROLLBACK (older than applied), CONFLICT (a gap: not the next commit), and what
+   * opening the staged store throws (AUTH_FAILED, CORRUPTION)
+   */
+  async #apply(m: CommitMessage): Promise<void> {
+    if (m.commit <= this.#applied && !(m.snapshot && m.commit === this.#applied))
+      throw new PqdbError(
+        'ROLLBACK',
+        `the primary sent commit ${m.commit}, but the replica has applied ${this.#applied}`,
+      );
+    if (!m.snapshot && m.commit !== this.#applied + 1)
+      throw new PqdbError('CONFLICT', `the primary sent commit ${m.commit} after ${this.#applied}: a gap`);
+    if (readManifest(m.manifest).header.commit !== m.commit)
+      throw new PqdbError('CORRUPTION', `commit ${m.commit} carries the manifest of another commit`);
+    const staged = new StagedPages(this.#pages);
+    await staged.stage(m);
+    const storeId = this.#options.storeId ?? this.#store?.info().storeId;
+    const verified = await Store.open(staged, {
+      unlock: this.#options.unlock,
+      readOnly: true,
+      ...(storeId !== undefined ? { storeId } : {}),
+      minCommit: this.#applied,
+    });
+    try {
+      await this.#pages.commit({ ...(await staged.batch()), transfer: true });
+    } catch (e) {
+      await verified.close();
+      throw e;
+    }
+    staged.settle();
+    const old = this.#store;
+    this.#store = verified;
+    this.#applied = m.commit;
+    if (this.#applied >= this.#watermark) this.#pendingSince = 0;
+    else this.#pendingSince = this.#primaryTime;
+    await old?.close();
+    for (let i = this.#waiters.length - 1; i >= 0; i--)
+      if (this.#waiters[i].commit <= this.#applied) this.#waiters.splice(i, 1)[0].resolve();
+  }
+
+  /** Stops following and releases the replica's store and page store. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.resolve(this.#session?.close()).catch(() => undefined);
+    await this.#loop.catch(() => undefined);
+    await this.#store?.close();
+    this.#store = undefined;
+    await this.#pages.close();
+  }
+}
