@@ -3,6 +3,7 @@
 import type { SuiteName } from '../crypto/suites';
 import type { AuthorityCheck } from './migration/run';
 import type { PageStore } from '../storage/page-store';
+import type { Parts } from './parts';
 
 export interface StoreOptions {
   /** Create the store when it has no manifest yet. */
@@ -66,4 +67,25 @@ export interface Locations {
   open(location: string, mode: 'create' | 'read'): Promise<PageStore>;
   /** Deletes the store at `location`; false when there is none. */
   remove(location: string): Promise<boolean>;
+  /** Serves replicas of a store (Node). */
+  serve?(parts: Parts, options: ServeReplicationOptions): Promise<ReplicationServer>;
+}
+
+/** Options of `store.serveReplication`. */
+export interface ServeReplicationOptions {
+  /** The address to listen on (default 127.0.0.1). */
+  host?: string;
+  /** The port (0: any free one). */
+  port?: number;
+  /** This primary's ML-DSA-87 identity key pair (from generateSigner()). */
+  identity: { publicKey: Uint8Array; secretKey: Uint8Array };
+  /** The replicas' ML-DSA-87 public keys: no other peer completes a handshake. */
+  trustedPeers: readonly Uint8Array[];
+}
+
+/** A replication server: its port, how many replicas follow, and close(). */
+export interface ReplicationServer {
+  readonly port: number;
+  followers(): { connected: number; live: number };
+  close(): Promise<void>;
 }

@@ -1,15 +1,10 @@
-// The pqdb store (DESIGN §6): a log-structured engine over a PageStore. This file is the façade:
-// opening and creating a store, collection handles, and the wiring of the engine's parts around
-// the commit pipeline (src/engine/commit.ts), the only writer of the PageStore. Every commit
-// appends one commit page (a sealed index plus the sealed records of the commit) and replaces the
-// manifest in the same atomic PageStore commit; the key directory, the Merkle logs, the page
-// cache, the lexical indexes and automatic checkpoints follow each durable commit through the
-// pipeline's `applied` hooks, in commit order, and are rebuilt from the pages on open (replay.ts).
-//
-// Records are sealed with the collection's suite under data keys derived from the current key
-// generation's root and the record's governance state (src/engine/keys.ts); the storage layer only
-// ever sees sealed bytes. The registry gates writes (quarantined suites refuse them) and reads
-// (retired suites refuse them).
+// The pqdb store (DESIGN §6): the façade over a PageStore — opening, collection handles, and the
+// wiring of the engine's parts around the commit pipeline (commit.ts), the only PageStore writer.
+// Each commit appends one commit page and replaces the manifest atomically; the key directory,
+// Merkle logs, page cache, lexical indexes and checkpoints follow each durable commit through the
+// pipeline's `applied` hooks and are rebuilt from the pages on open (replay.ts). Records are sealed
+// under data keys derived from the generation's root and their governance state (keys.ts); storage
+// sees sealed bytes only. The registry and the authority policy gate reads and writes.
 
 import { PqdbError } from '../errors';
 import { bytes } from '../_args';
@@ -47,7 +42,7 @@ export type { MigrationCounts, MigrationPhase } from './manifest';
 export type { SearchOptions };
 export type { StoreOptions } from './store-options';
 export type { BackupResult, ManagedCopy } from './copies';
-import type { Locations, StoreOptions } from './store-options';
+import type { Locations, ReplicationServer, ServeReplicationOptions, StoreOptions } from './store-options';
 import {
   backup as backupTo,
   destinationOf,
@@ -355,14 +350,10 @@ export class Store {
   }
 
   /**
-   * Retires every key generation older than the current one, once no live record is left in them
-   * (docs/migration.md): in one commit their commit pages are deleted and their roots destroyed, so
-   * what they sealed (old versions, exports) no longer opens; their Merkle logs and the signed
-   * checkpoints stay and still verify. Resolves with the generations retired (none when only the
-   * current one exists).
-   * @throws PqdbError GENERATION_IN_USE while a migration is under way or a live record is still in
-   * an older generation (withheld or failed by a migration, or not migrated); READ_ONLY; NOT_OPEN.
-   * @example await store.migrate({ to: 'gcmsiv-hkdf384' }); await store.retireGenerations(); // [1]
+   * Retires every generation older than the current one once no live record is left in them
+   * (docs/migration.md): their commit pages deleted and roots destroyed in one commit; their logs
+   * and checkpoints stay verifiable. Resolves with the generations retired.
+   * @throws PqdbError GENERATION_IN_USE (a migration under way, a live record left), READ_ONLY, NOT_OPEN
    */
   retireGenerations(): Promise<number[]> {
     return retireGenerations(this.#p);
@@ -433,6 +424,16 @@ export class Store {
   posture(): Cbom {
     this.#live();
     return storePosture(this.#p);
+  }
+
+  /**
+   * Serves read-only replicas over the post-quantum channel (docs/replication.md): `identity` is
+   * this primary's ML-DSA-87 key pair, `trustedPeers` the replicas' public keys. Node only.
+   */
+  async serveReplication(options: ServeReplicationOptions): Promise<ReplicationServer> {
+    this.#live();
+    if (this.#locations?.serve === undefined) throw new TypeError('replication needs the Node build of pqdb');
+    return this.#locations.serve(this.#p, options);
   }
 
   /** Waits for pending commits, wipes every key and releases the storage. Idempotent. */

@@ -10,6 +10,9 @@
 //              ‖ u32 d ‖ d × u32 deleted id ‖ u32 len ‖ sealed manifest  (primary → replica)
 //   STATUS   3 ‖ be64 commit ‖ be64 time ms                           (primary → replica: heartbeat)
 //   APPLIED  4 ‖ be64 applied commit                                   (replica → primary)
+//   PAGES    5 ‖ u32 n ‖ n × (u32 id ‖ u32 len ‖ bytes)                  (primary → replica)
+// A commit whose pages exceed one message sends them ahead in PAGES messages; they belong to the
+// COMMIT that follows.
 
 import { PqdbError } from '../errors';
 
@@ -17,6 +20,9 @@ export const MSG_HELLO = 1;
 export const MSG_COMMIT = 2;
 export const MSG_STATUS = 3;
 export const MSG_APPLIED = 4;
+export const MSG_PAGES = 5;
+/** Page bytes per message, well under the channel's message bound. */
+export const PAGES_PER_MESSAGE_BYTES = 4 << 20;
 
 /** A replica's opening message: the commit it has applied and the pages it holds. */
 export interface Hello {
@@ -52,7 +58,33 @@ export interface Applied {
   applied: number;
 }
 
-export type Message = Hello | CommitMessage | Status | Applied;
+/** Pages sent ahead of the COMMIT they belong to. */
+export interface Pages {
+  type: typeof MSG_PAGES;
+  pages: { id: number; bytes: Uint8Array }[];
+}
+
+export type Message = Hello | CommitMessage | Status | Applied | Pages;
+
+/** `m` as messages no bigger than about PAGES_PER_MESSAGE_BYTES plus its manifest: PAGES…, then COMMIT. */
+export function splitCommit(m: CommitMessage): Uint8Array[] {
+  const out: Uint8Array[] = [];
+  let batch: CommitMessage['pages'] = [];
+  let n = 0;
+  const rest: CommitMessage['pages'] = [];
+  for (const p of m.pages) {
+    if (n + p.bytes.length > PAGES_PER_MESSAGE_BYTES && batch.length > 0) {
+      out.push(encodeMessage({ type: MSG_PAGES, pages: batch }));
+      batch = [];
+      n = 0;
+    }
+    batch.push(p);
+    n += p.bytes.length;
+  }
+  rest.push(...batch);
+  out.push(encodeMessage({ ...m, pages: rest }));
+  return out;
+}
 
 /** Bounds on a message (the channel bounds a frame too). */
 const MAX_PAGES = 1 << 20;
@@ -160,6 +192,10 @@ export function encodeMessage(m: Message): Uint8Array {
     case MSG_APPLIED:
       w.u64(m.applied);
       break;
+    case MSG_PAGES:
+      w.u32(m.pages.length);
+      for (const p of m.pages) w.u32(p.id).bytes(p.bytes);
+      break;
   }
   return w.done();
 }
@@ -183,6 +219,8 @@ export function decodeMessage(b: Uint8Array): Message {
     m = { type, commit, time, snapshot: flag === 1, pages, deletes, manifest: r.bytes() };
   } else if (type === MSG_STATUS) m = { type, commit: r.u64(), time: r.u64() };
   else if (type === MSG_APPLIED) m = { type, applied: r.u64() };
+  else if (type === MSG_PAGES)
+    m = { type, pages: Array.from({ length: r.count() }, () => ({ id: r.u32(), bytes: r.bytes() })) };
   else throw bad(`has an unknown type ${type}`);
   r.end();
   return m;

@@ -10,7 +10,16 @@
 import type { Parts } from '../engine/parts';
 import type { AppliedCommit } from '../engine/commit';
 import { readManifest } from '../engine/manifest';
-import { decodeMessage, encodeMessage, MSG_COMMIT, MSG_HELLO, MSG_STATUS, type Message } from './messages';
+import {
+  decodeMessage,
+  encodeMessage,
+  splitCommit,
+  MSG_COMMIT,
+  MSG_HELLO,
+  MSG_STATUS,
+  type CommitMessage,
+  type Message,
+} from './messages';
 
 /** A session as the shipping layer uses it: ordered, authenticated, encrypted messages. */
 export interface MessageSession {
@@ -105,7 +114,7 @@ export class Primary {
   /** `applied` hook: every durable commit to every live replica, in commit order. */
   #ship(c: AppliedCommit): void {
     if (this.#followers.size === 0) return;
-    const m: Message = {
+    const m: CommitMessage = {
       type: MSG_COMMIT,
       commit: c.manifest.commit,
       time: Date.now(),
@@ -114,8 +123,8 @@ export class Primary {
       deletes: [...c.deletes],
       manifest: c.sealedManifest,
     };
-    const bytes = encodeMessage(m);
-    for (const f of this.#followers) if (f.live) this.#sendBytes(f, bytes);
+    const messages = splitCommit(m);
+    for (const f of this.#followers) if (f.live) for (const bytes of messages) this.#sendBytes(f, bytes);
   }
 
   #status(): void {

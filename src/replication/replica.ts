@@ -19,6 +19,7 @@ import {
   MSG_APPLIED,
   MSG_COMMIT,
   MSG_HELLO,
+  MSG_PAGES,
   MSG_STATUS,
   type CommitMessage,
 } from './messages';
@@ -50,6 +51,8 @@ export interface ReplicaOptions {
 }
 
 const BACKOFF_MS = [50, 100, 250, 500, 1000, 2000];
+/** Page bytes a commit may send ahead of itself (a catch-up of a large store). */
+const MAX_AHEAD_BYTES = 4 << 30;
 
 /** A read-only collection of a replica: its handle follows each applied commit. */
 export interface ReplicaCollection<V> {
@@ -158,12 +161,22 @@ export class Replica {
         attempt = 0;
         const pageIds = await this.#pages.listPages();
         await session.send(encodeMessage({ type: MSG_HELLO, applied: this.#applied, pageIds }));
+        let ahead: CommitMessage['pages'] = []; // pages sent ahead of their commit
+        let aheadBytes = 0;
         for (;;) {
           const m = decodeMessage(await session.receive());
           if (m.type === MSG_STATUS) this.#note(m.commit, m.time);
-          else if (m.type === MSG_COMMIT) {
+          else if (m.type === MSG_PAGES) {
+            for (const p of m.pages) aheadBytes += p.bytes.length;
+            if (aheadBytes > MAX_AHEAD_BYTES)
+              throw new PqdbError('CORRUPTION', 'the primary sent too many pages ahead');
+            ahead.push(...m.pages);
+          } else if (m.type === MSG_COMMIT) {
             this.#note(m.commit, m.time);
-            await this.#apply(m);
+            const whole = { ...m, pages: [...ahead, ...m.pages] };
+            ahead = [];
+            aheadBytes = 0;
+            await this.#apply(whole);
             await session.send(encodeMessage({ type: MSG_APPLIED, applied: this.#applied }));
           } else throw new PqdbError('CORRUPTION', `the primary sent a message of type ${m.type}`);
         }
