@@ -1,0 +1,248 @@
+// The replication channel over TCP (Node only): a Transport over a node:net socket, a listener that
+// runs the server handshake for each connection, and a client connect. Backpressure both ways: a
+// write resolves when the socket's buffer has room again ('drain'), and a socket whose received but
+// unread bytes pass HIGH_WATER_BYTES is paused until the channel has read them. A listener runs at
+// most `maxHandshakes` handshakes at once (each costs it an ML-DSA-87 signature before the client
+// has proved anything) and drops further connections until one finishes; each handshake has its
+// deadline (channel.ts). Security caveat: TCP adds nothing to the channel's guarantees; everything
+// on the socket is a channel record (docs/replication.md).
+
+import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
+import { integer } from '../_args';
+import { PqdbError } from '../errors';
+import {
+  clientConfig,
+  handshakeClient,
+  handshakeServer,
+  serverConfig,
+  type ClientOptions,
+  type ServerOptions,
+  type Session,
+  type Transport,
+} from './channel';
+
+/** Received bytes the transport holds for the channel before it pauses the socket. */
+const HIGH_WATER_BYTES = 1 << 20;
+const DEFAULT_MAX_HANDSHAKES = 32;
+/** How long a closed transport waits for its last bytes to be taken before it destroys the socket. */
+const CLOSE_GRACE_MS = 5_000;
+
+function ioError(message: string, cause?: unknown): PqdbError {
+  return new PqdbError('IO_ERROR', message, cause === undefined ? undefined : { cause });
+}
+
+/**
+ * A channel Transport over a connected socket. Socket errors surface as PqdbError IO_ERROR from
+ * `read` and `write`; `close` flushes what was written, then ends the socket.
+ * @example const session = await clientHandshake(socketTransport(socket), options)
+ */
+export function socketTransport(socket: Socket): Transport {
+  const queue: Uint8Array[] = [];
+  let queued = 0;
+  let ended = false;
+  let closed = false;
+  let failure: PqdbError | undefined;
+  let waiter: (() => void) | undefined;
+  const wake = (): void => {
+    const w = waiter;
+    waiter = undefined;
+    w?.();
+  };
+  socket.setNoDelay(true);
+  socket.on('data', (chunk: Buffer) => {
+    if (closed) return;
+    queue.push(chunk);
+    queued += chunk.length;
+    if (queued >= HIGH_WATER_BYTES) socket.pause();
+    wake();
+  });
+  socket.on('end', () => {
+    ended = true;
+    wake();
+  });
+  socket.on('error', (e) => {
+    failure ??= ioError('the replication connection failed', e);
+    wake();
+  });
+  socket.on('close', () => {
+    ended = true;
+    wake();
+  });
+
+  async function read(): Promise<Uint8Array | null> {
+    for (;;) {
+      const chunk = queue.shift();
+      if (chunk !== undefined) {
+        queued -= chunk.length;
+        if (queued < HIGH_WATER_BYTES && socket.isPaused() && !socket.destroyed) socket.resume();
+        return chunk;
+      }
+      if (failure !== undefined) throw failure;
+      if (ended) return null;
+      await new Promise<void>((resolve) => (waiter = resolve));
+    }
+  }
+
+  function write(chunk: Uint8Array): Promise<void> {
+    if (failure !== undefined) return Promise.reject(failure);
+    if (socket.destroyed || socket.writableEnded)
+      return Promise.reject(ioError('the replication connection is closed'));
+    return new Promise((resolve, reject) => {
+      if (socket.write(chunk)) return resolve();
+      const done = (): void => {
+        socket.off('drain', done);
+        socket.off('close', done);
+        if (socket.destroyed) reject(failure ?? ioError('the replication connection closed'));
+        else resolve();
+      };
+      socket.on('drain', done);
+      socket.on('close', done);
+    });
+  }
+
+  function close(): void {
+    if (closed) return;
+    closed = ended = true;
+    queue.length = 0;
+    queued = 0;
+    wake();
+    if (socket.destroyed) return;
+    socket.end(() => socket.destroy()); // after the last write is flushed
+    socket.resume(); // unread bytes are dropped; 'end' and 'close' can come
+    // A peer that never takes the last bytes does not keep the socket open.
+    setTimeout(() => socket.destroy(), CLOSE_GRACE_MS).unref();
+  }
+
+  return { read, write, close };
+}
+
+export interface ListenOptions extends ServerOptions {
+  /** Address to bind (default '127.0.0.1'). */
+  host?: string;
+  /** Port to bind; 0 picks a free one (see `Listener.port`). */
+  port: number;
+  /** Called with each session whose handshake succeeded; a throw or rejection closes that session. */
+  onSession(session: Session): void | Promise<void>;
+  /** Called with each failed handshake or onSession error (default: ignored). */
+  onError?(error: unknown): void;
+  /** Handshakes run at once; further connections are dropped until one finishes (default 32). */
+  maxHandshakes?: number;
+}
+
+export interface Listener {
+  readonly host: string;
+  readonly port: number;
+  /** Stops accepting, aborts handshakes under way and closes every session it made. */
+  close(): Promise<void>;
+}
+
+/**
+ * Listens for replication clients: each connection runs the server handshake against `trustedPeers`.
+ * @throws TypeError/RangeError for bad options; PqdbError IO_ERROR when the address cannot be bound.
+ * @example const l = await listen({ port: 0, identity: primary, trustedPeers: [replica.publicKey], onSession })
+ */
+export async function listen(options: ListenOptions): Promise<Listener> {
+  const config = serverConfig(options);
+  const host = options.host ?? '127.0.0.1';
+  if (typeof host !== 'string') throw new TypeError('"host" expected a string');
+  integer('port', options.port, 0, 65535);
+  if (typeof options.onSession !== 'function') throw new TypeError('"onSession" expected a function');
+  const onError = options.onError ?? (() => undefined);
+  const max =
+    options.maxHandshakes === undefined
+      ? DEFAULT_MAX_HANDSHAKES
+      : integer('maxHandshakes', options.maxHandshakes, 1, 2 ** 16);
+  let handshakes = 0;
+  let closing = false;
+  const sockets = new Map<Socket, Session | undefined>();
+
+  const server: Server = createServer((socket) => {
+    if (closing || handshakes >= max) {
+      socket.destroy();
+      return;
+    }
+    handshakes++;
+    sockets.set(socket, undefined);
+    socket.on('close', () => sockets.delete(socket));
+    handshakeServer(socketTransport(socket), config).then(
+      (session) => {
+        handshakes--;
+        if (closing) return void session.close();
+        sockets.set(socket, session);
+        Promise.resolve()
+          .then(() => options.onSession(session))
+          .catch((e: unknown) => {
+            onError(e);
+            return session.close();
+          });
+      },
+      (e: unknown) => {
+        handshakes--;
+        onError(e);
+      },
+    );
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (e) => reject(ioError(`cannot listen on ${host}:${options.port}`, e)));
+    server.listen(options.port, host, () => resolve());
+  });
+  server.on('error', onError);
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : options.port;
+
+  return {
+    host,
+    port,
+    async close() {
+      if (closing) return;
+      closing = true;
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      await Promise.all(
+        [...sockets].map(async ([socket, session]) => {
+          if (session !== undefined) await session.close();
+          socket.destroy();
+        }),
+      );
+      await stopped;
+    },
+  };
+}
+
+export interface ConnectOptions extends ClientOptions {
+  host: string;
+  port: number;
+}
+
+/**
+ * Connects to a replication server and runs the client handshake; the TCP connect shares the
+ * handshake's deadline.
+ * @throws TypeError/RangeError for bad options; PqdbError IO_ERROR (no connection), and the
+ * handshake's AUTH_FAILED / PROTOCOL_ERROR.
+ * @example const session = await connect({ host: '10.0.0.2', port: 7411, identity: replica, serverPublicKey })
+ */
+export async function connect(options: ConnectOptions): Promise<Session> {
+  const config = clientConfig(options);
+  if (typeof options.host !== 'string') throw new TypeError('"host" expected a string');
+  integer('port', options.port, 1, 65535);
+  const started = Date.now();
+  const socket = netConnect({ host: options.host, port: options.port });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(ioError(`no connection to ${options.host}:${options.port} within ${config.timeoutMs} ms`));
+    }, config.timeoutMs);
+    socket.once('connect', () => {
+      clearTimeout(timer);
+      socket.off('error', failed);
+      resolve();
+    });
+    const failed = (e: Error): void => {
+      clearTimeout(timer);
+      reject(ioError(`cannot connect to ${options.host}:${options.port}`, e));
+    };
+    socket.once('error', failed);
+  });
+  const left = Math.max(1, config.timeoutMs - (Date.now() - started));
+  return handshakeClient(socketTransport(socket), { ...config, timeoutMs: left });
+}
