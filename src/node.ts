@@ -6,16 +6,44 @@ import { openNodeFsPageStore } from './storage/node-fs';
 import { deleteNodeFsStore } from './storage/node-fs-delete';
 import { restoreStoreWith, type RestoreOptions, type RestoreResult } from './engine/restore';
 import type { PageStore } from './storage/page-store';
+import type { Locations } from './engine/store-options';
+import { followPrimary, servePrimary, type OpenReplicaOptions } from './replication/node';
+import type { Replica } from './replication/replica';
+
+export type { OpenReplicaOptions } from './replication/node';
+export type { Replica, ReplicaStatus, ReplicaCollection } from './replication/replica';
+export type { ServeReplicationOptions, ReplicationServer } from './engine/store-options';
 
 export * from './index';
 export { openNodeFsPageStore } from './storage/node-fs';
 
 /** Stores by directory: backups, restores and the copies retireCopy deletes. */
-const locations = locationsOf(
-  'directory',
-  (dir, mode) => openNodeFsPageStore(dir, { create: mode === 'create', readOnly: mode === 'read' }),
-  deleteNodeFsStore,
-);
+const locations: Locations = {
+  ...locationsOf(
+    'directory',
+    (dir, mode) => openNodeFsPageStore(dir, { create: mode === 'create', readOnly: mode === 'read' }),
+    deleteNodeFsStore,
+  ),
+  serve: servePrimary,
+};
+
+/**
+ * Opens a read-only replica in directory `options.location` (its own file store, created when
+ * missing) following `options.primary` over the post-quantum channel; after a restart it resumes
+ * from its own applied watermark (docs/replication.md).
+ * @example const replica = await openReplica({ location: './replica', unlock, identity, primary: { host, port, publicKey } })
+ */
+export async function openReplica(options: OpenReplicaOptions): Promise<Replica> {
+  if (typeof options?.location !== 'string' || options.location.length === 0)
+    throw new TypeError('"location" expected a non-empty string');
+  const pages = await openNodeFsPageStore(options.location, { create: true });
+  try {
+    return await followPrimary(pages, options);
+  } catch (e) {
+    await pages.close();
+    throw e;
+  }
+}
 
 /**
  * Opens or creates a store; `location` is a directory (created with `create: true` when missing).
