@@ -156,3 +156,55 @@ describe('replication: shipping sealed commits', () => {
     await store.close();
   });
 });
+
+describe('replication over TCP: what crosses the wire', () => {
+  it('carries no plaintext and no key bytes (captured through a relaying proxy)', async () => {
+    const net = await import('node:net');
+    const { mkdtemp, rm } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { openStore: openNodeStore, openReplica } = await import('../src/node');
+    const dir = await mkdtemp(join(tmpdir(), 'pqdb-wire-'));
+    const primaryId = generateSigner();
+    const replicaId = generateSigner();
+    const store = await openNodeStore({ ...options, location: join(dir, 'p') });
+    const server = await store.serveReplication({ port: 0, identity: primaryId, trustedPeers: [replicaId.publicKey] });
+    const captured: Buffer[] = [];
+    const proxy = net.createServer((c) => {
+      const up = net.connect(server.port, '127.0.0.1');
+      c.on('data', (d) => (captured.push(Buffer.from(d)), up.write(d)));
+      up.on('data', (d) => (captured.push(Buffer.from(d)), c.write(d)));
+      c.on('error', () => up.destroy());
+      up.on('error', () => c.destroy());
+      c.on('close', () => up.destroy());
+      up.on('close', () => c.destroy());
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const port = (proxy.address() as { port: number }).port;
+    const words = store.collection('w', { schema });
+    const secrets = Array.from({ length: 20 }, (_, i) => `plaintext-marker-${i}-${'x'.repeat(24)}`);
+    for (const [i, lemma] of secrets.entries()) await words.put(`id-marker-${i}`, { lemma, n: i });
+    const replica = await openReplica({
+      location: join(dir, 'r'),
+      unlock: recipient.secretKey,
+      identity: replicaId,
+      primary: { host: '127.0.0.1', port, publicKey: primaryId.publicKey },
+    });
+    await replica.applied(store.info().commit);
+    expect((await replica.collection('w', { schema }).get('id-marker-3'))?.lemma).toBe(secrets[3]);
+    await replica.close();
+    const wire = Buffer.concat(captured);
+    expect(wire.length).toBeGreaterThan(1000);
+    for (const s of [...secrets, 'id-marker-', 'lemma']) expect(wire.includes(Buffer.from(s))).toBe(false);
+    const keys = [recipient.secretKey, signer.secretKey, primaryId.secretKey, replicaId.secretKey];
+    for (const k of keys)
+      for (let at = 0; at + 32 <= k.length; at += 512)
+        expect(wire.includes(Buffer.from(k.subarray(at, at + 32)))).toBe(false);
+    const hot = store.dataKeyFor(2, 1, '{}').key; // the data key the records are sealed under
+    expect(wire.includes(Buffer.from(hot))).toBe(false);
+    proxy.close();
+    await server.close();
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+});
