@@ -208,3 +208,46 @@ describe('replication over TCP: what crosses the wire', () => {
     await rm(dir, { recursive: true, force: true });
   });
 });
+
+describe('replication over TCP: a primary restarted', () => {
+  it('the replica reconnects with backoff and catches up from its watermark', async () => {
+    const { mkdtemp, rm } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { openStore: openNodeStore, openReplica } = await import('../src/node');
+    const dir = await mkdtemp(join(tmpdir(), 'pqdb-restart-'));
+    const primaryId = generateSigner();
+    const replicaId = generateSigner();
+    const serve = async (port = 0) => {
+      const store = await openNodeStore({ ...options, location: join(dir, 'p') });
+      return {
+        store,
+        server: await store.serveReplication({ port, identity: primaryId, trustedPeers: [replicaId.publicKey] }),
+      };
+    };
+    let { store, server } = await serve();
+    const port = server.port;
+    await store.collection('w', { schema }).put('a', { lemma: 'a', n: 1 });
+    const replica = await openReplica({
+      location: join(dir, 'r'),
+      unlock: recipient.secretKey,
+      identity: replicaId,
+      primary: { host: '127.0.0.1', port, publicKey: primaryId.publicKey },
+      backoffMs: [20, 50, 100],
+    });
+    await replica.applied(store.info().commit);
+    await server.close();
+    await store.close();
+    await new Promise((r) => setTimeout(r, 150));
+    expect(replica.status().connected).toBe(false);
+    ({ store, server } = await serve(port));
+    await store.collection('w', { schema }).put('b', { lemma: 'b', n: 2 });
+    await replica.applied(store.info().commit);
+    expect(await replica.collection('w', { schema }).get('b')).toEqual({ lemma: 'b', n: 2 });
+    expect(replica.status()).toMatchObject({ connected: true, lagCommits: 0, appliedWatermark: store.info().commit });
+    await replica.close();
+    await server.close();
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+});
