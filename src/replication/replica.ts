@@ -161,25 +161,7 @@ export class Replica {
         attempt = 0;
         const pageIds = await this.#pages.listPages();
         await session.send(encodeMessage({ type: MSG_HELLO, applied: this.#applied, pageIds }));
-        let ahead: CommitMessage['pages'] = []; // pages sent ahead of their commit
-        let aheadBytes = 0;
-        for (;;) {
-          const m = decodeMessage(await session.receive());
-          if (m.type === MSG_STATUS) this.#note(m.commit, m.time);
-          else if (m.type === MSG_PAGES) {
-            for (const p of m.pages) aheadBytes += p.bytes.length;
-            if (aheadBytes > MAX_AHEAD_BYTES)
-              throw new PqdbError('CORRUPTION', 'the primary sent too many pages ahead');
-            ahead.push(...m.pages);
-          } else if (m.type === MSG_COMMIT) {
-            this.#note(m.commit, m.time);
-            const whole = { ...m, pages: [...ahead, ...m.pages] };
-            ahead = [];
-            aheadBytes = 0;
-            await this.#apply(whole);
-            await session.send(encodeMessage({ type: MSG_APPLIED, applied: this.#applied }));
-          } else throw new PqdbError('CORRUPTION', `the primary sent a message of type ${m.type}`);
-        }
+        await this.#follow(session);
       } catch (e) {
         if (this.#closed) return;
         this.#lastError = e instanceof Error ? `${(e as PqdbError).code ?? e.name}: ${e.message}` : String(e);
@@ -201,23 +183,75 @@ export class Replica {
   }
 
   /**
-   * Verifies commit `m` staged over the replica's pages, then persists it (pages and manifest in
-   * one commit). A commit that fails verification is refused; the replica stays at its watermark.
+   * Reads the session into a queue while commits are applied: the commits that arrived while one
+   * was verified are staged together and verified once (a replica behind catches up in few opens).
+   */
+  async #follow(session: MessageSession): Promise<void> {
+    const queue: CommitMessage[] = [];
+    let wake: (() => void) | undefined;
+    let ended: unknown;
+    let ahead: CommitMessage['pages'] = []; // pages sent ahead of their commit
+    let aheadBytes = 0;
+    const reader = (async () => {
+      try {
+        for (;;) {
+          const m = decodeMessage(await session.receive());
+          if (m.type === MSG_STATUS) this.#note(m.commit, m.time);
+          else if (m.type === MSG_PAGES) {
+            for (const p of m.pages) aheadBytes += p.bytes.length;
+            if (aheadBytes > MAX_AHEAD_BYTES)
+              throw new PqdbError('CORRUPTION', 'the primary sent too many pages ahead');
+            ahead.push(...m.pages);
+          } else if (m.type === MSG_COMMIT) {
+            this.#note(m.commit, m.time);
+            queue.push({ ...m, pages: [...ahead, ...m.pages] });
+            ahead = [];
+            aheadBytes = 0;
+          } else throw new PqdbError('CORRUPTION', `the primary sent a message of type ${m.type}`);
+          wake?.();
+        }
+      } catch (e) {
+        ended = e;
+        wake?.();
+      }
+    })();
+    try {
+      for (;;) {
+        if (queue.length === 0) {
+          if (ended !== undefined) throw ended;
+          await new Promise<void>((r) => (wake = r));
+          wake = undefined;
+          continue;
+        }
+        await this.#apply(queue.splice(0));
+        await session.send(encodeMessage({ type: MSG_APPLIED, applied: this.#applied }));
+      }
+    } finally {
+      await Promise.resolve(session.close()).catch(() => undefined);
+      await reader;
+    }
+  }
+
+  /**
+   * Verifies commits `ms` (in order) staged over the replica's pages, then persists them (pages
+   * and the last manifest in one commit). Commits that fail verification are refused; the replica
+   * stays at its watermark.
    * @throws PqdbError ROLLBACK (older than applied), CONFLICT (a gap: not the next commit), and what
    * opening the staged store throws (AUTH_FAILED, CORRUPTION)
    */
-  async #apply(m: CommitMessage): Promise<void> {
-    if (m.commit <= this.#applied && !(m.snapshot && m.commit === this.#applied))
-      throw new PqdbError(
-        'ROLLBACK',
-        `the primary sent commit ${m.commit}, but the replica has applied ${this.#applied}`,
-      );
-    if (!m.snapshot && m.commit !== this.#applied + 1)
-      throw new PqdbError('CONFLICT', `the primary sent commit ${m.commit} after ${this.#applied}: a gap`);
-    if (readManifest(m.manifest).header.commit !== m.commit)
-      throw new PqdbError('CORRUPTION', `commit ${m.commit} carries the manifest of another commit`);
+  async #apply(ms: readonly CommitMessage[]): Promise<void> {
     const staged = new StagedPages(this.#pages);
-    await staged.stage(m);
+    let at = this.#applied;
+    for (const m of ms) {
+      if (m.commit < at || (m.commit === at && !m.snapshot))
+        throw new PqdbError('ROLLBACK', `the primary sent commit ${m.commit}, but the replica is at ${at}`);
+      if (!m.snapshot && m.commit !== at + 1)
+        throw new PqdbError('CONFLICT', `the primary sent commit ${m.commit} after ${at}: a gap`);
+      if (readManifest(m.manifest).header.commit !== m.commit)
+        throw new PqdbError('CORRUPTION', `commit ${m.commit} carries the manifest of another commit`);
+      await staged.stage(m);
+      at = m.commit;
+    }
     const storeId = this.#options.storeId ?? this.#store?.info().storeId;
     const verified = await Store.open(staged, {
       unlock: this.#options.unlock,
@@ -226,6 +260,7 @@ export class Replica {
       minCommit: this.#applied,
     });
     try {
+      if (verified.info().commit !== at) throw new PqdbError('CORRUPTION', `the staged store is not at commit ${at}`);
       await this.#pages.commit({ ...(await staged.batch()), transfer: true });
     } catch (e) {
       await verified.close();
@@ -234,7 +269,7 @@ export class Replica {
     staged.settle();
     const old = this.#store;
     this.#store = verified;
-    this.#applied = m.commit;
+    this.#applied = at;
     if (this.#applied >= this.#watermark) this.#pendingSince = 0;
     else this.#pendingSince = this.#primaryTime;
     await old?.close();
