@@ -20,6 +20,8 @@ import {
   type Store,
 } from '../src/node';
 import { MemoryMedium, openMemoryPageStore } from '../src/storage/memory';
+import { clientHandshake } from '../src/replication/channel';
+import { memoryPair } from './support/transport';
 
 const root = mkdtempSync(join(tmpdir(), 'pqdb-codes-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -307,6 +309,18 @@ const SCENARIOS: Record<PqdbErrorCode, Scenario[]> = {
           expect(await s.migrate({ to: 'gcmsiv-hkdf384', authority: restricted })).toMatchObject({ withheld: 2 });
           await s.collection('words', { schema }).exportSealed('w0');
         });
+      },
+    ],
+  ],
+  PROTOCOL_ERROR: [
+    [
+      'start a replication handshake with a peer that answers in another protocol',
+      async () => {
+        const { client, server } = memoryPair();
+        const handshake = clientHandshake(client, { identity: generateSigner(), serverPublicKey: signer.publicKey });
+        await server.read(); // the ClientHello
+        await server.write(new TextEncoder().encode('HTTP/1.1 400 Bad Request\r\n\r\n'));
+        return thrown(() => handshake);
       },
     ],
   ],

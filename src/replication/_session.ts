@@ -129,7 +129,7 @@ class Direction {
     const counter = getU64(new DataView(rec.bytes.buffer, rec.bytes.byteOffset), 5);
     if (counter !== this.counter) throw authFailed();
     const pt = this.#aead.decrypt(
-      this.#nonceFor(counter),
+      this.#nonceFor(this.counter), // the nonce is the expected counter whatever the header says
       rec.bytes.subarray(SEALED_HEADER_BYTES),
       rec.bytes.subarray(0, SEALED_HEADER_BYTES),
     );
