@@ -7,12 +7,15 @@
 
 /// <reference types="node" />
 import { existsSync, readFileSync } from 'node:fs';
+import { shake256 } from '../kernels/sha3';
+import { equalBytes } from '../_bytes';
 import { UsageError } from './_report';
 
 /**
  * Accepted key lengths in bytes: the recipient secret key; the ML-DSA-87 public and secret keys
- * (FIPS 204 Table 2) of a checkpoint signer (and the public key a restore trusts) and of a policy
- * authority; a recipient public key (hybrid ML-KEM-1024 ‖ X25519, or X25519 alone).
+ * (FIPS 204 Table 2) of a checkpoint signer (and the public key a restore trusts), of a policy
+ * authority and of a replication peer (its identity, the replicas a primary trusts, the primary a
+ * replica pins); a recipient public key (hybrid ML-KEM-1024 ‖ X25519, or X25519 alone).
  */
 export const LENGTHS = {
   unlock: [32],
@@ -21,6 +24,9 @@ export const LENGTHS = {
   signer: [4896],
   authority: [2592],
   'authority-key': [4896],
+  identity: [4896],
+  trust: [2592],
+  'primary-key': [2592],
   recipient: [1600, 32],
 } as const;
 
@@ -94,33 +100,86 @@ export function loadKeys(
 }
 
 /**
- * The authority public keys (ML-DSA-87, 2,592 bytes: keygen --signer's PREFIX.pub) that `--authority`
- * names, each option a FILE or a comma-separated list of them; undefined when none is given.
+ * One ML-DSA-87 public key (2,592 bytes) from FILE for option `--<name>`.
+ * @throws UsageError for a key of the wrong length (naming FILE; a secret key given instead is
+ * told so); as `keyFrom`.
+ * @example
+ * const primaryKey = publicKeyFile('primary-key', 'primary.pub');
+ */
+export function publicKeyFile(name: 'authority' | 'trust' | 'primary-key', file: string): Uint8Array {
+  try {
+    return keyFrom(name, file, undefined)!;
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    const secret = e.message.endsWith(`got ${LENGTHS.signer[0]}`) ? ': a secret key? give its FILE.pub' : '';
+    throw new UsageError(`--${name} ${file}: ${e.message.replace(/^--[a-z-]+: /, '')}${secret}`, { cause: e });
+  }
+}
+
+/**
+ * The ML-DSA-87 public keys (2,592 bytes: keygen --signer's PREFIX.pub) that the options `--<name>`
+ * give, each option a FILE or a comma-separated list of them; undefined when none is given.
  * @throws UsageError for a key of the wrong length or one named twice; as `keyFrom`.
+ * @example
+ * const pinned = publicKeyFiles('authority', ['auth1.pub,auth2.pub']); // two keys
+ */
+export function publicKeyFiles(
+  name: 'authority' | 'trust',
+  options: readonly string[] | undefined,
+): Uint8Array[] | undefined {
+  const files = (options ?? []).flatMap((o) => o.split(',').map((f) => f.trim())).filter((f) => f !== '');
+  if (files.length === 0) return undefined;
+  const keys = files.map((f) => publicKeyFile(name, f));
+  const seen = new Set<string>();
+  keys.forEach((k, i) => {
+    const b = Buffer.from(k).toString('base64');
+    if (seen.has(b)) throw new UsageError(`--${name}: ${files[i]} is a key already named`);
+    seen.add(b);
+  });
+  return keys;
+}
+
+/**
+ * The authority public keys `--authority` names (see `publicKeyFiles`).
+ * @throws as `publicKeyFiles`.
  * @example
  * const pinned = authorityKeys(['auth1.pub,auth2.pub']); // two keys
  */
 export function authorityKeys(options: readonly string[] | undefined): Uint8Array[] | undefined {
-  const files = (options ?? []).flatMap((o) => o.split(',').map((f) => f.trim())).filter((f) => f !== '');
-  if (files.length === 0) return undefined;
-  const keys = files.map((f) => {
+  return publicKeyFiles('authority', options);
+}
+
+/**
+ * An ML-DSA-87 key pair as `pqdb keygen --signer` writes it, for option `--<name>`: the secret key
+ * from FILE, the public key from FILE.pub, checked to be its public half (FIPS 204 Algorithm 6:
+ * the secret key holds tr = SHAKE256(public key, 64) at bytes [64, 128)). The caller wipes the
+ * secret key.
+ * @throws UsageError for a missing FILE.pub, a key of the wrong length or halves of two pairs; the
+ * file system's error when a file cannot be read.
+ * @example
+ * const identity = keyPairFile('identity', 'primary'); // primary and primary.pub
+ */
+export function keyPairFile(
+  name: 'authority-key' | 'identity',
+  file: string,
+): { secretKey: Uint8Array; publicKey: Uint8Array } {
+  if (!existsSync(`${file}.pub`))
+    throw new UsageError(`--${name} ${file}: its public half ${file}.pub is missing (keygen --signer writes both)`);
+  const named = <T>(load: () => T, what: string): T => {
     try {
-      return keyFrom('authority', f, undefined)!;
+      return load();
     } catch (e) {
       if (!(e instanceof UsageError)) throw e;
-      const secret = e.message.endsWith(`got ${LENGTHS['authority-key'][0]}`)
-        ? ': a secret key? give its FILE.pub'
-        : '';
-      throw new UsageError(`--authority ${f}: ${e.message.replace(/^--authority: /, '')}${secret}`, { cause: e });
+      throw new UsageError(`--${name} ${file}: ${what} ${e.message.replace(/^--[a-z-]+: /, '')}`, { cause: e });
     }
-  });
-  const seen = new Set<string>();
-  keys.forEach((k, i) => {
-    const b = Buffer.from(k).toString('base64');
-    if (seen.has(b)) throw new UsageError(`--authority: ${files[i]} is a key already named`);
-    seen.add(b);
-  });
-  return keys;
+  };
+  const publicKey = named(() => keyFrom('signer-public', `${file}.pub`, undefined)!, `${file}.pub:`);
+  const secretKey = named(() => keyFrom('signer', file, undefined)!, 'the secret key:');
+  if (!equalBytes(secretKey.subarray(64, 128), shake256(publicKey, { dkLen: 64 }))) {
+    secretKey.fill(0);
+    throw new UsageError(`--${name} ${file}: ${file}.pub is not the public half of this secret key`);
+  }
+  return { secretKey, publicKey };
 }
 
 /**

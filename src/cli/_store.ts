@@ -12,15 +12,17 @@ import { openStore } from '../node';
 import type { Collection, CollectionOptions, Store } from '../engine/store';
 import { unlockManifest, type Manifest } from '../engine/manifest';
 import type { Schema } from '../engine/codec';
+import type { PageStore } from '../storage/page-store';
 import { PqdbError } from '../errors';
 import type { Keys } from './_keys';
 import { UsageError } from './_report';
 import { parseSchema } from './_values';
 
-/** An open store and the manifest it was opened at (for the schemas). */
+/** An open store, the manifest it was opened at (for the schemas) and its page store (the store owns it). */
 export interface OpenedStore {
   store: Store;
   manifest: Manifest;
+  pages: PageStore;
 }
 
 /**
@@ -55,7 +57,7 @@ export async function openCliStore(
       ...(options.authority !== undefined ? { authorityPublicKey: options.authority } : {}),
       autoCheckpoint: false,
     });
-    return { store, manifest: opened.manifest };
+    return { store, manifest: opened.manifest, pages };
   } catch (e) {
     await pages.close();
     throw e;

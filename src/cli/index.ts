@@ -7,6 +7,7 @@
 //   import, export                       many records; sealed exports (import.ts, export.ts)
 //   policy sign, policy set, policy show signed authority policies (policy.ts)
 //   backup, restore, copies list, copies retire   managed copies and their inventory (copies.ts)
+//   replicate serve, replicate follow    a primary serving replicas, a replica following (replicate.ts)
 // This file finds the verb (its first word, or two for a group: `policy sign`), parses its
 // arguments, loads the keys it declares (_keys.ts), runs it and wipes the keys after it. Keys come
 // from outside the store: --unlock FILE or PQDB_UNLOCK (the recipient secret key), --signer FILE or
@@ -17,7 +18,8 @@
 // Exit status: 0 success; 1 a check failed, a record was not found or a migration failed; 2 a usage
 // error (one line: `pqdb: <what> (see pqdb <verb> --help)`) or any failure (one line, `pqdb: [CODE]
 // message`, or `pqdb <verb>: cannot open …`); 3 (verify) nothing failed but checks were skipped for
-// want of a key; 130 (migrate) paused by Ctrl-C, resumable. A write to stdout or stderr that fails
+// want of a key; 130 (migrate) paused by Ctrl-C, resumable; (replicate follow --once) 1 not caught
+// up within --timeout, 130 interrupted before it caught up. A write to stdout or stderr that fails
 // (EPIPE when the reader went away) also ends with one line and status 2: never a stack trace.
 
 /// <reference types="node" />
@@ -32,6 +34,7 @@ import { importVerb } from './import';
 import { policy } from './policy';
 import { exportVerb } from './export';
 import { backup, copies, restore } from './copies';
+import { replicate } from './replicate';
 
 /** Every verb and group of verbs, in the order `pqdb --help` lists them. */
 export const VERBS: readonly (Verb | VerbGroup)[] = [
@@ -53,6 +56,7 @@ export const VERBS: readonly (Verb | VerbGroup)[] = [
   backup,
   restore,
   copies,
+  replicate,
 ];
 
 const USAGE = `usage: pqdb <command> [arguments] [--json] [--progress]
@@ -66,8 +70,9 @@ keys (base64 in the environment, raw or base64 in files; pqdb keygen writes them
   --signer-public FILE   or PQDB_SIGNER_PUBLIC   trusted ML-DSA-87 public key of the checkpoints
 
 --json prints what a command reports as JSON; --progress draws progress bars on stderr even when it
-is not a terminal. exit status: 0 done, 1 a check failed or a record was not found, 2 usage error
-or failure, 3 (verify) checks skipped for want of a key, 130 (migrate) paused`;
+is not a terminal. exit status: 0 done, 1 a check failed or a record was not found (replicate
+follow --once: not caught up in time), 2 usage error or failure, 3 (verify) checks skipped for want
+of a key, 130 (migrate) paused, (replicate follow --once) interrupted`;
 
 const KEY_ENV = { unlock: 'PQDB_UNLOCK', signer: 'PQDB_SIGNER', 'signer-public': 'PQDB_SIGNER_PUBLIC' } as const;
 

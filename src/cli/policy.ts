@@ -16,14 +16,12 @@
 // signing; the base64 text they were read from cannot be. Node only.
 
 /// <reference types="node" />
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { signPolicy, type Policy, type PolicyDocument } from '../crypto/policy';
 import { signerKeyId } from '../crypto/proofs';
 import { unb64 } from '../engine/manifest';
-import { shake256 } from '../kernels/sha3';
-import { equalBytes } from '../_bytes';
 import { PqdbError } from '../errors';
-import { authorityKeys, keyFrom } from './_keys';
+import { authorityKeys, keyPairFile } from './_keys';
 import { UsageError } from './_report';
 import { openCliStore, requireUnlock } from './_store';
 import { KEY_OPTIONS, str, type Verb, type VerbArgs, type VerbGroup } from './_verb';
@@ -89,33 +87,6 @@ function signatureCount(signed: Uint8Array): number {
   return signed[HEAD_BYTES + new DataView(signed.buffer, signed.byteOffset).getUint32(5)];
 }
 
-/**
- * One authority key pair: the secret key FILE and its public half FILE.pub.
- * @throws UsageError when FILE.pub is missing or is not the public half of FILE; as `keyFrom`.
- */
-function authorityPair(file: string): { secretKey: Uint8Array; publicKey: Uint8Array } {
-  if (!existsSync(`${file}.pub`))
-    throw new UsageError(
-      `--authority-key ${file}: its public half ${file}.pub is missing (keygen --signer writes both)`,
-    );
-  const named = <T>(load: () => T, what: string): T => {
-    try {
-      return load();
-    } catch (e) {
-      if (!(e instanceof UsageError)) throw e;
-      throw new UsageError(`--authority-key ${file}: ${what} ${e.message.replace(/^--[a-z-]+: /, '')}`, { cause: e });
-    }
-  };
-  const publicKey = named(() => keyFrom('authority', `${file}.pub`, undefined)!, `${file}.pub:`);
-  const secretKey = named(() => keyFrom('authority-key', file, undefined)!, 'the secret key:');
-  // FIPS 204 Algorithm 6: the secret key holds tr = SHAKE256(public key, 64) at bytes [64, 128).
-  if (!equalBytes(secretKey.subarray(64, 128), shake256(publicKey, { dkLen: 64 }))) {
-    secretKey.fill(0);
-    throw new UsageError(`--authority-key ${file}: ${file}.pub is not the public half of this secret key`);
-  }
-  return { secretKey, publicKey };
-}
-
 /** What `show` and `set` report of a policy. */
 function reportOf(p: Policy, now = Date.now()) {
   return {
@@ -169,7 +140,7 @@ export const policySign: Verb = {
       }
     const signedBy: string[] = [];
     for (const file of files) {
-      const pair = authorityPair(file);
+      const pair = keyPairFile('authority-key', file);
       try {
         signed = signPolicy(doc, pair.secretKey, pair.publicKey, signed);
         signedBy.push(keyIdHex(pair.publicKey));
