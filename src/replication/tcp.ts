@@ -21,8 +21,13 @@ import {
   type Transport,
 } from './channel';
 
-/** Received bytes the transport holds for the channel before it pauses the socket. */
-const HIGH_WATER_BYTES = 1 << 20;
+/**
+ * Received bytes the transport holds for the channel before it pauses the socket, and written bytes
+ * the socket may buffer before a write waits for 'drain'. Node's own 16 KiB mark would make every
+ * record over 16 KiB wait until the socket has sent everything, so the sender could not seal the
+ * next record while the previous one is on its way.
+ */
+const HIGH_WATER_BYTES = 4 << 20;
 const DEFAULT_MAX_HANDSHAKES = 32;
 /** How long a closed transport waits for its last bytes to be taken before it destroys the socket. */
 const CLOSE_GRACE_MS = 5_000;
@@ -88,7 +93,7 @@ export function socketTransport(socket: Socket): Transport {
     if (socket.destroyed || socket.writableEnded)
       return Promise.reject(ioError('the replication connection is closed'));
     return new Promise((resolve, reject) => {
-      if (socket.write(chunk)) return resolve();
+      if (socket.write(chunk) || socket.writableLength <= HIGH_WATER_BYTES) return resolve();
       const done = (): void => {
         socket.off('drain', done);
         socket.off('close', done);
