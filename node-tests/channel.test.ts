@@ -558,6 +558,26 @@ describe('channel over TCP', { timeout: 20_000 }, () => {
     expect(raw.indexOf(clientId.publicKey.subarray(0, 32))).toBe(-1); // identities travel as hashes
   });
 
+  it('applies backpressure: sends wait while the peer does not read, then everything arrives', async () => {
+    let served: Session | undefined;
+    listener = await listen({ port: 0, ...serverOptions, onSession: (s) => void (served = s) });
+    const session = await connect({ host: '127.0.0.1', port: listener.port, ...clientOptions });
+    await expect.poll(() => served).toBeDefined();
+    const message = new Uint8Array(1 << 20).fill(0xa5);
+    const waits = (p: Promise<void>) =>
+      Promise.race([p.then(() => false), new Promise<boolean>((r) => setTimeout(r, 300, true))]);
+    let sent = 0;
+    let pending: Promise<void>;
+    do {
+      pending = session.send(message);
+      sent++;
+      if (sent > 128) throw new Error('128 MiB went out to a peer that reads nothing');
+    } while (!(await waits(pending)));
+    for (let i = 0; i < sent; i++) expect(same(await served!.receive(), message)).toBe(true);
+    await pending; // released once the peer read
+    await session.close();
+  });
+
   it('connect(): a trusted client is served, an untrusted one refused on both ends, close ends sessions', async () => {
     const errors: unknown[] = [];
     const held: Session[] = [];

@@ -32,6 +32,11 @@ const DEFAULT_MAX_HANDSHAKES = 32;
 /** How long a closed transport waits for its last bytes to be taken before it destroys the socket. */
 const CLOSE_GRACE_MS = 5_000;
 
+/** Resolves after `ms` without keeping the process alive. */
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
 function ioError(message: string, cause?: unknown): PqdbError {
   return new PqdbError('IO_ERROR', message, cause === undefined ? undefined : { cause });
 }
@@ -205,7 +210,8 @@ export async function listen(options: ListenOptions): Promise<Listener> {
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       await Promise.all(
         [...sockets].map(async ([socket, session]) => {
-          if (session !== undefined) await session.close();
+          // A peer that no longer reads must not hold the close up: its socket goes after a grace period.
+          if (session !== undefined) await Promise.race([session.close(), delay(CLOSE_GRACE_MS)]);
           socket.destroy();
         }),
       );
