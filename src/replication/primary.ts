@@ -97,7 +97,7 @@ export class Primary {
       const deletes = [...held].filter((id) => !have.has(id));
       const commit = readManifest(manifest).header.commit;
       if (commit !== applied || missing.length > 0 || deletes.length > 0)
-        this.#send(f, {
+        for (const bytes of splitCommit({
           type: MSG_COMMIT,
           commit,
           time: Date.now(),
@@ -105,7 +105,8 @@ export class Primary {
           pages: missing,
           deletes,
           manifest,
-        });
+        }))
+          this.#sendBytes(f, bytes);
       else this.#send(f, { type: MSG_STATUS, commit, time: Date.now() });
       f.live = true; // still inside the queue: the next commit's hook ships to it
     });
