@@ -1023,7 +1023,13 @@ export function summarize(e) {
       `Kept from the run of ${e.kept.from} (same directory, same configuration apart from the part run again): ${e.kept.parts.join(', ')}; load average then ${e.kept.host.loadAverage.atStart.map((x) => x.toFixed(2)).join(' ')} at its start.`,
       '',
     );
-  const bad = [...e.campaign, ...e.faults, ...(e.bulk ?? [])].filter((r) => !r.ok).length;
+  const bad = [
+    ...e.campaign.filter((r) => !r.ok).map((r) => `receiver-kill run ${r.run}`),
+    ...e.faults.filter((r) => !r.ok).map((r) => `faults run ${r.run}`),
+    ...(e.bulk ?? [])
+      .filter((b) => !b.ok)
+      .map((b) => `bulk ${b.mode} of ${b.records.toLocaleString('en-US')}${b.caughtUp ? '' : ' (never caught up)'}`),
+  ];
   const readErrors = [
     ...[...e.campaign, ...e.faults].flatMap((r) => [
       ...(r.events.restart?.retained.readErrors ?? []),
@@ -1039,7 +1045,7 @@ export function summarize(e) {
     '',
   );
   lines.push(
-    `Every full reread compares each record, field by field with its type, against the fixture recomputed in the evaluating process from the WordNet source; ${bad === 0 ? 'all runs ended equal' : `**${bad} run(s) did not end equal**`}.`,
+    `Every full reread compares each record, field by field with its type, against the fixture recomputed in the evaluating process from the WordNet source; ${bad.length === 0 ? 'all runs ended equal' : `**not equal at the end: ${bad.join(', ')}**; every other run ended equal`}.`,
     '',
   );
   return lines.join('\n');
