@@ -281,6 +281,14 @@ function relay(host, port) {
 // ---- processes ----------------------------------------------------------------------------------
 
 const children = new Set();
+const tempDirs = new Set();
+
+/** A new directory for a run's stores (removed by the run, or on a signal by the cleanup). */
+function tempDir(prefix) {
+  const dir = mkdtempSync(join(os.tmpdir(), prefix));
+  tempDirs.add(dir);
+  return dir;
+}
 
 /**
  * Spawns a part on host `h` ('a' primary, 'b' replica) with an IPC channel and `hello` in its
@@ -443,7 +451,7 @@ const rel = (t, t0) => (t === undefined ? undefined : t - t0);
  * c.primaryDownMs, and the link cut at c.cutAtMs for c.cutMs.
  */
 async function campaign(c, network, kind, runIndex) {
-  const dir = mkdtempSync(join(os.tmpdir(), 'pqdb-repl-'));
+  const dir = tempDir('pqdb-repl-');
   const fixture = campaignRecords(c.records); // recomputed here, from the WordNet source
   const keys = keySet();
   const primaryPort = network.mode === 'netns' ? PORT : await freePort();
@@ -763,7 +771,7 @@ async function baseline(network) {
  * commits 500 ms apart (the follow latency on the large store) and a full typed reread.
  */
 async function bulk(c, network, mode, records) {
-  const dir = mkdtempSync(join(os.tmpdir(), 'pqdb-repl-bulk-'));
+  const dir = tempDir('pqdb-repl-bulk-');
   const keys = keySet();
   const primaryPort = network.mode === 'netns' ? PORT : await freePort();
   let target = network.mode === 'netns' ? { host: ADDR.a, port: PORT } : { host: '127.0.0.1', port: primaryPort };
@@ -1067,6 +1075,7 @@ export async function main() {
   const cleanup = () => {
     for (const ch of children) ch.kill('SIGKILL');
     network.teardown();
+    for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
   };
   const onSignal = (sig) => {
     log(`${sig}: removing the namespaces`);
