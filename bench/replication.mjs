@@ -15,8 +15,9 @@
 //
 // Faults campaign (same schedule, PQDB_REPL_FAULT_RUNS times, default 1): the primary SIGKILLed at
 // 45 s and restarted on its store at 60 s while the replica keeps running (it reconnects with its
-// default backoff), and the link cut at 120 s for 10 s. Bulk: 100,000 synsets loaded into the
-// primary, then an empty replica catches up: records/s and MB/s (10^6 bytes) on the wire.
+// default backoff), and the link cut at 120 s for 10 s. Bulk: 100,000 synsets into an empty
+// replica, records/s and MB/s (10^6 bytes) on the wire: loaded into the primary first, then caught
+// up (also for a 50,000-record store), and followed while the primary loads them.
 //
 // Two hosts: two network namespaces joined by a veth pair (10.77.0.1/24 and 10.77.0.2/24) made
 // here as root and removed at the end, also on failure; each process runs under `ip netns exec`,
@@ -27,8 +28,10 @@
 //   PQDB_REPL_RECORDS 512   PQDB_REPL_CAMPAIGN_S 240   PQDB_REPL_WRITE_S 210   PQDB_REPL_KILL_S 45
 //   PQDB_REPL_DOWN_S 15     PQDB_REPL_PRIMARY_KILL_S 45   PQDB_REPL_PRIMARY_DOWN_S 15
 //   PQDB_REPL_CUT_AT_S 120  PQDB_REPL_CUT_S 10   PQDB_REPL_RUNS 5   PQDB_REPL_FAULT_RUNS 1
-//   PQDB_REPL_BULK 100000   PQDB_REPL_BULK_FOLLOW 20   PQDB_REPL_NET auto|netns|loopback   PQDB_REPL_ONLY campaign,faults,bulk
-//   PQDB_REPL_OUT <dir>     (default bench/results/replication-<date>[-n]/)
+//   PQDB_REPL_BULK 100000   PQDB_REPL_BULK_SMALL 50000   PQDB_REPL_BULK_FOLLOW 20   PQDB_REPL_BULK_TIMEOUT_S 120
+//   PQDB_REPL_NET auto|netns|loopback   PQDB_REPL_ONLY campaign,faults,bulk
+//   PQDB_REPL_OUT <dir>     (default bench/results/replication-<date>[-n]/; when it holds an
+//                            evidence.json, the parts not in PQDB_REPL_ONLY are kept from it)
 //
 // Writes evidence.json (every write, every applied commit, every process, the verification) and
 // summary.md. Exits 0 whatever the figures (targets are reported, not asserted) unless the
@@ -91,6 +94,8 @@ function config(env = process.env) {
     faultRuns: num('PQDB_REPL_FAULT_RUNS', 1),
     bulk: num('PQDB_REPL_BULK', 100_000),
     bulkFollow: num('PQDB_REPL_BULK_FOLLOW', 20),
+    bulkSmall: num('PQDB_REPL_BULK_SMALL', 50_000),
+    bulkTimeoutMs: num('PQDB_REPL_BULK_TIMEOUT_S', 120) * 1000,
     net: env.PQDB_REPL_NET ?? 'auto',
     only: new Set((env.PQDB_REPL_ONLY ?? 'campaign,faults,bulk').split(',').map((s) => s.trim())),
     out: env.PQDB_REPL_OUT,
@@ -98,6 +103,11 @@ function config(env = process.env) {
   if (!['auto', 'netns', 'loopback'].includes(c.net))
     throw new RangeError('PQDB_REPL_NET expected auto, netns or loopback');
   c.intervalMs = c.writeMs / c.records;
+  c.bulkRuns = [
+    ['catchup', c.bulk],
+    ...(c.bulkSmall > 0 && c.bulkSmall < c.bulk ? [['catchup', c.bulkSmall]] : []),
+    ['follow', c.bulk],
+  ];
   return c;
 }
 
@@ -158,7 +168,7 @@ function setupNet(mode) {
           description: `network namespaces ${NS.a} (${ADDR.a}/24, primary) and ${NS.b} (${ADDR.b}/24, replica) joined by the veth pair ${VETH.a}–${VETH.b}`,
           links: [link('a'), link('b')],
           listenHost: ADDR.a,
-          exec: (h) => ['ip', ['netns', 'exec', NS[h]]],
+          exec: (h) => ['ip', ['netns', 'exec', NS[h], process.execPath]],
           endpoint: (port) => ({ host: ADDR.a, port }),
           async cut() {
             ip('-n', NS.a, 'link', 'set', VETH.a, 'down');
@@ -271,6 +281,14 @@ function relay(host, port) {
 // ---- processes ----------------------------------------------------------------------------------
 
 const children = new Set();
+const tempDirs = new Set();
+
+/** A new directory for a run's stores (removed by the run, or on a signal by the cleanup). */
+function tempDir(prefix) {
+  const dir = mkdtempSync(join(os.tmpdir(), prefix));
+  tempDirs.add(dir);
+  return dir;
+}
 
 /**
  * Spawns a part on host `h` ('a' primary, 'b' replica) with an IPC channel and `hello` in its
@@ -280,7 +298,7 @@ function spawnPart(network, h, name, hello) {
   const [cmd, pre] = network.exec(h);
   const env = { ...process.env, PQDB_REPL_HELLO: JSON.stringify(hello) };
   const spawnAt = wallMs();
-  const child = spawn(cmd, [...pre, process.execPath, PART(name)], {
+  const child = spawn(cmd, [...pre, PART(name)], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     env,
   });
@@ -433,7 +451,7 @@ const rel = (t, t0) => (t === undefined ? undefined : t - t0);
  * c.primaryDownMs, and the link cut at c.cutAtMs for c.cutMs.
  */
 async function campaign(c, network, kind, runIndex) {
-  const dir = mkdtempSync(join(os.tmpdir(), 'pqdb-repl-'));
+  const dir = tempDir('pqdb-repl-');
   const fixture = campaignRecords(c.records); // recomputed here, from the WordNet source
   const keys = keySet();
   const primaryPort = network.mode === 'netns' ? PORT : await freePort();
@@ -728,7 +746,7 @@ async function baseline(network) {
   for (let i = 0; i < 5; i++) {
     const [cmd, pre] = network.exec('b');
     const spawnAt = wallMs();
-    const child = spawn(cmd, [...pre, process.execPath, '--input-type=module', '-e', code], {
+    const child = spawn(cmd, [...pre, '--input-type=module', '-e', code], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     const m = await new Promise((resolve, reject) => {
@@ -744,8 +762,16 @@ async function baseline(network) {
 
 // ---- the bulk catch-up --------------------------------------------------------------------------
 
-async function bulk(c, network) {
-  const dir = mkdtempSync(join(os.tmpdir(), 'pqdb-repl-bulk-'));
+/**
+ * `records` synsets into an empty replica. mode 'catchup': the primary loads them (batches of
+ * 1,000, one checkpoint), then the replica starts on an empty directory and catches up from the
+ * primary's current commit (given c.bulkTimeoutMs; one that does not finish is reported with its
+ * last error). mode 'follow': the empty replica connects first and follows while the primary loads
+ * (each batch commit shipped as it is made). Then, when it caught up, c.bulkFollow single-record
+ * commits 500 ms apart (the follow latency on the large store) and a full typed reread.
+ */
+async function bulk(c, network, mode, records) {
+  const dir = tempDir('pqdb-repl-bulk-');
   const keys = keySet();
   const primaryPort = network.mode === 'netns' ? PORT : await freePort();
   let target = network.mode === 'netns' ? { host: ADDR.a, port: PORT } : { host: '127.0.0.1', port: primaryPort };
@@ -754,34 +780,94 @@ async function bulk(c, network) {
     loopProxy = await relay('127.0.0.1', primaryPort);
     target = { host: '127.0.0.1', port: loopProxy.port };
   }
+  const rxBytes = () => (network.mode === 'netns' ? network.rxBytes() : loopProxy.bytesToReplica);
   const parts = [];
+  const out = {
+    mode,
+    records,
+    date: new Date().toISOString(),
+    wireBytesMeasuredAt:
+      network.mode === 'netns' ? `rx_bytes of ${VETH.b} in ${NS.b}` : 'the relay, primary to replica',
+  };
   try {
-    log(`bulk: loading ${c.bulk} synsets into the primary …`);
+    log(`bulk (${mode}): ${records} synsets …`);
     const p = await startPrimary(network, {
       mode: 'bulk',
       location: join(dir, 'primary'),
       host: network.listenHost,
       port: primaryPort,
       keys: keys.primary,
-      records: c.bulk,
+      records,
       batch: 1000,
+      serveFirst: mode === 'follow',
     });
     parts.push(p);
     const ready = p.messages.find((m) => m.ready);
-    const primaryBytes = duBytes(join(dir, 'primary'));
-    log(
-      `bulk: loaded in ${(ready.buildMs / 1000).toFixed(1)} s (${(primaryBytes / 1e6).toFixed(1)} MB, commit ${ready.commit}); an empty replica follows`,
-    );
-    const rx0 = network.mode === 'netns' ? network.rxBytes() : loopProxy.bytesToReplica;
-    const r = await startReplica(network, { location: join(dir, 'replica'), ...target, keys: keys.replica });
-    parts.push(r);
-    const open = r.messages.find((m) => m.open);
-    const done = await r.wait(
-      (m) => m.applied !== undefined && m.status.appliedWatermark >= ready.commit,
-      30 * 60_000,
-      'the catch-up',
-    );
-    const rx1 = network.mode === 'netns' ? network.rxBytes() : loopProxy.bytesToReplica;
+    let rx0;
+    let r;
+    let startAt; // the start of what is timed: the replica's open (catchup) or the load (follow)
+    let commit;
+    if (mode === 'catchup') {
+      out.loadMs = ready.buildMs;
+      commit = ready.commit;
+      out.primaryStoreBytes = duBytes(join(dir, 'primary'));
+      log(
+        `bulk: loaded in ${sec(ready.buildMs)} (${(out.primaryStoreBytes / 1e6).toFixed(1)} MB, commit ${commit}); an empty replica starts`,
+      );
+      rx0 = rxBytes();
+      r = await startReplica(network, { location: join(dir, 'replica'), ...target, keys: keys.replica });
+      parts.push(r);
+      startAt = r.messages.find((m) => m.open).openStartAt;
+    } else {
+      r = await startReplica(network, { location: join(dir, 'replica'), ...target, keys: keys.replica });
+      parts.push(r);
+      await r.wait((m) => m.connection && m.connected, 60_000, 'the session');
+      rx0 = rxBytes();
+      p.child.send({ load: true });
+      const loaded = await p.wait((m) => m.loaded || m.failed, 30 * 60_000, 'the load');
+      if (loaded.failed) throw new Error(`bulk load: ${loaded.failed}`);
+      out.loadMs = loaded.buildMs;
+      commit = loaded.commit;
+      startAt = loaded.loadStartAt;
+      out.primaryStoreBytes = duBytes(join(dir, 'primary'));
+    }
+    out.primaryCommit = commit;
+    let done;
+    try {
+      done = await r.wait(
+        (m) => m.applied !== undefined && m.status.appliedWatermark >= commit,
+        c.bulkTimeoutMs,
+        'the catch-up',
+      );
+    } catch (e) {
+      if (r.exit !== undefined) throw e;
+    }
+    const rx1 = rxBytes();
+    out.wireBytes = rx1 - rx0;
+    const sessions = r.messages.filter((m) => m.connection && m.connected);
+    out.sessions = sessions.length;
+    if (done === undefined) {
+      const lastError = r.messages.filter((m) => m.connection && m.lastError !== undefined).at(-1)?.lastError;
+      const lastApplied = r.messages.filter((m) => m.applied !== undefined).at(-1);
+      Object.assign(out, {
+        caughtUp: false,
+        waitedMs: wallMs() - startAt,
+        appliedWatermark: lastApplied?.status.appliedWatermark ?? 0,
+        lastError: lastError ?? null,
+        ok: false,
+      });
+      log(
+        `bulk (${mode}): not caught up after ${sec(out.waitedMs)} (applied ${out.appliedWatermark} of ${commit}; ${out.sessions} sessions, ${(out.wireBytes / 1e6).toFixed(1)} MB received, last error ${out.lastError})`,
+      );
+      return out;
+    }
+    out.caughtUp = true;
+    out.caughtUpMs = done.at - startAt;
+    out.sessionToCaughtUpMs = sessions[0] ? done.at - sessions[0].at : null;
+    out.spawnToCaughtUpMs = done.at - r.spawnAt;
+    out.recordsPerSecond = records / (out.caughtUpMs / 1000);
+    out.wireMBPerSecond = out.wireBytes / 1e6 / (out.caughtUpMs / 1000);
+    out.replicaStoreBytes = duBytes(join(dir, 'replica'));
     // Then single-record commits on the large store, one every 500 ms: the replica's follow latency there.
     const follow = [];
     if (c.bulkFollow > 0) {
@@ -800,59 +886,36 @@ async function bulk(c, network) {
         follow.push({ seq: w.wrote, commit: w.commit, putMs: w.at - w.sentAt, lagMs: a.at - w.at });
       }
     }
-    const connected = r.messages.find((m) => m.connection && m.connected);
-    const wireBytes = rx1 - rx0;
-    const fromOpen = done.at - open.openStartAt;
-    const fromConnect = connected ? done.at - connected.at : null;
-    const replicaBytes = duBytes(join(dir, 'replica'));
-    const fixture = campaignRecords(c.bulk + c.bulkFollow);
+    const followLag = follow.map((x) => x.lagMs);
+    out.follow = {
+      records: follow.length,
+      gapMs: 500,
+      lagMs: { p50: pct(followLag, 50), max: followLag.length ? Math.max(...followLag) : null },
+      perRecord: follow,
+    };
+    const fixture = campaignRecords(records + c.bulkFollow);
     r.child.send({ final: { ids: fixture.map((x) => x.id), hashes: true } });
     const fin = await r.wait((m) => m.final || m.failed, 30 * 60_000, 'the reread');
     if (fin.failed) throw new Error(`bulk reread: ${fin.failed}`);
     let matched = 0;
     fixture.forEach((x, i) => void (fin.hashes[i] === typedHash(x.value) && matched++));
-    const followLag = follow.map((x) => x.lagMs);
-    const out = {
-      records: c.bulk,
-      primaryCommit: ready.commit,
-      loadMs: ready.buildMs,
-      primaryStoreBytes: primaryBytes,
-      replicaStoreBytes: replicaBytes,
-      wireBytes,
-      wireBytesMeasuredAt:
-        network.mode === 'netns' ? `rx_bytes of ${VETH.b} in ${NS.b}` : 'the relay, primary to replica',
-      openToCaughtUpMs: fromOpen,
-      connectedToCaughtUpMs: fromConnect,
-      spawnToCaughtUpMs: done.at - r.spawnAt,
-      recordsPerSecond: c.bulk / (fromOpen / 1000),
-      wireMBPerSecond: wireBytes / 1e6 / (fromOpen / 1000),
-      storeMBPerSecond: primaryBytes / 1e6 / (fromOpen / 1000),
-      watermarks: { commit: fin.status.commitWatermark, applied: fin.status.appliedWatermark },
-      follow: {
-        records: follow.length,
-        gapMs: 500,
-        lagMs: { p50: pct(followLag, 50), max: followLag.length ? Math.max(...followLag) : null },
-        perRecord: follow,
-      },
-      finalCommit: fin.status.appliedWatermark,
-      reread: {
-        expected: fixture.length,
-        matched,
-        size: fin.size,
-        scanned: fin.scanned,
-        readMs: fin.readMs,
-        readErrors: fin.readErrors,
-      },
+    out.watermarks = { commit: fin.status.commitWatermark, applied: fin.status.appliedWatermark };
+    out.primaryFinalCommit = p.messages.filter((m) => m.wrote !== undefined).at(-1)?.commit ?? commit;
+    out.reread = {
+      expected: fixture.length,
+      matched,
+      size: fin.size,
+      scanned: fin.scanned,
+      readMs: fin.readMs,
+      readErrors: fin.readErrors,
     };
-    const primaryCommit = p.messages.filter((m) => m.wrote !== undefined).at(-1)?.commit ?? ready.commit;
     out.ok =
       matched === fixture.length &&
       fin.scanned === fixture.length &&
-      out.watermarks.applied === primaryCommit &&
-      out.watermarks.commit === primaryCommit;
-    out.primaryFinalCommit = primaryCommit;
+      out.watermarks.applied === out.primaryFinalCommit &&
+      out.watermarks.commit === out.primaryFinalCommit;
     log(
-      `bulk: caught up ${c.bulk} records in ${(fromOpen / 1000).toFixed(2)} s from the open: ${out.recordsPerSecond.toFixed(0)} records/s, ${out.wireMBPerSecond.toFixed(1)} MB/s on the wire; reread ${matched}/${c.bulk} typed-equal`,
+      `bulk (${mode}): ${records} records in ${sec(out.caughtUpMs)}: ${out.recordsPerSecond.toFixed(0)} records/s, ${out.wireMBPerSecond.toFixed(1)} MB/s on the wire; reread ${matched}/${fixture.length} typed-equal`,
     );
     return out;
   } finally {
@@ -938,32 +1001,49 @@ export function summarize(e) {
       '',
     );
   }
-  if (e.bulk !== undefined) {
-    const b = e.bulk;
+  if (e.bulk !== undefined && e.bulk.length > 0) {
     lines.push(
       '## Bulk catch-up into an empty replica',
       '',
-      '| records | primary store | on the wire | open → caught up | session → caught up | records/s | MB/s on the wire | reread (typed-equal) | applied / primary commit |',
-      '|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
-      `| ${b.records.toLocaleString('en-US')} | ${(b.primaryStoreBytes / 1e6).toFixed(1)} MB | ${(b.wireBytes / 1e6).toFixed(1)} MB | ${ms(b.openToCaughtUpMs)} | ${ms(b.connectedToCaughtUpMs)} | ${f0(b.recordsPerSecond)} | ${b.wireMBPerSecond.toFixed(1)} | ${b.reread.matched.toLocaleString('en-US')} / ${b.reread.expected.toLocaleString('en-US')} | ${b.watermarks.applied} / ${b.primaryFinalCommit} |`,
+      "catch-up: the primary loads the records (batches of 1,000, one checkpoint), then an empty replica starts and catches up from the primary's current commit, timed from the replica's open. follow: the empty replica is connected first and follows while the primary loads, timed from the start of the load.",
       '',
-      ...(b.follow.records > 0
-        ? [
-            `Then ${b.follow.records} single-record commits on that store, ${b.follow.gapMs} ms apart: the replica held each ${ms(b.follow.lagMs.p50)} (median; max ${ms(b.follow.lagMs.max)}) after the primary acknowledged it. The reread covers those too.`,
-            '',
-          ]
-        : []),
-      `Wire bytes: ${b.wireBytesMeasuredAt} (frames and TCP/IP headers included). MB = 10^6 bytes. The primary loaded the records in ${sec(b.loadMs)} (batches of 1,000 and one checkpoint) before the replica started.`,
+      '| mode | records | primary store | received on the wire | time | records/s | MB/s on the wire | sessions | reread (typed-equal) | applied / primary commit |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+      ...e.bulk.map((b) =>
+        b.caughtUp
+          ? `| ${b.mode} | ${b.records.toLocaleString('en-US')} | ${(b.primaryStoreBytes / 1e6).toFixed(1)} MB | ${(b.wireBytes / 1e6).toFixed(1)} MB | ${ms(b.caughtUpMs)} | ${f0(b.recordsPerSecond)} | ${b.wireMBPerSecond.toFixed(1)} | ${b.sessions} | ${b.reread.matched.toLocaleString('en-US')} / ${b.reread.expected.toLocaleString('en-US')} | ${b.watermarks.applied} / ${b.primaryFinalCommit} |`
+          : `| ${b.mode} | ${b.records.toLocaleString('en-US')} | ${(b.primaryStoreBytes / 1e6).toFixed(1)} MB | ${(b.wireBytes / 1e6).toFixed(1)} MB | **not caught up after ${sec(b.waitedMs)}** (last error: ${b.lastError ?? 'none'}) | – | – | ${b.sessions} | – | ${b.appliedWatermark} / ${b.primaryCommit} |`,
+      ),
+      '',
+      ...e.bulk
+        .filter((b) => b.caughtUp && b.follow.records > 0)
+        .map(
+          (b) =>
+            `- ${b.mode}, ${b.records.toLocaleString('en-US')}: then ${b.follow.records} single-record commits ${b.follow.gapMs} ms apart; the replica held each ${ms(b.follow.lagMs.p50)} (median; max ${ms(b.follow.lagMs.max)}) after the primary acknowledged it (the reread covers them).`,
+        ),
+      '',
+      `Wire bytes: ${e.bulk[0].wireBytesMeasuredAt} (channel frames and TCP/IP headers included). MB = 10^6 bytes.`,
       '',
     );
   }
-  const bad = [...e.campaign, ...e.faults].filter((r) => !r.ok).length + (e.bulk && !e.bulk.ok ? 1 : 0);
+  if (e.kept !== undefined)
+    lines.push(
+      `Kept from the run of ${e.kept.from} (same directory, same configuration apart from the part run again): ${e.kept.parts.join(', ')}; load average then ${e.kept.host.loadAverage.atStart.map((x) => x.toFixed(2)).join(' ')} at its start.`,
+      '',
+    );
+  const bad = [
+    ...e.campaign.filter((r) => !r.ok).map((r) => `receiver-kill run ${r.run}`),
+    ...e.faults.filter((r) => !r.ok).map((r) => `faults run ${r.run}`),
+    ...(e.bulk ?? [])
+      .filter((b) => !b.ok)
+      .map((b) => `bulk ${b.mode} of ${b.records.toLocaleString('en-US')}${b.caughtUp ? '' : ' (never caught up)'}`),
+  ];
   const readErrors = [
     ...[...e.campaign, ...e.faults].flatMap((r) => [
       ...(r.events.restart?.retained.readErrors ?? []),
       ...r.final.replica.readErrors,
     ]),
-    ...(e.bulk?.reread.readErrors ?? []),
+    ...(e.bulk ?? []).flatMap((b) => b.reread?.readErrors ?? []),
   ];
   const codes = [...new Set(readErrors.map((x) => `${x.code}: ${x.message}`))];
   lines.push(
@@ -973,7 +1053,7 @@ export function summarize(e) {
     '',
   );
   lines.push(
-    `Every full reread compares each record, field by field with its type, against the fixture recomputed in the evaluating process from the WordNet source; ${bad === 0 ? 'all runs ended equal' : `**${bad} run(s) did not end equal**`}.`,
+    `Every full reread compares each record, field by field with its type, against the fixture recomputed in the evaluating process from the WordNet source; ${bad.length === 0 ? 'all runs ended equal' : `**not equal at the end: ${bad.join(', ')}**; every other run ended equal`}.`,
     '',
   );
   return lines.join('\n');
@@ -995,6 +1075,7 @@ export async function main() {
   const cleanup = () => {
     for (const ch of children) ch.kill('SIGKILL');
     network.teardown();
+    for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
   };
   const onSignal = (sig) => {
     log(`${sig}: removing the namespaces`);
@@ -1012,6 +1093,22 @@ export async function main() {
     campaign: [],
     faults: [],
   };
+  // With PQDB_REPL_OUT naming a directory that holds an evidence.json, the parts not run now are kept
+  // from it (and said to be in the summary): one part can be run again without the others.
+  const previousPath = join(out, 'evidence.json');
+  if (c.out !== undefined && existsSync(previousPath)) {
+    const previous = JSON.parse(readFileSync(previousPath, 'utf8'));
+    const kept = [];
+    for (const part of ['campaign', 'faults', 'bulk'])
+      if (!c.only.has(part) && previous[part] !== undefined && previous[part].length !== 0) {
+        evidence[part] = previous[part];
+        kept.push(part);
+      }
+    if (kept.length > 0) {
+      if (!c.only.has('campaign')) evidence.baseline = previous.baseline;
+      evidence.kept = { parts: kept, from: previous.host?.date, host: previous.host, config: previous.config };
+    }
+  }
   const write = () => {
     evidence.host = {
       ...hostInfo(),
@@ -1022,7 +1119,7 @@ export async function main() {
     writeFileSync(join(out, 'summary.md'), summarize(evidence));
   };
   try {
-    evidence.baseline = await baseline(network);
+    if (c.only.has('campaign') || evidence.baseline === undefined) evidence.baseline = await baseline(network);
     log(
       `a bare Node process on the replica's host: first line ${evidence.baseline.spawnToFirstLineMs.toFixed(0)} ms, pqdb imported ${evidence.baseline.spawnToPqdbImportedMs.toFixed(0)} ms after the spawn (median of 5)`,
     );
@@ -1036,7 +1133,13 @@ export async function main() {
         evidence.faults.push(await campaign(c, network, 'faults', i));
         write();
       }
-    if (c.only.has('bulk') && c.bulk > 0) evidence.bulk = await bulk(c, network);
+    if (c.only.has('bulk') && c.bulk > 0) {
+      evidence.bulk = [];
+      for (const [mode, n] of c.bulkRuns) {
+        evidence.bulk.push(await bulk(c, network, mode, n));
+        write();
+      }
+    }
     write();
   } finally {
     cleanup();

@@ -4,15 +4,17 @@
 // each. Restarted after a SIGKILL on the same store, it skips the records the store already holds
 // (they are a prefix of the schedule: it writes one at a time, in order) and writes the ones whose
 // time has passed at once, then keeps the schedule. In bulk mode it loads `records` synsets in
-// batches of `batch` and signs a checkpoint before it serves.
+// batches of `batch` and signs a checkpoint before it serves (with serveFirst, when asked, while it
+// serves).
 //
-//   PQDB_REPL_HELLO='{ mode, location, host, port, keys, t0, intervalMs, records, batch }' node primary.mjs
+//   PQDB_REPL_HELLO='{ mode, location, host, port, keys, t0, intervalMs, records, batch, serveFirst }' node primary.mjs
 //
-// Spawned with an IPC channel (under `ip netns exec` on two hosts). From the parent: { more: { count,
-// gapMs } } (records after the first `records`, one commit each), { final: { records } } (a full
-// typed reread), { close: true }. To the parent: { started, startAt, importedAt },
-// { ready, openStartAt, openedAt, listenAt, commit, present, buildMs? }, { wrote: seq, due, sentAt,
-// at, commit }, { moreDone }, { final, commit, values, size, scanned }, { closed }, { failed }.
+// Spawned with an IPC channel (under `ip netns exec` on two hosts). From the parent: { load: true }
+// (bulk with serveFirst), { more: { count, gapMs } } (records after the first `records`, one commit
+// each), { final: { records } } (a full typed reread), { close: true }. To the parent: { started,
+// startAt, importedAt }, { ready, openStartAt, openedAt, listenAt, commit, present, buildMs? },
+// { wrote: seq, due, sentAt, at, commit }, { loaded, loadStartAt, buildMs, commit, at },
+// { moreDone }, { final, commit, values, size, scanned }, { closed }, { failed }.
 
 import { wallMs, fromB64, COLLECTION, SCHEMA, SUITE } from './common.mjs';
 
@@ -44,17 +46,19 @@ const openedAt = wallMs();
 // The WordNet source is read after the store serves (a restart is not slowed by the benchmark's own
 // reading), except in bulk mode, where it is loaded first.
 const { campaignRecords } = await import('./fixture.mjs');
-let buildMs;
-if (h.mode === 'bulk' && words.size === 0) {
+/** Loads the first `records` synsets in batches of `batch` (one commit each), then one checkpoint. */
+async function load() {
   const records = campaignRecords(h.records);
-  const t = wallMs();
+  const loadStartAt = wallMs();
   for (let i = 0; i < records.length; i += h.batch)
     await store.batch((tx) => {
       for (const { id, value } of records.slice(i, i + h.batch)) tx.put(words, id, value);
     });
   await store.checkpoint();
-  buildMs = wallMs() - t;
+  return { loadStartAt, buildMs: wallMs() - loadStartAt };
 }
+let buildMs;
+if (h.mode === 'bulk' && !h.serveFirst && words.size === 0) buildMs = (await load()).buildMs;
 const server = await store.serveReplication({
   host: h.host,
   port: h.port,
@@ -88,7 +92,11 @@ async function write(records) {
 }
 
 process.on('message', (m) => {
-  if (m.more !== undefined) {
+  if (m.load) {
+    void (async () => send({ loaded: true, ...(await load()), commit: store.info().commit, at: wallMs() }))().catch(
+      fail,
+    );
+  } else if (m.more !== undefined) {
     // Records beyond the first `records`, one commit each, `gapMs` apart: a replica following a large store.
     void (async () => {
       const { campaignRecords } = await import('./fixture.mjs');
