@@ -27,17 +27,18 @@ describe.each(STORE_FIXTURES)('managed copies and restore (%s)', (_name, factory
     it(c.name, c.run);
 });
 
-describe('copies that are not of the live history (node-fs)', () => {
-  const r = generateRecipient();
-  const s = generateSigner();
-  const options = {
-    create: true,
-    recipients: [r.publicKey],
-    unlock: r.secretKey,
-    signer: s.secretKey,
-    signerPublicKey: s.publicKey,
-  };
+/** The keys of the node-fs stores below. */
+const r = generateRecipient();
+const s = generateSigner();
+const options = {
+  create: true,
+  recipients: [r.publicKey],
+  unlock: r.secretKey,
+  signer: s.secretKey,
+  signerPublicKey: s.publicKey,
+};
 
+describe('copies that are not of the live history (node-fs)', () => {
   it('a forked copy (its newest checkpoint is not in the live chain) and an altered copy are refused', async () => {
     const live = await nodeFsStoreFixture();
     const places = [await nodeFsStoreFixture(), await nodeFsStoreFixture(), await nodeFsStoreFixture()];
@@ -74,16 +75,6 @@ describe('copies that are not of the live history (node-fs)', () => {
 });
 
 describe('restore edge cases (node-fs)', () => {
-  const r = generateRecipient();
-  const s = generateSigner();
-  const options = {
-    create: true,
-    recipients: [r.publicKey],
-    unlock: r.secretKey,
-    signer: s.secretKey,
-    signerPublicKey: s.publicKey,
-  };
-
   it('an empty store backs up and restores; a failed restore leaves the target free and empty', async () => {
     const [live, copy, target] = [await nodeFsStoreFixture(), await nodeFsStoreFixture(), await nodeFsStoreFixture()];
     try {

@@ -7,6 +7,34 @@ import type { Store, StoreOptions } from '../../src/engine/store';
 import type { PageStore } from '../../src/storage/page-store';
 import { summary, type Summary } from './_util';
 
+type KeyPair = { publicKey: Uint8Array; secretKey: Uint8Array };
+
+/**
+ * A case file's keys: a recipient, an authority whose key the stores pin (and, with `signer`,
+ * checkpoint signer keys), the create options naming them, and a signer of policy documents.
+ */
+export function governedKeys<D>(
+  api: {
+    generateRecipient(): KeyPair;
+    generateSigner(): KeyPair;
+    signPolicy(doc: D, secretKey: Uint8Array, publicKey: Uint8Array): Uint8Array;
+  },
+  signer: boolean,
+): { recipient: KeyPair; authority: KeyPair; signer?: KeyPair; options: StoreOptions; sign(doc: D): Uint8Array } {
+  const authority = api.generateSigner();
+  const recipient = api.generateRecipient();
+  const keys = signer ? api.generateSigner() : undefined;
+  const options: StoreOptions = {
+    create: true,
+    recipients: [recipient.publicKey],
+    unlock: recipient.secretKey,
+    ...(keys !== undefined ? { signer: keys.secretKey, signerPublicKey: keys.publicKey } : {}),
+    authorityPublicKey: authority.publicKey,
+  };
+  const sign = (doc: D) => api.signPolicy(doc, authority.secretKey, authority.publicKey);
+  return { recipient, authority, ...(keys !== undefined ? { signer: keys } : {}), options, sign };
+}
+
 /** One store location. Every case gets a fresh one. */
 export interface StoreFixture {
   /** Opens the store at this location with `options` (the same location every call: close + open is a reopen). */

@@ -6,9 +6,9 @@
 // an older signed policy cannot come back. Platform-neutral: vitest runs these in Node (memory,
 // node-fs, IndexedDB over fake-indexeddb) and Playwright inside Chromium on real IndexedDB.
 
-import type { Store, StoreOptions } from '../../src/engine/store';
+import type { Store } from '../../src/engine/store';
 import type { signPolicy as SignPolicy, PolicyDocument } from '../../src/crypto/policy';
-import { ok, rejection, withStore, type StoreCase, type StoreFixtureFactory } from './_store';
+import { governedKeys, ok, rejection, withStore, type StoreCase, type StoreFixtureFactory } from './_store';
 
 type KeyPair = { publicKey: Uint8Array; secretKey: Uint8Array };
 
@@ -32,15 +32,7 @@ const RECORDS: [string, { scope?: string; purpose?: string }][] = [
 ];
 
 export function authorityCases(factory: StoreFixtureFactory, api: AuthorityApi): StoreCase[] {
-  const authority = api.generateSigner();
-  const recipient = api.generateRecipient();
-  const options: StoreOptions = {
-    create: true,
-    recipients: [recipient.publicKey],
-    unlock: recipient.secretKey,
-    authorityPublicKey: authority.publicKey,
-  };
-  const sign = (doc: PolicyDocument) => api.signPolicy(doc, authority.secretKey, authority.publicKey);
+  const { options, sign } = governedKeys<PolicyDocument>(api, false);
   const open = (store: Store) => store.collection('docs', { schema: SCHEMA, index: { text: ['title'] } });
 
   async function seed(store: Store): Promise<void> {

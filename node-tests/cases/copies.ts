@@ -7,12 +7,12 @@
 // vitest runs these in Node (memory, node-fs, IndexedDB over fake-indexeddb) and Playwright inside
 // Chromium on real IndexedDB.
 
-import type { Store, StoreOptions } from '../../src/engine/store';
+import type { Store } from '../../src/engine/store';
 import type { PageStore } from '../../src/storage/page-store';
 import type { verifyStore as VerifyStore } from '../../src/engine/verify';
 import type { signPolicy as SignPolicy, PolicyDocument } from '../../src/crypto/policy';
 import type { RestoreOptions, RestoreResult } from '../../src/engine/restore';
-import { ok, rejection, type StoreCase, type StoreFixture, type StoreFixtureFactory } from './_store';
+import { governedKeys, ok, rejection, type StoreCase, type StoreFixture, type StoreFixtureFactory } from './_store';
 
 type KeyPair = { publicKey: Uint8Array; secretKey: Uint8Array };
 
@@ -33,18 +33,9 @@ const SCHEMA = { title: 'string', n: 'integer' } as const;
 const ALL = ['read', 'write', 'migrate', 'restore'] as const;
 
 export function copiesCases(factory: StoreFixtureFactory, api: CopiesApi): StoreCase[] {
-  const authority = api.generateSigner();
-  const signer = api.generateSigner();
-  const recipient = api.generateRecipient();
-  const options: StoreOptions = {
-    create: true,
-    recipients: [recipient.publicKey],
-    unlock: recipient.secretKey,
-    signer: signer.secretKey,
-    signerPublicKey: signer.publicKey,
-    authorityPublicKey: authority.publicKey,
-  };
-  const sign = (doc: PolicyDocument) => api.signPolicy(doc, authority.secretKey, authority.publicKey);
+  const keys = governedKeys<PolicyDocument>(api, true);
+  const { recipient, options, sign } = keys;
+  const signer = keys.signer!;
   const docsOf = (store: Store) => store.collection('docs', { schema: SCHEMA });
 
   /** Runs `body` with `n` fresh fixtures (the first is the live store's), disposing them all after. */

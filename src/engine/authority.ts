@@ -112,6 +112,10 @@ function scopeOf(governance: string): { scope?: string; purpose?: string } {
   return f;
 }
 
+/** True once the policy in force has expired (the clock is read only for a policy with an expiry). */
+const expired = (inForce: InForce, now?: number): boolean =>
+  inForce.expiresMs !== Infinity && (now ?? Date.now()) >= inForce.expiresMs;
+
 /**
  * Whether the policy in force allows `operation` on a record with this governance state (canonical
  * text): true when no policy is set; false once the policy has expired (it stops deciding until a
@@ -125,7 +129,7 @@ export function authorityAllows(
 ): boolean {
   const inForce = currentPolicy(manifest);
   if (inForce === undefined) return true;
-  if (inForce.expiresMs !== Infinity && (now ?? Date.now()) >= inForce.expiresMs) return false;
+  if (expired(inForce, now)) return false;
   const { scope, purpose } = scopeOf(governance);
   return inForce.decider.allows(operation, scope, purpose);
 }
@@ -134,10 +138,9 @@ export function authorityAllows(
 export function authorityDenied(manifest: Manifest, operation: PolicyOperation, governance: string, what: string) {
   const inForce = currentPolicy(manifest)!;
   const { scope } = scopeOf(governance);
-  const expired = inForce.expiresMs !== Infinity && Date.now() >= inForce.expiresMs;
   return new PqdbError(
     'AUTHORITY_DENIED',
-    expired
+    expired(inForce)
       ? `authority policy version ${inForce.policy.version} expired at ${inForce.policy.expires}: install a newer one (store.setPolicy)`
       : `authority policy version ${inForce.policy.version} does not allow ${operation} for ${what} (scope ${
           scope === undefined ? 'none' : JSON.stringify(scope)

@@ -16,6 +16,9 @@ import type { Draft } from './commit';
 import type { LexicalIndex, SearchOptions } from './lexical';
 import type { Store } from './store';
 
+/** @internal What a read with `withhold` gives for a record the policy in force keeps from reading. */
+export const WITHHELD: unique symbol = Symbol('withheld');
+
 /** Longest record id, in UTF-8 bytes. */
 export const MAX_ID_BYTES = 1024;
 
@@ -64,10 +67,12 @@ export type PendingOp =
 /** @internal What a collection asks of its store. */
 export interface CollectionEngine {
   commit(ops: PendingOp[]): Promise<void>;
-  read(c: Collection, id: string): Promise<Value | undefined>;
+  /**
+   * The value of `id` (undefined when absent). A record the policy in force does not allow reading
+   * is AUTHORITY_DENIED, or, with `withhold`, WITHHELD (what scan and search skip and count).
+   */
+  read(c: Collection, id: string, withhold?: boolean): Promise<Value | undefined | typeof WITHHELD>;
   has(collection: string, id: string): boolean;
-  /** False when the record exists and the policy in force does not allow reading it. */
-  readable(collection: string, id: string): boolean;
   count(collection: string): number;
   ids(collection: string, prefix: string): string[];
   index(collection: string): Promise<LexicalIndex>;
@@ -201,12 +206,9 @@ export class Collection<V extends ValueShape<V> = Value> {
     const index = await this.#engine.index(this.name);
     const out = Object.assign([] as { id: string; value: V }[], { withheld: 0 });
     for (const id of index.search(query, options)) {
-      if (!this.#engine.readable(this.name, id)) {
-        out.withheld++;
-        continue;
-      }
-      const value = await this.get(id);
-      if (value !== undefined) out.push({ id, value });
+      const value = await this.#engine.read(this.#self, id, true);
+      if (value === WITHHELD) out.withheld++;
+      else if (value !== undefined) out.push({ id, value: value as V });
     }
     return out;
   }
@@ -264,15 +266,15 @@ export class Collection<V extends ValueShape<V> = Value> {
     let withheld = 0;
     for (const id of ids) {
       if (n >= limit) break;
-      if (!this.#engine.readable(this.name, id)) {
+      const value = await this.#engine.read(this.#self, id, true);
+      if (value === WITHHELD) {
         withheld++;
         onWithheld?.(id);
         continue;
       }
-      const value = await this.get(id);
       if (value === undefined) continue;
       n++;
-      yield { id, value };
+      yield { id, value: value as V };
     }
     return { withheld };
   }

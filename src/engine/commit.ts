@@ -175,6 +175,7 @@ export class CommitPipeline {
   readonly #pages: PageStore;
   readonly #keys: KeyRing;
   #manifest: Manifest;
+  #sealed: Uint8Array | undefined;
   #registry: Registry;
   readonly #hooks: CommitHooks[] = [];
   #queue: Promise<unknown> = Promise.resolve();
@@ -183,7 +184,15 @@ export class CommitPipeline {
   /**
    * @param check runs before every task (it throws when the store is closed or read-only).
    */
-  constructor(pages: PageStore, keys: KeyRing, manifest: Manifest, registry: Registry, check: () => void = () => {}) {
+  constructor(
+    pages: PageStore,
+    keys: KeyRing,
+    manifest: Manifest,
+    registry: Registry,
+    check: () => void = () => {},
+    sealed?: Uint8Array,
+  ) {
+    this.#sealed = sealed;
     this.#pages = pages;
     this.#keys = keys;
     this.#manifest = manifest;
@@ -194,6 +203,14 @@ export class CommitPipeline {
   /** The installed manifest: read it, never edit it (edit a draft). */
   get manifest(): Manifest {
     return this.#manifest;
+  }
+
+  /**
+   * The installed manifest as sealed and stored (read it, never change it): the bytes it was opened
+   * from, then each commit's. Undefined for a new store before its first commit.
+   */
+  get sealedManifest(): Uint8Array | undefined {
+    return this.#sealed;
   }
 
   /** The installed crypto registry: read it, never edit it (edit a draft's). */
@@ -275,6 +292,7 @@ export class CommitPipeline {
     });
     // Durable: the draft becomes the store's state.
     this.#manifest = m;
+    this.#sealed = manifest;
     if (registry !== undefined) this.#registry = registry;
     if (keyring !== undefined) this.#keys.install(keyring);
     return { manifest: m, page, pages, deletes: draft.deletes, writes: draft.writes, sealedManifest: manifest };

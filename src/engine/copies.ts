@@ -45,11 +45,13 @@ export interface BackupResult {
   tookMs: number;
 }
 
-/** Where a copy goes: a page store opened for it (closed after, when `close`), and its label. */
+/** Where a copy goes: a page store opened for it (closed after, when `close`), its label, and the location it was named by. */
 export interface CopyDestination {
   pages: PageStore;
   label: string;
   close: boolean;
+  /** The location name (directory, database), when the page store was opened by name. */
+  location?: string;
 }
 
 /**
@@ -68,7 +70,7 @@ export async function destinationOf(
       throw new TypeError(
         `a location (${JSON.stringify(destination)}) needs the Node or browser build of pqdb: here, give a PageStore`,
       );
-    return { pages: await locations.open(destination, mode), label: destination, close: true };
+    return { pages: await locations.open(destination, mode), label: destination, close: true, location: destination };
   }
   if (destination === null || typeof destination !== 'object' || typeof destination.commit !== 'function')
     throw new TypeError('"destination" expected a non-empty string or a PageStore');
@@ -89,7 +91,7 @@ export function publicCopy(c: CopyRecord): ManagedCopy {
 }
 
 /** Generations and suites of the store's live records, and how many there are. */
-function heldRecords(p: Parts): { generations: number[]; suites: number[]; records: number } {
+export function heldRecords(p: Parts): { generations: number[]; suites: number[]; records: number } {
   const generations = new Set<number>();
   const suites = new Set<number>();
   let records = 0;
@@ -146,6 +148,7 @@ export async function backup(p: Parts, dest: CopyDestination): Promise<BackupRes
     kind: 'backup',
     time,
     destination: dest.label,
+    ...(dest.location !== undefined ? { location: dest.location } : {}),
     ...snapshot.held,
     commit: snapshot.m.commit,
     ...(snapshot.checkpoint !== undefined ? { checkpoint: hex(checkpointHash(snapshot.checkpoint.signed)) } : {}),
@@ -215,9 +218,11 @@ export async function retireCopy(
     const c = (p.pipeline.manifest.copies ?? []).find((x) => x.id === id)!;
     return { copy: publicCopy(c), deleted: c.state === 'retired' };
   }
-  // A backup written to a PageStore object is not reachable by name: its owner deletes it.
-  const reachable = entry.kind === 'backup' && locations !== undefined && !entry.destination.endsWith(' page store');
-  const deleted = reachable ? await locations.remove(entry.destination) : false;
+  // A backup written to a PageStore object has no location: its owner deletes it.
+  const deleted =
+    entry.kind === 'backup' && entry.location !== undefined && locations !== undefined
+      ? await locations.remove(entry.location)
+      : false;
   let out!: CopyRecord;
   await p.pipeline.run((draft) => {
     const c = find(draft.manifest);

@@ -108,6 +108,8 @@ export interface CopyRecord {
   time: string;
   /** Where it is: a directory, an IndexedDB database name, a page store kind, or "this store". */
   destination: string;
+  /** The location it was written to by name (a directory, a database), which retiring deletes. */
+  location?: string;
   /** The key generations whose records it holds. */
   generations: number[];
   /** The suites its records are sealed with. */
@@ -540,6 +542,7 @@ function checkCopy(c: unknown): void {
   if (!(COPY_STATES as string[]).includes(str(c.state, 'copy state'))) corrupt('has an unknown copy state');
   str(c.time, 'copy date');
   str(c.destination, 'copy destination');
+  if (c.location !== undefined) str(c.location, 'copy location');
   list(c.generations, 'copy generations').forEach((g) => int(g, 1, MAX_GENERATION, 'copy generation'));
   list(c.suites, 'copy suites').forEach((x) => suiteId(x, 'copy suite'));
   int(c.records, 0, Number.MAX_SAFE_INTEGER, 'copy record count');

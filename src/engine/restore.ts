@@ -23,14 +23,14 @@ import { verifyPolicy } from '../crypto/policy';
 import { equalBytes } from '../_bytes';
 import type { PageStore } from '../storage/page-store';
 import { decodeValue, compileSchema } from './codec';
-import { hex, unb64, type CopyRecord, type Manifest } from './manifest';
+import { b64, hex, unb64, type CopyRecord, type Manifest } from './manifest';
 import { authorityAllows, currentPolicy } from './authority';
-import { destinationOf, randomId } from './copies';
+import { destinationOf, heldRecords, randomId, type CopyDestination } from './copies';
 import { verifyStore, type VerifyReport } from './verify';
-import { partsOf } from './parts';
+import { partsOf, type Parts } from './parts';
 import { Store } from './store';
 import type { Locations, StoreOptions } from './store-options';
-import type { RegistryRecord } from './registry';
+import type { Registry, RegistryRecord } from './registry';
 import { yieldToEventLoop } from '../_yield';
 
 export interface RestoreOptions extends Omit<
@@ -157,8 +157,9 @@ export async function restoreStoreWith(
     }
 
     // The records, re-sealed under the new store's keys.
-    const counts = { restored: 0, withheld: 0, deleted: 0, total: 0 };
-    for (const [, entries] of src.directory.collections()) counts.total += entries.size;
+    const held = heldRecords(src);
+    const counts = { restored: 0, withheld: 0, deleted: 0, total: held.records };
+    const tp = partsOf(target);
     for (const [name, entries] of [...src.directory.collections()].sort(([a], [b]) => (a < b ? -1 : 1))) {
       const meta = sm.collections[name];
       const schema = compileSchema(meta.schema);
@@ -166,7 +167,6 @@ export async function restoreStoreWith(
       const state = registry.find((r) => r.suite === preferred)?.state;
       const suite = state === 'active' ? preferred : active;
       target.collection(name, { schema: meta.schema, suite: suiteOf(suite).name });
-      const tp = partsOf(target);
       // Each record's plaintext is re-sealed as it is (checked against the schema, not re-encoded),
       // a batch to a commit of the new store's pipeline, under its current generation.
       let batch: { id: string; plaintext: Uint8Array; governance: string }[] = [];
@@ -219,7 +219,6 @@ export async function restoreStoreWith(
 
     // Current authority, registry states and the inventory entry, in one commit.
     const time = new Date().toISOString();
-    const tp = partsOf(target);
     const newStoreId = tp.pipeline.manifest.storeId;
     const entry: CopyRecord = {
       id: sm.copy?.id ?? randomId(),
@@ -227,10 +226,8 @@ export async function restoreStoreWith(
       time,
       destination: from.label,
       generations: src.keys.generations().filter((g) => !(sm.retired ?? []).includes(g)),
-      suites: [
-        ...new Set([...src.directory.collections()].flatMap(([, e]) => [...e.values()].map((l) => l.suite))),
-      ].sort(),
-      records: counts.total,
+      suites: held.suites,
+      records: held.records,
       commit: sm.commit,
       ...(src.checkpoints.list.length > 0
         ? { checkpoint: hex(checkpointHash(src.checkpoints.list.at(-1)!.signed)) }
@@ -246,7 +243,7 @@ export async function restoreStoreWith(
       applyRegistry(draft.registry, registry, tp, m);
     });
     if (tp.checkpoints.canSign) await target.checkpoint();
-    if (live !== undefined) await recordRestore(live, inventoried, entry, from.label, newStoreId, time);
+    if (live !== undefined) await recordRestore(live, inventoried, entry, from, newStoreId, time);
 
     const { total: _total, ...restoredCounts } = counts;
     const result: RestoreResult = {
@@ -277,12 +274,7 @@ export async function restoreStoreWith(
  * The copy is of the live store, not retired, and its newest checkpoint is one the live store
  * signed (so the copy is a prefix of the live chain, not a fork). Returns its inventory entry.
  */
-function checkAgainstLive(
-  sm: Manifest,
-  lm: Manifest,
-  src: ReturnType<typeof partsOf>,
-  live: ReturnType<typeof partsOf>,
-): CopyRecord | undefined {
+function checkAgainstLive(sm: Manifest, lm: Manifest, src: Parts, live: Parts): CopyRecord | undefined {
   if (sm.storeId !== lm.storeId)
     throw new PqdbError('AUTH_FAILED', `the copy is of store ${sm.storeId}, not of the live store ${lm.storeId}`);
   const entry = sm.copy !== undefined ? (lm.copies ?? []).find((c) => c.id === sm.copy!.id) : undefined;
@@ -314,18 +306,11 @@ function currentAuthority(m: Manifest, given: Uint8Array | undefined): Manifest[
   const now = currentPolicy(m)?.policy;
   if (now !== undefined && next.version < now.version)
     throw new PqdbError('ROLLBACK', `policy version ${next.version} is older than the version ${now.version} in force`);
-  let s = '';
-  for (const b of given) s += String.fromCharCode(b);
-  return { keys: a.keys, policy: btoa(s) };
+  return { keys: a.keys, policy: b64(given) };
 }
 
 /** The live registry's states on the new store: a suite quarantined or retired there is here too. */
-function applyRegistry(
-  draft: { setState(s: number, st: RegistryRecord['state'], o: { inUse: boolean }): void; state(s: number): string },
-  states: readonly RegistryRecord[],
-  tp: ReturnType<typeof partsOf>,
-  m: Manifest,
-): void {
+function applyRegistry(draft: Registry, states: readonly RegistryRecord[], tp: Parts, m: Manifest): void {
   for (const r of states) {
     if (r.state === 'active' || draft.state(r.suite) === r.state) continue;
     const inUse = tp.directory.usesSuite(r.suite) || Object.values(m.collections).some((c) => c.suite === r.suite);
@@ -337,10 +322,10 @@ function applyRegistry(
 
 /** The live store's inventory: its entry of the copy becomes `restored-from`, naming the new store. */
 async function recordRestore(
-  live: ReturnType<typeof partsOf>,
+  live: Parts,
   inventoried: CopyRecord | undefined,
   entry: CopyRecord,
-  label: string,
+  from: CopyDestination,
   storeId: string,
   time: string,
 ): Promise<void> {
@@ -349,7 +334,13 @@ async function recordRestore(
     const copies = (draft.manifest.copies ??= []);
     let c = inventoried !== undefined ? copies.find((x) => x.id === inventoried.id) : undefined;
     if (c === undefined) {
-      c = { ...entry, kind: 'backup', destination: label, restores: [] };
+      c = {
+        ...entry,
+        kind: 'backup',
+        destination: from.label,
+        ...(from.location !== undefined ? { location: from.location } : {}),
+        restores: [],
+      };
       delete c.sourceStoreId;
       copies.push(c);
     }

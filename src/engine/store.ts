@@ -32,7 +32,7 @@ import { authorityKeysOf, checkPinnedKeys, currentPolicy, installPolicy, pinnedA
 import { authorityAllows, authorityDenied } from './authority';
 import { storePosture, type Cbom } from './posture';
 import type { Policy } from '../crypto/policy';
-import { Collection, checkId, declareCollection, encodeOps, stageOps } from './collection';
+import { Collection, WITHHELD, checkId, declareCollection, encodeOps, stageOps } from './collection';
 import type { CollectionEngine, CollectionOptions, CollectionValue, PendingOp, Transaction } from './collection';
 import type { SearchOptions } from './lexical';
 
@@ -68,16 +68,21 @@ export class Store {
   #open = true;
   #closing = false;
 
-  private constructor(pages: PageStore, keys: KeyRing, manifest: Manifest, registry: Registry, options: StoreOptions) {
+  private constructor(
+    pages: PageStore,
+    keys: KeyRing,
+    manifest: Manifest,
+    registry: Registry,
+    options: StoreOptions,
+    sealed?: Uint8Array,
+  ) {
     if (options.authority !== undefined && typeof options.authority !== 'function')
       throw new TypeError('"authority" expected a function');
     this.#readOnly = options.readOnly === true;
     this.#locations = options.locations;
     const live = () => this.#live();
-    const pipeline = new CommitPipeline(pages, keys, manifest, registry, () => {
-      this.#live();
-      this.#writable();
-    });
+    const check = () => (this.#live(), this.#writable());
+    const pipeline = new CommitPipeline(pages, keys, manifest, registry, check, sealed);
     const cache = new PageCache(pages);
     const directory = new KeyDirectory();
     const records = new RecordIO(cache, keys, () => pipeline.registry);
@@ -111,12 +116,8 @@ export class Store {
     pipeline.hook({ applied: (c) => void (c.writes.some((w) => w.copy !== true) && checkpoints.maybeCheckpoint()) });
     this.#engine = {
       commit: (ops) => this.#commitOps(ops),
-      read: (c, id) => this.#read(c, id),
+      read: (c, id, withhold) => this.#read(c, id, withhold),
       has: (collection, id) => directory.has(collection, id),
-      readable: (collection, id) => {
-        const loc = directory.get(collection, id);
-        return loc === undefined || authorityAllows(pipeline.manifest, 'read', loc.governance);
-      },
       count: (collection) => directory.count(collection),
       ids: (collection, prefix) => directory.ids(collection, prefix),
       index: (collection) => lexical.indexOf(collection),
@@ -174,7 +175,7 @@ export class Store {
       keys.close();
       throw e;
     }
-    const store = new Store(pages, keys, manifest, new Registry({ records: manifest.registry }), options);
+    const store = new Store(pages, keys, manifest, new Registry({ records: manifest.registry }), options, raw);
     const found = await replay(pages, manifest, keys, store.#target, store.#readOnly);
     store.#checkpointList.push(...found.checkpoints);
     store.#recovered = found.recovered;
@@ -231,14 +232,16 @@ export class Store {
   }
 
   /** The value of record `id` of `c`, opened for reading. */
-  async #read(c: Collection, id: string) {
+  async #read(c: Collection, id: string, withhold = false) {
     this.#live();
     checkId(id);
     const loc = this.#p.directory.get(c.name, id);
     if (loc === undefined) return undefined;
     const m = this.#p.pipeline.manifest;
-    if (!authorityAllows(m, 'read', loc.governance))
+    if (!authorityAllows(m, 'read', loc.governance)) {
+      if (withhold) return WITHHELD;
       throw authorityDenied(m, 'read', loc.governance, `${c.name}/${id}`);
+    }
     return decodeValue(c.schema, await this.#p.records.open('read', c.name, id, loc));
   }
 

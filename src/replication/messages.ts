@@ -15,6 +15,7 @@
 // COMMIT that follows.
 
 import { PqdbError } from '../errors';
+import { concatBytes, getU64, setU64 } from '../_bytes';
 
 export const MSG_HELLO = 1;
 export const MSG_COMMIT = 2;
@@ -71,7 +72,6 @@ export function splitCommit(m: CommitMessage): Uint8Array[] {
   const out: Uint8Array[] = [];
   let batch: CommitMessage['pages'] = [];
   let n = 0;
-  const rest: CommitMessage['pages'] = [];
   for (const p of m.pages) {
     if (n + p.bytes.length > PAGES_PER_MESSAGE_BYTES && batch.length > 0) {
       out.push(encodeMessage({ type: MSG_PAGES, pages: batch }));
@@ -81,8 +81,7 @@ export function splitCommit(m: CommitMessage): Uint8Array[] {
     batch.push(p);
     n += p.bytes.length;
   }
-  rest.push(...batch);
-  out.push(encodeMessage({ ...m, pages: rest }));
+  out.push(encodeMessage({ ...m, pages: batch }));
   return out;
 }
 
@@ -91,7 +90,6 @@ const MAX_PAGES = 1 << 20;
 
 class Writer {
   #parts: Uint8Array[] = [];
-  #n = 0;
   u8(x: number): this {
     return this.#push(Uint8Array.of(x));
   }
@@ -102,7 +100,7 @@ class Writer {
   }
   u64(x: number): this {
     const b = new Uint8Array(8);
-    new DataView(b.buffer).setBigUint64(0, BigInt(x));
+    setU64(new DataView(b.buffer), 0, x);
     return this.#push(b);
   }
   bytes(b: Uint8Array): this {
@@ -110,17 +108,10 @@ class Writer {
   }
   #push(b: Uint8Array): this {
     this.#parts.push(b);
-    this.#n += b.length;
     return this;
   }
   done(): Uint8Array {
-    const out = new Uint8Array(this.#n);
-    let at = 0;
-    for (const p of this.#parts) {
-      out.set(p, at);
-      at += p.length;
-    }
-    return out;
+    return concatBytes(this.#parts);
   }
 }
 
@@ -145,10 +136,10 @@ class Reader {
   }
   u64(): number {
     this.#need(8);
-    const x = this.#view.getBigUint64(this.#at);
+    const x = getU64(this.#view, this.#at);
     this.#at += 8;
-    if (x > BigInt(Number.MAX_SAFE_INTEGER)) throw bad('has an integer out of range');
-    return Number(x);
+    if (x > Number.MAX_SAFE_INTEGER) throw bad('has an integer out of range');
+    return x;
   }
   count(): number {
     const n = this.u32();

@@ -9,7 +9,6 @@
 
 import type { Parts } from '../engine/parts';
 import type { AppliedCommit } from '../engine/commit';
-import { readManifest } from '../engine/manifest';
 import {
   decodeMessage,
   encodeMessage,
@@ -84,7 +83,9 @@ export class Primary {
   #catchUp(f: Follower, held: Set<number>, applied: number): Promise<void> {
     const { pipeline, pages } = this.#p;
     return pipeline.exclusive(async () => {
-      const manifest = await pages.readManifest();
+      // The installed manifest, as sealed: authenticated when the store opened or written by its
+      // own commit, never read back from the medium.
+      const manifest = pipeline.sealedManifest;
       if (manifest === undefined) return void (f.live = true); // nothing committed yet
       const ids = await pages.listPages();
       const have = new Set(ids);
@@ -95,7 +96,7 @@ export class Primary {
           if (bytes !== undefined) missing.push({ id, bytes });
         }
       const deletes = [...held].filter((id) => !have.has(id));
-      const commit = readManifest(manifest).header.commit;
+      const commit = pipeline.manifest.commit;
       if (commit !== applied || missing.length > 0 || deletes.length > 0)
         for (const bytes of splitCommit({
           type: MSG_COMMIT,
@@ -129,6 +130,7 @@ export class Primary {
   }
 
   #status(): void {
+    if (this.#followers.size === 0) return;
     const commit = this.#p.pipeline.manifest.commit;
     const bytes = encodeMessage({ type: MSG_STATUS, commit, time: Date.now() });
     for (const f of this.#followers) if (f.live && f.queued === 0) this.#sendBytes(f, bytes);

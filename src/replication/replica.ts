@@ -8,7 +8,7 @@
 // page store and says, in its hello, where it stands: the primary sends only what it lacks.
 
 import { PqdbError } from '../errors';
-import { Store } from '../engine/store';
+import { Store, type Collection } from '../engine/store';
 import { readManifest } from '../engine/manifest';
 import type { PageStore } from '../storage/page-store';
 import type { Schema } from '../engine/codec';
@@ -79,7 +79,6 @@ export class Replica {
   #lastError: string | undefined;
   #loop: Promise<void>;
   readonly #waiters: { commit: number; resolve: () => void }[] = [];
-  readonly #indexes = new Map<string, readonly string[]>();
 
   private constructor(pages: PageStore, options: ReplicaOptions, store: Store | undefined) {
     this.#pages = pages;
@@ -130,10 +129,13 @@ export class Replica {
     name: string,
     options: { schema: Schema; index?: { text: readonly string[] } },
   ): ReplicaCollection<V> {
-    if (options.index !== undefined) this.#indexes.set(name, options.index.text);
+    // The handle on the store verified last, made again only when a commit replaced that store.
+    let at: { store: Store; c: Collection } | undefined;
     const c = () => {
-      if (this.#store === undefined) throw new PqdbError('NOT_FOUND', 'the replica has applied no commit yet');
-      return this.#store.collection(name, options as never);
+      const store = this.#store;
+      if (store === undefined) throw new PqdbError('NOT_FOUND', 'the replica has applied no commit yet');
+      if (at?.store !== store) at = { store, c: store.collection(name, options as never) as unknown as Collection };
+      return at.c;
     };
     return {
       get: (id) => c().get(id) as Promise<V | undefined>,
