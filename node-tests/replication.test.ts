@@ -157,6 +157,36 @@ describe('replication: shipping sealed commits', () => {
   });
 });
 
+describe('replication: reads while commits are applied', () => {
+  it('a read that started on a store a commit then replaced still completes', async () => {
+    const { store, primary, open } = await setup();
+    const words = store.collection('w', { schema });
+    for (let i = 0; i < 50; i++) await words.put(`a${i}`, { lemma: `a${i}`, n: i });
+    const replica = await open();
+    await replica.applied(store.info().commit);
+    const rw = replica.collection<{ lemma: string; n: number }>('w', { schema });
+    let writing = true;
+    const failures: unknown[] = [];
+    let reads = 0;
+    const reader = (async () => {
+      while (writing) {
+        const id = `a${reads++ % 50}`;
+        await rw.get(id).catch((e) => failures.push(e));
+        if (reads % 25 === 0) for await (const _ of rw.scan({ limit: 5 })); // a scan across a swap too
+      }
+    })();
+    for (let i = 0; i < 60; i++) await words.put(`b${i}`, { lemma: 'b', n: i });
+    await replica.applied(store.info().commit);
+    writing = false;
+    await reader;
+    expect(failures).toEqual([]);
+    expect(reads).toBeGreaterThan(60);
+    await replica.close();
+    await primary.close();
+    await store.close();
+  });
+});
+
 describe('replication over TCP: what crosses the wire', () => {
   it('carries no plaintext and no key bytes (captured through a relaying proxy)', async () => {
     const net = await import('node:net');

@@ -77,6 +77,8 @@ export class Replica {
   #session: MessageSession | undefined;
   #closed = false;
   #lastError: string | undefined;
+  /** Reads under way per store (a replaced store stays open for them). */
+  readonly #reads = new Map<Store, number>();
   #loop: Promise<void>;
   readonly #waiters: { commit: number; resolve: () => void }[] = [];
 
@@ -135,17 +137,50 @@ export class Replica {
       const store = this.#store;
       if (store === undefined) throw new PqdbError('NOT_FOUND', 'the replica has applied no commit yet');
       if (at?.store !== store) at = { store, c: store.collection(name, options as never) as unknown as Collection };
-      return at.c;
+      return at;
     };
+    const replica = this;
     return {
-      get: (id) => c().get(id) as Promise<V | undefined>,
-      has: (id) => this.#store !== undefined && c().has(id),
+      get: (id) => this.#reading(c(), (x) => x.get(id)) as Promise<V | undefined>,
+      has: (id) => this.#store !== undefined && c().c.has(id),
       get size() {
-        return c().size;
+        return c().c.size;
       },
-      scan: (o) => c().scan(o) as unknown as AsyncGenerator<{ id: string; value: V }>,
-      search: (q, o) => c().search(q, o) as unknown as Promise<{ id: string; value: V }[]>,
+      async *scan(o) {
+        const h = c();
+        replica.#pin(h.store, 1);
+        try {
+          yield* h.c.scan(o) as unknown as AsyncGenerator<{ id: string; value: V }>;
+        } finally {
+          replica.#pin(h.store, -1);
+        }
+      },
+      search: (q, o) => this.#reading(c(), (x) => x.search(q, o)) as unknown as Promise<{ id: string; value: V }[]>,
     };
+  }
+
+  /** Runs a read on the store it started on: a commit applied meanwhile closes that store only after it. */
+  async #reading<T>(h: { store: Store; c: Collection }, read: (c: Collection) => Promise<T>): Promise<T> {
+    this.#pin(h.store, 1);
+    try {
+      return await read(h.c);
+    } finally {
+      this.#pin(h.store, -1);
+    }
+  }
+
+  /** Counts the reads under way on `store`; a replaced store closes once its last read is done. */
+  #pin(store: Store, by: 1 | -1): void {
+    const n = (this.#reads.get(store) ?? 0) + by;
+    if (n > 0) return void this.#reads.set(store, n);
+    this.#reads.delete(store);
+    if (store !== this.#store) void store.close();
+  }
+
+  /** Closes a store a commit replaced, now or once the reads on it are done. */
+  #release(store: Store | undefined): Promise<void> {
+    if (store === undefined || this.#reads.has(store)) return Promise.resolve();
+    return store.close();
   }
 
   /** Follows the primary: connect, hello, apply commits; after a loss, again with backoff. */
@@ -274,7 +309,7 @@ export class Replica {
     this.#applied = at;
     if (this.#applied >= this.#watermark) this.#pendingSince = 0;
     else this.#pendingSince = this.#primaryTime;
-    await old?.close();
+    await this.#release(old);
     for (let i = this.#waiters.length - 1; i >= 0; i--)
       if (this.#waiters[i].commit <= this.#applied) this.#waiters.splice(i, 1)[0].resolve();
   }
