@@ -26,7 +26,7 @@ import {
   type Primitive,
 } from '../crypto/algorithms';
 import { ML_KEM1024_X25519_LENGTHS } from '../crypto/hybrid-kem';
-import { signerKeyId } from '../crypto/proofs';
+import { KEY_ID_BYTES } from '../crypto/proofs';
 import { sha384 } from '../kernels/sha2';
 import { VERSION } from '../version';
 import { hex, unb64, type Manifest } from './manifest';
@@ -274,12 +274,15 @@ export function buildPosture(input: PostureInput): Cbom {
   }
 
   /** A public key by its SHA-384 key id (the 16 bytes envelopes, checkpoints and policies name it by). */
-  const publicKey = (role: string, pk: Uint8Array, alg: AlgorithmName, more: CbomProperty[]) => {
-    const id = hex(signerKeyId(pk));
+  const publicKey = (role: string, pk: Uint8Array, alg: AlgorithmName, more: (id: string) => CbomProperty[]) => {
+    const digest = sha384(pk); // the fingerprint, whose first 16 bytes are the key id
+    const id = hex(digest.subarray(0, KEY_ID_BYTES));
     const bomRef = `key/${role}/${id}`;
-    const fingerprint = props({ 'fingerprint-sha384': hex(sha384(pk)) });
+    const fingerprint = props({ 'fingerprint-sha384': hex(digest) });
     const more2 = { id, algorithmRef: algorithmRef(alg), size: pk.length * 8, format: 'raw' };
-    components.push(key(bomRef, `${role} public key ${id}`, 'public-key', 'active', more2, [...fingerprint, ...more]));
+    components.push(
+      key(bomRef, `${role} public key ${id}`, 'public-key', 'active', more2, [...fingerprint, ...more(id)]),
+    );
     useAlgorithms(bomRef, [alg]);
     return bomRef;
   };
@@ -291,7 +294,7 @@ export function buildPosture(input: PostureInput): Cbom {
     const hybrid = pk.length === ML_KEM1024_X25519_LENGTHS.publicKey;
     const kem: AlgorithmName = hybrid ? 'ML-KEM-1024+X25519' : 'X25519';
     kems.add(kem);
-    return publicKey('recipient', pk, kem, props({ 'recipient-type': hybrid ? 'hybrid' : 'classical' }));
+    return publicKey('recipient', pk, kem, () => props({ 'recipient-type': hybrid ? 'hybrid' : 'classical' }));
   });
   const securedBy = {
     mechanism: `key envelopes (${recipients.length})`,
@@ -337,12 +340,14 @@ export function buildPosture(input: PostureInput): Cbom {
 
   // Signer and authority: ML-DSA-87 public keys.
   if (input.signerPublicKey !== undefined)
-    dependOn(STORE, publicKey('signer', input.signerPublicKey, 'ML-DSA-87', props({ role: 'checkpoint signer' })));
+    dependOn(
+      STORE,
+      publicKey('signer', input.signerPublicKey, 'ML-DSA-87', () => props({ role: 'checkpoint signer' })),
+    );
   for (const b of m.authority?.keys ?? []) {
-    const pk = unb64(b);
-    const signed = policy?.signers.includes(hex(signerKeyId(pk))) ?? false;
-    const more = props({ role: 'authority (pinned at creation)', 'signed-current-policy': signed });
-    dependOn(STORE, publicKey('authority', pk, 'ML-DSA-87', more));
+    const more = (id: string) =>
+      props({ role: 'authority (pinned at creation)', 'signed-current-policy': policy?.signers.includes(id) ?? false });
+    dependOn(STORE, publicKey('authority', unb64(b), 'ML-DSA-87', more));
   }
 
   // Managed copies that still exist: each holds records sealed with its suites under its generations.

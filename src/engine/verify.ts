@@ -510,6 +510,11 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
         const c = lastOf.get(g);
         const log = logOf.get(g);
         let tree: MerkleHashTree | undefined;
+        // The root of the log's first c.size leaves, recomputed from the records, is the signed
+        // root: that proves every leaf below c.size included. Explicit proofs are checked for a
+        // sample of leaves (and for all of them when the root does not match).
+        const root = c !== undefined ? walks.get(g)?.roots.get(c.size) : undefined;
+        const rootHolds = root !== undefined && equalBytes(root, c!.root);
         for (const [name, m] of live) {
           for (const [id, { generation, leafIndex }] of m) {
             if (generation !== g) continue;
@@ -519,10 +524,6 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
               continue;
             }
             if (log === undefined || log.length < c.size * HASH_BYTES) continue; // reported above
-            // The root of the log's first c.size leaves, recomputed from the records, is the signed
-            // root: that proves every leaf below c.size included. Explicit proofs are checked for
-            // a sample of leaves (and for all of them when the root does not match).
-            const rootHolds = equalBytes(walks.get(g)?.roots.get(c.size) ?? new Uint8Array(0), c.root);
             if (rootHolds && (leafIndex & (PROOF_SAMPLE - 1)) !== 0 && leafIndex !== c.size - 1) {
               counts.inclusionProofs++;
               continue;
