@@ -9,7 +9,7 @@ import { MemoryMedium } from '../src/storage/memory';
 import { partsOf } from '../src/engine/parts';
 import { Primary, type MessageSession } from '../src/replication/primary';
 import { Replica } from '../src/replication/replica';
-import { decodeMessage, encodeMessage, MSG_COMMIT } from '../src/replication/messages';
+import { decodeMessage, encodeMessage, MSG_COMMIT, MSG_PAGES } from '../src/replication/messages';
 
 /** Two ends of an in-process session; `tap` may change or drop what the primary sends. */
 function pair(tap?: (bytes: Uint8Array) => Uint8Array | undefined): [MessageSession, MessageSession] {
@@ -103,6 +103,27 @@ describe('replication: shipping sealed commits', () => {
     await primary.close();
     await store.close();
   });
+
+  it('a catch-up larger than one message goes ahead in PAGES messages and applies whole', async () => {
+    let pagesMessages = 0;
+    const { store, primary, open } = await setup((bytes) => {
+      if (decodeMessage(bytes).type === MSG_PAGES) pagesMessages++;
+      return bytes;
+    });
+    const words = store.collection('w', { schema });
+    const filler = 'x'.repeat(400);
+    for (let b = 0; b < 12; b++)
+      await store.batch((tx) => {
+        for (let i = 0; i < 1000; i++) tx.put(words, `k${b}-${i}`, { lemma: filler, n: i });
+      });
+    const replica = await open();
+    await replica.applied(store.info().commit);
+    expect(pagesMessages).toBeGreaterThan(0); // over PAGES_PER_MESSAGE_BYTES of pages
+    expect(replica.collection('w', { schema }).size).toBe(12_000);
+    await replica.close();
+    await primary.close();
+    await store.close();
+  }, 30_000);
 
   it('a replica closed (as after a kill) resumes from its own watermark: only what it lacks is sent', async () => {
     let shipped = 0;

@@ -52,7 +52,7 @@ export interface ReplicaOptions {
 
 const BACKOFF_MS = [50, 100, 250, 500, 1000, 2000];
 /** Page bytes a commit may send ahead of itself (a catch-up of a large store). */
-const MAX_AHEAD_BYTES = 4 << 30;
+const MAX_AHEAD_BYTES = 4 * 2 ** 30;
 
 /** A read-only collection of a replica: its handle follows each applied commit. */
 export interface ReplicaCollection<V> {
