@@ -18,6 +18,18 @@ export const SUITE = 'cnsa2-gcm-hkdf384-commit';
 /** Milliseconds since the epoch on a clock shared by the processes (process start + monotonic time). */
 export const wallMs = () => performance.timeOrigin + performance.now();
 
+/** A child's report to the evaluating process (over the IPC channel). */
+export const send = (m) => process.send?.(m);
+
+/** Reports a child's failure and ends it. */
+export const fail = (e) => {
+  send({ failed: String(e?.stack ?? e) });
+  process.exit(1);
+};
+
+/** What the evaluating process hands a child: keys, addresses and schedule (PQDB_REPL_HELLO). */
+export const hello = () => JSON.parse(process.env.PQDB_REPL_HELLO);
+
 /** SHA-256 of the value's fields in schema order, each with its type (a typed, order-fixed digest). */
 export function typedHash(value) {
   const h = createHash('sha256');

@@ -16,18 +16,13 @@
 // { wrote: seq, due, sentAt, at, commit }, { loaded, loadStartAt, buildMs, commit, at },
 // { moreDone }, { final, commit, values, size, scanned }, { closed }, { failed }.
 
-import { wallMs, fromB64, COLLECTION, SCHEMA, SUITE } from './common.mjs';
+import { wallMs, send, fail, hello, fromB64, COLLECTION, SCHEMA, SUITE } from './common.mjs';
 
 const startAt = performance.timeOrigin;
-const send = (m) => process.send?.(m);
-const fail = (e) => {
-  send({ failed: String(e?.stack ?? e) });
-  process.exit(1);
-};
 const { openStore } = await import('../../dist/node.js');
 send({ started: true, startAt, importedAt: wallMs() });
 
-const h = JSON.parse(process.env.PQDB_REPL_HELLO);
+const h = hello();
 const k = h.keys;
 let stopping = false;
 const openStartAt = wallMs();

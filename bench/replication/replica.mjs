@@ -14,18 +14,13 @@
 // lastError }, { firstNew, seq, id, value, appliedAt, at }, { retained, values, readErrors }, { final,
 // status, values | hashes, size, scanned, readMs, readErrors }, { closed }, { failed }.
 
-import { wallMs, fromB64, typedHash, COLLECTION, SCHEMA } from './common.mjs';
+import { wallMs, send, fail, hello, fromB64, typedHash, COLLECTION, SCHEMA } from './common.mjs';
 
 const startAt = performance.timeOrigin;
-const send = (m) => process.send?.(m);
-const fail = (e) => {
-  send({ failed: String(e?.stack ?? e) });
-  process.exit(1);
-};
 const { openReplica } = await import('../../dist/node.js');
 send({ started: true, startAt, importedAt: wallMs() });
 
-const h = JSON.parse(process.env.PQDB_REPL_HELLO);
+const h = hello();
 const k = h.keys;
 const ids = h.ids ?? [];
 const openStartAt = wallMs();
