@@ -3,6 +3,7 @@
 // app runs with nothing but the unpacked tarball (every third-party package is bundled).
 //
 // What ships: dist/*.js (the entries, their shared chunks and dist/cli.js for the `pqdb` command),
+// dist/node-chunks/*.js (the chunks of the Node build: `pqdb` and `pqdb/crypto` under Node, the command),
 // dist/types/**/*.d.ts (without the CLI's), dist/THIRD-PARTY-NOTICES.txt, bin/, docs/*.md, README.md,
 // LICENSE and package.json. What does not: source maps (they embed the whole source again, WASM
 // base64 included, at about 1.4 MB; the source is in the repository), src/, assembly/, tests,
@@ -107,7 +108,8 @@ describe('package', () => {
       expect(files, path).toContain(path);
     // The bin script's own import (dist/cli.js) and the entries' chunks ship too.
     for (const file of files)
-      if (file.startsWith('dist/') && file.endsWith('.js')) expect(file).toMatch(/^dist\/[^/]+\.js$/);
+      if (file.startsWith('dist/') && file.endsWith('.js')) expect(file).toMatch(/^dist\/(node-chunks\/)?[^/]+\.js$/);
+    expect([...files].filter((f) => f.startsWith('dist/node-chunks/')).length).toBeGreaterThan(0);
     const junk = [...files].filter((f) =>
       /\.map$|^(src|assembly|node-tests|browser-tests|bench|scripts|build|docs\/bench|dist\/types\/cli)\/|\.test\.|\.spec\./.test(
         f,
@@ -163,7 +165,9 @@ describe('package', () => {
     writeFileSync(
       join(app, 'main.js'),
       `import { openStore, generateRecipient, openNodeFsPageStore } from 'pqdb';
-import { sha384 } from 'pqdb/crypto';
+import { sha384, PqdbError as CryptoError } from 'pqdb/crypto';
+import { PqdbError } from 'pqdb';
+if (CryptoError !== PqdbError) throw new Error('pqdb and pqdb/crypto load two copies of the engine');
 const r = generateRecipient();
 const store = await openStore({ location: './data', create: true, recipients: [r.publicKey], unlock: r.secretKey });
 const c = store.collection('c', { schema: { n: 'integer' } });

@@ -15,7 +15,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createHash, hash as nodeHash, hkdfSync } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import * as esbuild from 'esbuild';
-import * as pqdb from '../dist/crypto.js';
+import * as pqdb from '../dist/node-crypto.js';
 import {
   openStore,
   generateRecipient,
