@@ -67,18 +67,25 @@ const options = {
 };
 const schema = { lemma: 'string', n: 'integer' } as const;
 
-async function setup(tap?: (bytes: Uint8Array) => Uint8Array | undefined) {
+async function setup(tap?: (bytes: Uint8Array) => Uint8Array | undefined, idleTimeoutMs?: number) {
   const store = await openStore({ ...options, storage: 'memory' });
   const primary = new Primary(partsOf(store));
   const medium = new MemoryMedium();
+  const sessions = { opened: 0 };
   const connect = async () => {
     const [p, r] = pair(tap);
+    sessions.opened++;
     void primary.accept(p);
     return r;
   };
   const open = async () =>
-    Replica.open(await openMemoryPageStore({ medium }), { unlock: recipient.secretKey, connect, backoffMs: [10] });
-  return { store, primary, medium, open };
+    Replica.open(await openMemoryPageStore({ medium }), {
+      unlock: recipient.secretKey,
+      connect,
+      backoffMs: [10],
+      ...(idleTimeoutMs !== undefined ? { idleTimeoutMs } : {}),
+    });
+  return { store, primary, medium, open, sessions };
 }
 
 describe('replication: shipping sealed commits', () => {
@@ -172,6 +179,44 @@ describe('replication: shipping sealed commits', () => {
     tamper = false; // the link heals: the replica reconnects and catches up
     await replica.applied(store.info().commit);
     expect(await replica.collection('w', { schema }).get('b')).toEqual({ lemma: 'b', n: 2 });
+    await replica.close();
+    await primary.close();
+    await store.close();
+  });
+});
+
+describe('replication: a silent session', () => {
+  it('is taken as lost after idleTimeoutMs; the replica reconnects and catches up once messages flow again', async () => {
+    let cut = false; // the link drops everything the primary sends, as a cable pulled (no end of stream)
+    const { store, primary, open, sessions } = await setup((bytes) => (cut ? undefined : bytes), 150);
+    const words = store.collection('w', { schema });
+    await words.put('a', { lemma: 'a', n: 1 });
+    const replica = await open();
+    await replica.applied(store.info().commit);
+    expect(sessions.opened).toBe(1);
+    cut = true;
+    await words.put('b', { lemma: 'b', n: 2 });
+    const lost = Date.now();
+    while (sessions.opened < 2) await new Promise((r) => setTimeout(r, 10));
+    expect(Date.now() - lost).toBeLessThan(2000);
+    expect(replica.status().lastError).toMatch(/IO_ERROR: no message from the primary for 150 ms/);
+    expect(replica.status().appliedWatermark).toBe(store.info().commit - 1);
+    cut = false;
+    await replica.applied(store.info().commit);
+    expect(await replica.collection('w', { schema }).get('b')).toEqual({ lemma: 'b', n: 2 });
+    await replica.close();
+    await primary.close();
+    await store.close();
+  });
+
+  it('an idle primary keeps a session alive with its status messages', async () => {
+    const { store, primary, open, sessions } = await setup(undefined, 1200);
+    await store.collection('w', { schema }).put('a', { lemma: 'a', n: 1 });
+    const replica = await open();
+    await replica.applied(store.info().commit);
+    await new Promise((r) => setTimeout(r, 2500)); // > 2 × the idle timeout, statuses every 500 ms
+    expect(sessions.opened).toBe(1);
+    expect(replica.status()).toMatchObject({ connected: true, lagCommits: 0 });
     await replica.close();
     await primary.close();
     await store.close();

@@ -35,13 +35,15 @@ export async function servePrimary(parts: Parts, options: ServeReplicationOption
 }
 
 /** Options of `openReplica`. */
-export interface OpenReplicaOptions extends Pick<ReplicaOptions, 'unlock' | 'storeId' | 'backoffMs'> {
+export interface OpenReplicaOptions extends Pick<ReplicaOptions, 'unlock' | 'storeId' | 'backoffMs' | 'idleTimeoutMs'> {
   /** The replica's own directory (created when missing). */
   location: string;
   /** This replica's ML-DSA-87 identity key pair (from generateSigner()). */
   identity: { publicKey: Uint8Array; secretKey: Uint8Array };
   /** The primary to follow and its pinned ML-DSA-87 public key. */
   primary: { host: string; port: number; publicKey: Uint8Array };
+  /** Each TCP connect to the primary must succeed within this (default 1,500 ms). */
+  connectTimeoutMs?: number;
 }
 
 /** Opens a replica on `pages`, following `options.primary` over the channel. */
@@ -52,6 +54,14 @@ export function followPrimary(pages: PageStore, options: OpenReplicaOptions): Pr
     unlock: options.unlock,
     ...(options.storeId !== undefined ? { storeId: options.storeId } : {}),
     ...(options.backoffMs !== undefined ? { backoffMs: options.backoffMs } : {}),
-    connect: () => connect({ host, port, identity: options.identity, serverPublicKey: publicKey }),
+    ...(options.idleTimeoutMs !== undefined ? { idleTimeoutMs: options.idleTimeoutMs } : {}),
+    connect: () =>
+      connect({
+        host,
+        port,
+        identity: options.identity,
+        serverPublicKey: publicKey,
+        ...(options.connectTimeoutMs !== undefined ? { connectTimeoutMs: options.connectTimeoutMs } : {}),
+      }),
   });
 }

@@ -8,6 +8,7 @@
 // page store and says, in its hello, where it stands: the primary sends only what it lacks.
 
 import { PqdbError } from '../errors';
+import { integer } from '../_args';
 import { Store, type Collection } from '../engine/store';
 import { readManifest } from '../engine/manifest';
 import type { PageStore } from '../storage/page-store';
@@ -48,9 +49,16 @@ export interface ReplicaOptions {
   connect(): Promise<MessageSession>;
   /** Retry delays after a lost session, first to last (the last repeats). */
   backoffMs?: readonly number[];
+  /**
+   * A session that brings no message for this long (default 2,000 ms; an idle primary sends its
+   * status every 500 ms) is taken as lost and replaced. Time the replica spends verifying and
+   * writing a commit does not count.
+   */
+  idleTimeoutMs?: number;
 }
 
-const BACKOFF_MS = [50, 100, 250, 500, 1000, 2000];
+const BACKOFF_MS = [50, 100, 250, 500, 1000];
+const IDLE_TIMEOUT_MS = 2000;
 /** Page bytes a commit may send ahead of itself (a catch-up of a large store). */
 const MAX_AHEAD_BYTES = 4 * 2 ** 30;
 
@@ -82,13 +90,18 @@ export class Replica {
   #loop: Promise<void>;
   readonly #waiters: { commit: number; resolve: () => void }[] = [];
 
-  private constructor(pages: PageStore, options: ReplicaOptions, store: Store | undefined) {
+  private constructor(
+    pages: PageStore,
+    options: ReplicaOptions,
+    store: Store | undefined,
+    first: Promise<MessageSession>,
+  ) {
     this.#pages = pages;
     this.#options = options;
     this.#store = store;
     this.#applied = store?.info().commit ?? 0;
     this.#watermark = this.#applied;
-    this.#loop = this.#run();
+    this.#loop = this.#run(first);
   }
 
   /**
@@ -97,14 +110,23 @@ export class Replica {
    * @throws PqdbError AUTH_FAILED, CORRUPTION for a replica page store that does not open
    */
   static async open(pages: PageStore, options: ReplicaOptions): Promise<Replica> {
+    if (options.idleTimeoutMs !== undefined) integer('idleTimeoutMs', options.idleTimeoutMs, 1, 2 ** 31 - 1);
+    // The first session's handshake runs while the replica's own store opens (it needs nothing of it).
+    const first = options.connect();
+    first.catch(() => undefined);
     let store: Store | undefined;
-    if ((await pages.readManifest()) !== undefined)
-      store = await Store.open(new StagedPages(pages), {
-        unlock: options.unlock,
-        readOnly: true,
-        storeId: options.storeId,
-      });
-    return new Replica(pages, options, store);
+    try {
+      if ((await pages.readManifest()) !== undefined)
+        store = await Store.open(new StagedPages(pages), {
+          unlock: options.unlock,
+          readOnly: true,
+          storeId: options.storeId,
+        });
+    } catch (e) {
+      void first.then((session) => session.close()).catch(() => undefined);
+      throw e;
+    }
+    return new Replica(pages, options, store, first);
   }
 
   /** Watermarks, lag and the connection. */
@@ -184,12 +206,13 @@ export class Replica {
   }
 
   /** Follows the primary: connect, hello, apply commits; after a loss, again with backoff. */
-  async #run(): Promise<void> {
+  async #run(first: Promise<MessageSession> | undefined): Promise<void> {
     const delays = this.#options.backoffMs ?? BACKOFF_MS;
     let attempt = 0;
     while (!this.#closed) {
       try {
-        const session = await this.#options.connect();
+        const session = await (first ?? this.#options.connect());
+        first = undefined;
         if (this.#closed) {
           await session.close();
           return;
@@ -200,6 +223,7 @@ export class Replica {
         await session.send(encodeMessage({ type: MSG_HELLO, applied: this.#applied, pageIds }));
         await this.#follow(session);
       } catch (e) {
+        first = undefined;
         if (this.#closed) return;
         this.#lastError = e instanceof Error ? `${(e as PqdbError).code ?? e.name}: ${e.message}` : String(e);
       }
@@ -229,10 +253,28 @@ export class Replica {
     let ended: unknown;
     let ahead: CommitMessage['pages'] = []; // pages sent ahead of their commit
     let aheadBytes = 0;
+    // A session silent for idleMs (applying aside) is lost: a cut link may never end it otherwise.
+    const idleMs = this.#options.idleTimeoutMs ?? IDLE_TIMEOUT_MS;
+    let heard = Date.now();
+    let applying = false;
+    const watchdog = setInterval(
+      () => {
+        if (applying || Date.now() - heard <= idleMs) return;
+        ended ??= new PqdbError(
+          'IO_ERROR',
+          `no message from the primary for ${idleMs} ms: the session is taken as lost`,
+        );
+        wake?.();
+        void Promise.resolve(session.close()).catch(() => undefined);
+      },
+      Math.max(10, Math.min(250, idleMs / 4)),
+    );
+    (watchdog as { unref?: () => void }).unref?.();
     const reader = (async () => {
       try {
         for (;;) {
           const m = decodeMessage(await session.receive());
+          heard = Date.now();
           if (m.type === MSG_STATUS) this.#note(m.commit, m.time);
           else if (m.type === MSG_PAGES) {
             for (const p of m.pages) aheadBytes += p.bytes.length;
@@ -248,7 +290,7 @@ export class Replica {
           wake?.();
         }
       } catch (e) {
-        ended = e;
+        ended ??= e;
         wake?.();
       }
     })();
@@ -260,10 +302,17 @@ export class Replica {
           wake = undefined;
           continue;
         }
-        await this.#apply(queue.splice(0));
+        applying = true;
+        try {
+          await this.#apply(queue.splice(0));
+        } finally {
+          applying = false;
+          heard = Date.now();
+        }
         await session.send(encodeMessage({ type: MSG_APPLIED, applied: this.#applied }));
       }
     } finally {
+      clearInterval(watchdog);
       await Promise.resolve(session.close()).catch(() => undefined);
       await reader;
     }

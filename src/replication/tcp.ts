@@ -223,11 +223,20 @@ export async function listen(options: ListenOptions): Promise<Listener> {
 export interface ConnectOptions extends ClientOptions {
   host: string;
   port: number;
+  /**
+   * The TCP connection must be made within this (default 1,500 ms; then the handshake has its own
+   * deadline). Short, so that a caller retrying an unreachable host (a cut link) tries again soon
+   * after the link is back instead of waiting out TCP's own retransmission backoff.
+   */
+  connectTimeoutMs?: number;
 }
 
+/** Default deadline of the TCP connect (room for one SYN retransmission, at 1 s). */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 1500;
+
 /**
- * Connects to a replication server and runs the client handshake; the TCP connect shares the
- * handshake's deadline.
+ * Connects to a replication server and runs the client handshake: the TCP connect within
+ * `connectTimeoutMs`, then the handshake within `handshakeTimeoutMs`.
  * @throws TypeError/RangeError for bad options; PqdbError IO_ERROR (no connection), and the
  * handshake's AUTH_FAILED / PROTOCOL_ERROR.
  * @example const session = await connect({ host: '10.0.0.2', port: 7411, identity: replica, serverPublicKey })
@@ -236,13 +245,16 @@ export async function connect(options: ConnectOptions): Promise<Session> {
   const config = clientConfig(options);
   if (typeof options.host !== 'string') throw new TypeError('"host" expected a string');
   integer('port', options.port, 1, 65535);
-  const started = Date.now();
+  const connectMs =
+    options.connectTimeoutMs === undefined
+      ? DEFAULT_CONNECT_TIMEOUT_MS
+      : integer('connectTimeoutMs', options.connectTimeoutMs, 1, 2 ** 31 - 1);
   const socket = netConnect({ host: options.host, port: options.port });
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(ioError(`no connection to ${options.host}:${options.port} within ${config.timeoutMs} ms`));
-    }, config.timeoutMs);
+      reject(ioError(`no connection to ${options.host}:${options.port} within ${connectMs} ms`));
+    }, connectMs);
     socket.once('connect', () => {
       clearTimeout(timer);
       socket.off('error', failed);
@@ -254,6 +266,5 @@ export async function connect(options: ConnectOptions): Promise<Session> {
     };
     socket.once('error', failed);
   });
-  const left = Math.max(1, config.timeoutMs - (Date.now() - started));
-  return handshakeClient(socketTransport(socket), { ...config, timeoutMs: left });
+  return handshakeClient(socketTransport(socket), config);
 }
