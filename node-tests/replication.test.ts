@@ -3,13 +3,14 @@
 // applied, resume after the replica is closed (as after a kill) from its own page store, and a
 // refused commit leaving the replica at its watermark. The post-quantum channel and TCP transport
 // under these sessions are tested in node-tests/channel.test.ts.
-import { describe, it, expect } from 'vitest';
+import { describe, it, expect, vi } from 'vitest';
 import { generateRecipient, generateSigner, openStore, openMemoryPageStore } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
 import { partsOf } from '../src/engine/parts';
 import { Primary, type MessageSession } from '../src/replication/primary';
 import { Replica } from '../src/replication/replica';
-import { decodeMessage, encodeMessage, MSG_COMMIT, MSG_PAGES } from '../src/replication/messages';
+import { decodeMessage, encodeMessage, MSG_COMMIT, MSG_PAGES, type CommitMessage } from '../src/replication/messages';
+import { Store } from '../src/engine/store';
 
 /** Two ends of an in-process session; `tap` may change or drop what the primary sends. */
 function pair(tap?: (bytes: Uint8Array) => Uint8Array | undefined): [MessageSession, MessageSession] {
@@ -183,6 +184,98 @@ describe('replication: shipping sealed commits', () => {
     await primary.close();
     await store.close();
   });
+});
+
+describe('replication: commits that only add records are taken without opening the store again', () => {
+  it('puts and deletes follow in place (lexical search included); a checkpoint opens the store anew', async () => {
+    const opens = vi.spyOn(Store, 'open');
+    const { store, primary, open } = await setup();
+    const text = { schema, index: { text: ['lemma'] } } as const;
+    const words = store.collection('w', text);
+    for (let i = 0; i < 5; i++) await words.put(`a${i}`, { lemma: `alpha ${i}`, n: i });
+    await store.checkpoint();
+    const replica = await open();
+    await replica.applied(store.info().commit);
+    const rw = replica.collection<{ lemma: string; n: number }>('w', text);
+    expect((await rw.search('alpha')).length).toBe(5); // the index is loaded now
+    const before = opens.mock.calls.length;
+    for (let i = 0; i < 10; i++) await words.put(`b${i}`, { lemma: `beta ${i}`, n: i });
+    await words.delete('a0');
+    await store.batch((tx) => {
+      tx.put(words, 'c', { lemma: 'gamma', n: 1 });
+      tx.delete(words, 'b9');
+    });
+    await replica.applied(store.info().commit);
+    expect(opens.mock.calls.length).toBe(before); // no store opened for them
+    expect(rw.size).toBe(14);
+    expect((await rw.search('beta')).map((h) => h.id).sort()).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8].map((i) => `b${i}`));
+    expect((await rw.search('alpha')).length).toBe(4);
+    expect(await rw.get('c')).toEqual({ lemma: 'gamma', n: 1 });
+    await store.checkpoint();
+    await replica.applied(store.info().commit);
+    expect(opens.mock.calls.length).toBe(before + 1); // a checkpoint changes more than records
+    await words.put('d', { lemma: 'delta', n: 4 });
+    await replica.applied(store.info().commit);
+    expect(opens.mock.calls.length).toBe(before + 1);
+    expect((await rw.search('delta')).map((h) => h.id)).toEqual(['d']);
+    opens.mockRestore();
+    await replica.close();
+    // What the replica holds is what a full open of its own pages verifies.
+    const reopened = await open();
+    expect(reopened.status().appliedWatermark).toBe(store.info().commit);
+    expect(reopened.collection('w', text).size).toBe(15);
+    await reopened.close();
+    await primary.close();
+    await store.close();
+  });
+
+  type Tamper = (m: CommitMessage, previous: CommitMessage) => void;
+  const tampers: [string, Tamper, RegExp][] = [
+    ['its page left out', (m) => void (m.pages = []), /CORRUPTION/],
+    [
+      'the previous commit page under its id',
+      (m, prev) => void (m.pages[0].bytes = prev.pages[0].bytes),
+      /AUTH_FAILED/,
+    ],
+    ['a flipped bit in its manifest', (m) => void (m.manifest[m.manifest.length - 5] ^= 1), /AUTH_FAILED|CORRUPTION/],
+    ['the previous manifest', (m, prev) => void (m.manifest = prev.manifest), /CORRUPTION|ROLLBACK/],
+    ['a page id past the manifest', (m) => void (m.pages[0].id += 1000), /CORRUPTION|AUTH_FAILED/],
+  ];
+  for (const [what, tamper, error] of tampers)
+    it(`a records-only commit with ${what} is refused; the replica stays at its watermark`, async () => {
+      let armed = false;
+      let previous: CommitMessage | undefined;
+      const { store, primary, open } = await setup((bytes) => {
+        const m = decodeMessage(bytes);
+        if (m.type !== MSG_COMMIT) return bytes;
+        if (m.snapshot) return armed ? undefined : bytes; // no catch-up while armed: the refusal holds
+        const kept = structuredClone(m);
+        if (armed && previous !== undefined) tamper(m, previous);
+        previous = kept;
+        return encodeMessage(m);
+      }, 100);
+      const words = store.collection('w', { schema });
+      await words.put('a', { lemma: 'a', n: 1 });
+      const replica = await open();
+      await replica.applied(store.info().commit);
+      await words.put('b', { lemma: 'b', n: 2 });
+      await replica.applied(store.info().commit);
+      const at = replica.status().appliedWatermark;
+      armed = true;
+      await words.put('c', { lemma: 'c', n: 3 });
+      const errors = new Set<string>(); // the refusal, then the silent sessions that follow it
+      for (const until = Date.now() + 300; Date.now() < until; await new Promise((r) => setTimeout(r, 2)))
+        errors.add(replica.status().lastError ?? '');
+      expect(replica.status().appliedWatermark).toBe(at);
+      expect([...errors].filter((e) => error.test(e))).not.toEqual([]);
+      expect(replica.collection('w', { schema }).has('c')).toBe(false);
+      armed = false; // the catch-up after a reconnect is a snapshot, sent untouched
+      await replica.applied(store.info().commit);
+      expect(await replica.collection('w', { schema }).get('c')).toEqual({ lemma: 'c', n: 3 });
+      await replica.close();
+      await primary.close();
+      await store.close();
+    });
 });
 
 describe('replication: a silent session', () => {

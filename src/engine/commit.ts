@@ -218,6 +218,16 @@ export class CommitPipeline {
     return this.#registry;
   }
 
+  /**
+   * Installs a manifest another writer committed to the same store, once the caller has verified it
+   * against the pages it adds and made both durable (a read-only store following its primary:
+   * follow.ts). Its registry and key ring are the installed ones.
+   */
+  adopt(manifest: Manifest, sealed: Uint8Array): void {
+    this.#manifest = manifest;
+    this.#sealed = sealed;
+  }
+
   /** Registers hooks; they run in registration order. */
   hook(hooks: CommitHooks): void {
     this.#hooks.push(hooks);

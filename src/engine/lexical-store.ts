@@ -170,6 +170,28 @@ export class LexicalStore {
   }
 
   /**
+   * A commit page another writer made, taken by a store following it (follow.ts), after the page
+   * was applied: loaded indexes read the values of the ids it wrote (the unloaded ones noted them
+   * in notePage). Never throws: a value that does not open drops the index (built again on use).
+   */
+  async followed(page: ReplayPage): Promise<void> {
+    for (const op of page.ops) {
+      if (op.kind === 'put' && op.copy === true) continue;
+      const entry = this.#entries.get(op.collection);
+      const index = await entry?.index?.catch(() => undefined);
+      if (entry === undefined || index === undefined) continue;
+      try {
+        const value = await this.#ctx.value(op.collection, op.id);
+        if (value === undefined) index.remove(op.id);
+        else index.update(op.id, value);
+      } catch {
+        entry.index = undefined;
+        this.#fromRecords.add(op.collection);
+      }
+    }
+  }
+
+  /**
    * Checkpoint contributor: seals every index changed since it was last persisted into the draft,
    * under generation `g`, covering the commit pages up to `afterPage`.
    */

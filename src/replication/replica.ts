@@ -14,6 +14,8 @@ import { readManifest } from '../engine/manifest';
 import type { PageStore } from '../storage/page-store';
 import type { Schema } from '../engine/codec';
 import { StagedPages } from './staged';
+import { prepareFollow } from '../engine/follow';
+import { partsOf } from '../engine/parts';
 import {
   decodeMessage,
   encodeMessage,
@@ -78,6 +80,8 @@ export class Replica {
   readonly #pages: PageStore;
   readonly #options: ReplicaOptions;
   #store: Store | undefined;
+  /** The page store view #store reads through. */
+  #view: StagedPages | undefined;
   #applied = 0;
   #watermark = 0;
   #primaryTime = 0;
@@ -93,13 +97,14 @@ export class Replica {
   private constructor(
     pages: PageStore,
     options: ReplicaOptions,
-    store: Store | undefined,
+    opened: { store: Store; view: StagedPages } | undefined,
     first: Promise<MessageSession>,
   ) {
     this.#pages = pages;
     this.#options = options;
-    this.#store = store;
-    this.#applied = store?.info().commit ?? 0;
+    this.#store = opened?.store;
+    this.#view = opened?.view;
+    this.#applied = opened?.store.info().commit ?? 0;
     this.#watermark = this.#applied;
     this.#loop = this.#run(first);
   }
@@ -114,19 +119,18 @@ export class Replica {
     // The first session's handshake runs while the replica's own store opens (it needs nothing of it).
     const first = options.connect();
     first.catch(() => undefined);
-    let store: Store | undefined;
+    let opened: { store: Store; view: StagedPages } | undefined;
     try {
-      if ((await pages.readManifest()) !== undefined)
-        store = await Store.open(new StagedPages(pages), {
-          unlock: options.unlock,
-          readOnly: true,
-          storeId: options.storeId,
-        });
+      if ((await pages.readManifest()) !== undefined) {
+        const view = new StagedPages(pages);
+        const store = await Store.open(view, { unlock: options.unlock, readOnly: true, storeId: options.storeId });
+        opened = { store, view };
+      }
     } catch (e) {
       void first.then((session) => session.close()).catch(() => undefined);
       throw e;
     }
-    return new Replica(pages, options, store, first);
+    return new Replica(pages, options, opened, first);
   }
 
   /** Watermarks, lag and the connection. */
@@ -338,6 +342,7 @@ export class Replica {
       await staged.stage(m);
       at = m.commit;
     }
+    if (await this.#take(staged, ms, at)) return;
     const storeId = this.#options.storeId ?? this.#store?.info().storeId;
     const verified = await Store.open(staged, {
       unlock: this.#options.unlock,
@@ -355,10 +360,35 @@ export class Replica {
     staged.settle();
     const old = this.#store;
     this.#store = verified;
+    this.#view = staged;
+    await this.#release(old);
+    this.#advanced(at);
+  }
+
+  /**
+   * Commits that only add records, taken by the store verified last without opening it again
+   * (src/engine/follow.ts verifies them against its state). False when they change more (a
+   * checkpoint, a migration step, a key or policy change): the caller opens a store on them.
+   */
+  async #take(staged: StagedPages, ms: readonly CommitMessage[], at: number): Promise<boolean> {
+    const store = this.#store;
+    if (store === undefined || ms.some((m) => m.snapshot)) return false;
+    const batch = await staged.batch();
+    const apply = prepareFollow(partsOf(store), batch);
+    if (apply === undefined) return false;
+    await this.#pages.commit({ ...batch, transfer: true });
+    staged.settle();
+    this.#view?.settle(); // the store's view lists the pages just written
+    await apply();
+    this.#advanced(at);
+    return true;
+  }
+
+  /** The replica is at commit `at`: lag and waiters follow. */
+  #advanced(at: number): void {
     this.#applied = at;
     if (this.#applied >= this.#watermark) this.#pendingSince = 0;
     else this.#pendingSince = this.#primaryTime;
-    await this.#release(old);
     for (let i = this.#waiters.length - 1; i >= 0; i--)
       if (this.#waiters[i].commit <= this.#applied) this.#waiters.splice(i, 1)[0].resolve();
   }
