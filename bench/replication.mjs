@@ -984,7 +984,7 @@ export function summarize(e) {
     lines.push(
       '## Primary kill and link cut',
       '',
-      `The primary SIGKILLed at ${sec(c.primaryKillMs)} and restarted on its store ${sec(c.primaryDownMs)} later, the replica running throughout (default backoff 50, 100, 250, 500, 1000, 2000 ms, the last repeating); the link cut at ${sec(c.cutAtMs)} for ${sec(c.cutMs)} (${e.network.mode === 'netns' ? 'both veth ends down, then up' : 'the relay stops forwarding and holds new connections'}).`,
+      `The primary SIGKILLed at ${sec(c.primaryKillMs)} and restarted on its store ${sec(c.primaryDownMs)} later, the replica running throughout (default backoff 50, 100, 250, 500, 1000 ms, the last repeating; a session silent for 2 s is taken as lost; each TCP connect has 1.5 s); the link cut at ${sec(c.cutAtMs)} for ${sec(c.cutMs)} (${e.network.mode === 'netns' ? 'both veth ends down, then up' : 'the relay stops forwarding and holds new connections'}).`,
       '',
       '| run | acknowledged at kill | present at primary reopen | spawn → listening | listening → replica reconnected | listening → replica reads new records | written during cut | applied during cut | restore → replica reads new records | session during cut | primary reread | replica reread | commit / applied / primary | |',
       '|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---|',
