@@ -47,6 +47,8 @@ import {
 
 /** Segments roll over once they would grow past this (64 MiB); a single commit may exceed it. */
 export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
+/** How much of a segment opening reads at a time while it indexes the records. */
+const SCAN_WINDOW_BYTES = 1 << 20;
 export const SEGMENT_HEADER_BYTES = 16;
 export const RECORD_HEADER_BYTES = 24;
 export const FORMAT_VERSION = 1;
@@ -306,12 +308,20 @@ class NodeFsPageStore extends BasePageStore {
     if (version !== FORMAT_VERSION)
       throw new PqdbError('FORMAT_VERSION', `node-fs: ${name} has format version ${version}`);
     if (hv.getUint32(12, true) !== seq) throw corruption(`node-fs: ${name} carries another segment number`);
+    // Record headers are read through a window of the file (one read per SCAN_WINDOW_BYTES, not per record).
+    const window = new Uint8Array(Math.min(SCAN_WINDOW_BYTES, length));
+    let windowAt = 0;
+    let windowLength = 0;
     let off = SEGMENT_HEADER_BYTES;
     while (off < length) {
       if (length - off < RECORD_HEADER_BYTES)
         throw corruption(`node-fs: ${name} ends inside a record header at ${off}`);
-      await readExactly(fh, head, RECORD_HEADER_BYTES, off, name);
-      const h = parseRecordHeader(head, `${name} @${off}`);
+      if (off + RECORD_HEADER_BYTES > windowAt + windowLength) {
+        windowAt = off;
+        windowLength = Math.min(window.length, length - off);
+        await readExactly(fh, window, windowLength, off, name);
+      }
+      const h = parseRecordHeader(window.subarray(off - windowAt), `${name} @${off}`);
       if (off + RECORD_HEADER_BYTES + h.length > length)
         throw corruption(`node-fs: ${name} @${off}: record runs past the committed length`);
       if (h.kind === KIND_PAGE) this.#index.set(h.id, { seq, offset: off, length: h.length, crc: h.crc });
