@@ -332,6 +332,48 @@ export function pageStoreCases(factory: PageStoreFixtureFactory): PageStoreCase[
     eqList(await s.listPages(), [1, 3], 'after deleting the damaged page');
   });
 
+  add(
+    'readPages gives what readPage gives, in the order asked, as independent copies, after a reopen too',
+    async (f) => {
+      let s = await f.open();
+      const rng = new Rng(7);
+      const pages = Array.from({ length: 40 }, (_, i) => ({ id: i + 1, bytes: rng.bytes(1 + ((i * 97) % 3000)) }));
+      for (let i = 0; i < pages.length; i += 8)
+        await s.commit({ pages: pages.slice(i, i + 8), manifest: text(`m${i}`) });
+      await s.deletePages([5, 6, 17]);
+      const ids = [40, 1, 2, 3, 4, 5, 6, 7, 99, 16, 17, 18, 19, 20, 21, 2, 33, 34, 35, 0];
+      for (let round = 0; round < 2; round++) {
+        const got = await s.readPages!(ids);
+        ok(got.length === ids.length, `readPages gives ${got.length} results for ${ids.length} ids`);
+        for (let k = 0; k < ids.length; k++) {
+          const one = await s.readPage(ids[k]);
+          if (one === undefined) ok(got[k] === undefined, `readPages[${k}] (page ${ids[k]}) is undefined`);
+          else same(got[k], one, `readPages[${k}] (page ${ids[k]})`);
+        }
+        got[1]!.fill(0xee); // a caller's change to one result touches no other result and not the store
+        same(got[2], pages[1].bytes, 'page 2 after page 1 was overwritten by the caller');
+        same(await s.readPage(1), pages[0].bytes, 'page 1 as stored');
+        await s.close();
+        s = await f.open();
+      }
+      eqList(await s.readPages!([]).then((r) => r.map((x) => x?.length ?? -1)), [], 'readPages([])');
+    },
+  );
+
+  add('readPages of a run holding a damaged page is CORRUPTION, never data', async (f) => {
+    let s = await f.open();
+    const rng = new Rng(8);
+    const pages = [1, 2, 3, 4].map((id) => ({ id, bytes: rng.bytes(700) }));
+    await s.commit({ pages, manifest: text('m') });
+    await s.close();
+    await f.corruptPage(3);
+    s = await f.open();
+    await rejects(s.readPages!([1, 2, 3, 4]), 'CORRUPTION', 'a run holding page 3');
+    const [a, b] = await s.readPages!([1, 2]);
+    same(a, pages[0].bytes, 'page 1');
+    same(b, pages[1].bytes, 'page 2');
+  });
+
   add('argument validation: TypeError/RangeError, nothing written', async (f) => {
     const s = await f.open();
     const bad = s as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;

@@ -8,7 +8,7 @@
 
 import { PqdbError } from '../errors';
 import type { CommitBatch, PageStore, PageStoreStats, RecoveryReport } from '../storage/page-store';
-import { CLEAN_RECOVERY } from '../storage/page-store';
+import { CLEAN_RECOVERY, readPagesOf } from '../storage/page-store';
 import type { CommitMessage } from './messages';
 
 export class StagedPages implements PageStore {
@@ -74,6 +74,13 @@ export class StagedPages implements PageStore {
     if (a !== undefined) return a.slice();
     if (this.#dropped.has(id)) return undefined;
     return this.#base.readPage(id);
+  }
+
+  async readPages(ids: readonly number[]): Promise<(Uint8Array | undefined)[]> {
+    const below = ids.filter((id) => !this.#added.has(id) && !this.#dropped.has(id));
+    const read = await readPagesOf(this.#base, below);
+    const from = new Map(below.map((id, i) => [id, read[i]]));
+    return ids.map((id) => this.#added.get(id)?.slice() ?? from.get(id));
   }
 
   async readManifest(): Promise<Uint8Array | undefined> {

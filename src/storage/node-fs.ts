@@ -29,10 +29,9 @@
 /// <reference types="node" />
 // (tsconfig.json sets "types": []; this Node-only file opts in to the Node typings.)
 import { open, readdir, rename, rm, stat, mkdir, readFile, unlink, type FileHandle } from 'node:fs/promises';
-import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { PqdbError } from '../errors';
-import { acquireHostLock } from './host-lock';
+import { LOCK, takeWriterLock, releaseWriterLock, type WriterLock } from './node-fs-lock';
 import {
   BasePageStore,
   corruption,
@@ -47,6 +46,8 @@ import {
 
 /** Segments roll over once they would grow past this (64 MiB); a single commit may exceed it. */
 export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
+/** The most readPages reads at once (a run of neighbouring pages). */
+const READ_RUN_BYTES = 4 << 20;
 /** How much of a segment opening reads at a time while it indexes the records. */
 const SCAN_WINDOW_BYTES = 1 << 20;
 export const SEGMENT_HEADER_BYTES = 16;
@@ -60,7 +61,7 @@ const KIND_PAGE = 1;
 const KIND_DELETE = 2;
 export const MANIFEST = 'MANIFEST';
 export const MANIFEST_TMP = 'MANIFEST.tmp';
-export const LOCK = 'LOCK';
+export { LOCK, takeWriterLock, releaseWriterLock, type WriterLock };
 export const SEGMENT_RE = /^seg-([0-9a-f]{8})\.pqs$/;
 /** Records up to this size are gathered into one write; larger ones are written on their own. */
 const WRITE_GATHER_BYTES = 1 << 20;
@@ -131,86 +132,6 @@ export async function openNodeFsPageStore(dir: string, options: NodeFsPageStoreO
     throw mediumError(`node-fs page store ${dir}: open`, e);
   }
   return store;
-}
-
-/** What a writer holds: the LOCK file's contents and, where the platform has one, the host lock. */
-export interface WriterLock {
-  readonly file: string;
-  readonly host: (() => Promise<void>) | undefined;
-}
-
-/**
- * Takes the writer's locks of `dir`: the host lock (unless `hostLock` is false), then the LOCK file.
- * @throws PqdbError LOCKED when another writer holds either
- */
-export async function takeWriterLock(dir: string, hostLock = true): Promise<WriterLock> {
-  const host = !hostLock
-    ? 'unsupported'
-    : await acquireHostLock(dir).catch((e) => {
-        throw mediumError(`node-fs page store ${dir}: lock`, e);
-      });
-  if (host === 'held')
-    throw new PqdbError('LOCKED', `node-fs page store ${dir} is held by another writer on this host`);
-  try {
-    return { file: await acquireLock(dir), host: host === 'unsupported' ? undefined : host.release };
-  } catch (e) {
-    if (host !== 'unsupported') await host.release();
-    throw e;
-  }
-}
-
-/** Releases what takeWriterLock took (the LOCK file only while it is still this holder's). */
-export async function releaseWriterLock(dir: string, lock: WriterLock): Promise<void> {
-  try {
-    await releaseLock(join(dir, LOCK), lock.file);
-  } finally {
-    await lock.host?.();
-  }
-}
-
-/** Takes the LOCK file; returns what it wrote (pid, host and a random token: this holder's mark). */
-async function acquireLock(dir: string): Promise<string> {
-  const path = join(dir, LOCK);
-  const token = Array.from(globalThis.crypto.getRandomValues(new Uint8Array(8)), (b) =>
-    b.toString(16).padStart(2, '0'),
-  );
-  const me = `${process.pid}\n${hostname()}\n${token.join('')}\n`;
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const fh = await open(path, 'wx');
-      try {
-        await fh.writeFile(me);
-      } finally {
-        await fh.close();
-      }
-      return me;
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw mediumError(`node-fs page store ${dir}: lock`, e);
-    }
-    let holder = '';
-    try {
-      holder = await readFile(path, 'utf8');
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue; // released meanwhile
-      throw mediumError(`node-fs page store ${dir}: lock`, e);
-    }
-    const [pidText, host] = holder.split('\n');
-    const pid = Number(pidText);
-    // A lock file still being written (empty) or held on another host counts as live.
-    const stale = Number.isInteger(pid) && pid > 0 && host === hostname() && !alive(pid);
-    if (!stale) break;
-    await unlink(path).catch(() => undefined);
-  }
-  throw new PqdbError('LOCKED', `node-fs page store ${dir} is locked by another writer (${LOCK} file)`);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM'; // exists, owned by someone else
-  }
 }
 
 class NodeFsPageStore extends BasePageStore {
@@ -330,6 +251,47 @@ class NodeFsPageStore extends BasePageStore {
     }
   }
 
+  /** Pages that lie back to back in one segment are read together, up to READ_RUN_BYTES a read. */
+  protected override async _readPages(ids: readonly number[]): Promise<(Uint8Array | undefined)[]> {
+    const out: (Uint8Array | undefined)[] = new Array(ids.length).fill(undefined);
+    let i = 0;
+    while (i < ids.length) {
+      const first = this.#index.get(ids[i]);
+      if (first === undefined) {
+        i++;
+        continue;
+      }
+      let end = i + 1;
+      let bytes = RECORD_HEADER_BYTES + first.length;
+      for (let prev = first; end < ids.length; end++) {
+        const next = this.#index.get(ids[end]);
+        const size = next === undefined ? 0 : RECORD_HEADER_BYTES + next.length;
+        if (
+          next === undefined ||
+          next.seq !== prev.seq ||
+          next.offset !== prev.offset + RECORD_HEADER_BYTES + prev.length
+        )
+          break;
+        if (bytes + size > READ_RUN_BYTES) break;
+        bytes += size;
+        prev = next;
+      }
+      const name = segmentName(first.seq);
+      const run = new Uint8Array(bytes);
+      try {
+        await readExactly(this.#segments.get(first.seq)!.fh, run, bytes, first.offset, name);
+      } catch (e) {
+        throw mediumError(`node-fs: read pages ${ids[i]}…${ids[end - 1]}`, e);
+      }
+      for (let at = 0; i < end; i++) {
+        const loc = this.#index.get(ids[i])!;
+        out[i] = await this.#checked(ids[i], loc, run.subarray(at, at + RECORD_HEADER_BYTES + loc.length));
+        at += RECORD_HEADER_BYTES + loc.length;
+      }
+    }
+    return out;
+  }
+
   protected async _readPage(id: number): Promise<Uint8Array | undefined> {
     const loc = this.#index.get(id);
     if (loc === undefined) return undefined;
@@ -341,11 +303,20 @@ class NodeFsPageStore extends BasePageStore {
     } catch (e) {
       throw mediumError(`node-fs: read page ${id}`, e);
     }
-    const h = parseRecordHeader(buf, `${name} @${loc.offset}`);
+    return this.#checked(id, loc, buf);
+  }
+
+  /** A page's record as read (header ‖ body): its header and checksum checked, the body in its own buffer. */
+  async #checked(id: number, loc: Location, record: Uint8Array): Promise<Uint8Array> {
+    const name = segmentName(loc.seq);
+    const h = parseRecordHeader(record, `${name} @${loc.offset}`);
     if (h.kind !== KIND_PAGE || h.id !== id || h.length !== loc.length || h.crc !== loc.crc) {
       throw corruption(`node-fs: page ${id} (${name} @${loc.offset}): record header changed`);
     }
-    const body = buf.subarray(RECORD_HEADER_BYTES);
+    const body =
+      record.byteOffset === 0 && record.length === record.buffer.byteLength
+        ? record.subarray(RECORD_HEADER_BYTES)
+        : record.slice(RECORD_HEADER_BYTES);
     // In steps: an index page can be megabytes, and its checksum must not hold the event loop.
     if ((await crc32cAsync(body)) !== h.crc)
       throw corruption(`node-fs: page ${id} (${name} @${loc.offset}): checksum mismatch`);
@@ -514,18 +485,6 @@ class NodeFsPageStore extends BasePageStore {
     if (this.#lock !== undefined) await releaseWriterLock(this.#dir, this.#lock).catch((e) => errors.push(e));
     if (errors.length > 0) throw mediumError('node-fs: close', errors[0]);
   }
-}
-
-/** Removes the LOCK file if it is still this holder's (a writer let in after it keeps its own). */
-async function releaseLock(path: string, mine: string): Promise<void> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw e;
-  }
-  if (text === mine) await unlink(path);
 }
 
 function recordHeader(kind: number, id: number, length: number, crc: number): Uint8Array {

@@ -95,6 +95,11 @@ export interface PageStore {
   readonly recovery: RecoveryReport;
   /** The page's bytes (a fresh copy), or undefined when absent. @throws PqdbError CORRUPTION */
   readPage(id: number): Promise<Uint8Array | undefined>;
+  /**
+   * `readPage` for each of `ids`, in their order; a medium that can reads adjacent pages together
+   * (node-fs: one read per run of neighbouring records). Optional: see readPagesOf.
+   */
+  readPages?(ids: readonly number[]): Promise<(Uint8Array | undefined)[]>;
   /** The manifest (a fresh copy), or undefined before the first commit that set one. */
   readManifest(): Promise<Uint8Array | undefined>;
   /** Ids of the live pages, ascending. */
@@ -118,6 +123,14 @@ export interface CheckedBatch {
   readonly pages: readonly PageWrite[];
   readonly manifest: Uint8Array | undefined;
   readonly deletes: readonly number[];
+}
+
+/** `store.readPages(ids)`, or `readPage` for each id where the page store has no `readPages`. */
+export async function readPagesOf(store: PageStore, ids: readonly number[]): Promise<(Uint8Array | undefined)[]> {
+  if (store.readPages !== undefined) return store.readPages(ids);
+  const out: (Uint8Array | undefined)[] = [];
+  for (const id of ids) out.push(await store.readPage(id));
+  return out;
 }
 
 export const CLEAN_RECOVERY: RecoveryReport = Object.freeze({
@@ -244,6 +257,20 @@ export abstract class BasePageStore implements PageStore {
     this.#checkOpen();
     checkPageId('id', id);
     return this.#track(this._readPage(id));
+  }
+
+  async readPages(ids: readonly number[]): Promise<(Uint8Array | undefined)[]> {
+    this.#checkOpen();
+    if (!Array.isArray(ids)) throw new TypeError('"ids" expected an array of page ids');
+    for (const id of ids) checkPageId('id', id);
+    return this.#track(this._readPages(ids));
+  }
+
+  /** Reads pages one by one; an adapter that can read neighbours together overrides it. */
+  protected async _readPages(ids: readonly number[]): Promise<(Uint8Array | undefined)[]> {
+    const out: (Uint8Array | undefined)[] = [];
+    for (const id of ids) out.push(await this._readPage(id));
+    return out;
   }
 
   async readManifest(): Promise<Uint8Array | undefined> {

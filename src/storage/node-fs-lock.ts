@@ -1,0 +1,105 @@
+/// <reference types="node" />
+// The writer's locks of a node-fs page store (src/storage/node-fs.ts): the host lock where the
+// platform has one (host-lock.ts), and the LOCK file naming the holder's pid, host and a random
+// token, taken over only from a process of this host that is gone.
+
+import { open, readFile, unlink } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { PqdbError } from '../errors';
+import { acquireHostLock } from './host-lock';
+import { mediumError } from './page-store';
+
+export const LOCK = 'LOCK';
+
+/** What a writer holds: the LOCK file's contents and, where the platform has one, the host lock. */
+export interface WriterLock {
+  readonly file: string;
+  readonly host: (() => Promise<void>) | undefined;
+}
+
+/**
+ * Takes the writer's locks of `dir`: the host lock (unless `hostLock` is false), then the LOCK file.
+ * @throws PqdbError LOCKED when another writer holds either
+ */
+export async function takeWriterLock(dir: string, hostLock = true): Promise<WriterLock> {
+  const host = !hostLock
+    ? 'unsupported'
+    : await acquireHostLock(dir).catch((e) => {
+        throw mediumError(`node-fs page store ${dir}: lock`, e);
+      });
+  if (host === 'held')
+    throw new PqdbError('LOCKED', `node-fs page store ${dir} is held by another writer on this host`);
+  try {
+    return { file: await acquireLock(dir), host: host === 'unsupported' ? undefined : host.release };
+  } catch (e) {
+    if (host !== 'unsupported') await host.release();
+    throw e;
+  }
+}
+
+/** Releases what takeWriterLock took (the LOCK file only while it is still this holder's). */
+export async function releaseWriterLock(dir: string, lock: WriterLock): Promise<void> {
+  try {
+    await releaseLock(join(dir, LOCK), lock.file);
+  } finally {
+    await lock.host?.();
+  }
+}
+
+/** Takes the LOCK file; returns what it wrote (pid, host and a random token: this holder's mark). */
+async function acquireLock(dir: string): Promise<string> {
+  const path = join(dir, LOCK);
+  const token = Array.from(globalThis.crypto.getRandomValues(new Uint8Array(8)), (b) =>
+    b.toString(16).padStart(2, '0'),
+  );
+  const me = `${process.pid}\n${hostname()}\n${token.join('')}\n`;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fh = await open(path, 'wx');
+      try {
+        await fh.writeFile(me);
+      } finally {
+        await fh.close();
+      }
+      return me;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw mediumError(`node-fs page store ${dir}: lock`, e);
+    }
+    let holder = '';
+    try {
+      holder = await readFile(path, 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue; // released meanwhile
+      throw mediumError(`node-fs page store ${dir}: lock`, e);
+    }
+    const [pidText, host] = holder.split('\n');
+    const pid = Number(pidText);
+    // A lock file still being written (empty) or held on another host counts as live.
+    const stale = Number.isInteger(pid) && pid > 0 && host === hostname() && !alive(pid);
+    if (!stale) break;
+    await unlink(path).catch(() => undefined);
+  }
+  throw new PqdbError('LOCKED', `node-fs page store ${dir} is locked by another writer (${LOCK} file)`);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM'; // exists, owned by someone else
+  }
+}
+
+/** Removes the LOCK file if it is still this holder's (a writer let in after it keeps its own). */
+async function releaseLock(path: string, mine: string): Promise<void> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw e;
+  }
+  if (text === mine) await unlink(path);
+}
