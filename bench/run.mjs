@@ -1,17 +1,28 @@
 // pqdb benchmarks: SHA-384 (131 B and 1 MiB), HKDF-SHA384 (32 B out) and the Merkle root of
 // 100,000 × 131-B leaves, on both WebAssembly builds, against node:crypto, @noble/hashes and
 // hash-wasm measured in the same process; AES-256-GCM-SIV and AES-256-GCM record sealing/opening and
-// 1 MiB throughput against @noble/ciphers, node:crypto and WebCrypto. Prints a table and writes a
-// JSON report.
+// 1 MiB throughput against @noble/ciphers, node:crypto and WebCrypto; ML-KEM-1024, ML-DSA-87 and
+// X25519 against their JavaScript and WebAssembly peers. Prints a table and writes a JSON report.
 //
 //   npm run bench                 all benches
 //   node bench/run.mjs --quick    shorter samples (a smoke run)
 //   node bench/run.mjs --only aead   one group: sha2, aead or pq
 //   node bench/run.mjs --out f    JSON report path (default bench/results/<arch>-<date>.json)
 
-import { createHash, createCipheriv, createDecipheriv, hash as nodeHash, hkdfSync, webcrypto } from 'node:crypto';
+import {
+  createHash,
+  createCipheriv,
+  createDecipheriv,
+  createPrivateKey,
+  createPublicKey,
+  diffieHellman,
+  hash as nodeHash,
+  hkdfSync,
+  webcrypto,
+} from 'node:crypto';
 import { gcm as nobleGcm, gcmsiv as nobleGcmsiv } from '@noble/ciphers/aes.js';
 import { ml_kem1024 as nobleKem } from '@noble/post-quantum/ml-kem.js';
+import { x25519 as nobleX25519 } from '@noble/curves/ed25519.js';
 import { shake256 as nobleShake256, sha3_256 as nobleSha3_256 } from '@noble/hashes/sha3.js';
 import { createMLKEM1024, createMLDSA87 } from '@oqs/liboqs-js';
 import { ml_dsa87 as nobleDsa } from '@noble/post-quantum/ml-dsa.js';
@@ -262,6 +273,19 @@ const hRnd = bytes(64, 34);
 const hKp = hybrid.keygen(hSeed);
 const hEnc = hybrid.encapsulate(hKp.publicKey, hRnd);
 const random = (name, fn) => ({ name, fn, random: true });
+// X25519: node:crypto works on KeyObjects (RFC 8410 DER), made once outside the timed calls.
+const xSk = bytes(32, 35);
+const xPeer = pqdb.x25519.getPublicKey(bytes(32, 36));
+const xNodeSk = createPrivateKey({
+  key: Buffer.concat([Buffer.from('302e020100300506032b656e04220420', 'hex'), xSk]),
+  format: 'der',
+  type: 'pkcs8',
+});
+const xNodePeer = createPublicKey({
+  key: Buffer.concat([Buffer.from('302a300506032b656e032100', 'hex'), xPeer]),
+  format: 'der',
+  type: 'spki',
+});
 
 benches.push(
   {
@@ -343,6 +367,29 @@ benches.push(
     impls: [
       ...pq(() => hybrid.decapsulate(hEnc.cipherText, hKp.secretKey)),
       { name: 'pqdb over @noble/post-quantum', fn: () => hybridNoble.decapsulate(hEnc.cipherText, hKp.secretKey) },
+    ],
+  },
+  {
+    id: 'x25519-shared',
+    group: 'pq',
+    title: 'X25519 getSharedSecret',
+    impls: [
+      ...pq(() => pqdb.x25519.getSharedSecret(xSk, xPeer)),
+      { name: '@noble/curves', fn: () => nobleX25519.getSharedSecret(xSk, xPeer) },
+      { name: 'node:crypto diffieHellman', fn: () => diffieHellman({ privateKey: xNodeSk, publicKey: xNodePeer }) },
+    ],
+  },
+  {
+    id: 'x25519-public',
+    group: 'pq',
+    title: 'X25519 getPublicKey',
+    impls: [
+      ...pq(() => pqdb.x25519.getPublicKey(xSk)),
+      { name: '@noble/curves', fn: () => nobleX25519.getPublicKey(xSk) },
+      {
+        name: 'node:crypto createPublicKey',
+        fn: () => createPublicKey(xNodeSk).export({ format: 'der', type: 'spki' }).subarray(12),
+      },
     ],
   },
 );

@@ -27,6 +27,7 @@ const {
   ml_kem1024,
   ml_kem1024_x25519,
   ml_dsa87,
+  x25519,
 } = api;
 
 type Op = [name: string, run: (a: Uint8Array, b: Uint8Array) => unknown];
@@ -159,6 +160,28 @@ const OPS: Op[] = [
       const s1 = ml_dsa87.prehash.sign(a, kp.secretKey, 'SHA2-384', { extraEntropy: false });
       const s2 = ml_dsa87.internal.sign(big(b, 64), kp.secretKey, { externalMu: true, extraEntropy: false });
       return [s1, s2, ml_dsa87.prehash.verify(s1, a, kp.publicKey, 'SHA2-384')];
+    },
+  ],
+  [
+    'X25519 keys, shared secrets, one input as both arguments, a low-order refusal',
+    (a, b) => {
+      const k = b.subarray(0, 32);
+      const pk = x25519.getPublicKey(k);
+      let low: string;
+      try {
+        x25519.getSharedSecret(k, new Uint8Array(32));
+        low = 'accepted';
+      } catch (e) {
+        low = (e as { code: string }).code;
+      }
+      return [
+        pk,
+        x25519.scalarMult(k, a.subarray(0, 32)),
+        x25519.getSharedSecret(a.subarray(32, 64), pk),
+        x25519.scalarMult(k, k),
+        x25519.keygen(b.subarray(32, 64)),
+        low,
+      ];
     },
   ],
   [

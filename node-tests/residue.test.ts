@@ -16,6 +16,8 @@ import { kemProvider } from '../src/crypto/kem';
 import { sha3_256, shake256 } from '../src/kernels/sha3';
 import { sha3_256 as nobleSha3_256, shake256 as nobleShake256 } from '@noble/hashes/sha3.js';
 import { ml_kem1024 as nobleMlKem1024 } from '@noble/post-quantum/ml-kem.js';
+import { x25519 as nobleX25519 } from '@noble/curves/ed25519.js';
+import { x25519 } from '../src/kernels/x25519';
 import { buffersHolding } from './support/reachable';
 import { FLAVORS } from './support/vectors';
 import { Rng } from './cases/_util';
@@ -26,7 +28,7 @@ const seen = vi.hoisted(() => ({
   ciphers: [] as Made[],
   /** Outputs of HKDF-Expand whose info starts with `label`. */
   expanded: [] as { info: Uint8Array; out: Uint8Array }[],
-  /** X25519 scalars passed to @noble/curves and the shared secrets it returned. */
+  /** X25519 scalars the hybrid passed to its provider's X25519 and the shared secrets it got back. */
   x25519: [] as Uint8Array[],
   on: false,
 }));
@@ -55,18 +57,6 @@ vi.mock('../src/kernels/hmac', async (importOriginal) => {
     return out;
   };
   return { ...m, expand };
-});
-
-vi.mock('@noble/curves/ed25519.js', async (importOriginal) => {
-  const m = await importOriginal<typeof import('@noble/curves/ed25519.js')>();
-  const x = m.x25519;
-  const note = (a: Uint8Array) => (seen.on && seen.x25519.push(a), a);
-  const x25519 = {
-    ...x,
-    getPublicKey: (s: Uint8Array) => x.getPublicKey(note(s)),
-    getSharedSecret: (s: Uint8Array, p: Uint8Array) => note(x.getSharedSecret(note(s), p)),
-  };
-  return { ...m, x25519 };
 });
 
 const rng = new Rng(2718);
@@ -248,9 +238,19 @@ describe.each(['wasm', 'noble'] as const)('hybrid KEM intermediates (%s provider
   const record = <T extends Uint8Array>(a: T): T => (secrets.push(a), a);
   const base: HybridParts =
     provider === 'wasm'
-      ? { mlkem: kemProvider('wasm').ml_kem1024, sha3_256, shake256 }
-      : { mlkem: nobleMlKem1024 as unknown as HybridParts['mlkem'], sha3_256: nobleSha3_256, shake256: nobleShake256 };
+      ? { mlkem: kemProvider('wasm').ml_kem1024, x25519, sha3_256, shake256 }
+      : {
+          mlkem: nobleMlKem1024 as unknown as HybridParts['mlkem'],
+          x25519: nobleX25519,
+          sha3_256: nobleSha3_256,
+          shake256: nobleShake256,
+        };
+  const note = (a: Uint8Array) => (seen.on && seen.x25519.push(a), a);
   const hybrid = makeHybrid({
+    x25519: {
+      getPublicKey: (s) => base.x25519.getPublicKey(note(s)),
+      getSharedSecret: (s, p) => note(base.x25519.getSharedSecret(note(s), p)),
+    },
     shake256: (msg, opts) => record(base.shake256(record(msg), opts)),
     sha3_256: (msg) => (record(msg.subarray(0, 64)), base.sha3_256(msg)), // ss_MLKEM ‖ ss_X25519
     mlkem: {

@@ -16,7 +16,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import asc from 'assemblyscript/asc';
 
 /** The kernel families: assembly/entry/<name>.ts → src/wasm/_<name>.generated.ts. */
-export const FAMILIES = ['sha2', 'aead', 'keccak', 'mlkem', 'mldsa'];
+export const FAMILIES = ['sha2', 'aead', 'keccak', 'mlkem', 'mldsa', 'x25519'];
 export const FLAVORS = ['simd', 'scalar'];
 
 async function compile(family, flavor) {

@@ -6,6 +6,8 @@ export { hmac, hkdf, extract, expand } from './kernels/hmac';
 export { gcm, gcmsiv, type AeadFactory, type Cipher, type KeyedAead, type AeadRecord } from './kernels/aead';
 export { sha3_256, sha3_512, shake128, shake256, type Sha3Hash, type Shake, type KeccakStream } from './kernels/sha3';
 export { ml_kem1024, type Kem } from './kernels/mlkem';
+/** X25519 (RFC 7748) in constant-time WebAssembly, in the shape of @noble/curves' `x25519`. */
+export { x25519, X25519_LENGTHS, type X25519 } from './kernels/x25519';
 export { ml_kem1024_x25519, kemProvider, type KemProvider, type KemProviderName } from './crypto/kem';
 export { HYBRID_LABEL } from './crypto/hybrid-kem';
 export { ml_dsa87, PRE_HASHES, type SignOpts } from './kernels/mldsa';

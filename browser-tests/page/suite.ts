@@ -14,6 +14,8 @@ import { merkleCases, appenderCases } from '../../node-tests/cases/merkle';
 import { gcm as nobleGcm, gcmsiv as nobleGcmsiv } from '@noble/ciphers/aes.js';
 import { ml_kem1024 as nobleKem } from '@noble/post-quantum/ml-kem.js';
 import { ml_dsa87 as nobleDsa } from '@noble/post-quantum/ml-dsa.js';
+import { x25519 as nobleX25519 } from '@noble/curves/ed25519.js';
+import { x25519Differential } from '../../node-tests/cases/x25519';
 import { mlkemDifferential, type PqApi } from '../../node-tests/cases/pq';
 import {
   aeadWycheproof,
@@ -50,6 +52,7 @@ const suites: Record<string, () => Promise<Summary[]> | Summary[]> = {
     hashDifferential(api as unknown as Api, oracle, 20261130),
     hmacDifferential(api as unknown as Api, oracle, 20261131),
     hkdfDifferential(api as unknown as Api, oracle, 20261132),
+    x25519Differential(api, { name: '@noble/curves', ...nobleX25519 }, 200, 25519),
   ],
   merkle: () => [merkleCases(api as unknown as Api, sha384, 130, 9162), appenderCases(api as unknown as Api, 300, 7)],
   pq: () => {

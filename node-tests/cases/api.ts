@@ -5,7 +5,7 @@ import type * as Crypto from '../../src/crypto';
 
 export type Api = Pick<
   typeof Crypto,
-  'sha256' | 'sha384' | 'sha512' | 'hmac' | 'hkdf' | 'extract' | 'expand' | 'merkle' | 'MerkleAppender'
+  'sha256' | 'sha384' | 'sha512' | 'hmac' | 'hkdf' | 'extract' | 'expand' | 'merkle' | 'MerkleAppender' | 'x25519'
 >;
 export type HashName = 'sha256' | 'sha384' | 'sha512';
 

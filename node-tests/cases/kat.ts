@@ -7,6 +7,7 @@ import { allVectorSuites } from './vectors';
 import { aeadWycheproof, type AeadApi } from './aead';
 import { allPqSuites, PQ_TOTALS, type PqApi } from './pq';
 import { allMldsaSuites, MLDSA_TOTALS, type DsaApi } from './mldsa';
+import { X25519_TOTALS } from './x25519';
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -36,6 +37,7 @@ export const KAT_TOTALS: Record<string, number> = {
   'Wycheproof aes_gcm_siv_test.json': 202,
   ...PQ_TOTALS,
   ...MLDSA_TOTALS,
+  ...X25519_TOTALS,
 };
 
 /** Problems with a run: failures, and suites whose run + skipped count differs from the file's. */

@@ -1,8 +1,10 @@
-// Known-answer cases from test-data/vectors: NIST ACVP SHA2-384 (AFT, MCT, LDT) and Wycheproof
-// HMAC-SHA384 / HKDF-SHA256 / HKDF-SHA384. Every case of each file is run and counted.
+// Known-answer cases from test-data/vectors: NIST ACVP SHA2-384 (AFT, MCT, LDT), Wycheproof
+// HMAC-SHA384 / HKDF-SHA256 / HKDF-SHA384 / X25519, and the RFC 7748 X25519 vectors. Every case of
+// each file is run and counted.
 
 import type { Api, HashName } from './api';
 import { type Summary, summary, record, hex, unhex, equalBytes } from './_util';
+import { x25519Wycheproof, x25519Rfc7748, X25519_TOTALS } from './x25519';
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -127,6 +129,8 @@ export async function allVectorSuites(
   out.push(hmacWycheproof(await load('wycheproof/hmac_sha384_test.json'), api, 'sha384', 'hmac_sha384_test.json'));
   out.push(hkdfWycheproof(await load('wycheproof/hkdf_sha256_test.json'), api, 'sha256', 'hkdf_sha256_test.json'));
   out.push(hkdfWycheproof(await load('wycheproof/hkdf_sha384_test.json'), api, 'sha384', 'hkdf_sha384_test.json'));
+  out.push(x25519Wycheproof(await load('wycheproof/x25519_test.json'), api));
+  out.push(x25519Rfc7748(api, slow));
   return out;
 }
 
@@ -136,4 +140,5 @@ export const EXPECTED_TOTALS: Record<string, number> = {
   'Wycheproof hkdf_sha256_test.json': 86,
   'Wycheproof hkdf_sha384_test.json': 83,
   'ACVP SHA2-384-1.0 MCT': 1,
+  'Wycheproof x25519_test.json': X25519_TOTALS['Wycheproof x25519_test.json'],
 };

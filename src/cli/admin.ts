@@ -8,7 +8,6 @@ import { openNodeFsPageStore } from '../storage/node-fs';
 import { Store } from '../engine/store';
 import { suite as suiteOf, DEFAULT_SUITE, type SuiteName } from '../crypto/suites';
 import { PqdbError } from '../errors';
-import { x25519 } from '@noble/curves/ed25519.js';
 import { equalBytes } from '../_bytes';
 import { ml_kem1024_x25519 } from '../crypto/kem';
 import { authorityKeys, keyFrom } from './_keys';
@@ -21,6 +20,7 @@ import { verifySealedFiles } from './export';
 import { migrate as migrateStore } from './migrate';
 import { status as statusOf } from './status';
 import { posture as postureOf } from './posture';
+import { x25519 } from '../kernels/x25519';
 
 const KEYS_HELP = `  --unlock FILE          or PQDB_UNLOCK          recipient secret key: decrypt and authenticate
   --signer FILE          or PQDB_SIGNER          ML-DSA-87 secret key (its public half from FILE.pub)

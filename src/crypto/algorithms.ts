@@ -54,7 +54,7 @@ export interface AlgorithmInfo {
   readonly oid?: string;
   /** The algorithms it is built on. */
   readonly uses: readonly AlgorithmName[];
-  /** What runs it: pqdb's WebAssembly kernels (or the selectable @noble provider), @noble/curves. */
+  /** What runs it: pqdb's WebAssembly kernels (or the selectable @noble provider). */
   readonly implementation: string;
 }
 
@@ -138,7 +138,6 @@ const ROWS: Record<AlgorithmName, Row> = {
     classicalSecurityLevel: 128,
     nistQuantumSecurityLevel: 0,
     oid: '1.3.101.110',
-    implementation: '@noble/curves',
   },
   'ML-KEM-1024+X25519': {
     primitive: 'combiner',
@@ -147,7 +146,6 @@ const ROWS: Record<AlgorithmName, Row> = {
     classicalSecurityLevel: 128,
     nistQuantumSecurityLevel: 5,
     uses: ['ML-KEM-1024', 'X25519', 'SHA3-256', 'SHAKE256'],
-    implementation: `${WASM}, @noble/curves`,
   },
 };
 

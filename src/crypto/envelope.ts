@@ -11,7 +11,6 @@
 //   wrapped root = AES-256-GCM-SIV(wrap key, nonce 0^12, aad = first 24 envelope bytes).encrypt(root)
 // The wrap key is used once (a fresh KEM secret per envelope), so the fixed nonce is safe.
 
-import { x25519 } from '@noble/curves/ed25519.js';
 import { bytes, copyBytes, integer } from '../_args';
 import { PqdbError } from '../errors';
 import { hkdf } from '../kernels/hmac';
@@ -20,6 +19,7 @@ import { gcmsiv } from '../kernels/aead';
 import { randomBytes } from '../kernels/mlkem';
 import { ml_kem1024_x25519 } from './kem';
 import { suite as suiteOf, type SuiteName } from './suites';
+import { x25519 } from '../kernels/x25519';
 
 export const ENVELOPE_VERSION = 1;
 export const ENVELOPE_HYBRID = 1;

@@ -4,13 +4,13 @@
 //   ss = SHA3-256(ss_MLKEM ‖ ss_X25519 ‖ ct_X25519 ‖ pk_X25519 ‖ "pqdb-MLKEM1024-X25519-v1").
 // The secret key is one 32-byte seed, expanded with SHAKE256 to (d ‖ z) for ML-KEM and the X25519
 // scalar, as X-Wing does. An all-zero X25519 result (a low-order point) is rejected.
-// X25519 comes from @noble/curves (JavaScript); ML-KEM, SHA3-256 and SHAKE256 run in pqdb's
-// WebAssembly kernels (or the noble provider's). Every intermediate array made from the seed (its
-// SHAKE256 expansion, the ML-KEM secret key, the X25519 scalar) and every partial shared secret is
-// wiped before a function returns or throws. Copies @noble/curves makes of the X25519 scalar inside
-// a call (a byte array and BigInts) are out of reach and cannot be wiped.
+// Every primitive comes from the provider (kem.ts): pqdb's WebAssembly kernels for X25519, ML-KEM,
+// SHA3-256 and SHAKE256, or the noble provider's pure-JavaScript ones (@noble/curves' X25519 among
+// them). Both give the same bytes. Every intermediate array made from the seed (its SHAKE256
+// expansion, the ML-KEM secret key, the X25519 scalar) and every partial shared secret is wiped
+// before a function returns or throws. The WebAssembly kernels zero their own memory; copies a
+// JavaScript provider makes inside a call (byte arrays, BigInts) are out of reach and cannot be wiped.
 
-import { x25519 } from '@noble/curves/ed25519.js';
 import { bytes, copyBytes } from '../_args';
 import { PqdbError } from '../errors';
 import { ML_KEM1024_LENGTHS as M, randomBytes, type Kem } from '../kernels/mlkem';
@@ -19,9 +19,16 @@ export const HYBRID_LABEL = 'pqdb-MLKEM1024-X25519-v1';
 const LABEL = new TextEncoder().encode(HYBRID_LABEL);
 const X = 32;
 
-/** What the hybrid needs from a provider: ML-KEM-1024, SHA3-256 and SHAKE256. */
+/** The X25519 operations the hybrid uses (pqdb's facade and @noble/curves' x25519 both have them). */
+export interface X25519Part {
+  getPublicKey(secretKey: Uint8Array): Uint8Array;
+  getSharedSecret(secretKey: Uint8Array, publicKey: Uint8Array): Uint8Array;
+}
+
+/** What the hybrid needs from a provider: ML-KEM-1024, X25519, SHA3-256 and SHAKE256. */
 export interface HybridParts {
   mlkem: Kem;
+  x25519: X25519Part;
   sha3_256(msg: Uint8Array): Uint8Array;
   shake256(msg: Uint8Array, opts: { dkLen: number }): Uint8Array;
 }
@@ -50,8 +57,9 @@ function wipe(ex: Expanded): void {
   ex.mlkem.secretKey.fill(0);
 }
 
-/** Builds the hybrid over one provider's ML-KEM-1024, SHA3-256 and SHAKE256. */
+/** Builds the hybrid over one provider's ML-KEM-1024, X25519, SHA3-256 and SHAKE256. */
 export function makeHybrid(parts: HybridParts): Kem {
+  const { x25519 } = parts;
   /** The seed's expansion; the caller wipes it (`wipe`). */
   function expand(seed: Uint8Array): Expanded {
     const e = parts.shake256(seed, { dkLen: 96 });
@@ -85,9 +93,10 @@ export function makeHybrid(parts: HybridParts): Kem {
     try {
       ss = x25519.getSharedSecret(secret, pub);
     } catch (cause) {
+      // Either provider refuses a low-order point (pqdb's with INVALID_KEY, noble's with an Error).
       throw new PqdbError('INVALID_KEY', 'X25519 share is a low-order point', { cause });
     }
-    let acc = 0;
+    let acc = 0; // a provider that returned the zeros instead
     for (const b of ss) acc |= b;
     if (acc === 0) throw new PqdbError('INVALID_KEY', 'X25519 share is a low-order point');
     return ss;

@@ -16,11 +16,11 @@ import { sha384 } from '../kernels/sha2';
 import { PqdbError } from '../errors';
 import { gcm, gcmsiv, type KeyedAead } from '../kernels/aead';
 import { randomBytes } from '../kernels/mlkem';
-import { x25519 } from '@noble/curves/ed25519.js';
 import { ml_kem1024_x25519 } from '../crypto/kem';
 import { wrapRoot, unwrapRoot, readEnvelope, recipientId } from '../crypto/envelope';
 import { deriveDataKey, canonicalGovernanceText, type Governance } from '../crypto/record';
 import { suite as suiteOf, type Suite, type SuiteName } from '../crypto/suites';
+import { x25519 } from '../kernels/x25519';
 
 /** What the manifest keeps of a generation: never the root. Generation 0 is the store secret. */
 export interface GenerationRecord {

@@ -34,11 +34,18 @@ import {
   SIMD_BASE64 as MLDSA_SIMD_B64,
   SCALAR_BASE64 as MLDSA_SCALAR_B64,
 } from './_mldsa.generated';
+import {
+  SIMD_INFO as X25519_SIMD,
+  SCALAR_INFO as X25519_SCALAR,
+  SIMD_BASE64 as X25519_SIMD_B64,
+  SCALAR_BASE64 as X25519_SCALAR_B64,
+} from './_x25519.generated';
 import { sha2Kernel } from './sha2';
 import { aeadKernel } from './aead';
 import { keccakKernel } from './keccak';
 import { mlkemKernel } from './mlkem';
 import { mldsaKernel } from './mldsa';
+import { x25519Kernel } from './x25519';
 
 /** Recorded facts of one build of one module. */
 export interface WasmBuildInfo {
@@ -47,11 +54,11 @@ export interface WasmBuildInfo {
 }
 
 /** Every module, in build order. */
-export const WASM_MODULES: readonly WasmModuleName[] = ['sha2', 'aead', 'keccak', 'mlkem', 'mldsa'];
+export const WASM_MODULES: readonly WasmModuleName[] = ['sha2', 'aead', 'keccak', 'mlkem', 'mldsa', 'x25519'];
 
 /**
  * Size and SHA-256 (hex) of every embedded WebAssembly build, recorded when it was built, keyed
- * `<module>.<flavor>` (e.g. 'sha2.simd'). A module without SIMD code (keccak) embeds one build,
+ * `<module>.<flavor>` (e.g. 'sha2.simd'). A module without SIMD code (keccak, x25519) embeds one build,
  * reported under both flavours.
  * @example wasmBuilds()['aead.scalar'].bytes
  */
@@ -69,6 +76,8 @@ export function wasmBuilds(): Record<`${WasmModuleName}.${WasmFlavor}`, WasmBuil
     'mlkem.scalar': info(MLKEM_SCALAR),
     'mldsa.simd': info(MLDSA_SIMD),
     'mldsa.scalar': info(MLDSA_SCALAR),
+    'x25519.simd': info(X25519_SIMD),
+    'x25519.scalar': info(X25519_SCALAR),
   };
 }
 
@@ -79,6 +88,7 @@ const BASE64: Record<WasmModuleName, Record<WasmFlavor, string>> = {
   keccak: { simd: KECCAK_SIMD_B64, scalar: KECCAK_SCALAR_B64 },
   mlkem: { simd: MLKEM_SIMD_B64, scalar: MLKEM_SCALAR_B64 },
   mldsa: { simd: MLDSA_SIMD_B64, scalar: MLDSA_SCALAR_B64 },
+  x25519: { simd: X25519_SIMD_B64, scalar: X25519_SCALAR_B64 },
 };
 
 /** The embedded bytes of one build of one module (for integrity checks and tests). */
@@ -88,5 +98,5 @@ export function wasmBinary(name: WasmModuleName, flavor: WasmFlavor): Uint8Array
 
 /** An instance of every module in the active flavour (instantiating those not yet loaded). */
 export function allKernels(): Kernel[] {
-  return [sha2Kernel(), aeadKernel(), keccakKernel(), mlkemKernel(), mldsaKernel()] as Kernel[];
+  return [sha2Kernel(), aeadKernel(), keccakKernel(), mlkemKernel(), mldsaKernel(), x25519Kernel()] as Kernel[];
 }

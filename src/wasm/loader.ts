@@ -16,7 +16,7 @@ import { PqdbError } from '../errors';
 
 export type WasmFlavor = 'simd' | 'scalar';
 /** The kernel families, one WebAssembly module each (assembly/entry/<name>.ts). */
-export type WasmModuleName = 'sha2' | 'aead' | 'keccak' | 'mlkem' | 'mldsa';
+export type WasmModuleName = 'sha2' | 'aead' | 'keccak' | 'mlkem' | 'mldsa' | 'x25519';
 
 /** A loaded module instance with its memory views and the region offsets it exports. */
 export type Kernel<X = unknown, R extends string = never> = {
