@@ -254,6 +254,23 @@ describe('postgres page store', () => {
     await store.close();
   });
 
+  it('a writer whose idle connection dropped (the lock gone with it) refuses to commit; a new writer takes over', async () => {
+    const name = freshStoreName('idle');
+    const a = await open(name);
+    await a.commit({ pages: [page(1)], manifest: bytes(1) });
+    await query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [
+      `pqdb writer ${name}`,
+    ]);
+    await within(5000, async () => ((await rowsOf(name)).length === 1 ? true : undefined));
+    const b = await within(5000, () => open(name).catch(() => undefined)); // the lock is free again
+    await expect(a.commit({ pages: [page(2)] })).rejects.toMatchObject({ name: 'PqdbError', code: 'IO_ERROR' });
+    await b.commit({ pages: [page(3)], manifest: bytes(3) });
+    await a.close(); // must not release the new writer's lock
+    await expect(open(name)).rejects.toMatchObject({ code: 'LOCKED' });
+    expect(await b.listPages()).toEqual([1, 3]);
+    expect(await rowsOf(name)).toEqual([1, 3]);
+  });
+
   it('store names and schemas are checked identifiers; SQL never sees them unchecked', async () => {
     const connectionString = cluster().connectionString;
     for (const name of ['', '1abc', 'a-b', 'a;drop table pqdb_pages', '"x"', 'a'.repeat(49), 'é'])
