@@ -125,6 +125,9 @@ console.log(
   await warm.close();
 }
 const cluster = await startPostgres({ durable: true });
+// An interrupted run stops its server too.
+for (const signal of ['SIGINT', 'SIGTERM'])
+  process.once(signal, () => void cluster.stop().finally(() => process.exit(130)));
 let follow;
 let serverVersion;
 try {
