@@ -1,11 +1,12 @@
 // Fault injection: failed fsyncs and full disks reject the commit and change nothing; torn commits
 // are dropped on reopen; altered bytes are detected (CORRUPTION below the checksum, AUTH_FAILED
 // above it), never returned as data. On every page store (memory, node-fs, IndexedDB over
-// fake-indexeddb), each wrapped in the fault-injecting page store.
+// fake-indexeddb, PostgreSQL), each wrapped in the fault-injecting page store.
 import { describe, it, expect } from 'vitest';
 import { generateRecipient } from '../src/index';
 import { faulty, type Faults } from './support/faulty-page-store';
-import { STORE_FIXTURES, perTest, type NodeStoreFixture } from './support/store-fixtures';
+import { STORE_FIXTURES, perTest, postgresStoreFixture, type NodeStoreFixture } from './support/store-fixtures';
+import { usePostgres } from './support/postgres';
 
 const schema = { n: 'integer', s: 'string' } as const;
 const r = generateRecipient('classical');
@@ -14,7 +15,14 @@ function open(f: NodeStoreFixture, faults: Faults, create = false) {
   return f.open({ create, recipients: [r.publicKey], unlock: r.secretKey }, (pages) => faulty(pages, faults));
 }
 
-describe.each(STORE_FIXTURES)('faults (%s)', (_name, factory) => {
+const cluster = usePostgres();
+/** The Node adapters, and a store in a throwaway PostgreSQL cluster. */
+const FIXTURES: [string, () => Promise<NodeStoreFixture>][] = [
+  ...STORE_FIXTURES,
+  ['postgres', () => postgresStoreFixture(cluster())],
+];
+
+describe.each(FIXTURES)('faults (%s)', (_name, factory) => {
   const fresh = perTest(factory);
 
   it('a failed fsync rejects with IO_ERROR, a full disk with QUOTA_EXCEEDED; nothing changes; later commits work', async () => {

@@ -1,6 +1,7 @@
 // The published package: what `npm pack` ships, that its declarations resolve, what
-// @arethetypeswrong/cli says of it, that dist/ imports only what `dependencies` lists, and that an
-// app runs with nothing but the unpacked tarball (every third-party package is bundled).
+// @arethetypeswrong/cli says of it, that dist/ imports only what `dependencies` lists plus the one
+// optional peer dependency `pg` (only the PostgreSQL page store imports it), and that an app runs
+// with nothing but the unpacked tarball (every other third-party package is bundled).
 //
 // What ships: dist/*.js (the entries, their shared chunks and dist/cli.js for the `pqdb` command),
 // dist/node-chunks/*.js (the chunks of the Node build: `pqdb` and `pqdb/crypto` under Node, the command),
@@ -12,7 +13,7 @@
 // pqdb is ESM only. attw runs with its `esm-only` profile: CommonJS under node16 is ignored, and the
 // only problem it reports there is the expected CJSResolvesToESM (require() of an ES module; use
 // import()). node10 resolution still finds the types: `types` for "pqdb", `typesVersions` for
-// "pqdb/crypto".
+// "pqdb/crypto" and "pqdb/postgres".
 
 import { describe, it, expect, beforeAll } from 'vitest';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -29,6 +30,8 @@ interface PackageJson {
   exports: unknown;
   typesVersions?: Record<string, Record<string, string[]>>;
   dependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
   devDependencies: Record<string, string>;
 }
 
@@ -42,13 +45,20 @@ function exportTargets(node: unknown): string[] {
   return Object.values(node).flatMap(exportTargets);
 }
 
-/** The package names dist/*.js imports, by esbuild's parse of each file (node: built-ins apart). */
-async function distImports(): Promise<{ bare: Set<string>; builtins: Set<string> }> {
+/**
+ * The package names dist/*.js imports, by esbuild's parse of each file (node: built-ins apart), and
+ * for each package the files that import it.
+ */
+async function distImports(): Promise<{
+  bare: Set<string>;
+  builtins: Set<string>;
+  importers: Map<string, Set<string>>;
+}> {
   const dist = join(REPO, 'dist');
   const entryPoints = readdirSync(dist)
     .filter((f) => f.endsWith('.js'))
     .map((f) => join(dist, f));
-  const found: string[] = [];
+  const found: { spec: string; importer: string }[] = [];
   await esbuild.build({
     entryPoints,
     bundle: true,
@@ -61,18 +71,27 @@ async function distImports(): Promise<{ bare: Set<string>; builtins: Set<string>
       {
         name: 'record-bare',
         setup(build) {
-          build.onResolve({ filter: /^[^./]/ }, (args) => (found.push(args.path), { path: args.path, external: true }));
+          build.onResolve(
+            { filter: /^[^./]/ },
+            (args) => (found.push({ spec: args.path, importer: args.importer }), { path: args.path, external: true }),
+          );
         },
       },
     ],
   });
   const bare = new Set<string>();
   const builtins = new Set<string>();
-  for (const spec of found) {
+  const importers = new Map<string, Set<string>>();
+  for (const { spec, importer } of found) {
     if (spec.startsWith('node:')) builtins.add(spec);
-    else bare.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]);
+    else {
+      const name = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0];
+      bare.add(name);
+      if (!importers.has(name)) importers.set(name, new Set());
+      importers.get(name)!.add(importer);
+    }
   }
-  return { bare, builtins };
+  return { bare, builtins, importers };
 }
 
 describe('package', () => {
@@ -97,6 +116,8 @@ describe('package', () => {
     ];
     expect(named).toContain('dist/types/node.d.ts');
     expect(named).toContain('dist/types/browser.d.ts');
+    expect(named).toContain('dist/postgres.js');
+    expect(named).toContain('dist/types/postgres.d.ts');
     for (const path of [
       ...named,
       'README.md',
@@ -141,21 +162,30 @@ describe('package', () => {
     const report = JSON.parse(run.stdout) as {
       analysis: { entrypoints: Record<string, unknown>; problems: { kind: string; resolutionKind?: string }[] };
     };
-    expect(Object.keys(report.analysis.entrypoints).sort()).toEqual(['.', './crypto', './package.json']);
+    expect(Object.keys(report.analysis.entrypoints).sort()).toEqual(['.', './crypto', './package.json', './postgres']);
     const problems = report.analysis.problems;
     expect(problems.filter((p) => p.resolutionKind !== 'node16-cjs')).toEqual([]);
     expect(new Set(problems.map((p) => p.kind))).toEqual(new Set(['CJSResolvesToESM']));
   });
 
-  it('dependencies lists exactly the packages dist/*.js imports at run time (none: all are bundled)', async () => {
-    const { bare, builtins } = await distImports();
+  it('dist/*.js imports at run time only `dependencies` (none: all are bundled) and the optional peer `pg`, which only the postgres page store imports', async () => {
+    const { bare, builtins, importers } = await distImports();
     expect(builtins.size).toBeGreaterThan(0); // the scan sees the node entry's imports of Node built-ins
-    expect([...bare].sort()).toEqual(Object.keys(pkg.dependencies ?? {}).sort());
+    expect(pkg.peerDependencies).toEqual({ pg: expect.stringMatching(/^\^8\./) });
+    expect(pkg.peerDependenciesMeta).toEqual({ pg: { optional: true } });
+    expect(pkg.devDependencies).toHaveProperty('pg'); // for the tests
+    expect([...bare].sort()).toEqual([...Object.keys(pkg.dependencies ?? {}), 'pg'].sort());
+    const pgImporters = [...importers.get('pg')!].map((f) => posix.basename(f.split('\\').join('/')));
+    expect(pgImporters).toContain('postgres.js'); // the Node build of pqdb/postgres
+    for (const file of importers.get('pg')!)
+      expect(readFileSync(file, 'utf8'), file).toMatch(/^\/\/ src\/storage\/postgres\.ts$/m); // the module itself, nothing else
+    expect(readFileSync(join(REPO, 'dist/node.js'), 'utf8')).not.toMatch(/["']pg["']/);
     // What is bundled instead is a dev dependency, and its license ships in the notices.
     const notices = readFileSync(join(REPO, 'dist/THIRD-PARTY-NOTICES.txt'), 'utf8');
     const bundled = [...notices.matchAll(/^(@?[a-z0-9][\w.-]*(?:\/[\w.-]+)?)@(\d[^ ]*) \(/gm)].map((m) => m[1]);
     expect(bundled).toEqual(expect.arrayContaining(['@noble/curves', '@noble/hashes', 'idb']));
     for (const name of bundled) expect(pkg.devDependencies, name).toHaveProperty([name]);
+    expect(bundled).not.toContain('pg');
   });
 
   it('an app with only the unpacked tarball in node_modules runs the node entry, pqdb/crypto and the command', () => {
@@ -177,11 +207,19 @@ await store.close();
 const reopened = await openStore({ storage: await openNodeFsPageStore('./data'), unlock: r.secretKey });
 const value = await reopened.collection('c', { schema: { n: 'integer' } }).get('a');
 await reopened.close();
-console.log(JSON.stringify({ storage: info.storage, value, digest: sha384(new Uint8Array(0)).length }));
+const postgres = await import('pqdb/postgres');
+const missing = await postgres.openPostgresPageStore({ name: 's' }).then(() => 'opened', (e) => e.message);
+console.log(JSON.stringify({ storage: info.storage, value, digest: sha384(new Uint8Array(0)).length, missing }));
 `,
     );
     const out = execFileSync(process.execPath, ['main.js'], { cwd: app, encoding: 'utf8' });
-    expect(JSON.parse(out)).toEqual({ storage: 'node-fs', value: { n: 7 }, digest: 48 });
+    // pqdb/postgres loads without pg; opening a store says what to install.
+    expect(JSON.parse(out)).toEqual({
+      storage: 'node-fs',
+      value: { n: 7 },
+      digest: 48,
+      missing: expect.stringMatching(/needs the "pg" package.*npm install pg/),
+    });
     const bin = spawnSync(process.execPath, ['node_modules/pqdb/bin/pqdb.mjs', '--help'], {
       cwd: app,
       encoding: 'utf8',

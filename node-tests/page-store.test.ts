@@ -1,5 +1,5 @@
-// PageStore: the shared conformance suite on memory, node-fs (default and tiny segments) and
-// IndexedDB over fake-indexeddb; then what only node-fs has (crash recovery, the lock file, a
+// PageStore: the shared conformance suite on memory, node-fs (default and tiny segments), IndexedDB
+// over fake-indexeddb and PostgreSQL (a throwaway cluster, support/postgres.ts); then what only node-fs has (crash recovery, the lock file, a
 // second process, a writer killed mid-commit), CRC-32C and error mapping.
 import 'fake-indexeddb/auto';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
@@ -16,6 +16,8 @@ import { crc32c, mediumError, type PageStore } from '../src/storage/page-store';
 import { MemoryMedium, openMemoryPageStore } from '../src/storage/memory';
 import { openNodeFsPageStore, RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from '../src/storage/node-fs';
 import { openIndexedDbPageStore } from '../src/storage/indexeddb';
+import { openPostgresPageStore } from '../src/storage/postgres';
+import { freshStoreName, usePostgres } from './support/postgres';
 import { PqdbError } from '../src/errors';
 
 const tmpRoot = await mkdtemp(join(tmpdir(), 'pqdb-page-store-'));
@@ -42,6 +44,8 @@ async function corruptFsPage(dir: string, id: number): Promise<void> {
   buf[hit.at] ^= 1;
   await writeFile(hit.file, buf);
 }
+
+const cluster = usePostgres();
 
 let idbNames = 0;
 const FACTORIES: [string, PageStoreFixtureFactory][] = [
@@ -82,6 +86,26 @@ const FACTORIES: [string, PageStoreFixtureFactory][] = [
     'indexeddb (fake-indexeddb)',
     async () => {
       return indexedDbFixture(`pqdb-test-${idbNames++}`, { openDB, deleteDB, open: openIndexedDbPageStore });
+    },
+  ],
+  [
+    'postgres',
+    async () => {
+      const { connectionString, admin } = cluster();
+      const name = freshStoreName('conformance');
+      return {
+        open: () => openPostgresPageStore({ connectionString, name }),
+        // As a superuser editing the table: the stored checksum no longer matches.
+        corruptPage: async (id) =>
+          void (await admin.query(
+            'UPDATE pqdb_pages SET bytes = set_byte(bytes, 0, get_byte(bytes, 0) # 1) WHERE store = $1 AND id = $2',
+            [name, id],
+          )),
+        dispose: async () => {
+          await admin.query('DELETE FROM pqdb_pages WHERE store = $1', [name]).catch(() => undefined);
+          await admin.query('DELETE FROM pqdb_manifest WHERE store = $1', [name]).catch(() => undefined);
+        },
+      };
     },
   ],
 ];

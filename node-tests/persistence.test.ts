@@ -1,13 +1,20 @@
 // What checkpoints persist besides the signed root: the lexical index of each searched collection,
 // sealed (no token in the clear), loaded on reopen and brought up to date with later commits; and
 // automatic checkpoints by record count and by time. On every page store (memory, node-fs,
-// IndexedDB over fake-indexeddb).
+// IndexedDB over fake-indexeddb, PostgreSQL).
 import { describe, it, expect } from 'vitest';
 import { generateRecipient, generateSigner, PqdbError } from '../src/index';
 import { tokenize } from '../src/engine/lexical';
 import { pageKind } from '../src/engine/page-format';
 import { Rng } from './cases/_util';
-import { STORE_FIXTURES, perTest, replacePage, type NodeStoreFixture } from './support/store-fixtures';
+import {
+  STORE_FIXTURES,
+  perTest,
+  postgresStoreFixture,
+  replacePage,
+  type NodeStoreFixture,
+} from './support/store-fixtures';
+import { usePostgres } from './support/postgres';
 
 const schema = { lemma: 'string', gloss: 'string', n: 'integer' } as const;
 type Doc = { lemma: string; gloss: string; n: number };
@@ -44,7 +51,14 @@ async function indexPages(f: NodeStoreFixture): Promise<number[]> {
   return [...(await f.storedPages()).entries()].filter(([, bytes]) => pageKind(bytes) === 'index').map(([id]) => id);
 }
 
-describe.each(STORE_FIXTURES)('persisted lexical index (%s)', (_name, factory) => {
+const cluster = usePostgres();
+/** The Node adapters, and a store in a throwaway PostgreSQL cluster. */
+const FIXTURES: [string, () => Promise<NodeStoreFixture>][] = [
+  ...STORE_FIXTURES,
+  ['postgres', () => postgresStoreFixture(cluster())],
+];
+
+describe.each(FIXTURES)('persisted lexical index (%s)', (_name, factory) => {
   const fresh = perTest(factory);
 
   it('is sealed at checkpoints, loaded on reopen, and follows later commits', async () => {
@@ -137,7 +151,7 @@ describe.each(STORE_FIXTURES)('persisted lexical index (%s)', (_name, factory) =
   });
 });
 
-describe.each(STORE_FIXTURES)('automatic checkpoints (%s)', (_name, factory) => {
+describe.each(FIXTURES)('automatic checkpoints (%s)', (_name, factory) => {
   const fresh = perTest(factory);
   const openWith = async (autoCheckpoint?: { records?: number; ms?: number } | false, withSigner = true) => {
     const f = await fresh();

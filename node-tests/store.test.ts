@@ -1,9 +1,10 @@
-// The store end to end on every page store (memory, node-fs, IndexedDB over fake-indexeddb): typed
+// The store end to end on every page store (memory, node-fs, IndexedDB over fake-indexeddb, PostgreSQL): typed
 // collections, sealed records, batches, reopen, wrong keys, locks, the registry, recipients.
 import { describe, it, expect } from 'vitest';
 import { generateRecipient, generateSigner, openStore, openMemoryPageStore, type Store } from '../src/node';
 import { MemoryMedium } from '../src/storage/memory';
-import { STORE_FIXTURES, perTest } from './support/store-fixtures';
+import { STORE_FIXTURES, perTest, postgresStoreFixture, type NodeStoreFixture } from './support/store-fixtures';
+import { usePostgres } from './support/postgres';
 
 const schema = { lemma: 'string', pos: 'string', gloss: 'string', offset: 'integer' } as const;
 const entity = {
@@ -19,7 +20,14 @@ async function values(store: Store, name = 'synsets') {
   return out;
 }
 
-describe.each(STORE_FIXTURES)('store (%s)', (_name, factory) => {
+const cluster = usePostgres();
+/** The Node adapters, and a store in a throwaway PostgreSQL cluster. */
+const FIXTURES: [string, () => Promise<NodeStoreFixture>][] = [
+  ...STORE_FIXTURES,
+  ['postgres', () => postgresStoreFixture(cluster())],
+];
+
+describe.each(FIXTURES)('store (%s)', (_name, factory) => {
   const fresh = perTest(factory);
   const recipient = generateRecipient();
   const signer = generateSigner();

@@ -22,7 +22,10 @@ const common = {
   splitting: true,
   format: 'esm',
   target: ['es2022', 'node20', 'chrome120'],
-  external: ['node:*'], // only the Node entry's file store and replication import Node built-ins
+  // Only the Node entry's file store and replication import Node built-ins. `pg` is the one
+  // third-party package left out of the bundles: the database driver is the application's choice,
+  // a peer dependency that pqdb/postgres imports at run time.
+  external: ['node:*', 'pg'],
   sourcemap: true,
   legalComments: 'none',
   logLevel: 'warning',
@@ -36,10 +39,16 @@ await esbuild.build({
 // For Node (the `node` conditions of package.json, and the CLI): the same code in a few large
 // files, since Node resolves and compiles every file it imports one by one (importing pqdb takes
 // about a third of the time it takes from a hundred files). `pqdb` and `pqdb/crypto` come from one
-// module graph, so they share one PqdbError class and one set of WebAssembly instances.
+// module graph, so they share one PqdbError class and one set of WebAssembly instances; so does
+// `pqdb/postgres`.
 await esbuild.build({
   ...common,
-  entryPoints: { node: 'src/node.ts', 'node-crypto': 'src/crypto.ts', cli: 'src/cli/index.ts' },
+  entryPoints: {
+    node: 'src/node.ts',
+    'node-crypto': 'src/crypto.ts',
+    postgres: 'src/postgres.ts',
+    cli: 'src/cli/index.ts',
+  },
   chunkNames: 'node-chunks/[name]-[hash]',
   platform: 'node',
 });

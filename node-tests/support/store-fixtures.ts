@@ -2,7 +2,8 @@
 // store: memory (a MemoryMedium), node-fs (a temporary directory) and IndexedDB over fake-indexeddb
 // (a database name). `STORE_FIXTURES` lists all three for `describe.each`; a test about one adapter
 // (files edited in a node-fs directory, a child process writing one) takes that adapter's fixture
-// on its own. The Chromium page (browser-tests/page/store.ts) runs the shared cases on real
+// on its own. `postgresStoreFixture` (a store name in a throwaway PostgreSQL cluster, see
+// support/postgres.ts) is added by the suites that start a cluster. The Chromium page (browser-tests/page/store.ts) runs the shared cases on real
 // IndexedDB with its own factory of the same `StoreFixture` shape.
 //
 // Every fixture keeps the stores and page stores opened through it and closes them in `dispose()`
@@ -19,6 +20,8 @@ import type { PageStore } from '../../src/storage/page-store';
 import { MemoryMedium } from '../../src/storage/memory';
 import { RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from '../../src/storage/node-fs';
 import { openIndexedDbPageStore } from '../../src/storage/indexeddb';
+import { openPostgresPageStore } from '../../src/storage/postgres';
+import { freshStoreName, type PostgresCluster } from './postgres';
 import type { StoreFixture } from '../cases/_store';
 import type { RawMedium } from '../cases/tamper';
 import { indexedDbRaw } from '../cases/_idb-raw';
@@ -224,6 +227,46 @@ export async function indexedDbStoreFixture(): Promise<IndexedDbStoreFixture> {
         } finally {
           db.close();
         }
+      },
+    },
+  );
+}
+
+export interface PostgresStoreFixture extends NodeStoreFixture {
+  /** The store name (the tables' `store` column). */
+  readonly name: string;
+  readonly cluster: PostgresCluster;
+}
+
+/**
+ * A fresh PostgreSQL location: a new store name in `cluster`'s test database. Its page store opens
+ * read-only (no lock, a snapshot) for `pages()` and `open({ readOnly: true })`; stored bytes are
+ * edited as the superuser, below the page checksum.
+ */
+export async function postgresStoreFixture(cluster: PostgresCluster): Promise<PostgresStoreFixture> {
+  const name = freshStoreName('store');
+  const { connectionString, admin } = cluster;
+  return tracked<PostgresStoreFixture>(
+    (writable) => openPostgresPageStore({ connectionString, name, readOnly: !writable }),
+    undefined,
+    async () => {
+      await admin.query('DELETE FROM pqdb_pages WHERE store = $1', [name]).catch(() => undefined);
+      await admin.query('DELETE FROM pqdb_manifest WHERE store = $1', [name]).catch(() => undefined);
+    },
+    {
+      name,
+      cluster,
+      async flipStoredByte(id: number, offset: number) {
+        const r = await admin.query(
+          `UPDATE pqdb_pages SET bytes = set_byte(bytes, $3, get_byte(bytes, $3) # 1)
+            WHERE store = $1 AND id = $2 AND length(bytes) > $3`,
+          [name, id, offset],
+        );
+        if (r.rowCount !== 1) throw new RangeError(`"id" page ${id} has no byte ${offset}`);
+      },
+      async storedPages() {
+        const r = await admin.query('SELECT id, bytes FROM pqdb_pages WHERE store = $1 ORDER BY id', [name]);
+        return new Map(r.rows.map((row: { id: string; bytes: Buffer }) => [Number(row.id), new Uint8Array(row.bytes)]));
       },
     },
   );

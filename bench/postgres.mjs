@@ -1,0 +1,213 @@
+// The store on PostgreSQL against the file store, in one run: ingest N WordNet 3.1 synsets (about
+// 115 B of JSON each) in batches through openStore, read every record back in random order, cold-open
+// the store, and the bytes each holds; then how soon a read-only follower learns a commit through
+// LISTEN/NOTIFY. The server is a throwaway cluster (node-tests/support/postgres.ts) on this machine,
+// reached over its Unix socket, with fsync on: a commit is acknowledged once its WAL is flushed, as
+// the file store acknowledges after fdatasync.
+//
+//   node bench/postgres.mjs [--records 100000] [--batch 1000] [--out bench/results/postgres-….json]
+// Writes the JSON report and a Markdown summary beside it (same name, .md).
+
+import { mkdtempSync, rmSync, readdirSync, statSync, mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import * as esbuild from 'esbuild';
+import { openStore, generateRecipient } from '../dist/node.js';
+import { openPostgresPageStore } from '../dist/postgres.js';
+import { hostInfo, synsets } from './harness.mjs';
+
+const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
+const args = process.argv.slice(2);
+const arg = (n, d) => (args.includes(n) ? args[args.indexOf(n) + 1] : d);
+const N = Number(arg('--records', 100_000));
+const BATCH = Number(arg('--batch', 1000));
+const FOLLOW_COMMITS = 100;
+
+const base = mkdtempSync(join(tmpdir(), 'pqdb-bench-pg-'));
+// The cluster helper is TypeScript: bundle it for this plain Node script (into build/, inside the
+// repository, so that its imports of pg and vitest resolve).
+const helper = join(repo, 'build', 'bench-postgres-helper.mjs');
+await esbuild.build({
+  entryPoints: [join(repo, 'node-tests/support/postgres.ts')],
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  external: ['pg', 'vitest'],
+  outfile: helper,
+  logLevel: 'warning',
+});
+const { startPostgres } = await import(pathToFileURL(helper).href);
+
+function duBytes(path) {
+  const st = statSync(path);
+  if (!st.isDirectory()) return st.size;
+  return readdirSync(path).reduce((n, f) => n + duBytes(join(path, f)), 0);
+}
+
+function shuffled(n, seed = 7) {
+  const a = Array.from({ length: n }, (_, i) => i);
+  let x = seed;
+  for (let i = n - 1; i > 0; i--) {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+    const j = x % (i + 1);
+    [a[i], a[j]] = [a[j], a[i]];
+  }
+  return a;
+}
+
+const quantile = (xs, q) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
+};
+
+const now = () => performance.now();
+const records = synsets(N);
+const order = shuffled(records.length);
+const meanJson = records.reduce((n, r) => n + JSON.stringify(r.value).length, 0) / records.length;
+const schema = { lemma: 'string', pos: 'string', gloss: 'string', offset: 'integer' };
+const who = generateRecipient();
+const keys = { recipients: [who.publicKey], unlock: who.secretKey, autoCheckpoint: false };
+const results = [];
+
+async function measure(name, { open, bytes }) {
+  let store = await open(true);
+  let words = store.collection('synsets', { schema });
+  const t0 = now();
+  for (let i = 0; i < records.length; i += BATCH) {
+    await store.batch((tx) => {
+      for (let j = i; j < Math.min(i + BATCH, records.length); j++)
+        tx.put(words, records[j].id, records[j].value, { governance: { scope: 'public' } });
+    });
+  }
+  const ingestMs = now() - t0;
+  const t1 = now();
+  let ok = 0;
+  for (const i of order) if ((await words.get(records[i].id))?.offset === records[i].value.offset) ok++;
+  const readMs = now() - t1;
+  if (ok !== records.length) throw new Error(`${name}: read back ${ok} of ${records.length}`);
+  await store.close();
+  const t2 = now();
+  store = await open(false);
+  words = store.collection('synsets', { schema });
+  await words.get(records[0].id);
+  const openMs = now() - t2;
+  await store.close();
+  const stored = await bytes();
+  const r = {
+    name,
+    records: records.length,
+    ingestRecordsPerSec: records.length / (ingestMs / 1000),
+    readRecordsPerSec: records.length / (readMs / 1000),
+    coldOpenMs: openMs,
+    storedBytes: stored,
+    bytesPerRecord: stored / records.length,
+  };
+  results.push(r);
+  console.log(
+    `${name.padEnd(34)} ingest ${r.ingestRecordsPerSec.toFixed(0).padStart(8)} rec/s   random read ${r.readRecordsPerSec.toFixed(0).padStart(8)} rec/s   open ${openMs.toFixed(1).padStart(7)} ms   ${r.bytesPerRecord.toFixed(1)} B/record`,
+  );
+}
+
+console.log(
+  `postgres bench: ${records.length} WordNet 3.1 synsets (mean ${meanJson.toFixed(0)} B of JSON), batches of ${BATCH}\n`,
+);
+// Warm-up on a memory store, so the first measured page store does not pay for the JIT alone.
+{
+  const warm = await openStore({ ...keys, create: true, storage: 'memory' });
+  const w = warm.collection('synsets', { schema });
+  for (let i = 0; i < Math.min(records.length, 5000); i += BATCH)
+    await warm.batch((tx) => {
+      for (let j = i; j < Math.min(i + BATCH, records.length, 5000); j++) tx.put(w, records[j].id, records[j].value);
+    });
+  for (let i = 0; i < Math.min(records.length, 5000); i++) await w.get(records[i].id);
+  await warm.close();
+}
+const cluster = await startPostgres({ durable: true });
+// An interrupted run stops its server too.
+for (const signal of ['SIGINT', 'SIGTERM'])
+  process.once(signal, () => void cluster.stop().finally(() => process.exit(130)));
+let follow;
+let serverVersion;
+try {
+  serverVersion = (await cluster.admin.query('SHOW server_version')).rows[0].server_version;
+  const connectionString = cluster.connectionString;
+  await measure('pqdb (postgres page store)', {
+    open: async (create) =>
+      openStore({ ...keys, create, storage: await openPostgresPageStore({ connectionString, name: 'bench' }) }),
+    bytes: async () =>
+      Number(
+        (
+          await cluster.admin.query(
+            "SELECT pg_total_relation_size('pqdb_pages') + pg_total_relation_size('pqdb_manifest') AS n",
+          )
+        ).rows[0].n,
+      ),
+  });
+  const dir = join(base, 'fs');
+  await measure('pqdb (node-fs page store)', {
+    open: (create) => openStore({ ...keys, create, location: dir }),
+    bytes: async () => duBytes(dir),
+  });
+
+  // Follow latency: writer commit acknowledged → the follower's view refreshed to it.
+  const writer = await openPostgresPageStore({ connectionString, name: 'follow' });
+  const reader = await openPostgresPageStore({ connectionString, name: 'follow', readOnly: true });
+  let waiting;
+  reader.watch(() => waiting?.());
+  await reader.ready();
+  const lags = [];
+  for (let i = 0; i < FOLLOW_COMMITS; i++) {
+    const target = writer.version + 1;
+    const seen = new Promise((resolve) => (waiting = () => reader.version >= target && resolve()));
+    await writer.commit({ pages: [{ id: i, bytes: new Uint8Array(4096) }], manifest: new Uint8Array([i & 0xff]) });
+    const acked = now();
+    await seen;
+    lags.push(now() - acked);
+  }
+  await reader.close();
+  await writer.close();
+  follow = { commits: FOLLOW_COMMITS, medianMs: quantile(lags, 0.5), p90Ms: quantile(lags, 0.9) };
+  console.log(
+    `follower (LISTEN/NOTIFY): view refreshed ${follow.medianMs.toFixed(2)} ms after the commit was acknowledged (median of ${FOLLOW_COMMITS}; p90 ${follow.p90Ms.toFixed(2)} ms)`,
+  );
+} finally {
+  await cluster.stop();
+  rmSync(base, { recursive: true, force: true });
+}
+
+const out = arg(
+  '--out',
+  `bench/results/postgres-${process.arch}-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')}.json`,
+);
+const host = hostInfo();
+mkdirSync(dirname(out), { recursive: true });
+const report = {
+  host,
+  postgres: serverVersion,
+  fsync: true,
+  batch: BATCH,
+  meanRecordJsonBytes: meanJson,
+  results,
+  follow,
+};
+writeFileSync(out, JSON.stringify(report, null, 2) + '\n');
+const md = [
+  `# pqdb on PostgreSQL ${serverVersion} against the file store`,
+  '',
+  `Measured ${host.date.slice(0, 10)} on ${host.cpu} (${host.cores} cores, ${host.arch}${host.emulated ? ', emulated' : ''}), ${host.runtime}; one local cluster over its Unix socket, fsync on.`,
+  `${records.length} WordNet 3.1 synsets (mean ${meanJson.toFixed(0)} B of JSON), batches of ${BATCH} through \`openStore\`; reads of every record in random order.`,
+  '',
+  '| page store | ingest (records/s) | random read (records/s) | cold open | stored bytes / record |',
+  '|---|---:|---:|---:|---:|',
+  ...results.map(
+    (r) =>
+      `| ${r.name} | ${r.ingestRecordsPerSec.toFixed(0)} | ${r.readRecordsPerSec.toFixed(0)} | ${r.coldOpenMs.toFixed(1)} ms | ${r.bytesPerRecord.toFixed(1)} |`,
+  ),
+  '',
+  `A read-only follower's view reached a commit ${follow.medianMs.toFixed(2)} ms after the writer's acknowledgement (median of ${follow.commits} commits; p90 ${follow.p90Ms.toFixed(2)} ms), through LISTEN/NOTIFY.`,
+  '',
+].join('\n');
+writeFileSync(out.replace(/\.json$/, '.md'), md);
+console.log(`\nreport: ${out} (and .md)`);

@@ -1,0 +1,187 @@
+// The PostgreSQL page store's SQL (postgres.ts; docs/postgres.md): table layout, the statements of
+// open, commit and read, identifier checks, and the checks of what comes back from the server.
+//
+// Nothing here builds SQL from a caller's text beyond two identifiers that are validated first and
+// then quoted: the schema (a quoted identifier) and the LISTEN channel (LISTEN takes no parameter).
+// Every value (store name, ids, bytes, versions) travels as a bind parameter. What the server
+// returns is checked for shape (bytea, ids in range, integer counters) and gives CORRUPTION
+// otherwise; whether the bytes are the store's own is for the engine's MACs to say.
+
+import { PqdbError } from '../errors';
+import { MAX_PAGE_ID, corruption } from './page-store';
+
+/** Store names and schemas: a letter or `_`, then letters, digits and `_`, at most 48 characters. */
+export const IDENTIFIER_RE = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
+/** The pages table (in the chosen schema). */
+export const PAGES_TABLE = 'pqdb_pages';
+/** The manifest table: one row per store. */
+export const MANIFEST_TABLE = 'pqdb_manifest';
+/** Rows per INSERT statement: 4 parameters a row stays well below PostgreSQL's 65,535. */
+export const INSERT_ROWS = 1000;
+
+/** Throws unless `value` is an identifier pqdb accepts (IDENTIFIER_RE). */
+export function checkIdentifier(what: string, value: unknown): string {
+  if (typeof value !== 'string') throw new TypeError(`"${what}" expected a string, got ${typeof value}`);
+  if (!IDENTIFIER_RE.test(value)) {
+    throw new RangeError(
+      `"${what}" expected 1-48 letters, digits or "_" not starting with a digit, got ${JSON.stringify(value)}`,
+    );
+  }
+  return value;
+}
+
+/** `"ident"`, with embedded quotes doubled (identifiers are validated before they get here). */
+export const quoteIdent = (ident: string): string => `"${ident.replace(/"/g, '""')}"`;
+
+/** The NOTIFY channel of store `name` (one per store name). */
+export const channelOf = (name: string): string => `pqdb_${name}`;
+
+/** The text the advisory lock key is derived from (`hashtextextended(text, 0)` on the server). */
+export const lockKeyText = (schema: string, name: string): string => `pqdb:${schema}.${name}`;
+
+/** The statements of one schema; every value is a parameter. */
+export interface Statements {
+  readonly pages: string;
+  readonly manifest: string;
+  /** Creates both tables; run under the DDL lock, by an owner. */
+  readonly create: readonly string[];
+  /** $1 store: inserts the store's manifest row (version 0, no manifest) unless it exists. */
+  readonly insertManifestRow: string;
+  /** $1 store → version, manifest, crc. */
+  readonly selectManifest: string;
+  /** $1 store → id, length, in ascending id order. */
+  readonly listPages: string;
+  /** $1 store, $2 id → bytes, crc. */
+  readonly readPage: string;
+  /**
+   * The compare-and-swap: $1 store, $2 expected version, $3 replace the manifest?, $4 manifest,
+   * $5 crc, $6 channel → the new version (no row when the version was not $2), notified to $6.
+   */
+  readonly swapManifest: string;
+  /** $1 store, $2 bigint[] ids. */
+  readonly deletePages: string;
+  /** INSERT of `rows` pages: $1 store, then id, bytes, crc per row. */
+  insertPages(rows: number): string;
+}
+
+/** The statements for the tables in `schema`. */
+export function statements(schema: string): Statements {
+  const s = quoteIdent(schema);
+  const pages = `${s}.${PAGES_TABLE}`;
+  const manifest = `${s}.${MANIFEST_TABLE}`;
+  const inserts = new Map<number, string>();
+  return {
+    pages,
+    manifest,
+    create: [
+      `CREATE TABLE IF NOT EXISTS ${pages} (
+  store text NOT NULL,
+  id bigint NOT NULL CHECK (id BETWEEN 0 AND ${MAX_PAGE_ID}),
+  bytes bytea NOT NULL,
+  crc integer NOT NULL,
+  PRIMARY KEY (store, id)
+)`,
+      // Sealed pages are ciphertext: compressing them never wins and costs CPU on every write.
+      `ALTER TABLE ${pages} ALTER COLUMN bytes SET STORAGE EXTERNAL`,
+      `CREATE TABLE IF NOT EXISTS ${manifest} (
+  store text PRIMARY KEY,
+  version bigint NOT NULL CHECK (version >= 0),
+  manifest bytea,
+  crc integer
+)`,
+    ],
+    insertManifestRow: `INSERT INTO ${manifest} (store, version) VALUES ($1, 0) ON CONFLICT (store) DO NOTHING`,
+    selectManifest: `SELECT version, manifest, crc FROM ${manifest} WHERE store = $1`,
+    listPages: `SELECT id, length(bytes) AS length FROM ${pages} WHERE store = $1 ORDER BY id`,
+    readPage: `SELECT bytes, crc FROM ${pages} WHERE store = $1 AND id = $2`,
+    swapManifest: `WITH swapped AS (
+  UPDATE ${manifest}
+     SET version = version + 1,
+         manifest = CASE WHEN $3::boolean THEN $4::bytea ELSE manifest END,
+         crc = CASE WHEN $3::boolean THEN $5::integer ELSE crc END
+   WHERE store = $1 AND version = $2::bigint
+  RETURNING version
+)
+SELECT version, pg_notify($6::text, version::text) FROM swapped`,
+    deletePages: `DELETE FROM ${pages} WHERE store = $1 AND id = ANY($2::bigint[])`,
+    insertPages(rows: number): string {
+      let sql = inserts.get(rows);
+      if (sql === undefined) {
+        const values = Array.from({ length: rows }, (_, i) => `($1, $${3 * i + 2}, $${3 * i + 3}, $${3 * i + 4})`);
+        sql = `INSERT INTO ${pages} (store, id, bytes, crc) VALUES ${values.join(', ')}`;
+        inserts.set(rows, sql);
+      }
+      return sql;
+    },
+  };
+}
+
+/** A CRC-32C (u32) as PostgreSQL's signed `integer`, and back. */
+export const crcToSql = (crc: number): number => crc | 0;
+export const crcFromSql = (value: number): number => value >>> 0;
+
+/** A page id read from the server (`bigint` arrives as text): an integer in [0, MAX_PAGE_ID]. */
+export function parsePageId(value: unknown): number {
+  const n = typeof value === 'string' && /^[0-9]{1,10}$/.test(value) ? Number(value) : NaN;
+  if (!(n <= MAX_PAGE_ID)) throw corruption(`postgres: page id ${String(value).slice(0, 24)} is out of range`);
+  return n;
+}
+
+/** The manifest version (`bigint` as text): a safe integer ≥ 0. */
+export function parseVersion(value: unknown): number {
+  const n = typeof value === 'string' && /^[0-9]{1,15}$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(n)) throw corruption(`postgres: manifest version ${String(value).slice(0, 24)} is invalid`);
+  return n;
+}
+
+/** A stored checksum (`integer`). */
+export function parseCrc(value: unknown, what: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < -(2 ** 31) || value >= 2 ** 31)
+    throw corruption(`postgres: ${what}: checksum column is not an integer`);
+  return crcFromSql(value);
+}
+
+/** A `bytea` value (pg gives a Buffer). */
+export function parseBytes(value: unknown, what: string): Uint8Array {
+  if (!(value instanceof Uint8Array)) throw corruption(`postgres: ${what} is not bytea`);
+  return value;
+}
+
+/** A non-negative integer from the server (`length(bytes)`, an int4). */
+export function parseLength(value: unknown, what: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0)
+    throw corruption(`postgres: ${what}: length is not a non-negative integer`);
+  return value;
+}
+
+/** SQLSTATE of a server error (pg's DatabaseError.code), when there is one. */
+export function sqlState(e: unknown): string | undefined {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/**
+ * True when `e` says the connection is gone (no SQLSTATE: a socket error or "Connection
+ * terminated"; class 08 connection exception; class 57 operator intervention, such as
+ * pg_terminate_backend or a server shutdown). A commit that fails so may or may not have landed.
+ */
+export function connectionLost(e: unknown): boolean {
+  if (e instanceof PqdbError || e instanceof TypeError || e instanceof RangeError) return false;
+  const state = sqlState(e);
+  return state === undefined || state.startsWith('08') || state.startsWith('57');
+}
+
+/**
+ * Maps an error of the server or the driver to a PqdbError: a full disk (53100) is
+ * QUOTA_EXCEEDED, a read-only server (25006) READ_ONLY, a missing table (42P01) NOT_FOUND,
+ * anything else IO_ERROR with the original as `cause`. PqdbError, TypeError and RangeError pass.
+ */
+export function sqlError(what: string, e: unknown): Error {
+  if (e instanceof PqdbError || e instanceof TypeError || e instanceof RangeError) return e;
+  const state = sqlState(e);
+  const detail = `${what}: ${e instanceof Error ? e.message : String(e)}${state ? ` (SQLSTATE ${state})` : ''}`;
+  if (state === '53100') return new PqdbError('QUOTA_EXCEEDED', detail, { cause: e });
+  if (state === '25006') return new PqdbError('READ_ONLY', detail, { cause: e });
+  if (state === '42P01') return new PqdbError('NOT_FOUND', detail, { cause: e });
+  return new PqdbError('IO_ERROR', detail, { cause: e });
+}

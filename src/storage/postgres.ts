@@ -1,0 +1,598 @@
+// PostgreSQL PageStore (Node only, through the `pg` driver, a peer dependency the application
+// installs): sealed pages in a table, the manifest in a row replaced by compare-and-swap in the
+// same transaction as the commit's pages. DESIGN.md §6; tables, GRANTs and operations are in
+// docs/postgres.md, the statements in postgres-sql.ts.
+//
+// A commit is one transaction on the writer's own connection: the manifest row's version goes
+// from the one this writer last read or wrote to the next (0 rows updated: another writer got in,
+// CONFLICT, rolled back), the deleted ids go, the new pages are INSERTed (create-only: an id that
+// exists fails the statement and the whole transaction), and pg_notify tells followers the new
+// version when the transaction commits. The view of the store (manifest, version, page ids and
+// lengths) is changed only after COMMIT succeeded.
+//
+// One writer: a session-level advisory lock (pg_try_advisory_lock on a key derived from the schema
+// and the store name) taken on that connection and held while it lives; a second writer gets
+// LOCKED. If the connection drops, PostgreSQL releases the lock: the writer then refuses every
+// further commit (IO_ERROR, reopen the store), and a commit cut by it has an unknown outcome, which
+// a reopen settles. Read-only openers take no lock; they read a consistent snapshot (REPEATABLE
+// READ) of the manifest and page list, refreshed on demand or on NOTIFY (`watch`).
+//
+// Security caveats: the server sees only sealed bytes and may do anything with them (DESIGN.md
+// §11). Every page carries a CRC-32C column against accidents, not attackers; the engine's MACs
+// detect tampering. Values from the server are checked for shape and give CORRUPTION otherwise.
+
+/// <reference types="node" />
+// (tsconfig.json sets "types": []; this Node-only file opts in to the Node typings.)
+import type { Client, ClientConfig, Notification, Pool } from 'pg';
+import { PqdbError } from '../errors';
+import { integer } from '../_args';
+import {
+  BasePageStore,
+  corruption,
+  crc32c,
+  crc32cAsync,
+  type CheckedBatch,
+  type CommitBatch,
+  type PageStore,
+  type PageStoreStats,
+} from './page-store';
+import {
+  INSERT_ROWS,
+  channelOf,
+  checkIdentifier,
+  connectionLost,
+  crcToSql,
+  lockKeyText,
+  parseBytes,
+  parseCrc,
+  parseLength,
+  parsePageId,
+  parseVersion,
+  quoteIdent,
+  sqlError,
+  sqlState,
+  statements,
+  type Statements,
+} from './postgres-sql';
+
+/** Per-row bytes `stats().storedBytes` adds to each page for the tuple and index (an estimate). */
+const ROW_OVERHEAD_BYTES = 64;
+/** Default size of the read pool. */
+const DEFAULT_MAX_CONNECTIONS = 4;
+/** Reconnect delays of a follower's LISTEN connection (ms): doubling from the first to the last. */
+const LISTEN_RETRY_MS = [100, 5000] as const;
+
+type Pg = typeof import('pg').default;
+type Queryable = Pick<Client, 'query'>;
+
+/** Options of `openPostgresPageStore`. */
+export interface PostgresPageStoreOptions {
+  /** The server, as a connection URI (`postgresql://app@db.internal:5432/app`; see the pg docs). */
+  connectionString?: string;
+  /**
+   * Further settings for pg's `Client` and `Pool` (`host`, `password`, `ssl`, `statement_timeout`,
+   * …); `connectionString` wins over a `connectionString` given here.
+   */
+  connection?: Readonly<Record<string, unknown>>;
+  /** The store (several share the tables): 1-48 letters, digits or `_`, not starting with a digit. */
+  name: string;
+  /** The PostgreSQL schema that holds the tables (default `public`; same rule as `name`). */
+  schema?: string;
+  /**
+   * Writers: create the tables (when missing; needs the CREATE privilege) and the store's manifest
+   * row (when missing). Default true. Without it a missing store is NOT_FOUND.
+   */
+  create?: boolean;
+  /**
+   * Open for reading only: no lock, `commit` rejects with READ_ONLY, reads see the snapshot taken at
+   * open or at the last `refresh()`; `watch()` follows the writer's commits.
+   */
+  readOnly?: boolean;
+  /** Connections of the read pool (default 4; the writer has one more of its own). */
+  maxConnections?: number;
+}
+
+/** A new manifest version seen by a follower (`watch`), after its view was refreshed to it. */
+export interface ManifestChange {
+  /** The manifest version now in the view (`store.version`). */
+  readonly version: number;
+}
+
+/**
+ * A PageStore in PostgreSQL (`kind` 'postgres'), with what only it has: a manifest version and, for
+ * read-only openers, following the writer.
+ */
+export interface PostgresPageStore extends PageStore {
+  readonly kind: 'postgres';
+  /** The store name. */
+  readonly name: string;
+  /** True when opened with `readOnly`. */
+  readonly readOnly: boolean;
+  /**
+   * The manifest version of this opener's view: for the writer the version its last commit wrote,
+   * for a reader the one of its last snapshot. Each commit adds one.
+   */
+  readonly version: number;
+  /**
+   * Readers: takes a new snapshot of the manifest and page list when the version changed.
+   * Resolves true when the view changed. Writers: resolves false (their view is always current).
+   * @throws PqdbError NOT_OPEN after close, NOT_FOUND when the store is gone, IO_ERROR
+   * @example if (await reader.refresh()) reopenTheEngine();
+   */
+  refresh(): Promise<boolean>;
+  /**
+   * Readers: calls `listener` after each refresh to a new manifest version, learnt through
+   * LISTEN/NOTIFY on the store's channel (the writer notifies inside its commit transaction). A
+   * dropped LISTEN connection is reopened with backoff and followed by a refresh, so no commit is
+   * missed for long. `onError` hears failed refreshes and lost connections. Returns the
+   * unsubscribe function; `ready()` tells when LISTEN is in place.
+   * @throws TypeError on a writer, PqdbError NOT_OPEN after close
+   * @example const stop = reader.watch(({ version }) => console.log('manifest', version));
+   */
+  watch(listener: (change: ManifestChange) => void, onError?: (error: Error) => void): () => void;
+  /** Resolves once the LISTEN of `watch` is in place (at once when nothing watches). */
+  ready(): Promise<void>;
+}
+
+/**
+ * Opens (for writers, creating when allowed) the store `options.name` in PostgreSQL.
+ * @throws PqdbError LOCKED when another writer holds the store, NOT_FOUND when it does not exist
+ * (and is not to be created), CORRUPTION for malformed rows, IO_ERROR (with `cause`) when the
+ * server cannot be reached or a statement fails; TypeError/RangeError for bad options, and an
+ * Error naming the package when `pg` is not installed
+ * @example
+ * import { openStore } from 'pqdb';
+ * import { openPostgresPageStore } from 'pqdb/postgres';
+ * const storage = await openPostgresPageStore({ connectionString: process.env.DATABASE_URL, name: 'orders' });
+ * const store = await openStore({ storage, create: true, recipients, unlock });
+ */
+export async function openPostgresPageStore(options: PostgresPageStoreOptions): Promise<PostgresPageStore> {
+  if (typeof options !== 'object' || options === null) throw new TypeError('"options" expected an object');
+  const name = checkIdentifier('name', options.name);
+  const schema = checkIdentifier('schema', options.schema ?? 'public');
+  const max = integer('maxConnections', options.maxConnections ?? DEFAULT_MAX_CONNECTIONS, 1, 1000);
+  if (options.connectionString !== undefined && typeof options.connectionString !== 'string')
+    throw new TypeError(`"connectionString" expected a string, got ${typeof options.connectionString}`);
+  if (options.connection !== undefined && (typeof options.connection !== 'object' || options.connection === null))
+    throw new TypeError('"connection" expected an object');
+  const config: ClientConfig = {
+    ...(options.connection as ClientConfig | undefined),
+    ...(options.connectionString !== undefined ? { connectionString: options.connectionString } : {}),
+  };
+  const readOnly = options.readOnly === true;
+  const pg = await loadPg();
+  const sql = statements(schema);
+  const pool = new pg.Pool({ ...config, max });
+  pool.on('error', () => undefined); // an idle connection that died: the pool replaces it on next use
+  let lock: Client | undefined;
+  try {
+    if (!readOnly) lock = await takeLock(pg, config, schema, name);
+    const store = new PgPageStore(pg, config, pool, sql, schema, name, lock);
+    await store.load(readOnly ? false : options.create !== false);
+    return store;
+  } catch (e) {
+    await lock?.end().catch(() => undefined);
+    await pool.end().catch(() => undefined);
+    throw sqlError(`postgres page store ${name}: open`, e);
+  }
+}
+
+async function loadPg(): Promise<Pg> {
+  try {
+    const mod = (await import('pg')) as unknown as { default?: Pg } & Pg;
+    return mod.default ?? mod;
+  } catch (e) {
+    throw new Error('pqdb/postgres needs the "pg" package (node-postgres): npm install pg', { cause: e });
+  }
+}
+
+/** Connects the writer's connection and takes the store's advisory lock on it. */
+async function takeLock(pg: Pg, config: ClientConfig, schema: string, name: string): Promise<Client> {
+  const client = new pg.Client({ ...config, application_name: `pqdb writer ${name}` });
+  client.on('error', () => undefined); // replaced by the store's handler once open
+  try {
+    await client.connect();
+    const r = await client.query('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked', [
+      lockKeyText(schema, name),
+    ]);
+    if (r.rows[0]?.locked !== true)
+      throw new PqdbError('LOCKED', `postgres page store ${schema}.${name} is held by another writer`);
+    return client;
+  } catch (e) {
+    await client.end().catch(() => undefined);
+    throw e;
+  }
+}
+
+interface Snapshot {
+  readonly version: number;
+  readonly manifest: Uint8Array | undefined;
+  readonly pages: Map<number, number>; // id → length
+}
+
+class PgPageStore extends BasePageStore implements PostgresPageStore {
+  readonly kind = 'postgres' as const;
+  readonly name: string;
+  readonly readOnly: boolean;
+  readonly #pg: Pg;
+  readonly #config: ClientConfig;
+  readonly #pool: Pool;
+  readonly #sql: Statements;
+  readonly #schema: string;
+  readonly #lock: Client | undefined;
+  #view: Snapshot = { version: 0, manifest: undefined, pages: new Map() };
+  /** Ids the commit in flight deletes: a read that finds one gone is not CORRUPTION. */
+  #deleting: ReadonlySet<number> = new Set();
+  /** Why commits are refused (the lock connection was lost, or a commit's outcome is unknown). */
+  #failed: unknown;
+  readonly #listeners = new Set<{ change: (c: ManifestChange) => void; error?: (e: Error) => void }>();
+  #listen: Client | undefined;
+  #listening: Promise<void> = Promise.resolve();
+  #retry: ReturnType<typeof setTimeout> | undefined;
+  #backoff: number = LISTEN_RETRY_MS[0];
+  #refreshing: Promise<boolean> | undefined;
+  #refreshAgain = false;
+
+  constructor(
+    pg: Pg,
+    config: ClientConfig,
+    pool: Pool,
+    sql: Statements,
+    schema: string,
+    name: string,
+    lock: Client | undefined,
+  ) {
+    super();
+    this.#pg = pg;
+    this.#config = config;
+    this.#pool = pool;
+    this.#sql = sql;
+    this.#schema = schema;
+    this.name = name;
+    this.readOnly = lock === undefined;
+    this.#lock = lock;
+    const lost = (e?: unknown): void => {
+      this.#failed ??= e ?? new Error('connection ended');
+    };
+    lock?.removeAllListeners('error');
+    lock?.on('error', lost);
+    lock?.on('end', lost);
+  }
+
+  get version(): number {
+    return this.#view.version;
+  }
+
+  /** Creates what is missing (writers with `create`), then takes the first snapshot. */
+  async load(create: boolean): Promise<void> {
+    if (create) await this.#create(this.#lock!);
+    const snap = await this.#snapshot(this.#lock ?? this.#pool, -1);
+    if (snap === undefined || snap === null)
+      throw new PqdbError('NOT_FOUND', `no pqdb store ${this.#schema}.${this.name} in this database`);
+    this.#view = snap;
+  }
+
+  async #create(c: Client): Promise<void> {
+    const sql = this.#sql;
+    const missing = async (): Promise<boolean> => {
+      const r = await c.query('SELECT to_regclass($1) IS NULL OR to_regclass($2) IS NULL AS missing', [
+        sql.pages,
+        sql.manifest,
+      ]);
+      return r.rows[0].missing === true;
+    };
+    if (await missing()) {
+      await c.query('BEGIN');
+      try {
+        // One DDL at a time across stores: CREATE TABLE IF NOT EXISTS races with itself.
+        await c.query("SELECT pg_advisory_xact_lock(hashtextextended('pqdb:ddl', 0))");
+        if (await missing()) for (const statement of sql.create) await c.query(statement);
+        await c.query('COMMIT');
+      } catch (e) {
+        await c.query('ROLLBACK').catch(() => undefined);
+        throw e;
+      }
+    }
+    await c.query(sql.insertManifestRow, [this.name]);
+  }
+
+  /**
+   * The manifest and page list in one REPEATABLE READ snapshot; undefined when the store has no
+   * manifest row, `null` when its version is still `known`.
+   */
+  async #snapshot(on: Client | Pool, known: number): Promise<Snapshot | undefined | null> {
+    if (on !== this.#pool) return this.#snapshotOn(on as Client, known);
+    const c = await this.#pool.connect();
+    try {
+      const snap = await this.#snapshotOn(c, known);
+      c.release();
+      return snap;
+    } catch (e) {
+      c.release(connectionLost(e) ? (e as Error) : undefined); // a dead connection is destroyed
+      throw e;
+    }
+  }
+
+  async #snapshotOn(c: Queryable, known: number): Promise<Snapshot | undefined | null> {
+    await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    try {
+      const m = await c.query(this.#sql.selectManifest, [this.name]);
+      if (m.rows.length === 0) return undefined;
+      const version = parseVersion(m.rows[0].version);
+      if (version === known) return null;
+      let manifest: Uint8Array | undefined;
+      if (m.rows[0].manifest !== null) {
+        const bytes = parseBytes(m.rows[0].manifest, 'manifest');
+        if (crc32c(bytes) !== parseCrc(m.rows[0].crc, 'manifest'))
+          throw corruption(`postgres: manifest of ${this.name}: checksum mismatch`);
+        manifest = new Uint8Array(bytes);
+      }
+      const list = await c.query({ text: this.#sql.listPages, values: [this.name], rowMode: 'array' });
+      const pages = new Map<number, number>();
+      for (const [id, length] of list.rows as unknown[][]) {
+        const n = parsePageId(id);
+        pages.set(n, parseLength(length, `page ${n}`));
+      }
+      return { version, manifest, pages };
+    } finally {
+      await c.query('COMMIT');
+    }
+  }
+
+  protected async _readPage(id: number): Promise<Uint8Array | undefined> {
+    if (!this.#view.pages.has(id)) return undefined; // not committed as far as this opener knows
+    let rows: { bytes: unknown; crc: unknown }[];
+    try {
+      rows = (await this.#pool.query(this.#sql.readPage, [this.name, String(id)])).rows;
+    } catch (e) {
+      throw sqlError(`postgres: read page ${id}`, e);
+    }
+    if (rows.length === 0) {
+      // A reader's snapshot may name a page the writer has deleted since; the writer's own view
+      // names every page it committed, unless the commit in flight deletes it.
+      if (this.readOnly || this.#deleting.has(id) || !this.#view.pages.has(id)) return undefined;
+      throw corruption(`postgres: page ${id} is committed but missing from ${this.#sql.pages}`);
+    }
+    const bytes = parseBytes(rows[0].bytes, `page ${id}`);
+    const length = this.#view.pages.get(id);
+    if (length !== undefined && bytes.length !== length)
+      throw corruption(`postgres: page ${id}: ${bytes.length} bytes stored, ${length} committed`);
+    if ((await crc32cAsync(bytes)) !== parseCrc(rows[0].crc, `page ${id}`))
+      throw corruption(`postgres: page ${id}: checksum mismatch`);
+    return new Uint8Array(bytes); // a copy of pg's Buffer, which may share its memory
+  }
+
+  protected async _readManifest(): Promise<Uint8Array | undefined> {
+    const m = this.#view.manifest;
+    return m && new Uint8Array(m);
+  }
+
+  protected _listPages(): number[] {
+    return [...this.#view.pages.keys()].sort((a, b) => a - b);
+  }
+
+  protected _has(id: number): boolean {
+    return this.#view.pages.has(id);
+  }
+
+  override async commit(batch: CommitBatch): Promise<void> {
+    if (this.isOpen && this.readOnly) throw this.#readOnlyError();
+    return super.commit(batch);
+  }
+
+  #readOnlyError(): PqdbError {
+    return new PqdbError('READ_ONLY', `postgres page store ${this.name} is open read-only`);
+  }
+
+  protected async _commit(batch: CheckedBatch): Promise<void> {
+    const c = this.#lock;
+    if (c === undefined) throw this.#readOnlyError();
+    if (this.#failed !== undefined) {
+      throw new PqdbError(
+        'IO_ERROR',
+        `postgres page store ${this.name}: the writer's connection was lost or a commit's outcome is unknown; reopen the store`,
+        { cause: this.#failed },
+      );
+    }
+    const crcs: number[] = [];
+    for (const p of batch.pages) crcs.push(await crc32cAsync(p.bytes));
+    const m = batch.manifest;
+    const view = this.#view;
+    let committing = false;
+    let version: number;
+    try {
+      await c.query('BEGIN');
+      const swapped = await c.query(this.#sql.swapManifest, [
+        this.name,
+        String(view.version),
+        m !== undefined,
+        m === undefined ? null : asBuffer(m),
+        m === undefined ? null : crcToSql(crc32c(m)),
+        channelOf(this.name),
+      ]);
+      if (swapped.rows.length !== 1) {
+        throw new PqdbError(
+          'CONFLICT',
+          `postgres page store ${this.name}: another writer committed since version ${view.version}; nothing was written: reopen the store`,
+        );
+      }
+      version = parseVersion(swapped.rows[0].version);
+      if (batch.deletes.length > 0) {
+        this.#deleting = new Set(batch.deletes);
+        await c.query(this.#sql.deletePages, [this.name, batch.deletes.map(String)]);
+      }
+      for (let at = 0; at < batch.pages.length; at += INSERT_ROWS) {
+        const rows = batch.pages.slice(at, at + INSERT_ROWS);
+        const values: unknown[] = [this.name];
+        rows.forEach((p, i) => values.push(String(p.id), asBuffer(p.bytes), crcToSql(crcs[at + i])));
+        await c.query(this.#sql.insertPages(rows.length), values);
+      }
+      committing = true;
+      await c.query('COMMIT');
+    } catch (e) {
+      this.#deleting = new Set();
+      throw await this.#abandon(c, e, committing);
+    }
+    // Durable: install the new view.
+    const pages = new Map(view.pages);
+    for (const id of batch.deletes) pages.delete(id);
+    for (const p of batch.pages) pages.set(p.id, p.bytes.length);
+    this.#view = { version, manifest: m ?? view.manifest, pages };
+    this.#deleting = new Set();
+  }
+
+  /** After a failed commit: rolls back when the transaction is still there; the error to throw. */
+  async #abandon(c: Client, e: unknown, committing: boolean): Promise<Error> {
+    if (connectionLost(e)) {
+      // The session is gone, and with it the lock; a cut COMMIT may or may not have landed.
+      this.#failed ??= e;
+      const what = committing ? 'the connection was lost during COMMIT (outcome unknown)' : 'the connection was lost';
+      return new PqdbError('IO_ERROR', `postgres page store ${this.name}: commit: ${what}; reopen the store`, {
+        cause: e,
+      });
+    }
+    try {
+      await c.query('ROLLBACK');
+    } catch (r) {
+      this.#failed ??= r;
+    }
+    if (sqlState(e) === '23505') {
+      return new PqdbError(
+        'CONFLICT',
+        `postgres page store ${this.name}: a page of this commit already exists in ${this.#sql.pages} (written outside this writer); nothing was written`,
+        { cause: e },
+      );
+    }
+    return sqlError(`postgres page store ${this.name}: commit`, e);
+  }
+
+  protected async _stats(): Promise<PageStoreStats> {
+    let pageBytes = 0;
+    for (const length of this.#view.pages.values()) pageBytes += length;
+    const manifestBytes = this.#view.manifest?.length ?? 0;
+    const storedBytes = pageBytes + this.#view.pages.size * ROW_OVERHEAD_BYTES + manifestBytes;
+    return { pageCount: this.#view.pages.size, pageBytes, manifestBytes, storedBytes };
+  }
+
+  refresh(): Promise<boolean> {
+    if (!this.isOpen) return Promise.reject(new PqdbError('NOT_OPEN', 'postgres page store is closed'));
+    if (!this.readOnly) return Promise.resolve(false);
+    if (this.#refreshing !== undefined) {
+      // A refresh is under way but may have read before the change that asks for this one.
+      this.#refreshAgain = true;
+      return this.#refreshing;
+    }
+    const run = async (): Promise<boolean> => {
+      let changed = false;
+      do {
+        this.#refreshAgain = false;
+        let snap: Snapshot | undefined | null;
+        try {
+          snap = await this.#snapshot(this.#pool, this.#view.version);
+        } catch (e) {
+          throw sqlError(`postgres page store ${this.name}: refresh`, e);
+        }
+        if (snap === undefined) throw new PqdbError('NOT_FOUND', `pqdb store ${this.name} no longer exists`);
+        if (snap !== null && this.isOpen) {
+          this.#view = snap;
+          changed = true;
+          for (const l of [...this.#listeners]) l.change({ version: snap.version });
+        }
+      } while (this.#refreshAgain && this.isOpen);
+      return changed;
+    };
+    const p = run().finally(() => {
+      this.#refreshing = undefined;
+    });
+    this.#refreshing = p;
+    return p;
+  }
+
+  watch(listener: (change: ManifestChange) => void, onError?: (error: Error) => void): () => void {
+    if (!this.isOpen) throw new PqdbError('NOT_OPEN', 'postgres page store is closed');
+    if (!this.readOnly) throw new TypeError('watch() follows a writer: open the page store with readOnly: true');
+    if (typeof listener !== 'function') throw new TypeError(`"listener" expected a function, got ${typeof listener}`);
+    const entry = { change: listener, ...(onError !== undefined ? { error: onError } : {}) };
+    this.#listeners.add(entry);
+    if (this.#listen === undefined && this.#retry === undefined) this.#listening = this.#connectListener();
+    return () => void this.#listeners.delete(entry);
+  }
+
+  ready(): Promise<void> {
+    return this.#listening;
+  }
+
+  /** Opens the LISTEN connection; on failure or loss, tries again with backoff. */
+  async #connectListener(): Promise<void> {
+    const c = new this.#pg.Client({ ...this.#config, application_name: `pqdb follower ${this.name}` });
+    const lost = (e?: unknown): void => {
+      if (this.#listen !== c) return;
+      this.#listen = undefined;
+      c.end().catch(() => undefined);
+      this.#reportError(sqlError(`postgres page store ${this.name}: LISTEN connection`, e ?? 'ended'));
+      this.#scheduleListener();
+    };
+    c.on('error', lost);
+    c.on('end', () => lost());
+    c.on('notification', (n: Notification) => {
+      if (n.channel === channelOf(this.name)) this.#refreshQuietly();
+    });
+    this.#listen = c;
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${quoteIdent(channelOf(this.name))}`);
+    } catch (e) {
+      if (this.#listen === c) lost(e);
+      return;
+    }
+    if (!this.isOpen) return;
+    this.#backoff = LISTEN_RETRY_MS[0];
+    this.#refreshQuietly(); // commits made before LISTEN was in place
+  }
+
+  #scheduleListener(): void {
+    if (!this.isOpen || this.#listeners.size === 0 || this.#retry !== undefined) return;
+    const delay = this.#backoff;
+    this.#backoff = Math.min(delay * 2, LISTEN_RETRY_MS[1]);
+    this.#retry = setTimeout(() => {
+      this.#retry = undefined;
+      if (this.isOpen) this.#listening = this.#connectListener();
+    }, delay);
+  }
+
+  #refreshQuietly(): void {
+    if (!this.isOpen) return;
+    this.refresh().catch((e: unknown) => this.#reportError(e as Error));
+  }
+
+  #reportError(e: Error): void {
+    if (!this.isOpen) return;
+    for (const l of [...this.#listeners]) l.error?.(e);
+  }
+
+  protected async _close(): Promise<void> {
+    if (this.#retry !== undefined) clearTimeout(this.#retry);
+    this.#retry = undefined;
+    const listen = this.#listen;
+    this.#listen = undefined;
+    this.#listeners.clear();
+    const errors: unknown[] = [];
+    await listen?.end().catch(() => undefined);
+    await this.#refreshing?.catch(() => undefined);
+    if (this.#lock !== undefined) {
+      if (this.#failed === undefined) {
+        await this.#lock
+          .query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [lockKeyText(this.#schema, this.name)])
+          .catch((e) => errors.push(e));
+      }
+      await this.#lock.end().catch(() => undefined); // ending the session releases the lock in any case
+    }
+    await this.#pool.end().catch((e) => errors.push(e));
+    if (errors.length > 0) throw sqlError(`postgres page store ${this.name}: close`, errors[0]);
+  }
+}
+
+/** A Buffer over the same memory (pg sends Buffers as binary parameters, without copying). */
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
