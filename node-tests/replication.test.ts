@@ -148,12 +148,35 @@ describe('replication: shipping sealed commits', () => {
     await replica.close();
     for (let i = 10; i < 15; i++) await words.put(`a${i}`, { lemma: 'y', n: i });
     shipped = 0;
+    const opens = vi.spyOn(Store, 'open');
     replica = await open();
     expect(replica.status().appliedWatermark).toBe(before); // its own durable watermark
     await replica.applied(store.info().commit);
     expect(shipped).toBe(5); // the five commit pages written while it was down, nothing more
+    expect(opens).toHaveBeenCalledTimes(1); // its own store; the catch-up only added records
+    opens.mockRestore();
     expect(replica.collection('w', { schema }).size).toBe(15);
     await replica.close();
+    await primary.close();
+    await store.close();
+  });
+
+  it('a replica whose medium lost one of its pages does not open (CORRUPTION): it never serves or follows from it', async () => {
+    const { store, primary, medium, open } = await setup();
+    const words = store.collection('w', { schema });
+    for (let i = 0; i < 10; i++) await words.put(`a${i}`, { lemma: 'x', n: i });
+    let replica = await open();
+    await replica.applied(store.info().commit);
+    await replica.close();
+    for (let i = 10; i < 13; i++) await words.put(`a${i}`, { lemma: 'y', n: i });
+    const pages = await openMemoryPageStore({ medium });
+    const ids = await pages.listPages();
+    await pages.deletePages([ids[3]]); // a commit page of the replica's store gone from its medium
+    await pages.close();
+    const opens = vi.spyOn(Store, 'open');
+    await expect(open()).rejects.toMatchObject({ code: 'CORRUPTION' }); // its own store no longer verifies
+    expect(opens).toHaveBeenCalledTimes(1);
+    opens.mockRestore();
     await primary.close();
     await store.close();
   });

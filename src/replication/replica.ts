@@ -116,12 +116,25 @@ export class Replica {
    */
   static async open(pages: PageStore, options: ReplicaOptions): Promise<Replica> {
     if (options.idleTimeoutMs !== undefined) integer('idleTimeoutMs', options.idleTimeoutMs, 1, 2 ** 31 - 1);
-    // The first session's handshake runs while the replica's own store opens (it needs nothing of it).
-    const first = options.connect();
+    // The first session's handshake and hello run while the replica's own store opens, so the
+    // primary's catch-up is on its way meanwhile. The hello names the commit of the manifest as
+    // stored, before it authenticates: it only tells the primary where to start (what arrives is
+    // applied to the store once verified, and a store that does not open ends the session).
+    const raw = await pages.readManifest();
+    const applied = raw === undefined ? 0 : readManifest(raw).header.commit;
+    const first = options.connect().then(async (session) => {
+      try {
+        await session.send(encodeMessage({ type: MSG_HELLO, applied, pageIds: await pages.listPages() }));
+      } catch (e) {
+        await Promise.resolve(session.close()).catch(() => undefined);
+        throw e;
+      }
+      return session;
+    });
     first.catch(() => undefined);
     let opened: { store: Store; view: StagedPages } | undefined;
     try {
-      if ((await pages.readManifest()) !== undefined) {
+      if (raw !== undefined) {
         const view = new StagedPages(pages);
         const store = await Store.open(view, { unlock: options.unlock, readOnly: true, storeId: options.storeId });
         opened = { store, view };
@@ -215,6 +228,7 @@ export class Replica {
     let attempt = 0;
     while (!this.#closed) {
       try {
+        const greeted = first !== undefined; // the first session sent its hello as it opened
         const session = await (first ?? this.#options.connect());
         first = undefined;
         if (this.#closed) {
@@ -223,8 +237,10 @@ export class Replica {
         }
         this.#session = session;
         attempt = 0;
-        const pageIds = await this.#pages.listPages();
-        await session.send(encodeMessage({ type: MSG_HELLO, applied: this.#applied, pageIds }));
+        if (!greeted) {
+          const pageIds = await this.#pages.listPages();
+          await session.send(encodeMessage({ type: MSG_HELLO, applied: this.#applied, pageIds }));
+        }
         await this.#follow(session);
       } catch (e) {
         first = undefined;
@@ -372,9 +388,14 @@ export class Replica {
    */
   async #take(staged: StagedPages, ms: readonly CommitMessage[], at: number): Promise<boolean> {
     const store = this.#store;
-    if (store === undefined || ms.some((m) => m.snapshot)) return false;
+    // A catch-up (snapshot) goes this way too when it is past the watermark and only adds records.
+    if (store === undefined || ms.some((m) => m.snapshot && m.commit <= this.#applied)) return false;
     const batch = await staged.batch();
-    const apply = prepareFollow(partsOf(store), batch);
+    const parts = partsOf(store);
+    // A catch-up that also puts back older pages (the replica lost some) is for a full open to verify.
+    const next = parts.pipeline.manifest.nextPageId;
+    if (ms.some((m) => m.snapshot) && batch.pages.some((p) => p.id < next)) return false;
+    const apply = prepareFollow(parts, batch);
     if (apply === undefined) return false;
     await this.#pages.commit({ ...batch, transfer: true });
     staged.settle();
