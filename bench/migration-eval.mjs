@@ -29,7 +29,7 @@ import http from 'node:http';
 import os from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { hostInfo } from './harness.mjs';
+import { hostInfo, duBytes } from './harness.mjs';
 import { buildFixture } from './migration/fixture.mjs';
 import {
   TO_SUITE,
@@ -69,12 +69,6 @@ export const DEFAULTS = Object.freeze({
 export const TARGETS = Object.freeze({ p99Ms: 25, migrationMs: 15_000, deadlineMs: 1000 });
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
-
-function duBytes(path) {
-  const st = statSync(path);
-  if (!st.isDirectory()) return st.size;
-  return readdirSync(path).reduce((n, f) => n + duBytes(join(path, f)), 0);
-}
 
 /** Forks a part, sends it `hello` (if any) and resolves with the child once a message satisfies `ready`. */
 function spawnPart(name, args, ready, hello, execArgv = process.execArgv) {

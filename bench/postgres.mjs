@@ -15,7 +15,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
 import { openStore, generateRecipient } from '../dist/node.js';
 import { openPostgresPageStore } from '../dist/postgres.js';
-import { hostInfo, synsets } from './harness.mjs';
+import { hostInfo, synsets, duBytes, shuffled } from './harness.mjs';
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -39,23 +39,6 @@ await esbuild.build({
   logLevel: 'warning',
 });
 const { startPostgres } = await import(pathToFileURL(helper).href);
-
-function duBytes(path) {
-  const st = statSync(path);
-  if (!st.isDirectory()) return st.size;
-  return readdirSync(path).reduce((n, f) => n + duBytes(join(path, f)), 0);
-}
-
-function shuffled(n, seed = 7) {
-  const a = Array.from({ length: n }, (_, i) => i);
-  let x = seed;
-  for (let i = n - 1; i > 0; i--) {
-    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
-    const j = x % (i + 1);
-    [a[i], a[j]] = [a[j], a[i]];
-  }
-  return a;
-}
 
 const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b);

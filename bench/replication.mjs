@@ -52,7 +52,7 @@ import net from 'node:net';
 import os from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { hostInfo } from './harness.mjs';
+import { hostInfo, duBytes } from './harness.mjs';
 import { typedEqual, typedHash, wallMs, toB64, SUITE } from './replication/common.mjs';
 import { campaignRecords } from './replication/fixture.mjs';
 import { generateRecipient, generateSigner } from '../dist/node.js';
@@ -384,13 +384,6 @@ async function startReplica(network, hello) {
   const open = await p.wait((m) => m.open || m.failed, 120_000, 'open');
   if (open.failed) throw new Error(`replica: ${open.failed}`);
   return p;
-}
-
-function duBytes(path) {
-  if (!existsSync(path)) return 0;
-  const st = statSync(path);
-  if (!st.isDirectory()) return st.size;
-  return readdirSync(path).reduce((n, f) => n + duBytes(join(path, f)), 0);
 }
 
 // ---- figures ------------------------------------------------------------------------------------

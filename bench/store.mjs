@@ -14,7 +14,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { ClassicLevel } from 'classic-level';
 import { openStore, generateRecipient, generateSigner, verifySealed } from '../dist/node.js';
-import { hostInfo, synsets } from './harness.mjs';
+import { hostInfo, synsets, duBytes, shuffled } from './harness.mjs';
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -22,23 +22,6 @@ const args = process.argv.slice(2);
 const arg = (n, d) => (args.includes(n) ? args[args.indexOf(n) + 1] : d);
 const N = Number(arg('--records', 100_000));
 const BATCH = Number(arg('--batch', 1000));
-
-function duBytes(path) {
-  const st = statSync(path);
-  if (!st.isDirectory()) return st.size;
-  return readdirSync(path).reduce((n, f) => n + duBytes(join(path, f)), 0);
-}
-
-function shuffled(n, seed = 7) {
-  const a = Array.from({ length: n }, (_, i) => i);
-  let x = seed;
-  for (let i = n - 1; i > 0; i--) {
-    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
-    const j = x % (i + 1);
-    [a[i], a[j]] = [a[j], a[i]];
-  }
-  return a;
-}
 
 const now = () => performance.now();
 const records = synsets(N);
