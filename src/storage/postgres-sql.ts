@@ -53,6 +53,8 @@ export interface Statements {
   readonly listPages: string;
   /** $1 store, $2 id → bytes, crc. */
   readonly readPage: string;
+  /** $1 store, $2 ids (bigint[]) → id, bytes, crc. */
+  readonly readPages: string;
   /**
    * The compare-and-swap: $1 store, $2 expected version, $3 replace the manifest?, $4 manifest,
    * $5 crc, $6 channel → the new version (no row when the version was not $2), notified to $6.
@@ -94,6 +96,7 @@ export function statements(schema: string): Statements {
     selectManifest: `SELECT version, manifest, crc FROM ${manifest} WHERE store = $1`,
     listPages: `SELECT id, length(bytes) AS length FROM ${pages} WHERE store = $1 ORDER BY id`,
     readPage: `SELECT bytes, crc FROM ${pages} WHERE store = $1 AND id = $2`,
+    readPages: `SELECT id, bytes, crc FROM ${pages} WHERE store = $1 AND id = ANY($2::bigint[])`,
     swapManifest: `WITH swapped AS (
   UPDATE ${manifest}
      SET version = version + 1,

@@ -347,17 +347,40 @@ class PgPageStore extends BasePageStore implements PostgresPageStore {
     } catch (e) {
       throw sqlError(`postgres: read page ${id}`, e);
     }
-    if (rows.length === 0) {
+    return this.#checked(id, rows[0]);
+  }
+
+  /** Pages in one query (opening reads commit pages in runs: one round trip per run, not per page). */
+  protected override async _readPages(ids: readonly number[]): Promise<(Uint8Array | undefined)[]> {
+    const asked = [...new Set(ids.filter((id) => this.#view.pages.has(id)))];
+    const found = new Map<number, { bytes: unknown; crc: unknown }>();
+    if (asked.length > 0) {
+      let rows: { id: unknown; bytes: unknown; crc: unknown }[];
+      try {
+        rows = (await this.#pool.query(this.#sql.readPages, [this.name, asked.map(String)])).rows;
+      } catch (e) {
+        throw sqlError(`postgres: read pages ${asked[0]}…${asked[asked.length - 1]}`, e);
+      }
+      for (const row of rows) found.set(parsePageId(row.id), row);
+    }
+    const out: (Uint8Array | undefined)[] = [];
+    for (const id of ids) out.push(this.#view.pages.has(id) ? await this.#checked(id, found.get(id)) : undefined);
+    return out;
+  }
+
+  /** A page's row as read (or its absence), checked against the view's length and its checksum. */
+  async #checked(id: number, row: { bytes: unknown; crc: unknown } | undefined): Promise<Uint8Array | undefined> {
+    if (row === undefined) {
       // A reader's snapshot may name a page the writer has deleted since; the writer's own view
       // names every page it committed, unless the commit in flight deletes it.
       if (this.readOnly || this.#deleting.has(id) || !this.#view.pages.has(id)) return undefined;
       throw corruption(`postgres: page ${id} is committed but missing from ${this.#sql.pages}`);
     }
-    const bytes = parseBytes(rows[0].bytes, `page ${id}`);
+    const bytes = parseBytes(row.bytes, `page ${id}`);
     const length = this.#view.pages.get(id);
     if (length !== undefined && bytes.length !== length)
       throw corruption(`postgres: page ${id}: ${bytes.length} bytes stored, ${length} committed`);
-    if ((await crc32cAsync(bytes)) !== parseCrc(rows[0].crc, `page ${id}`))
+    if ((await crc32cAsync(bytes)) !== parseCrc(row.crc, `page ${id}`))
       throw corruption(`postgres: page ${id}: checksum mismatch`);
     return new Uint8Array(bytes); // a copy of pg's Buffer, which may share its memory
   }
