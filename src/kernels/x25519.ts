@@ -37,13 +37,16 @@ function randomSecretKey(seed?: Uint8Array): Uint8Array {
  * @example x25519.scalarMult(secretKey, peerPublicKey)
  */
 function scalarMult(scalar: Uint8Array, u: Uint8Array): Uint8Array {
-  bytes('scalar', scalar, N);
-  bytes('u', u, N);
+  return ladder(bytes('scalar', scalar, N), bytes('u', u, N)).out;
+}
+
+/** X25519(scalar, u) on checked inputs, and whether the result is not all zero. */
+function ladder(scalar: Uint8Array, u: Uint8Array): { out: Uint8Array; nonzero: boolean } {
   const k = x25519Kernel();
   k.mem.set(scalar, k.IN);
   k.mem.set(u, k.IN + N);
-  k.x.x25519_scalarmult();
-  return take(k);
+  const nonzero = k.x.x25519_scalarmult() === 1;
+  return { out: take(k), nonzero };
 }
 
 /**
@@ -77,14 +80,8 @@ function getPublicKey(secretKey: Uint8Array): Uint8Array {
  * @example const shared = x25519.getSharedSecret(mySecretKey, theirPublicKey);
  */
 function getSharedSecret(secretKey: Uint8Array, publicKey: Uint8Array): Uint8Array {
-  bytes('secretKey', secretKey, N);
-  bytes('publicKey', publicKey, N);
-  const k = x25519Kernel();
-  k.mem.set(secretKey, k.IN);
-  k.mem.set(publicKey, k.IN + N);
-  const nonzero = k.x.x25519_scalarmult();
-  const out = take(k);
-  if (nonzero !== 1) throw new PqdbError('INVALID_KEY', 'X25519 public key is a low-order point');
+  const { out, nonzero } = ladder(bytes('secretKey', secretKey, N), bytes('publicKey', publicKey, N));
+  if (!nonzero) throw new PqdbError('INVALID_KEY', 'X25519 public key is a low-order point');
   return out;
 }
 
