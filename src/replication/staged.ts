@@ -8,7 +8,7 @@
 
 import { PqdbError } from '../errors';
 import type { CommitBatch, PageStore, PageStoreStats, RecoveryReport } from '../storage/page-store';
-import { CLEAN_RECOVERY, readPagesOf } from '../storage/page-store';
+import { CLEAN_RECOVERY, checkPageId, checkRange, rangeOf, readPagesOf, readRangeOf } from '../storage/page-store';
 import type { CommitMessage } from './messages';
 
 export class StagedPages implements PageStore {
@@ -81,6 +81,20 @@ export class StagedPages implements PageStore {
     const read = await readPagesOf(this.#base, below);
     const from = new Map(below.map((id, i) => [id, read[i]]));
     return ids.map((id) => this.#added.get(id)?.slice() ?? from.get(id));
+  }
+
+  /**
+   * A range of a staged page (copied from it), undefined for a page the staged commits delete, or
+   * the base page store's range (readRangeOf: ranged where the base can, else its page sliced).
+   * @throws as PageStore.readRange (CORRUPTION past the end of a staged page too)
+   */
+  async readRange(id: number, offset: number, length: number): Promise<Uint8Array | undefined> {
+    checkPageId('id', id);
+    checkRange(offset, length);
+    const a = this.#added.get(id);
+    if (a !== undefined) return rangeOf(`staged ${this.kind}`, id, a, offset, length);
+    if (this.#dropped.has(id)) return undefined;
+    return readRangeOf(this.#base, id, offset, length);
   }
 
   async readManifest(): Promise<Uint8Array | undefined> {

@@ -21,10 +21,12 @@ import { openDB, deleteDB, type IDBPDatabase } from 'idb';
 import { PqdbError } from '../errors';
 import {
   BasePageStore,
+  checkRangeInPage,
   corruption,
   crc32c,
   crc32cAsync,
   mediumError,
+  rangeOf,
   type CheckedBatch,
   type PageStore,
   type PageStoreStats,
@@ -232,6 +234,22 @@ class IndexedDbPageStore extends BasePageStore {
       throw corruption(`indexeddb "${this.#name}": page ${id}: checksum mismatch`);
     }
     return value; // a fresh structured clone: the caller owns it
+  }
+
+  /**
+   * IndexedDB cannot read part of a value: a get structured-clones the whole stored Uint8Array. So
+   * a range is the whole page, read and checked (length, CRC-32C) as readPage does, then copied.
+   * Implemented rather than left to readRangeOf's fallback so the contract is the same method on
+   * every adapter, and a range past the page's end is refused from the in-memory index before
+   * anything is read. Reading part of a page for real would need pages stored as Blobs (a new
+   * database layout, version 2).
+   */
+  protected override async _readRange(id: number, offset: number, length: number): Promise<Uint8Array | undefined> {
+    const entry = this.#index.get(id);
+    if (entry === undefined) return undefined;
+    checkRangeInPage(this.kind, id, offset, length, entry.length);
+    const page = await this._readPage(id);
+    return page === undefined ? undefined : rangeOf(this.kind, id, page, offset, length);
   }
 
   protected async _readManifest(): Promise<Uint8Array | undefined> {

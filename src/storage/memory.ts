@@ -3,7 +3,8 @@
 // carries the writer lock, so a second opener of the same medium gets LOCKED.
 //
 // Every page is kept with its CRC-32C and checked on read, exactly like the persistent adapters,
-// so the fault-injection hook `flipByte` exercises the same CORRUPTION path. Nothing here is
+// so the fault-injection hook `flipByte` exercises the same CORRUPTION path; a ranged read
+// (`readRange`) is a copy of part of a page and, like node-fs's, checks no checksum. Nothing here is
 // durable: the medium dies with the process.
 
 import { PqdbError } from '../errors';
@@ -14,6 +15,7 @@ import {
   corruption,
   crc32c,
   crc32cAsync,
+  rangeOf,
   type CheckedBatch,
   type PageStore,
   type PageStoreStats,
@@ -89,6 +91,17 @@ class MemoryPageStore extends BasePageStore {
     if (p === undefined) return undefined;
     if ((await crc32cAsync(p.bytes)) !== p.crc) throw corruption(`memory page ${id}: checksum mismatch`);
     return copyBytes(p.bytes);
+  }
+
+  /**
+   * A copy of the range as held, without a checksum (see PageStore.readRange: the CRC-32C covers
+   * the whole page; the sealed record's AEAD tag covers the range). `flipByte` inside the range
+   * therefore comes back as data here, and as AUTH_FAILED from the engine.
+   */
+  protected override async _readRange(id: number, offset: number, length: number): Promise<Uint8Array | undefined> {
+    const p = this.#m.pages.get(id);
+    if (p === undefined) return undefined;
+    return rangeOf(this.kind, id, p.bytes, offset, length);
   }
 
   protected async _readManifest(): Promise<Uint8Array | undefined> {

@@ -22,7 +22,8 @@
 // commit counter, checked before a commit writes any byte and again before its MANIFEST is
 // replaced: the writer that was overtaken gets CONFLICT and writes nothing, so no acknowledged
 // commit is overwritten. (A window of a few system calls between the check and the write remains.)
-// Caveats: the CRC-32C framing detects accidents, not tampering (the sealed records carry a MAC).
+// Caveats: the CRC-32C framing detects accidents, not tampering (the sealed records carry a MAC);
+// a ranged read (`readRange`, one positioned read of part of a page) checks no checksum at all.
 // After a failed write or sync the store refuses further commits (IO_ERROR) until reopened: the
 // kernel may have dropped dirty pages, so retrying an fsync proves nothing.
 
@@ -34,6 +35,7 @@ import { PqdbError } from '../errors';
 import { LOCK, takeWriterLock, releaseWriterLock, type WriterLock } from './node-fs-lock';
 import {
   BasePageStore,
+  checkRangeInPage,
   corruption,
   crc32c,
   crc32cAsync,
@@ -304,6 +306,28 @@ class NodeFsPageStore extends BasePageStore {
       throw mediumError(`node-fs: read page ${id}`, e);
     }
     return this.#checked(id, loc, buf);
+  }
+
+  /**
+   * One positioned read of the range, at the page's body in its segment (from the in-memory index)
+   * plus `offset`. Neither the record header nor the page's CRC-32C is checked: the checksum covers
+   * the whole body, and checking it would mean reading the ~200 KB page this read exists to avoid.
+   * The bytes are authenticated one layer up, by the sealed record's AEAD tag (PageStore.readRange);
+   * a range past the page's end is CORRUPTION before any read.
+   */
+  protected override async _readRange(id: number, offset: number, length: number): Promise<Uint8Array | undefined> {
+    const loc = this.#index.get(id);
+    if (loc === undefined) return undefined;
+    checkRangeInPage(this.kind, id, offset, length, loc.length);
+    const buf = new Uint8Array(length);
+    if (length === 0) return buf;
+    try {
+      const at = loc.offset + RECORD_HEADER_BYTES + offset;
+      await readExactly(this.#segments.get(loc.seq)!.fh, buf, length, at, segmentName(loc.seq));
+    } catch (e) {
+      throw mediumError(`node-fs: read page ${id} [${offset}, ${offset + length})`, e);
+    }
+    return buf;
   }
 
   /** A page's record as read (header ‖ body): its header and checksum checked, the body in its own buffer. */

@@ -100,6 +100,25 @@ export interface PageStore {
    * (node-fs: one read per run of neighbouring records). Optional: see readPagesOf.
    */
   readPages?(ids: readonly number[]): Promise<(Uint8Array | undefined)[]>;
+  /**
+   * Bytes `[offset, offset + length)` of page `id` (a fresh copy), or undefined when the page is
+   * absent: one sealed record out of a commit page without reading (or caching) the whole page.
+   * node-fs and postgres read only the range; memory copies it; IndexedDB, which cannot read part
+   * of a value, reads the page (checked) and copies the range. Optional: see readRangeOf.
+   *
+   * No checksum is checked on a partial read (the page's CRC-32C covers the whole page, so
+   * checking it needs every byte): the bytes are returned as the medium holds them. That is sound
+   * because the engine reads a range only at a location taken from its authenticated directory and
+   * opens it as a sealed record, whose AEAD tag authenticates exactly those bytes — an accident or
+   * an attack in the range is AUTH_FAILED one layer up, never wrong data.
+   *
+   * @throws TypeError/RangeError for a bad id, or an offset or length that is not an integer in
+   * [0, MAX_PAGE_BYTES]; PqdbError CORRUPTION when the range runs past the end of the page (the
+   * engine's locations come from its authenticated directory, so a page shorter than the
+   * location says means the medium changed under it), NOT_OPEN after close, IO_ERROR
+   * @example const sealed = await store.readRange(pageId, loc.offset, loc.length);
+   */
+  readRange?(id: number, offset: number, length: number): Promise<Uint8Array | undefined>;
   /** The manifest (a fresh copy), or undefined before the first commit that set one. */
   readManifest(): Promise<Uint8Array | undefined>;
   /** Ids of the live pages, ascending. */
@@ -131,6 +150,49 @@ export async function readPagesOf(store: PageStore, ids: readonly number[]): Pro
   const out: (Uint8Array | undefined)[] = [];
   for (const id of ids) out.push(await store.readPage(id));
   return out;
+}
+
+/**
+ * `store.readRange(id, offset, length)`, or, where the page store has no `readRange`, `readPage`
+ * and a copy of the range (the same contract: undefined for an absent page, CORRUPTION past its
+ * end, a fresh copy).
+ * @throws as PageStore.readRange
+ * @example const sealed = await readRangeOf(store, loc.pageId, loc.offset, loc.length);
+ */
+export async function readRangeOf(
+  store: PageStore,
+  id: number,
+  offset: number,
+  length: number,
+): Promise<Uint8Array | undefined> {
+  if (store.readRange !== undefined) return store.readRange(id, offset, length);
+  checkRange(offset, length);
+  const page = await store.readPage(id);
+  return page === undefined ? undefined : rangeOf(store.kind, id, page, offset, length);
+}
+
+/** Throws unless `offset` and `length` are integers in [0, MAX_PAGE_BYTES] (no page is larger). */
+export function checkRange(offset: unknown, length: unknown): void {
+  integer('offset', offset, 0, MAX_PAGE_BYTES);
+  integer('length', length, 0, MAX_PAGE_BYTES);
+}
+
+/**
+ * Throws CORRUPTION unless `[offset, offset + length)` lies inside a page of `pageLength` bytes.
+ * @throws PqdbError CORRUPTION
+ */
+export function checkRangeInPage(kind: string, id: number, offset: number, length: number, pageLength: number): void {
+  if (offset + length > pageLength) {
+    throw corruption(
+      `${kind}: page ${id} holds ${pageLength} bytes, a read of [${offset}, ${offset + length}) runs past its end`,
+    );
+  }
+}
+
+/** A copy of `[offset, offset + length)` of `page` (page `id` of a `kind` store). @throws PqdbError CORRUPTION past its end */
+export function rangeOf(kind: string, id: number, page: Uint8Array, offset: number, length: number): Uint8Array {
+  checkRangeInPage(kind, id, offset, length, page.length);
+  return copyBytes(page, offset, offset + length);
 }
 
 export const CLEAN_RECOVERY: RecoveryReport = Object.freeze({
@@ -271,6 +333,22 @@ export abstract class BasePageStore implements PageStore {
     const out: (Uint8Array | undefined)[] = [];
     for (const id of ids) out.push(await this._readPage(id));
     return out;
+  }
+
+  async readRange(id: number, offset: number, length: number): Promise<Uint8Array | undefined> {
+    this.#checkOpen();
+    checkPageId('id', id);
+    checkRange(offset, length);
+    return this.#track(this._readRange(id, offset, length));
+  }
+
+  /**
+   * Reads the page and copies the range; an adapter that can read part of a page overrides it
+   * (and checks the range against the page's length itself: `checkRangeInPage`).
+   */
+  protected async _readRange(id: number, offset: number, length: number): Promise<Uint8Array | undefined> {
+    const page = await this._readPage(id);
+    return page === undefined ? undefined : rangeOf(this.kind, id, page, offset, length);
   }
 
   async readManifest(): Promise<Uint8Array | undefined> {

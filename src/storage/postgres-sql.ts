@@ -56,6 +56,12 @@ export interface Statements {
   /** $1 store, $2 ids (bigint[]) → id, bytes, crc. */
   readonly readPages: string;
   /**
+   * $1 store, $2 id, $3 offset (0-based), $4 length → bytes (that range), length (of the whole
+   * page). With the column's EXTERNAL storage both read only what they need: `substring` fetches
+   * the TOAST chunks holding the range, `length` reads the size in the TOAST pointer.
+   */
+  readonly readRange: string;
+  /**
    * The compare-and-swap: $1 store, $2 expected version, $3 replace the manifest?, $4 manifest,
    * $5 crc, $6 channel → the new version (no row when the version was not $2), notified to $6.
    */
@@ -97,6 +103,7 @@ export function statements(schema: string): Statements {
     listPages: `SELECT id, length(bytes) AS length FROM ${pages} WHERE store = $1 ORDER BY id`,
     readPage: `SELECT bytes, crc FROM ${pages} WHERE store = $1 AND id = $2`,
     readPages: `SELECT id, bytes, crc FROM ${pages} WHERE store = $1 AND id = ANY($2::bigint[])`,
+    readRange: `SELECT substring(bytes from $3::integer + 1 for $4::integer) AS bytes, length(bytes) AS length FROM ${pages} WHERE store = $1 AND id = $2`,
     swapManifest: `WITH swapped AS (
   UPDATE ${manifest}
      SET version = version + 1,

@@ -19,7 +19,8 @@
 //
 // Security caveats: the server sees only sealed bytes and may do anything with them (DESIGN.md
 // §11). Every page carries a CRC-32C column against accidents, not attackers; the engine's MACs
-// detect tampering. Values from the server are checked for shape and give CORRUPTION otherwise.
+// detect tampering; a ranged read (`readRange`, a `substring` of the page) cannot check that column.
+// Values from the server are checked for shape and give CORRUPTION otherwise.
 
 /// <reference types="node" />
 // (tsconfig.json sets "types": []; this Node-only file opts in to the Node typings.)
@@ -28,6 +29,7 @@ import { PqdbError } from '../errors';
 import { integer } from '../_args';
 import {
   BasePageStore,
+  checkRangeInPage,
   corruption,
   crc32c,
   crc32cAsync,
@@ -366,6 +368,38 @@ class PgPageStore extends BasePageStore implements PostgresPageStore {
     const out: (Uint8Array | undefined)[] = [];
     for (const id of ids) out.push(this.#view.pages.has(id) ? await this.#checked(id, found.get(id)) : undefined);
     return out;
+  }
+
+  /**
+   * The range in one query (`substring`, statements.readRange): the server sends only those bytes.
+   * The `crc` column cannot be checked — it is the CRC-32C of the whole page, and checking it would
+   * mean fetching the page this read exists to avoid; the sealed record's AEAD tag authenticates
+   * the range one layer up (PageStore.readRange). What is checked: the range lies inside the length
+   * this opener's view committed (CORRUPTION before any query otherwise), the row's stored length
+   * is still that length, and the server returned exactly `length` bytes.
+   */
+  protected override async _readRange(id: number, offset: number, length: number): Promise<Uint8Array | undefined> {
+    const committed = this.#view.pages.get(id);
+    if (committed === undefined) return undefined; // not committed as far as this opener knows
+    checkRangeInPage(this.kind, id, offset, length, committed);
+    let rows: { bytes: unknown; length: unknown }[];
+    try {
+      rows = (await this.#pool.query(this.#sql.readRange, [this.name, String(id), offset, length])).rows;
+    } catch (e) {
+      throw sqlError(`postgres: read page ${id} [${offset}, ${offset + length})`, e);
+    }
+    const row = rows[0];
+    if (row === undefined) {
+      // As #checked: a reader's snapshot may name a page deleted since, the writer's may not.
+      if (this.readOnly || this.#deleting.has(id) || !this.#view.pages.has(id)) return undefined;
+      throw corruption(`postgres: page ${id} is committed but missing from ${this.#sql.pages}`);
+    }
+    const stored = parseLength(row.length, `page ${id}`);
+    if (stored !== committed) throw corruption(`postgres: page ${id}: ${stored} bytes stored, ${committed} committed`);
+    const bytes = parseBytes(row.bytes, `page ${id} [${offset}, ${offset + length})`);
+    if (bytes.length !== length)
+      throw corruption(`postgres: page ${id}: ${bytes.length} bytes returned for a range of ${length}`);
+    return new Uint8Array(bytes); // a copy of pg's Buffer, which may share its memory
   }
 
   /** A page's row as read (or its absence), checked against the view's length and its checksum. */
