@@ -3,7 +3,7 @@
 // by Playwright (real IndexedDB). No test-framework imports: each check is an async function that
 // throws on failure, so a runner can register it as a test or collect a Summary.
 
-import type { PageStore } from '../../src/storage/page-store';
+import { MAX_PAGE_BYTES, readRangeOf, type PageStore } from '../../src/storage/page-store';
 import { Rng, equalBytes, type Summary } from './_util';
 import { CheckFailed, runStoreCases } from './_store';
 
@@ -299,6 +299,7 @@ export function pageStoreCases(factory: PageStoreFixtureFactory): PageStoreCase[
     await rejects(s.commit({ manifest: text('y') }), 'NOT_OPEN', 'commit');
     await rejects(s.deletePages([1]), 'NOT_OPEN', 'deletePages');
     await rejects(s.stats(), 'NOT_OPEN', 'stats');
+    await rejects(s.readRange!(1, 0, 1), 'NOT_OPEN', 'readRange');
     s = await f.open();
     same(await s.readPage(1), bytesOf(1), 'the pending commit is durable');
     same(await s.readManifest(), text('x'), 'its manifest too');
@@ -457,6 +458,203 @@ export function pageStoreCases(factory: PageStoreFixtureFactory): PageStoreCase[
     await s.deletePages([1]);
     st = await s.stats();
     ok(st.pageCount === 1 && st.pageBytes === 500, `after delete ${JSON.stringify(st)}`);
+  });
+
+  // readRange: one sealed record (~150 bytes) out of a commit page (~200 KB) without reading it all.
+
+  add(
+    'readRange gives the bytes of readPage at the start, middle and end, zero-length and whole-page ranges, after a reopen too',
+    async (f) => {
+      let s = await f.open();
+      ok(typeof s.readRange === 'function', `${s.kind} has readRange`);
+      const rng = new Rng(150);
+      const pages = new Map<number, Uint8Array>([
+        [1, rng.bytes(1000)],
+        [2, rng.bytes(200_000)], // a commit page's size: stored out of line (TOAST) on postgres
+        [3, new Uint8Array(0)],
+      ]);
+      await s.commit({ pages: [...pages].map(([id, bytes]) => ({ id, bytes })), manifest: text('m') });
+      const n = 200_000;
+      const ranges: [number, number, number][] = [
+        [2, 0, 150],
+        [2, 100_000, 150],
+        [2, n - 150, 150],
+        [2, n - 1, 1],
+        [2, 0, n],
+        [2, 0, 0],
+        [2, 77, 0],
+        [2, n, 0],
+        [1, 0, 1000],
+        [1, 999, 1],
+        [1, 500, 150],
+        [3, 0, 0],
+      ];
+      for (let i = 0; i < 40; i++) {
+        const length = 1 + rng.int(400);
+        ranges.push([2, rng.int(n - length + 1), length]);
+      }
+      for (let round = 0; round < 2; round++) {
+        for (const [id, offset, length] of ranges) {
+          const want = pages.get(id)!.subarray(offset, offset + length);
+          same(await s.readRange!(id, offset, length), want, `round ${round}: page ${id} [${offset}, +${length})`);
+        }
+        same(await s.readPage(2), pages.get(2), `round ${round}: readPage after ranged reads`);
+        await s.close();
+        s = await f.open();
+      }
+    },
+  );
+
+  add('readRange returns an independent copy holding only the range', async (f) => {
+    const s = await f.open();
+    const page = new Rng(151).bytes(5000);
+    await s.commit({ pages: [{ id: 4, bytes: page }] });
+    const a = (await s.readRange!(4, 1000, 150))!;
+    const b = (await s.readRange!(4, 1000, 150))!;
+    ok(a !== b && a.buffer !== b.buffer, 'two reads give two buffers');
+    ok(
+      a.byteLength === 150 && a.buffer.byteLength === 150,
+      `the result holds the range only (buffer of ${a.buffer.byteLength} bytes)`,
+    );
+    a.fill(0xee);
+    same(b, page.subarray(1000, 1150), 'the other result after the caller wrote to one');
+    same(await s.readRange!(4, 1000, 150), page.subarray(1000, 1150), 'the range as stored');
+    same(await s.readPage(4), page, 'the page as stored');
+    const empty = await s.readRange!(4, 10, 0);
+    ok(empty instanceof Uint8Array && empty.length === 0, 'a zero-length range is an empty Uint8Array');
+  });
+
+  add(
+    'readRange of a page in an older segment (many commits, deletes between), before and after a reopen',
+    async (f) => {
+      let s = await f.open();
+      const rng = new Rng(152);
+      const pages = new Map<number, Uint8Array>();
+      for (let c = 0; c < 8; c++) {
+        // 6 KB pages: every commit rolls the 4 KiB-segment fixture over to a new segment.
+        const batch = [0, 1].map((i) => ({ id: 10 * c + i, bytes: rng.bytes(6000 + c) }));
+        await s.commit({ pages: batch, deletes: c > 2 ? [10 * (c - 2) + 1] : [], manifest: bytesOf(c) });
+        for (const p of batch) pages.set(p.id, p.bytes);
+        if (c > 2) pages.delete(10 * (c - 2) + 1);
+      }
+      for (let round = 0; round < 2; round++) {
+        for (const [id, bytes] of pages) {
+          for (const [offset, length] of [
+            [0, 150],
+            [2900, 150],
+            [bytes.length - 150, 150],
+          ]) {
+            same(
+              await s.readRange!(id, offset, length),
+              bytes.subarray(offset, offset + length),
+              `page ${id} [${offset}, +${length})`,
+            );
+          }
+        }
+        ok((await s.readRange!(11, 0, 150)) === undefined, 'a deleted page of the first commits');
+        await s.close();
+        s = await f.open();
+      }
+    },
+  );
+
+  add('readRange of an absent or deleted page is undefined; a rewritten id gives the new page', async (f) => {
+    let s = await f.open();
+    await s.commit({
+      pages: [
+        { id: 5, bytes: text('the old page five') },
+        { id: 6, bytes: text('six') },
+      ],
+    });
+    for (const id of [0, 4, 7, 0xffffffff]) {
+      ok((await s.readRange!(id, 0, 1)) === undefined, `readRange(${id}, 0, 1) of a page never written`);
+      ok((await s.readRange!(id, 0, 0)) === undefined, `readRange(${id}, 0, 0) of a page never written`);
+      ok((await s.readRange!(id, 1000, 50)) === undefined, `readRange(${id}, 1000, 50): absent wins over any range`);
+    }
+    await s.deletePages([5]);
+    ok((await s.readRange!(5, 4, 3)) === undefined, 'deleted page');
+    same(await s.readRange!(6, 1, 2), text('ix'), 'the page beside it');
+    await s.close();
+    s = await f.open();
+    ok((await s.readRange!(5, 4, 3)) === undefined, 'deleted page, after a reopen');
+    await s.commit({ pages: [{ id: 5, bytes: text('a new page five') }] });
+    same(await s.readRange!(5, 2, 3), text('new'), 'the id written again');
+  });
+
+  add('readRange past the end of a page is CORRUPTION, never a short read; the store works on', async (f) => {
+    let s = await f.open();
+    const page = new Rng(153).bytes(1000);
+    await s.commit({
+      pages: [
+        { id: 1, bytes: page },
+        { id: 2, bytes: new Uint8Array(0) },
+      ],
+    });
+    for (let round = 0; round < 2; round++) {
+      for (const [id, offset, length] of [
+        [1, 0, 1001],
+        [1, 1000, 1],
+        [1, 999, 2],
+        [1, 1001, 0],
+        [1, 850, 1000],
+        [1, MAX_PAGE_BYTES, 0],
+        [1, 0, MAX_PAGE_BYTES],
+        [2, 0, 1],
+        [2, 1, 0],
+      ]) {
+        await rejects(
+          s.readRange!(id, offset, length),
+          'CORRUPTION',
+          `round ${round}: page ${id} [${offset}, +${length})`,
+        );
+      }
+      same(await s.readRange!(1, 850, 150), page.subarray(850), `round ${round}: the last 150 bytes`);
+      same(await s.readPage(1), page, `round ${round}: the page`);
+      await s.close();
+      s = await f.open();
+    }
+  });
+
+  add('readRange argument checks: TypeError/RangeError before any read, for present and absent pages', async (f) => {
+    const s = await f.open();
+    await s.commit({ pages: [{ id: 1, bytes: bytesOf(1, 2, 3) }] });
+    const bad = s as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
+    for (const id of [1, 99]) {
+      await rejects(bad.readRange(id, -1, 1), 'RangeError', `page ${id}: negative offset`);
+      await rejects(bad.readRange(id, 0, -1), 'RangeError', `page ${id}: negative length`);
+      await rejects(bad.readRange(id, MAX_PAGE_BYTES + 1, 0), 'RangeError', `page ${id}: offset past the largest page`);
+      await rejects(bad.readRange(id, 0, 2 ** 32), 'RangeError', `page ${id}: length past the largest page`);
+      await rejects(bad.readRange(id, 1.5, 1), 'TypeError', `page ${id}: fractional offset`);
+      await rejects(bad.readRange(id, 0, 0.5), 'TypeError', `page ${id}: fractional length`);
+      await rejects(bad.readRange(id, NaN, 1), 'TypeError', `page ${id}: NaN offset`);
+      await rejects(bad.readRange(id, 0, Infinity), 'TypeError', `page ${id}: infinite length`);
+      await rejects(bad.readRange(id, '0', 1), 'TypeError', `page ${id}: offset as string`);
+      await rejects(bad.readRange(id, 0), 'TypeError', `page ${id}: length missing`);
+    }
+    await rejects(bad.readRange('1', 0, 1), 'TypeError', 'string id');
+    await rejects(bad.readRange(-1, 0, 1), 'RangeError', 'negative id');
+    await rejects(bad.readRange(2 ** 32, 0, 1), 'RangeError', 'id past u32');
+    same(await s.readPage(1), bytesOf(1, 2, 3), 'the page is untouched');
+  });
+
+  add('readRangeOf gives the same answers with readRange and through readPage where a store has none', async (f) => {
+    const s = await f.open();
+    const page = new Rng(154).bytes(3000);
+    await s.commit({ pages: [{ id: 1, bytes: page }] });
+    const plain = {
+      kind: s.kind,
+      readPage: (id: number) => s.readPage(id),
+    } as unknown as PageStore; // a store without readRange: readRangeOf falls back to readPage
+    for (const store of [s, plain]) {
+      const how = store === s ? 'readRange' : 'readPage fallback';
+      const r = (await readRangeOf(store, 1, 2900, 100))!;
+      same(r, page.subarray(2900), `${how}: the last 100 bytes`);
+      ok(r.buffer.byteLength === 100, `${how}: a copy of the range only`);
+      ok((await readRangeOf(store, 2, 0, 10)) === undefined, `${how}: absent page`);
+      await rejects(readRangeOf(store, 1, 2901, 100), 'CORRUPTION', `${how}: past the end`);
+      await rejects(readRangeOf(store, 1, -1, 100), 'RangeError', `${how}: negative offset`);
+      await rejects(readRangeOf(store, 1, 0, 1.5), 'TypeError', `${how}: fractional length`);
+    }
   });
 
   return cases;
