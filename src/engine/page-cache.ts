@@ -1,8 +1,9 @@
 // A bounded LRU of commit pages read from the PageStore. Pages are immutable once written (a page id
 // is never reused), so a cached page is never stale; they hold only ciphertext and sealed indexes.
+// `getRange` serves one record: out of a cached page, or by a ranged read that caches nothing.
 
 import { PqdbError } from '../errors';
-import type { PageStore } from '../storage/page-store';
+import { checkRange, checkRangeInPage, readRangeOf, type PageStore } from '../storage/page-store';
 
 /** Default bound of the cache, in page bytes. */
 export const PAGE_CACHE_BYTES = 64 * 1024 * 1024;
@@ -35,6 +36,29 @@ export class PageCache {
     return page;
   }
 
+  /**
+   * Bytes `[offset, offset + length)` of a commit page — one sealed record: a view into the cached
+   * page when it is cached (pages are immutable; the caller must not write to it), else a ranged
+   * read from the page store (readRangeOf), which leaves the page uncached: a random read of one
+   * record costs the record's bytes, not the page's. No storage checksum covers a range; the
+   * sealed record's AEAD tag does (PageStore.readRange).
+   * @throws PqdbError CORRUPTION when the page store has no such page or the range runs past the
+   * page's end; RangeError/TypeError for an offset or length that is not an integer in range
+   * @example const sealed = await cache.getRange(loc.pageId, loc.offset, loc.length);
+   */
+  async getRange(pageId: number, offset: number, length: number): Promise<Uint8Array> {
+    checkRange(offset, length);
+    const hit = this.#cache.get(pageId);
+    if (hit !== undefined) {
+      this.#cache.delete(pageId); // refresh its place in the LRU order
+      this.#cache.set(pageId, hit);
+      return rangeView(pageId, hit, offset, length);
+    }
+    const range = await readRangeOf(this.#pages, pageId, offset, length);
+    if (range === undefined) throw new PqdbError('CORRUPTION', `commit page ${pageId} is missing`);
+    return range;
+  }
+
   /** Adds a page, evicting the least recently used beyond the bound (the newest always stays). */
   put(pageId: number, page: Uint8Array): void {
     if (this.#cache.has(pageId)) return;
@@ -50,4 +74,10 @@ export class PageCache {
     this.#cache.delete(pageId);
     this.#bytes -= p.length;
   }
+}
+
+/** `page.subarray(offset, offset + length)`. @throws PqdbError CORRUPTION past the page's end */
+function rangeView(pageId: number, page: Uint8Array, offset: number, length: number): Uint8Array {
+  checkRangeInPage('page cache', pageId, offset, length, page.length);
+  return page.subarray(offset, offset + length);
 }

@@ -1,0 +1,119 @@
+// Ranged reads above the page stores: PageCache.getRange (a record out of a cached page, or a ranged
+// read that caches nothing) and the replica's staged view of a shipped commit (StagedPages.readRange
+// answers from staged pages, refuses dropped ones and passes the rest to the base page store). The
+// page stores' own readRange is in the conformance suite (cases/page-store.ts).
+import { describe, it, expect } from 'vitest';
+import { PageCache } from '../src/engine/page-cache';
+import { StagedPages } from '../src/replication/staged';
+import { MSG_COMMIT } from '../src/replication/messages';
+import { MemoryMedium, openMemoryPageStore } from '../src/storage/memory';
+import type { PageStore } from '../src/storage/page-store';
+import { Rng } from './cases/_util';
+
+/** A real memory page store whose reads are counted (a delegating wrapper; nothing else changes). */
+async function countedStore(): Promise<{ store: PageStore; reads: { page: number; range: number } }> {
+  const inner = await openMemoryPageStore({ medium: new MemoryMedium() });
+  const reads = { page: 0, range: 0 };
+  const store: PageStore = {
+    kind: inner.kind,
+    recovery: inner.recovery,
+    get isOpen() {
+      return inner.isOpen;
+    },
+    readPage: (id) => (reads.page++, inner.readPage(id)),
+    readRange: (id, offset, length) => (reads.range++, inner.readRange!(id, offset, length)),
+    readManifest: () => inner.readManifest(),
+    listPages: () => inner.listPages(),
+    commit: (batch) => inner.commit(batch),
+    deletePages: (ids) => inner.deletePages(ids),
+    stats: () => inner.stats(),
+    close: () => inner.close(),
+  };
+  return { store, reads };
+}
+
+describe('PageCache.getRange', () => {
+  it('a page not cached is read by range and stays uncached; a cached page serves ranges without a read', async () => {
+    const { store, reads } = await countedStore();
+    const page = new Rng(1).bytes(20_000);
+    await store.commit({ pages: [{ id: 7, bytes: page }] });
+    const cache = new PageCache(store);
+    expect(await cache.getRange(7, 1000, 150)).toEqual(page.subarray(1000, 1150));
+    expect(await cache.getRange(7, 19_850, 150)).toEqual(page.subarray(19_850));
+    expect(reads).toEqual({ page: 0, range: 2 }); // the second range read again: nothing was cached
+    expect(await cache.get(7)).toEqual(page);
+    expect(reads).toEqual({ page: 1, range: 2 });
+    const view = await cache.getRange(7, 5000, 150);
+    expect(view).toEqual(page.subarray(5000, 5150));
+    expect(view.length).toBe(150);
+    expect(await cache.getRange(7, 0, 0)).toEqual(new Uint8Array(0));
+    expect(reads).toEqual({ page: 1, range: 2 }); // served from the cached page
+    await store.close();
+  });
+
+  it('a page store without readRange is read through readPage, and the page is not cached either', async () => {
+    const { store, reads } = await countedStore();
+    const page = new Rng(2).bytes(4000);
+    await store.commit({ pages: [{ id: 3, bytes: page }] });
+    (store as { readRange?: unknown }).readRange = undefined;
+    const cache = new PageCache(store);
+    expect(await cache.getRange(3, 10, 20)).toEqual(page.subarray(10, 30));
+    expect(await cache.getRange(3, 10, 20)).toEqual(page.subarray(10, 30));
+    expect(reads).toEqual({ page: 2, range: 0 });
+    await store.close();
+  });
+
+  it('a missing page or a range past the end is CORRUPTION, cached or not; bad arguments are RangeError/TypeError', async () => {
+    const { store } = await countedStore();
+    await store.commit({ pages: [{ id: 1, bytes: new Uint8Array(100) }] });
+    const cache = new PageCache(store);
+    await expect(cache.getRange(2, 0, 10)).rejects.toMatchObject({ name: 'PqdbError', code: 'CORRUPTION' });
+    await expect(cache.getRange(1, 50, 51)).rejects.toMatchObject({ name: 'PqdbError', code: 'CORRUPTION' });
+    await cache.get(1);
+    await expect(cache.getRange(1, 50, 51)).rejects.toMatchObject({ name: 'PqdbError', code: 'CORRUPTION' });
+    await expect(cache.getRange(1, 101, 0)).rejects.toMatchObject({ name: 'PqdbError', code: 'CORRUPTION' });
+    await expect(cache.getRange(1, -1, 10)).rejects.toBeInstanceOf(RangeError);
+    await expect(cache.getRange(1, 0, 1.5)).rejects.toBeInstanceOf(TypeError);
+    expect(await cache.getRange(1, 50, 50)).toHaveLength(50);
+    await store.close();
+  });
+});
+
+describe('StagedPages.readRange (a replica verifying a shipped commit)', () => {
+  it('ranges of staged pages, none of dropped ones, the base page store for the rest', async () => {
+    const base = await openMemoryPageStore();
+    const rng = new Rng(3);
+    const kept = rng.bytes(3000);
+    const dropped = rng.bytes(3000);
+    const shipped = rng.bytes(3000);
+    await base.commit({
+      pages: [
+        { id: 1, bytes: kept },
+        { id: 2, bytes: dropped },
+      ],
+      manifest: new Uint8Array(1),
+    });
+    const staged = new StagedPages(base);
+    await staged.stage({
+      type: MSG_COMMIT,
+      commit: 2,
+      time: 0,
+      snapshot: false,
+      pages: [{ id: 3, bytes: shipped }],
+      deletes: [2],
+      manifest: new Uint8Array(2),
+    });
+    expect(await staged.readRange(1, 2900, 100)).toEqual(kept.subarray(2900));
+    expect(await staged.readRange(2, 0, 10)).toBeUndefined();
+    expect(await base.readRange!(2, 0, 10)).toEqual(dropped.subarray(0, 10)); // still in the base until applied
+    const r = (await staged.readRange(3, 100, 150))!;
+    expect(r).toEqual(shipped.subarray(100, 250));
+    r.fill(0); // a copy: the staged page is not changed
+    expect(await staged.readRange(3, 100, 150)).toEqual(shipped.subarray(100, 250));
+    expect(await staged.readRange(4, 0, 1)).toBeUndefined();
+    await expect(staged.readRange(3, 2999, 2)).rejects.toMatchObject({ name: 'PqdbError', code: 'CORRUPTION' });
+    await expect(staged.readRange(1, 2999, 2)).rejects.toMatchObject({ name: 'PqdbError', code: 'CORRUPTION' });
+    await expect(staged.readRange(3, -1, 2)).rejects.toBeInstanceOf(RangeError);
+    await base.close();
+  });
+});
