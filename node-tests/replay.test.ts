@@ -41,7 +41,7 @@ describe('replay', () => {
 
     const again = await open();
     expect(again.store.recovery.actions).toContain(
-      '1 log, index or checkpoint page(s) the manifest does not name are ignored',
+      '1 page(s) the manifest and the key directory do not name (log, index, checkpoint or deleted pages) are ignored',
     );
     expect(again.docs.size).toBe(21);
     expect((await again.docs.search('word9')).map((x) => x.id)).toEqual(['late']);

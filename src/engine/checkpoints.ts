@@ -56,6 +56,8 @@ export class Checkpoints {
   /** The compact range of the log at the last checkpoint of `generation` (for consistency proofs). */
   #frontier?: { generation: number; size: number; frontier: Uint8Array[] };
   #autoError?: unknown;
+  /** Per generation, its log's size when the store's state was last persisted without a signature. */
+  readonly #persistedAt = new Map<number, number>();
 
   constructor(ctx: CheckpointContext, options: CheckpointOptions) {
     this.#pipeline = ctx.pipeline;
@@ -66,7 +68,7 @@ export class Checkpoints {
     this.#signer = options.signer === undefined ? undefined : new Uint8Array(options.signer);
     this.#signerPublic = options.signerPublicKey;
     const auto = options.autoCheckpoint ?? {};
-    if (auto !== false && this.#signer !== undefined) {
+    if (auto !== false) {
       if (typeof auto !== 'object' || auto === null)
         throw new TypeError('"autoCheckpoint" expected { records?, ms? } or false');
       const records = auto.records ?? AUTO_CHECKPOINT_RECORDS;
@@ -140,6 +142,7 @@ export class Checkpoints {
         this.#list.push(result);
         this.#frontier = { generation: g, size, frontier };
         this.#lastAt = Date.now();
+        this.#persistedAt.set(g, size);
       });
       return result;
     });
@@ -176,16 +179,42 @@ export class Checkpoints {
     if (!verifyConsistency(last.size, size, last.root, root, proof)) bad();
   }
 
-  /** `applied` hook: queues an automatic checkpoint when enough records or time passed since the last one. */
+  /**
+   * Persists what a checkpoint persists besides the signed checkpoint itself (the contributors: the
+   * key directory, the lexical indexes, and the log pages with them), without signing: how a store
+   * without signer keys keeps its open short.
+   */
+  persist(): Promise<void> {
+    return this.#pipeline.run(async (draft) => {
+      const g = this.#keys.current();
+      const afterPage = draft.manifest.nextPageId - 1;
+      for (const fn of this.#contributors) await fn(draft, g, afterPage);
+      const sizes = new Map(this.#keys.generations().map((x) => [x, this.#logs.size(x)] as const));
+      draft.afterCommit(() => {
+        for (const [x, size] of sizes) this.#persistedAt.set(x, size);
+        this.#lastAt = Date.now();
+      });
+    });
+  }
+
+  /** The log sizes an open found persisted (so the next automatic persist counts from them). */
+  notePersisted(sizes: Record<string, number>): void {
+    for (const [g, size] of Object.entries(sizes)) this.#persistedAt.set(Number(g), size);
+  }
+
+  /**
+   * `applied` hook: queues an automatic checkpoint (without signer keys: a persist) when enough
+   * records or time passed since the last one.
+   */
   maybeCheckpoint(): void {
-    if (this.#auto === undefined || this.#signerPublic === undefined) return;
+    if (this.#auto === undefined) return;
     const g = this.#keys.current();
     const size = this.#logs.size(g);
-    const last = this.last(g)?.size ?? 0;
+    const last = Math.max(this.last(g)?.size ?? 0, this.#persistedAt.get(g) ?? 0);
     const due = size - last >= this.#auto.records || (size > last && Date.now() - this.#lastAt >= this.#auto.ms);
     if (!due) return;
     this.#lastAt = Date.now(); // one queued checkpoint at a time
-    this.checkpoint().then(
+    (this.canSign ? this.checkpoint() : this.persist()).then(
       () => (this.#autoError = undefined),
       (e) => (this.#autoError = e),
     );

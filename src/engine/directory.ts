@@ -1,7 +1,17 @@
 // The key directory (DESIGN §6): per collection, id → the location of the record's live version
 // (its commit page, place in the page, Merkle leaf, write sequence, suite and captured governance),
-// and the key generation of every live commit page. Built by replaying commit pages on open and
-// kept current by every commit (src/engine/replay.ts applies pages to it); nothing here is persisted.
+// and the generation and commit salt of every live commit page. It is kept current by every commit
+// (src/engine/replay.ts applies pages to it), persisted at checkpoints in sealed directory pages
+// (src/engine/directory-pages.ts) and loaded from them on open, so an open replays only the pages
+// written since.
+//
+// Memory: no object per record. Each collection is a table of typed-array columns (one row per
+// live record, ~35 bytes) with the ids' UTF-8 bytes back to back in one byte arena, and an
+// open-addressing hash table of row numbers over them (FNV-1a of the id's bytes, linear probing).
+// Governance states are interned: a row holds the number of its state. A `Location` object is made
+// only when one is asked for.
+
+import { utf8Length } from '../_utf8';
 
 /** Where a record's live version is. */
 export interface Location {
@@ -18,10 +28,445 @@ export interface Location {
   governance: string;
 }
 
+/** A live commit page: its key generation and commit salt (16 bytes, read-only). */
+export interface PageInfo {
+  generation: number;
+  salt: Uint8Array;
+}
+
+const INITIAL_ROWS = 64;
+const EMPTY = 0;
+const TOMBSTONE = -1;
+const decoder = new TextDecoder('utf-8', { fatal: true });
+const encoder = new TextEncoder();
+
+/** Governance states by number, shared by every table of a directory. */
+export class Interned {
+  readonly strings: string[] = [];
+  readonly #index = new Map<string, number>();
+
+  of(s: string): number {
+    let i = this.#index.get(s);
+    if (i === undefined) {
+      i = this.strings.length;
+      this.strings.push(s);
+      this.#index.set(s, i);
+    }
+    return i;
+  }
+}
+
+/** The columns of a table's rows, as a snapshot writes and reads them (one entry per row). */
+export interface Rows {
+  /** Number of rows. */
+  n: number;
+  /** UTF-8 length of each id (0 marks a removal in a run). */
+  idLength: Uint16Array;
+  /** The ids' UTF-8 bytes, back to back in row order. */
+  ids: Uint8Array;
+  page: Uint32Array;
+  offset: Uint32Array;
+  length: Uint32Array;
+  leaf: Uint32Array;
+  generation: Uint32Array;
+  sequence: Float64Array;
+  /** Index into the snapshot's governance list. */
+  governance: Uint32Array;
+  suite: Uint8Array;
+}
+
+/** One collection's live records: typed columns, an id arena and a hash index over them. */
+export class DirectoryTable implements Iterable<[string, Location]> {
+  readonly #interned: Interned;
+  #size = 0;
+  /** Rows handed out so far (free rows below it are listed in #free). */
+  #rows = 0;
+  #free: number[] = [];
+  #idAt = new Uint32Array(INITIAL_ROWS);
+  /** UTF-8 length of the row's id; 0 for a free row (ids are never empty). */
+  #idLen = new Uint16Array(INITIAL_ROWS);
+  #page = new Uint32Array(INITIAL_ROWS);
+  #offset = new Uint32Array(INITIAL_ROWS);
+  #length = new Uint32Array(INITIAL_ROWS);
+  #leaf = new Uint32Array(INITIAL_ROWS);
+  #generation = new Uint32Array(INITIAL_ROWS);
+  #sequence = new Float64Array(INITIAL_ROWS);
+  #gov = new Uint32Array(INITIAL_ROWS);
+  #suite = new Uint8Array(INITIAL_ROWS);
+  #arena = new Uint8Array(INITIAL_ROWS * 16);
+  #arenaEnd = 0;
+  #arenaDead = 0;
+  /** Row + 1, EMPTY or TOMBSTONE; its length is a power of two. */
+  #slots = new Int32Array(INITIAL_ROWS * 2);
+  /** Slots that are not EMPTY (live and tombstones). */
+  #usedSlots = 0;
+  /** The key being looked up, as UTF-8. */
+  #key = new Uint8Array(256);
+  #keyLen = 0;
+
+  constructor(interned: Interned) {
+    this.#interned = interned;
+  }
+
+  /** Number of live records. */
+  get size(): number {
+    return this.#size;
+  }
+
+  get(id: string): Location | undefined {
+    const row = this.#find(id);
+    return row < 0 ? undefined : this.#location(row);
+  }
+
+  has(id: string): boolean {
+    return this.#find(id) >= 0;
+  }
+
+  set(id: string, loc: Location): void {
+    this.#setKey(id);
+    const slot = this.#probe();
+    const row = slot >= 0 ? this.#slots[slot] - 1 : this.#insertKey();
+    this.#page[row] = loc.pageId;
+    this.#offset[row] = loc.offset;
+    this.#length[row] = loc.length;
+    this.#leaf[row] = loc.leafIndex;
+    this.#generation[row] = loc.generation;
+    this.#sequence[row] = loc.sequence;
+    this.#suite[row] = loc.suite;
+    this.#gov[row] = this.#interned.of(loc.governance);
+  }
+
+  delete(id: string): boolean {
+    const slot = this.#findSlot(id);
+    if (slot < 0) return false;
+    const row = this.#slots[slot] - 1;
+    this.#slots[slot] = TOMBSTONE;
+    this.#arenaDead += this.#idLen[row];
+    this.#idLen[row] = 0;
+    this.#free.push(row);
+    this.#size--;
+    return true;
+  }
+
+  /** The live records as [id, location] (made as they are visited; edits meanwhile are tolerated). */
+  *[Symbol.iterator](): IterableIterator<[string, Location]> {
+    for (let row = 0; row < this.#rows; row++) if (this.#idLen[row] !== 0) yield [this.#id(row), this.#location(row)];
+  }
+
+  /** The live records' locations. */
+  *values(): IterableIterator<Location> {
+    for (let row = 0; row < this.#rows; row++) if (this.#idLen[row] !== 0) yield this.#location(row);
+  }
+
+  /** The live records' ids, in no particular order. */
+  keys(): string[] {
+    const out: string[] = [];
+    for (let row = 0; row < this.#rows; row++) if (this.#idLen[row] !== 0) out.push(this.#id(row));
+    return out;
+  }
+
+  /** Live record counts per suite id. */
+  suiteCounts(): Record<number, number> {
+    const out: Record<number, number> = {};
+    for (let row = 0; row < this.#rows; row++)
+      if (this.#idLen[row] !== 0) out[this.#suite[row]] = (out[this.#suite[row]] ?? 0) + 1;
+    return out;
+  }
+
+  /** True when a live record is sealed with `suite`. */
+  usesSuite(suite: number): boolean {
+    for (let row = 0; row < this.#rows; row++) if (this.#idLen[row] !== 0 && this.#suite[row] === suite) return true;
+    return false;
+  }
+
+  /**
+   * The rows of `ids` (every live record when omitted) as columns; an id of `ids` with no live
+   * record gets a removal row (its id with every other column 0 and `removed` set). `govIndex` maps
+   * an interned state number to its index in the snapshot's list.
+   */
+  rows(govIndex: (interned: number) => number, ids?: Iterable<string>): Rows & { removed: Uint8Array } {
+    const picked: number[] = [];
+    const removedIds: Uint8Array[] = [];
+    const order: number[] = []; // >= 0: a live row; < 0: -(removal index + 1)
+    if (ids === undefined) {
+      for (let row = 0; row < this.#rows; row++) if (this.#idLen[row] !== 0) (picked.push(row), order.push(row));
+    } else
+      for (const id of ids) {
+        const row = this.#find(id);
+        if (row >= 0) (picked.push(row), order.push(row));
+        else order.push(-(removedIds.push(encoder.encode(id)) - 1) - 1);
+      }
+    const n = order.length;
+    let idBytes = 0;
+    for (const o of order) idBytes += o >= 0 ? this.#idLen[o] : removedIds[-o - 1].length;
+    const out = emptyRows(n, idBytes);
+    const removed = new Uint8Array(n);
+    let at = 0;
+    order.forEach((o, i) => {
+      if (o < 0) {
+        const id = removedIds[-o - 1];
+        out.ids.set(id, at);
+        out.idLength[i] = id.length;
+        at += id.length;
+        removed[i] = 1;
+        return;
+      }
+      const len = this.#idLen[o];
+      out.ids.set(this.#arena.subarray(this.#idAt[o], this.#idAt[o] + len), at);
+      at += len;
+      out.idLength[i] = len;
+      out.page[i] = this.#page[o];
+      out.offset[i] = this.#offset[o];
+      out.length[i] = this.#length[o];
+      out.leaf[i] = this.#leaf[o];
+      out.generation[i] = this.#generation[o];
+      out.sequence[i] = this.#sequence[o];
+      out.governance[i] = govIndex(this.#gov[o]);
+      out.suite[i] = this.#suite[o];
+    });
+    return { ...out, removed };
+  }
+
+  /**
+   * Applies snapshot rows: each row replaces its id's record, or with `removed[i]` set removes it.
+   * `governance` is the snapshot's list of states.
+   */
+  applyRows(r: Rows, governance: readonly string[], removed?: Uint8Array): void {
+    const gov = governance.map((s) => this.#interned.of(s));
+    this.#reserve(this.#size + r.n);
+    let at = 0;
+    for (let i = 0; i < r.n; i++) {
+      const len = r.idLength[i];
+      this.#setKeyBytes(r.ids, at, len);
+      at += len;
+      if (removed?.[i] === 1) {
+        const slot = this.#probe();
+        if (slot >= 0) this.delete(this.#id(this.#slots[slot] - 1));
+        continue;
+      }
+      const slot = this.#probe();
+      const row = slot >= 0 ? this.#slots[slot] - 1 : this.#insertKey();
+      this.#page[row] = r.page[i];
+      this.#offset[row] = r.offset[i];
+      this.#length[row] = r.length[i];
+      this.#leaf[row] = r.leaf[i];
+      this.#generation[row] = r.generation[i];
+      this.#sequence[row] = r.sequence[i];
+      this.#gov[row] = gov[r.governance[i]];
+      this.#suite[row] = r.suite[i];
+    }
+  }
+
+  #location(row: number): Location {
+    return {
+      leafIndex: this.#leaf[row],
+      generation: this.#generation[row],
+      pageId: this.#page[row],
+      offset: this.#offset[row],
+      length: this.#length[row],
+      sequence: this.#sequence[row],
+      suite: this.#suite[row],
+      governance: this.#interned.strings[this.#gov[row]],
+    };
+  }
+
+  #id(row: number): string {
+    const at = this.#idAt[row];
+    const len = this.#idLen[row];
+    const a = this.#arena;
+    let ascii = true;
+    for (let i = at; i < at + len; i++) if (a[i] > 0x7f) ascii = false;
+    if (!ascii) return decoder.decode(a.subarray(at, at + len));
+    return len <= 64
+      ? String.fromCharCode.apply(null, a.subarray(at, at + len) as unknown as number[])
+      : decoder.decode(a.subarray(at, at + len));
+  }
+
+  /** Puts the UTF-8 bytes of `id` in the key buffer. */
+  #setKey(id: string): void {
+    let ascii = id.length <= this.#key.length;
+    if (ascii)
+      for (let i = 0; i < id.length; i++) {
+        const c = id.charCodeAt(i);
+        if (c > 0x7f) {
+          ascii = false;
+          break;
+        }
+        this.#key[i] = c;
+      }
+    if (ascii) {
+      this.#keyLen = id.length;
+      return;
+    }
+    const need = utf8Length(id);
+    if (need > this.#key.length) this.#key = new Uint8Array(need * 2);
+    this.#keyLen = encoder.encodeInto(id, this.#key).written;
+  }
+
+  #setKeyBytes(src: Uint8Array, at: number, len: number): void {
+    if (len > this.#key.length) this.#key = new Uint8Array(len * 2);
+    this.#key.set(src.subarray(at, at + len));
+    this.#keyLen = len;
+  }
+
+  #hash(): number {
+    return fnv1a(this.#key, 0, this.#keyLen);
+  }
+
+  #find(id: string): number {
+    const slot = this.#findSlot(id);
+    return slot < 0 ? -1 : this.#slots[slot] - 1;
+  }
+
+  #findSlot(id: string): number {
+    if (this.#size === 0) return -1;
+    this.#setKey(id);
+    return this.#probe();
+  }
+
+  /** The slot of the key buffer's id, or -1. */
+  #probe(): number {
+    const slots = this.#slots;
+    const mask = slots.length - 1;
+    const len = this.#keyLen;
+    const k = this.#key;
+    const a = this.#arena;
+    for (let s = this.#hash() & mask; ; s = (s + 1) & mask) {
+      const v = slots[s];
+      if (v === EMPTY) return -1;
+      if (v === TOMBSTONE) continue;
+      const row = v - 1;
+      if (this.#idLen[row] !== len) continue;
+      const at = this.#idAt[row];
+      let same = true;
+      for (let i = 0; i < len; i++)
+        if (a[at + i] !== k[i]) {
+          same = false;
+          break;
+        }
+      if (same) return s;
+    }
+  }
+
+  /** A new row for the key buffer's id (not present), indexed. */
+  #insertKey(): number {
+    this.#reserve(this.#size + 1);
+    const len = this.#keyLen;
+    if (this.#arenaEnd + len > this.#arena.length) this.#growArena(len);
+    const row = this.#free.length > 0 ? this.#free.pop()! : this.#rows++;
+    if (row >= this.#idLen.length) this.#growRows(row + 1);
+    this.#arena.set(this.#key.subarray(0, len), this.#arenaEnd);
+    this.#idAt[row] = this.#arenaEnd;
+    this.#idLen[row] = len;
+    this.#arenaEnd += len;
+    this.#size++;
+    this.#index(row, this.#hash());
+    return row;
+  }
+
+  #index(row: number, hash: number): void {
+    const slots = this.#slots;
+    const mask = slots.length - 1;
+    let s = hash & mask;
+    while (slots[s] > 0) s = (s + 1) & mask;
+    if (slots[s] === EMPTY) this.#usedSlots++;
+    slots[s] = row + 1;
+  }
+
+  /** Room in the hash index for `n` live records (rebuilt at 2× when live + tombstones pass 70%). */
+  #reserve(n: number): void {
+    const extra = n - this.#size;
+    if ((this.#usedSlots + extra) * 10 < this.#slots.length * 7) return;
+    let cap = this.#slots.length;
+    while (n * 10 >= cap * 5) cap *= 2;
+    this.#slots = new Int32Array(cap);
+    this.#usedSlots = 0;
+    for (let row = 0; row < this.#rows; row++) {
+      const len = this.#idLen[row];
+      if (len === 0) continue;
+      this.#index(row, fnv1a(this.#arena, this.#idAt[row], len)); // the key buffer is left as it is
+    }
+  }
+
+  #growRows(min: number): void {
+    const n = Math.max(min, this.#idLen.length * 2);
+    const grow = <T extends Uint8Array | Uint16Array | Uint32Array | Float64Array>(a: T): T => {
+      const b = new (a.constructor as new (n: number) => T)(n);
+      b.set(a);
+      return b;
+    };
+    this.#idAt = grow(this.#idAt);
+    this.#idLen = grow(this.#idLen);
+    this.#page = grow(this.#page);
+    this.#offset = grow(this.#offset);
+    this.#length = grow(this.#length);
+    this.#leaf = grow(this.#leaf);
+    this.#generation = grow(this.#generation);
+    this.#sequence = grow(this.#sequence);
+    this.#gov = grow(this.#gov);
+    this.#suite = grow(this.#suite);
+  }
+
+  /** Room for `need` more id bytes: the arena is compacted when half of it is dead, else doubled. */
+  #growArena(need: number): void {
+    const live = this.#arenaEnd - this.#arenaDead;
+    const size = Math.max(this.#arena.length * (this.#arenaDead * 2 > this.#arenaEnd ? 1 : 2), (live + need) * 2);
+    const next = new Uint8Array(size);
+    let at = 0;
+    for (let row = 0; row < this.#rows; row++) {
+      const len = this.#idLen[row];
+      if (len === 0) continue;
+      next.set(this.#arena.subarray(this.#idAt[row], this.#idAt[row] + len), at);
+      this.#idAt[row] = at;
+      at += len;
+    }
+    this.#arena = next;
+    this.#arenaEnd = at;
+    this.#arenaDead = 0;
+  }
+}
+
+/** FNV-1a (32 bits) of `len` bytes of `b` at `at`. */
+function fnv1a(b: Uint8Array, at: number, len: number): number {
+  let h = 0x811c9dc5;
+  for (let i = at; i < at + len; i++) h = Math.imul(h ^ b[i], 0x01000193);
+  return h >>> 0;
+}
+
+/** Columns for `n` rows and `idBytes` bytes of ids. */
+export function emptyRows(n: number, idBytes: number): Rows {
+  return {
+    n,
+    idLength: new Uint16Array(n),
+    ids: new Uint8Array(idBytes),
+    page: new Uint32Array(n),
+    offset: new Uint32Array(n),
+    length: new Uint32Array(n),
+    leaf: new Uint32Array(n),
+    generation: new Uint32Array(n),
+    sequence: new Float64Array(n),
+    governance: new Uint32Array(n),
+    suite: new Uint8Array(n),
+  };
+}
+
+const EMPTY_TABLE = new DirectoryTable(new Interned());
+
 export class KeyDirectory {
-  readonly #collections = new Map<string, Map<string, Location>>();
-  /** Generation of every live commit page (retiring a generation deletes its pages). */
-  readonly #commitPages = new Map<number, number>();
+  readonly #interned = new Interned();
+  readonly #collections = new Map<string, DirectoryTable>();
+  /** Generation and commit salt of every live commit page (retiring a generation deletes its pages). */
+  readonly #commitPages = new Map<number, PageInfo>();
+  /**
+   * Since the directory was last persisted (src/engine/directory-pages.ts): the ids written or
+   * deleted per collection and the commit pages added or dropped; `undefined` once a full snapshot
+   * is due anyway (too many changes to keep track of, or never persisted).
+   */
+  #changes?: { ids: Map<string, Set<string>>; added: Set<number>; dropped: Set<number>; count: number };
+  /** Live records when the directory was last persisted in full. */
+  #baseRecords = 0;
+  /** Rows persisted in runs since then. */
+  #sinceBase = 0;
 
   get(collection: string, id: string): Location | undefined {
     return this.#collections.get(collection)?.get(id);
@@ -38,29 +483,37 @@ export class KeyDirectory {
 
   /** Sorted ids of a collection starting with `prefix`. */
   ids(collection: string, prefix = ''): string[] {
-    const m = this.#collections.get(collection);
-    if (m === undefined) return [];
-    return [...m.keys()].filter((id) => id.startsWith(prefix)).sort();
+    const t = this.#collections.get(collection);
+    if (t === undefined) return [];
+    const ids = t.keys();
+    return (prefix === '' ? ids : ids.filter((id) => id.startsWith(prefix))).sort();
   }
 
   /** Ids of a collection in no particular order (no sort of every id). */
   unorderedIds(collection: string): string[] {
-    return [...(this.#collections.get(collection)?.keys() ?? [])];
+    return this.#collections.get(collection)?.keys() ?? [];
   }
 
-  /** The live records of a collection, id → location (iterate; do not edit). */
-  entries(collection: string): ReadonlyMap<string, Location> {
-    return this.#collections.get(collection) ?? new Map();
+  /** The live records of a collection, iterable as [id, location] (do not edit). */
+  entries(collection: string): DirectoryTable {
+    return this.#collections.get(collection) ?? EMPTY_TABLE;
   }
 
-  /** Collections with their live record maps (including emptied ones). */
-  collections(): IterableIterator<[string, ReadonlyMap<string, Location>]> {
+  /** Collections with their live records (including emptied ones). */
+  collections(): IterableIterator<[string, DirectoryTable]> {
     return this.#collections.entries();
   }
 
   /** Live record counts per collection. */
   counts(): Record<string, number> {
-    return Object.fromEntries([...this.#collections].map(([k, m]) => [k, m.size]));
+    return Object.fromEntries([...this.#collections].map(([k, t]) => [k, t.size]));
+  }
+
+  /** Live records of every collection. */
+  get records(): number {
+    let n = 0;
+    for (const t of this.#collections.values()) n += t.size;
+    return n;
   }
 
   /**
@@ -70,50 +523,110 @@ export class KeyDirectory {
    */
   suiteCounts(): Record<string, Record<number, number>> {
     const out: Record<string, Record<number, number>> = {};
-    for (const [name, m] of this.#collections) {
-      const counts: Record<number, number> = {};
-      for (const loc of m.values()) counts[loc.suite] = (counts[loc.suite] ?? 0) + 1;
-      out[name] = counts;
-    }
+    for (const [name, t] of this.#collections) out[name] = t.suiteCounts();
     return out;
   }
 
   /** True when some live record is sealed with suite `suite`. */
   usesSuite(suite: number): boolean {
-    for (const m of this.#collections.values()) for (const loc of m.values()) if (loc.suite === suite) return true;
+    for (const t of this.#collections.values()) if (t.usesSuite(suite)) return true;
     return false;
   }
 
   /** True when some collection has a live record. */
   any(): boolean {
-    for (const m of this.#collections.values()) if (m.size > 0) return true;
+    for (const t of this.#collections.values()) if (t.size > 0) return true;
     return false;
   }
 
+  /** The table of `collection`, made when missing. */
+  table(collection: string): DirectoryTable {
+    let t = this.#collections.get(collection);
+    if (t === undefined) this.#collections.set(collection, (t = new DirectoryTable(this.#interned)));
+    return t;
+  }
+
+  /** The interned governance states (for snapshots). */
+  get interned(): Interned {
+    return this.#interned;
+  }
+
   set(collection: string, id: string, loc: Location): void {
-    let m = this.#collections.get(collection);
-    if (m === undefined) this.#collections.set(collection, (m = new Map()));
-    m.set(id, loc);
+    this.table(collection).set(id, loc);
+    this.#changed(collection, id);
   }
 
   delete(collection: string, id: string): void {
-    let m = this.#collections.get(collection);
-    if (m === undefined) this.#collections.set(collection, (m = new Map()));
-    m.delete(id);
+    this.table(collection).delete(id);
+    this.#changed(collection, id);
   }
 
-  /** Records that commit page `pageId` (of `generation`) is live. */
-  addPage(pageId: number, generation: number): void {
-    this.#commitPages.set(pageId, generation);
+  /** Records that commit page `pageId` (of `generation`, with commit salt `salt`) is live. */
+  addPage(pageId: number, generation: number, salt: Uint8Array): void {
+    this.#commitPages.set(pageId, { generation, salt });
+    if (this.#changes !== undefined) (this.#changes.added.add(pageId), this.#changes.dropped.delete(pageId));
   }
 
   /** Forgets deleted commit pages. */
   dropPages(pageIds: readonly number[]): void {
-    for (const id of pageIds) this.#commitPages.delete(id);
+    for (const id of pageIds)
+      if (this.#commitPages.delete(id) && this.#changes !== undefined)
+        if (!this.#changes.added.delete(id)) this.#changes.dropped.add(id);
+  }
+
+  /** The generation and commit salt of a live commit page. */
+  page(pageId: number): PageInfo | undefined {
+    return this.#commitPages.get(pageId);
+  }
+
+  /** The live commit pages, ascending, with their generation and salt. */
+  pages(): [number, PageInfo][] {
+    return [...this.#commitPages].sort(([a], [b]) => a - b);
   }
 
   /** The live commit pages of any of `generations`. */
   pagesOf(generations: ReadonlySet<number>): number[] {
-    return [...this.#commitPages].filter(([, g]) => generations.has(g)).map(([id]) => id);
+    return [...this.#commitPages].filter(([, p]) => generations.has(p.generation)).map(([id]) => id);
+  }
+
+  /**
+   * What changed since the directory was last persisted, or undefined when a full snapshot is due
+   * (never persisted, or changes past a quarter of the records then persisted, at least 4,096).
+   */
+  changes(): { ids: ReadonlyMap<string, ReadonlySet<string>>; added: number[]; dropped: number[] } | undefined {
+    const c = this.#changes;
+    if (c === undefined) return undefined;
+    return { ids: c.ids, added: [...c.added].sort((a, b) => a - b), dropped: [...c.dropped].sort((a, b) => a - b) };
+  }
+
+  /** The directory was persisted: in full (`full`) or as the changes since the last time. */
+  persisted(full: boolean): void {
+    if (full) {
+      this.#baseRecords = this.records;
+      this.#sinceBase = 0;
+    } else this.#sinceBase += this.#changes?.count ?? 0;
+    this.#changes = { ids: new Map(), added: new Set(), dropped: new Set(), count: 0 };
+  }
+
+  /** The directory was loaded from a snapshot of `baseRows` records and `runRows` rows of runs after it. */
+  loaded(baseRows: number, runRows: number): void {
+    this.#baseRecords = baseRows;
+    this.#sinceBase = runRows;
+    this.#changes = { ids: new Map(), added: new Set(), dropped: new Set(), count: 0 };
+  }
+
+  /** Rows persisted in runs since the last full snapshot (a loader passes them on). */
+  get runRows(): number {
+    return this.#sinceBase;
+  }
+
+  #changed(collection: string, id: string): void {
+    const c = this.#changes;
+    if (c === undefined) return;
+    let ids = c.ids.get(collection);
+    if (ids === undefined) c.ids.set(collection, (ids = new Set()));
+    if (ids.has(id)) return;
+    ids.add(id);
+    if (this.#sinceBase + ++c.count > Math.max(4096, this.#baseRecords / 4)) this.#changes = undefined; // a full snapshot is due
   }
 }

@@ -131,6 +131,22 @@ export class LexicalStore {
     return index;
   }
 
+  /** Per collection, the ids noted for re-indexing (persisted with the key directory). */
+  pendingIds(): Record<string, string[]> {
+    const out: Record<string, string[]> = {};
+    for (const [name, ids] of this.#pending) if (ids.size > 0) out[name] = [...ids];
+    return out;
+  }
+
+  /** Takes the ids to re-index that the persisted key directory kept (on open, before replay's pages). */
+  restorePending(pending: Record<string, string[]>): void {
+    for (const [name, ids] of Object.entries(pending)) {
+      let set = this.#pending.get(name);
+      if (set === undefined) this.#pending.set(name, (set = new Set()));
+      for (const id of ids) set.add(id);
+    }
+  }
+
   /**
    * Notes a commit page applied (on open and after every commit): ids written after a persisted
    * index that is not loaded are re-indexed when it loads. A migration's copy changes no value, so

@@ -136,6 +136,17 @@ export interface LogPageRef {
   to: number;
 }
 
+/**
+ * The persisted key directory: a full snapshot and the runs of changes written after it, each a list
+ * of sealed directory pages, covering every commit page up to `afterPage`; `dropped` lists commit
+ * pages up to `afterPage` deleted since (a retired generation's).
+ */
+export interface DirectoryRef {
+  afterPage: number;
+  snapshots: { kind: 'base' | 'run'; pages: number[]; rows: number }[];
+  dropped?: number[];
+}
+
 /** A collection's sealed lexical index as of a checkpoint, and the last commit page it includes. */
 export interface IndexRef {
   pageId: number;
@@ -186,6 +197,8 @@ export interface Manifest {
   logs?: Record<string, LogPageRef[]>;
   /** Per collection, the sealed lexical index as of the last checkpoint. */
   indexes?: Record<string, IndexRef>;
+  /** The key directory as persisted at the last checkpoint (src/engine/directory-pages.ts). */
+  directory?: DirectoryRef;
   /** Recipient public keys (base64): new key generations are wrapped for each. */
   recipients?: string[];
   /** The migration under way, if any. */
@@ -508,6 +521,20 @@ function checkManifest(h: ManifestHeader, b: unknown): Manifest {
       int(ref.afterPage, 0, MAX_PAGE_ID, 'index coverage');
       if (ref.fields !== undefined) list(ref.fields, 'index fields').forEach((f) => str(f, 'index field'));
     }
+  }
+  if (b.directory !== undefined) {
+    const d = b.directory;
+    if (!isObject(d)) corrupt('has a bad directory entry');
+    int(d.afterPage, 0, nextPageId - 1, 'directory coverage');
+    const snapshots = list(d.snapshots, 'directory snapshots');
+    if (snapshots.length === 0) corrupt('has a directory without a snapshot');
+    snapshots.forEach((x, i) => {
+      if (!isObject(x) || x.kind !== (i === 0 ? 'base' : 'run')) corrupt('has a bad directory snapshot');
+      if (list(x.pages, 'directory pages').length === 0) corrupt('has a directory snapshot without pages');
+      (x.pages as unknown[]).forEach(pageId);
+      int(x.rows, 0, Number.MAX_SAFE_INTEGER, 'directory rows');
+    });
+    if (d.dropped !== undefined) list(d.dropped, 'directory drops').forEach(pageId);
   }
   if (b.recipients !== undefined) list(b.recipients, 'recipient list').forEach((x) => base64(x, 'recipient'));
   if (b.retired !== undefined) list(b.retired, 'retired list').forEach((g) => int(g, 1, MAX_GENERATION, 'generation'));

@@ -39,6 +39,8 @@ const PAGE_MAGIC = [0x50, 0x51, 0x44, 0x50]; // PQDP
 const LOG_MAGIC = [0x50, 0x51, 0x44, 0x47]; // PQDG
 const INDEX_MAGIC = [0x50, 0x51, 0x44, 0x49]; // PQDI
 const CHECKPOINT_MAGIC = [0x50, 0x51, 0x44, 0x43]; // PQDC: a signed checkpoint (src/crypto/proofs.ts) is its own page
+/** PQDD: a part of a persisted key directory (src/engine/directory-pages.ts). */
+export const DIRECTORY_MAGIC = [0x50, 0x51, 0x44, 0x44];
 const HASH_BYTES = 48;
 /** Magic, version and be32(generation): the part of every page head that names its kind and key. */
 const KIND_HEAD_BYTES = 9;
@@ -81,7 +83,7 @@ export function lexicalKey(root: Uint8Array, salt: Uint8Array): Uint8Array {
 }
 
 /** What kind of page `page` is, from its magic (undefined for none of pqdb's). */
-export function pageKind(page: Uint8Array): 'commit' | 'log' | 'index' | 'checkpoint' | undefined {
+export function pageKind(page: Uint8Array): 'commit' | 'log' | 'index' | 'checkpoint' | 'directory' | undefined {
   const is = (magic: number[]) => page.length >= 4 && magic.every((m, i) => page[i] === m);
   return is(PAGE_MAGIC)
     ? 'commit'
@@ -91,7 +93,9 @@ export function pageKind(page: Uint8Array): 'commit' | 'log' | 'index' | 'checkp
         ? 'index'
         : is(CHECKPOINT_MAGIC)
           ? 'checkpoint'
-          : undefined;
+          : is(DIRECTORY_MAGIC)
+            ? 'directory'
+            : undefined;
 }
 
 /** A log page holding leaves [from, from + hashes.length / 48) of a generation's log. */

@@ -86,23 +86,41 @@ export class RecordIO {
   readonly #cache: PageCache;
   readonly #keys: KeyRing;
   readonly #registry: () => Registry;
+  readonly #saltOf: (pageId: number) => Uint8Array | undefined;
 
-  constructor(cache: PageCache, keys: KeyRing, registry: () => Registry) {
+  /** `saltOf`: the commit salt of a live commit page, as the key directory keeps it. */
+  constructor(
+    cache: PageCache,
+    keys: KeyRing,
+    registry: () => Registry,
+    saltOf: (pageId: number) => Uint8Array | undefined = () => undefined,
+  ) {
     this.#cache = cache;
     this.#keys = keys;
     this.#registry = registry;
+    this.#saltOf = saltOf;
   }
 
-  /** Opens the record version at `loc` for `purpose` (see openStored). */
+  /**
+   * Opens the record version at `loc` for `purpose` (see openStored). A user's read takes the
+   * record's bytes alone (a ranged read when its page is not cached: the record's AEAD tag
+   * authenticates them, and the location comes from the authenticated directory); the other
+   * purposes go through pages in order, so they read and cache whole pages.
+   */
   async open(purpose: Purpose, collection: string, id: string, loc: Location): Promise<Uint8Array> {
-    const page = await this.#cache.get(loc.pageId);
-    return openStored(
-      purpose,
-      page.subarray(loc.offset, loc.offset + loc.length),
-      { collection, id, sequence: loc.sequence, governance: loc.governance, salt: pageSalt(page) },
-      this.#keys,
-      this.#registry(),
-    );
+    const known = this.#saltOf(loc.pageId);
+    let blob: Uint8Array;
+    let salt: Uint8Array;
+    if (purpose === 'read' && known !== undefined) {
+      blob = await this.#cache.getRange(loc.pageId, loc.offset, loc.length);
+      salt = known;
+    } else {
+      const page = await this.#cache.get(loc.pageId);
+      blob = page.subarray(loc.offset, loc.offset + loc.length);
+      salt = pageSalt(page);
+    }
+    const at = { collection, id, sequence: loc.sequence, governance: loc.governance, salt };
+    return openStored(purpose, blob, at, this.#keys, this.#registry());
   }
 
   /**

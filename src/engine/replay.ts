@@ -20,6 +20,7 @@ import type { MerkleLogs } from './merkle-log';
 import { b64, unb64, type Manifest } from './manifest';
 import type { CommitPage, Draft } from './commit';
 import { decodeLogPage, decodePage, pageGeneration, pageKey, pageKind, pageSalt, type IndexedOp } from './page-format';
+import { applySnapshot, decodeSnapshot, openSnapshot, DIRECTORY_KEY_LABEL } from './directory-pages';
 
 /** Commit pages replay reads at a time. */
 const REPLAY_READ_PAGES = 64;
@@ -59,7 +60,7 @@ export interface ReplayTarget {
  */
 export function applyCommitPage(t: ReplayTarget, page: ReplayPage, known?: Uint8Array): void {
   const { id: pageId, generation, bytes, ops } = page;
-  t.directory.addPage(pageId, generation);
+  t.directory.addPage(pageId, generation, pageSalt(bytes).slice());
   const at = t.logs.size(generation);
   const leaves =
     page.leaves ??
@@ -123,6 +124,10 @@ export interface ReplayResult {
   checkpoints: SignedCheckpoint[];
   /** What opening repaired (or, read-only, would repair). */
   recovered: string[];
+  /** Ids the lexical indexes must re-index, as the persisted directory kept them. */
+  pending?: Record<string, string[]>;
+  /** Per generation, its log's size where the persisted directory ends. */
+  persistedLogs?: Record<string, number>;
 }
 
 /**
@@ -170,14 +175,25 @@ export async function replay(
     checkpoints.push({ ...c, signed: page });
     named.add(pageId);
   }
+  // The persisted directory: every commit page up to `afterPage` is in it and is not read.
+  const persisted = await loadDirectory(pages, manifest, keys, target, known, named);
+  const afterPage = persisted?.afterPage ?? 0;
   const orphans: number[] = [];
   const live: number[] = [];
   let unreferenced = 0;
+  let found = 0;
   for (const pageId of await pages.listPages()) {
     if (named.has(pageId)) continue;
     if (pageId >= manifest.nextPageId)
       orphans.push(pageId); // its commit's manifest never landed: never acknowledged
-    else live.push(pageId);
+    else if (pageId > afterPage) live.push(pageId);
+    else if (target.directory.page(pageId) !== undefined) found++;
+    else unreferenced++;
+  }
+  if (persisted !== undefined && found !== target.directory.pages().length) {
+    const listed = new Set(await pages.listPages());
+    const missing = target.directory.pages().find(([id]) => !listed.has(id))?.[0];
+    throw new PqdbError('CORRUPTION', `commit page ${missing} is missing`);
   }
   // Read in runs (neighbouring pages in one read where the medium can), applied in page order.
   for (let from = 0; from < live.length; from += REPLAY_READ_PAGES) {
@@ -201,7 +217,8 @@ export async function replay(
     }
   }
   // A retired generation has no commit pages left: its log is the persisted one.
-  for (const g of manifest.retired ?? []) target.logs.append(g, known.get(g) ?? new Uint8Array(0));
+  for (const g of manifest.retired ?? [])
+    if (target.logs.size(g) === 0) target.logs.append(g, known.get(g) ?? new Uint8Array(0));
   // The live commit pages must give exactly the logs the manifest names: a page dropped, put back
   // from an older copy, taken from elsewhere or swapped changes a log's size or root.
   const heads = manifest.heads ?? {};
@@ -216,7 +233,9 @@ export async function replay(
   }
   checkCheckpoints(checkpoints, target, manifest.lastCheckpoint);
   if (unreferenced > 0)
-    recovered.push(`${unreferenced} log, index or checkpoint page(s) the manifest does not name are ignored`);
+    recovered.push(
+      `${unreferenced} page(s) the manifest and the key directory do not name (log, index, checkpoint or deleted pages) are ignored`,
+    );
   if (orphans.length > 0 && readOnly) {
     recovered.push(
       `${orphans.length} commit page(s) written after the last manifest (an unacknowledged commit) are ignored`,
@@ -227,7 +246,62 @@ export async function replay(
       `dropped ${orphans.length} commit page(s) written after the last manifest (an unacknowledged commit)`,
     );
   }
-  return { checkpoints, recovered };
+  return { checkpoints, recovered, pending: persisted?.pending, persistedLogs: persisted?.logs };
+}
+
+/**
+ * Loads the persisted key directory the manifest names (its base snapshot, then its runs), and each
+ * generation's log up to where it ends, from the leaves persisted in log pages (`known`). Its pages
+ * join `named`. Nothing is loaded when the manifest names none.
+ * @throws PqdbError CORRUPTION (a page missing, a snapshot that does not fit the manifest or the
+ * log pages), AUTH_FAILED (a page that does not open).
+ */
+async function loadDirectory(
+  pages: PageStore,
+  manifest: Manifest,
+  keys: KeyRing,
+  target: ReplayTarget,
+  known: ReadonlyMap<number, Uint8Array>,
+  named: Set<number>,
+): Promise<{ afterPage: number; pending?: Record<string, string[]>; logs: Record<string, number> } | undefined> {
+  const ref = manifest.directory;
+  if (ref === undefined) return undefined;
+  const key = keys.storeKey(DIRECTORY_KEY_LABEL);
+  let last: ReturnType<typeof decodeSnapshot>['header'] | undefined;
+  let runRows = 0;
+  for (const s of ref.snapshots) {
+    const read = await readPagesOf(pages, s.pages);
+    const missing = s.pages.find((_, i) => read[i] === undefined);
+    if (missing !== undefined) throw new PqdbError('CORRUPTION', `directory page ${missing} is missing`);
+    const plain = openSnapshot(key, s.pages, read as Uint8Array[]);
+    try {
+      const snap = decodeSnapshot(plain);
+      const rows = snap.collections.reduce((n, c) => n + c.rows.n, 0);
+      if (snap.header.kind !== s.kind || rows !== s.rows || snap.header.afterPage < (last?.afterPage ?? 0))
+        throw new PqdbError('CORRUPTION', 'the persisted key directory does not match the manifest');
+      applySnapshot(target.directory, snap);
+      if (s.kind === 'run') runRows += rows;
+      last = snap.header;
+    } finally {
+      plain.fill(0);
+    }
+    s.pages.forEach((id) => named.add(id));
+  }
+  if (last === undefined || last.afterPage > ref.afterPage)
+    throw new PqdbError('CORRUPTION', 'the persisted key directory does not match the manifest');
+  target.directory.dropPages(ref.dropped ?? []);
+  for (const [g, size] of Object.entries(last.logs)) {
+    const leaves = known.get(Number(g));
+    if (size === 0) continue;
+    if (leaves === undefined || leaves.length < size * HASH_BYTES)
+      throw new PqdbError(
+        'CORRUPTION',
+        `the log pages of generation ${g} hold fewer leaves than the persisted key directory covers`,
+      );
+    target.logs.append(Number(g), leaves.subarray(0, size * HASH_BYTES));
+  }
+  target.directory.loaded(ref.snapshots[0].rows, runRows);
+  return { afterPage: ref.afterPage, pending: last.pending, logs: last.logs };
 }
 
 /**

@@ -18,6 +18,7 @@ import { Registry, type SuiteState, type RegistryEntry } from './registry';
 import { fromHex, hex, newManifest, unlockManifest, STORE_ID_LABEL } from './manifest';
 import type { Manifest } from './manifest';
 import { KeyDirectory } from './directory';
+import { noteDroppedPages, persistDirectory } from './directory-pages';
 import { MerkleLogs } from './merkle-log';
 import { PageCache } from './page-cache';
 import { replay, applyCommitPage, logHead, type ReplayTarget, type SignedCheckpoint } from './replay';
@@ -85,7 +86,12 @@ export class Store {
     const pipeline = new CommitPipeline(pages, keys, manifest, registry, check, sealed);
     const cache = new PageCache(pages);
     const directory = new KeyDirectory();
-    const records = new RecordIO(cache, keys, () => pipeline.registry);
+    const records = new RecordIO(
+      cache,
+      keys,
+      () => pipeline.registry,
+      (id) => directory.page(id)?.salt,
+    );
     const base = { pages, keys, pipeline, directory, logs: new MerkleLogs(), cache, records, live };
     const value = async (collection: string, id: string) => {
       const loc = directory.get(collection, id);
@@ -98,6 +104,7 @@ export class Store {
     const p = (this.#p = { ...base, storeId, lexical, checkpoints, readOnly: this.#readOnly });
     internals.set(this, p);
     checkpoints.contribute((draft, g, afterPage) => lexical.persistDirty(draft, g, afterPage));
+    checkpoints.contribute((draft, _g, afterPage) => persistDirectory(draft, p, afterPage, lexical.pendingIds()));
     const blind = (salt: Uint8Array) => leafBlind(keys, salt);
     const target = (this.#target = { ...p, blind, onPage: (page) => lexical.notePage(page) });
     this.#migration = new Migration({
@@ -108,7 +115,7 @@ export class Store {
       decode: (collection, plaintext) => decodeValue(this.#schemaOf(collection), plaintext),
     });
     pipeline.hook({
-      prepare: (draft) => this.#declareCollections(draft),
+      prepare: (draft) => (this.#declareCollections(draft), noteDroppedPages(draft, directory)),
       sealed: (draft, page) => logHead(target, draft, page),
       applied: (c) => this.#applied(c),
     });
@@ -179,6 +186,8 @@ export class Store {
     const found = await replay(pages, manifest, keys, store.#target, store.#readOnly);
     store.#checkpointList.push(...found.checkpoints);
     store.#recovered = found.recovered;
+    if (found.pending !== undefined) store.#p.lexical.restorePending(found.pending);
+    if (found.persistedLogs !== undefined) store.#p.checkpoints.notePersisted(found.persistedLogs);
     // An unfinished migration resumes where its durable cursor stands.
     if (manifest.migration !== undefined && !store.#readOnly) store.#migration.resume();
     return store;

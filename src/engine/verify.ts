@@ -43,6 +43,7 @@ import {
   root as merkleRoot,
 } from '../crypto/merkle';
 import { KeyRing, leafBlind } from './keys';
+import { decodeSnapshot, openSnapshot, DIRECTORY_KEY_LABEL } from './directory-pages';
 import { fromHex, hex, readManifest, unb64, unlockManifest, type Manifest, type ManifestHeader } from './manifest';
 import {
   decodePage,
@@ -103,6 +104,8 @@ export interface VerifyReport {
     commitPages: number;
     logPages: number;
     indexPages: number;
+    /** Pages of the persisted key directory, each authenticated and decoded (with the key). */
+    directoryPages: number;
     /** Record versions decrypted (every put ever stored, superseded ones included). */
     recordsDecrypted: number;
     /** Live records per collection (known with the secret key). */
@@ -150,6 +153,7 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
     commitPages: 0,
     logPages: 0,
     indexPages: 0,
+    directoryPages: 0,
     recordsDecrypted: 0,
     collections: {},
     leaves: {},
@@ -225,6 +229,9 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
     for (const [name, { pageId }] of Object.entries(manifest.indexes ?? {})) special.set(pageId, `index:${name}`);
     const checkpointPages = manifest.checkpointPages ?? [];
     checkpointPages.forEach((pageId, i) => special.set(pageId, `checkpoint:${i}`));
+    const snapshots = (manifest as Manifest).directory?.snapshots ?? [];
+    const snapshotPages = snapshots.map((s) => s.pages.map(() => undefined as Uint8Array | undefined));
+    snapshots.forEach((s, i) => s.pages.forEach((pageId, k) => special.set(pageId, `directory:${i}:${k}`)));
     const signedCheckpoints: (Uint8Array | undefined)[] = checkpointPages.map(() => undefined);
     let ids: number[] = [];
     try {
@@ -263,6 +270,12 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
           counts.logPages++;
         } else if (role?.startsWith('checkpoint:')) {
           signedCheckpoints[Number(role.slice(11))] = page;
+        } else if (role?.startsWith('directory:')) {
+          const [, i, k] = role.split(':').map(Number);
+          snapshotPages[i][k] = page;
+          counts.directoryPages++;
+        } else if (pageKind(page) === 'directory') {
+          counts.directoryPages++; // a directory page without the manifest's body to place it
         } else if (role?.startsWith('index:')) {
           const name = role.slice(6);
           counts.indexPages++;
@@ -320,6 +333,21 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       }
     }
     options.onProgress?.({ phase: 'pages', done: ids.length, total: ids.length });
+    // The persisted key directory: each snapshot's pages open under the store key and decode.
+    snapshots.forEach((s, i) => {
+      const got = snapshotPages[i];
+      if (keys === undefined || got.some((p) => p === undefined)) return;
+      try {
+        const plain = openSnapshot(keys.storeKey(DIRECTORY_KEY_LABEL), s.pages, got as Uint8Array[]);
+        const snap = decodeSnapshot(plain);
+        const rows = snap.collections.reduce((n, c) => n + c.rows.n, 0);
+        plain.fill(0);
+        if (snap.header.kind !== s.kind || rows !== s.rows)
+          throw new PqdbError('CORRUPTION', 'the persisted key directory does not match the manifest');
+      } catch (e) {
+        fail(`directory snapshot ${i}`, e);
+      }
+    });
     for (const [g, parts] of logParts) {
       const refs = manifest.logs![g];
       const contiguous = refs.every((r, i) => r.from === (i === 0 ? 0 : refs[i - 1].to));
@@ -672,7 +700,7 @@ export function formatVerifyReport(r: VerifyReport, location = ''): string {
   const c = r.counts;
   const lines = [`pqdb verify ${location}`.trimEnd(), `  store          ${r.storeId ?? '(unknown)'} (${r.storage})`];
   lines.push(
-    `  pages          ${n(c.pages)} read: ${n(c.commitPages)} commit, ${n(c.logPages)} log, ${n(c.checkpoints)} checkpoint, ${n(c.indexPages)} lexical index`,
+    `  pages          ${n(c.pages)} read: ${n(c.commitPages)} commit, ${n(c.logPages)} log, ${n(c.checkpoints)} checkpoint, ${n(c.indexPages)} lexical index, ${n(c.directoryPages)} directory`,
   );
   if (c.recordsDecrypted > 0 || Object.keys(c.collections).length > 0) {
     const cols = Object.entries(c.collections)

@@ -1,0 +1,263 @@
+// The key directory (src/engine/directory.ts) against a Map model, its snapshots
+// (src/engine/directory-pages.ts) round-tripped and sealed, and a store that opens from its
+// persisted directory: the records it gives are those a full replay gives; pages of the directory
+// that are missing, altered, swapped or replayed from an older commit are refused.
+import { describe, it, expect } from 'vitest';
+import fc from 'fast-check';
+import { KeyDirectory, type Location } from '../src/engine/directory';
+import {
+  encodeSnapshot,
+  decodeSnapshot,
+  applySnapshot,
+  sealSnapshot,
+  openSnapshot,
+} from '../src/engine/directory-pages';
+import { openStore, generateRecipient, generateSigner, openMemoryPageStore, PqdbError } from '../src/index';
+import { MemoryMedium } from '../src/storage/memory';
+import { pageKind } from '../src/engine/page-format';
+import { crc32c } from '../src/storage/page-store';
+
+const loc = (n: number, governance = '{}'): Location => ({
+  leafIndex: n,
+  generation: 1 + (n % 3),
+  pageId: 10 + (n % 7),
+  offset: n * 3,
+  length: 100 + (n % 50),
+  sequence: 2 ** 40 + n,
+  suite: 2 + (n % 2),
+  governance,
+});
+
+const idArb = fc.oneof(
+  fc.constantFrom('a', 'b', 'c', 'ü', '漢字', 'x'.repeat(300)),
+  fc.string({ minLength: 1, maxLength: 12 }),
+  fc.integer({ min: 0, max: 400 }).map((i) => `id-${i}`),
+);
+const opArb = fc.oneof(
+  fc.record({ t: fc.constant('set' as const), c: fc.constantFrom('c1', 'c2'), id: idArb, n: fc.nat(10_000) }),
+  fc.record({ t: fc.constant('del' as const), c: fc.constantFrom('c1', 'c2'), id: idArb }),
+  fc.record({ t: fc.constant('snap' as const) }),
+);
+
+/** The directory's content as plain data, for comparison. */
+function dump(d: KeyDirectory): Record<string, Record<string, Location>> {
+  const out: Record<string, Record<string, Location>> = {};
+  for (const [name, t] of d.collections()) {
+    const m: Record<string, Location> = {};
+    for (const [id, l] of t) m[id] = l;
+    out[name] = m;
+  }
+  return out;
+}
+
+/** A copy of `d` through a snapshot (base), or `base` with a run of `d`'s changes applied. */
+function roundTrip(d: KeyDirectory, kind: 'base' | 'run', into = new KeyDirectory()): KeyDirectory {
+  const { bytes } = encodeSnapshot(d, kind, 99, { 1: 5 }, { c1: ['p'] });
+  const aligned = new Uint8Array(bytes.length);
+  aligned.set(bytes);
+  const snap = decodeSnapshot(aligned);
+  expect(snap.header.pending).toEqual({ c1: ['p'] });
+  applySnapshot(into, snap);
+  return into;
+}
+
+describe('key directory', () => {
+  it('gives what a Map gives, through sets, deletes, growth, snapshots and runs', () => {
+    fc.assert(
+      fc.property(fc.array(opArb, { maxLength: 400 }), (ops) => {
+        const d = new KeyDirectory();
+        const model = new Map<string, Map<string, Location>>();
+        let copy: KeyDirectory | undefined;
+        ops.forEach((op, i) => {
+          if (op.t === 'snap') {
+            // A base the first time, then runs onto the copy.
+            copy = copy === undefined ? roundTrip(d, 'base') : roundTrip(d, 'run', copy);
+            d.persisted(false);
+            expect(dump(copy)).toEqual(dump(d));
+            return;
+          }
+          let m = model.get(op.c);
+          if (m === undefined) model.set(op.c, (m = new Map()));
+          if (op.t === 'set') {
+            const l = loc(op.n, `{"g":${i % 4}}`);
+            d.set(op.c, op.id, l);
+            m.set(op.id, l);
+          } else {
+            d.delete(op.c, op.id);
+            m.delete(op.id);
+          }
+        });
+        for (const [c, m] of model) {
+          expect(d.count(c)).toBe(m.size);
+          expect(d.ids(c)).toEqual([...m.keys()].sort());
+          for (const [id, l] of m) expect(d.get(c, id)).toEqual(l);
+          expect(d.get(c, 'absent-id')).toBe(m.get('absent-id'));
+        }
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('holds 200,000 records in typed columns and finds each', () => {
+    const d = new KeyDirectory();
+    for (let i = 0; i < 200_000; i++) d.set('w', `n${i.toString().padStart(8, '0')}`, loc(i));
+    for (let i = 0; i < 200_000; i += 2) d.delete('w', `n${i.toString().padStart(8, '0')}`);
+    expect(d.count('w')).toBe(100_000);
+    for (let i = 1; i < 200_000; i += 998) expect(d.get('w', `n${i.toString().padStart(8, '0')}`)).toEqual(loc(i));
+    expect(d.has('w', 'n00000000')).toBe(false);
+    const copy = roundTrip(d, 'base');
+    expect(copy.count('w')).toBe(100_000);
+    expect(copy.get('w', 'n00000001')).toEqual(loc(1));
+  });
+
+  it('tracks changes until a quarter of the persisted records, then asks for a base', () => {
+    const d = new KeyDirectory();
+    expect(d.changes()).toBeUndefined(); // never persisted: a base
+    for (let i = 0; i < 20_000; i++) d.set('w', `k${i}`, loc(i));
+    d.persisted(true);
+    for (let i = 0; i < 4_000; i++) d.set('w', `k${i}`, loc(i + 1));
+    expect(d.changes()?.ids.get('w')?.size).toBe(4_000);
+    d.persisted(false);
+    for (let i = 0; i < 2_000; i++) d.delete('w', `k${i + 10_000}`);
+    expect(d.changes()).toBeUndefined(); // 6,000 rows of runs > 5,000
+  });
+
+  it('seals a snapshot in parts bound to their page ids, order and count', async () => {
+    const partBytes = 4096;
+    const plain = new Uint8Array(partBytes * 2 + 5).map((_, i) => i * 7);
+    const key = new Uint8Array(32).fill(9);
+    const pages: { id: number; bytes: Uint8Array }[] = [];
+    let next = 40;
+    const ids = await sealSnapshot(
+      { pageId: () => next++, addPage: (p) => pages.push(p) },
+      key,
+      plain,
+      undefined,
+      partBytes,
+    );
+    expect(ids).toEqual([40, 41, 42]);
+    expect(pages.every((p) => pageKind(p.bytes) === 'directory')).toBe(true);
+    const bytes = pages.map((p) => p.bytes);
+    expect(openSnapshot(key, ids, bytes)).toEqual(plain);
+    const code = (f: () => unknown) => {
+      try {
+        f();
+      } catch (e) {
+        return (e as PqdbError).code;
+      }
+      return 'opened';
+    };
+    expect(code(() => openSnapshot(key, [41, 40, 42], [bytes[1], bytes[0], bytes[2]]))).toBe('CORRUPTION');
+    expect(code(() => openSnapshot(key, [40, 41], bytes.slice(0, 2)))).toBe('CORRUPTION');
+    expect(code(() => openSnapshot(key, [40, 41, 43], bytes))).toBe('AUTH_FAILED');
+    const flipped = bytes.map((b) => b.slice());
+    flipped[1][100] ^= 1;
+    expect(code(() => openSnapshot(key, ids, flipped))).toBe('AUTH_FAILED');
+    expect(code(() => openSnapshot(new Uint8Array(32), ids, bytes))).toBe('AUTH_FAILED');
+  });
+
+  it('refuses a snapshot whose columns do not add up', () => {
+    const d = new KeyDirectory();
+    for (let i = 0; i < 10; i++) d.set('w', `k${i}`, loc(i));
+    const { bytes } = encodeSnapshot(d, 'base', 5, {});
+    expect(() => decodeSnapshot(bytes.slice(0, bytes.length - 8))).toThrow(/declares/);
+    const longer = new Uint8Array(bytes.length + 8);
+    longer.set(bytes);
+    expect(() => decodeSnapshot(longer)).toThrow(PqdbError);
+  });
+});
+
+const r = generateRecipient('classical');
+const signer = generateSigner();
+const schema = { text: 'string' } as const;
+
+describe('opening from the persisted directory', () => {
+  async function fixture() {
+    const medium = new MemoryMedium();
+    const open = async (create = false) => {
+      const store = await openStore({
+        storage: await openMemoryPageStore({ medium }),
+        create,
+        recipients: [r.publicKey],
+        unlock: r.secretKey,
+        signer: signer.secretKey,
+        signerPublicKey: signer.publicKey,
+        autoCheckpoint: false,
+      });
+      return { store, docs: store.collection('docs', { schema, index: { text: ['text'] } }) };
+    };
+    const { store, docs } = await open(true);
+    for (let b = 0; b < 4; b++)
+      await store.batch((tx) => {
+        for (let i = 0; i < 500; i++) tx.put(docs, `d${b * 500 + i}`, { text: `word${i % 13} batch${b}` });
+      });
+    await store.checkpoint(); // a base
+    for (let i = 0; i < 50; i++) await docs.put(`d${i}`, { text: `updated${i}` });
+    await docs.delete('d1999');
+    await store.checkpoint(); // a run
+    await docs.put('late', { text: 'after the last checkpoint' });
+    await docs.delete('d1998');
+    await store.close();
+    return { medium, open };
+  }
+
+  it('gives the records, counts, ids and search results of the store as written', async () => {
+    const { open } = await fixture();
+    const { store, docs } = await open();
+    expect(store.recovery.clean).toBe(true);
+    expect(docs.size).toBe(2000 - 2 + 1);
+    expect(await docs.get('d3')).toEqual({ text: 'updated3' });
+    expect(await docs.get('d1505')).toEqual({ text: 'word5 batch3' });
+    expect(await docs.get('d1999')).toBeUndefined();
+    expect(await docs.get('d1998')).toBeUndefined();
+    expect(await docs.get('late')).toEqual({ text: 'after the last checkpoint' });
+    expect((await docs.search('updated7')).map((h) => h.id)).toEqual(['d7']);
+    expect((await docs.search('checkpoint')).map((h) => h.id)).toEqual(['late']);
+    // Writes after the open, a checkpoint and a second open still agree.
+    await docs.put('d0', { text: 'again' });
+    await store.checkpoint();
+    await store.close();
+    const again = await open();
+    expect(await again.docs.get('d0')).toEqual({ text: 'again' });
+    expect(again.docs.size).toBe(1999);
+    await again.store.close();
+  });
+
+  it('refuses a missing, altered or older directory page, and a missing commit page it covers', async () => {
+    const { medium, open } = await fixture();
+    const kinds = [...medium.pages].map(([id, p]) => [id, pageKind(p.bytes)] as const);
+    const setPage = (id: number, bytes: Uint8Array) => medium.pages.set(id, { bytes, crc: crc32c(bytes) });
+    const directoryPages = kinds.filter(([, k]) => k === 'directory').map(([id]) => id);
+    const commitPages = kinds.filter(([, k]) => k === 'commit').map(([id]) => id);
+    expect(directoryPages.length).toBeGreaterThanOrEqual(2);
+    const attempt = async (edit: () => void) => {
+      const saved = new Map(medium.pages);
+      edit();
+      try {
+        const { store } = await open();
+        await store.close();
+        return 'opened';
+      } catch (e) {
+        medium.locked = false; // the page store a failed open leaves to its caller
+        return (e as PqdbError).code;
+      } finally {
+        medium.pages.clear();
+        for (const [k, v] of saved) medium.pages.set(k, v);
+      }
+    };
+    expect(await attempt(() => medium.pages.delete(directoryPages[0]))).toBe('CORRUPTION');
+    expect(
+      await attempt(() => {
+        const p = medium.pages.get(directoryPages[1])!.bytes.slice();
+        p[p.length - 20] ^= 1;
+        setPage(directoryPages[1], p);
+      }),
+    ).toBe('AUTH_FAILED');
+    expect(
+      await attempt(() => {
+        setPage(directoryPages[1], medium.pages.get(directoryPages[0])!.bytes);
+      }),
+    ).not.toBe('opened');
+    expect(await attempt(() => medium.pages.delete(commitPages[0]))).toBe('CORRUPTION');
+  });
+});

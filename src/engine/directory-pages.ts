@@ -1,0 +1,390 @@
+// The persisted key directory (DESIGN §6, docs/format.md "Directory pages"). A checkpoint writes the
+// directory as of its commit: a full snapshot (a *base*) or, while the changes since the base stay
+// under a quarter of its records, a *run* holding only the rows changed since the last snapshot
+// (removals included). Opening applies the base and the runs in order, then replays only the commit
+// pages written after them. Each snapshot is serialised into columns (below) and cut into parts of
+// DIRECTORY_PART_BYTES, each sealed in a page of its own:
+//
+//   page   = "PQDD" ‖ version 1 ‖ be32(part i) ‖ be32(parts n) ‖ AES-256-GCM-SIV(K_dir, nonce, aad).encrypt(part)
+//   nonce  = be32(page id) ‖ be32(i) ‖ 0^4            aad = bytes 0..13 ‖ be32(page id)
+//   K_dir  = HKDF-SHA384(S, "", "pqdb directory key v1", 32), S the store secret
+//
+// The manifest lists each snapshot's pages in order, so no part can be dropped, repeated, reordered
+// or taken from another snapshot or store; a page id is never reused. Nothing is read from a part
+// before it authenticates, and the decoded columns are then checked against their declared sizes.
+// Ids, collection names and governance states are only inside the sealed parts.
+//
+// Snapshot layout (little-endian columns, each padded to 8 bytes so they are read in place):
+//   be32(|header|) ‖ header JSON ‖ pad ‖ per collection: idLength u16[n] ‖ ids ‖ page u32[n] ‖
+//   offset u32[n] ‖ length u32[n] ‖ leaf u32[n] ‖ generation u32[n] ‖ governance u32[n] ‖
+//   sequence f64[n] ‖ suite u8[n] ‖ removed u8[n]; then the commit pages: ids u32[k] ‖
+//   generations u32[k] ‖ salts 16·k ‖ dropped ids u32[m]
+
+import { PqdbError } from '../errors';
+import { gcmsiv, TAG_BYTES } from '../kernels/aead';
+import { SALT_BYTES } from '../crypto/record';
+import { yieldToEventLoop } from '../_yield';
+import { DIRECTORY_MAGIC } from './page-format';
+import { emptyRows, type KeyDirectory, type PageInfo, type Rows } from './directory';
+import type { MerkleLogs } from './merkle-log';
+import type { KeyRing } from './keys';
+import type { Draft } from './commit';
+
+/** Plaintext bytes sealed per directory page. */
+export const DIRECTORY_PART_BYTES = 4 << 20;
+export const DIRECTORY_KEY_LABEL = 'pqdb directory key v1';
+const VERSION = 1;
+const HEAD_BYTES = 13;
+const MAX_ID_BYTES = 1024;
+const enc = new TextEncoder();
+const dec = new TextDecoder('utf-8', { fatal: true });
+
+if (new Uint8Array(Uint16Array.of(1).buffer)[0] !== 1)
+  throw new Error('pqdb directory snapshots need a little-endian platform');
+
+/** What a snapshot says besides the rows. */
+export interface SnapshotHeader {
+  v: 1;
+  kind: 'base' | 'run';
+  /** The last commit page it covers. */
+  afterPage: number;
+  governance: string[];
+  collections: { name: string; n: number; idBytes: number }[];
+  /** Commit pages added (a base: every live one) and dropped since the last snapshot. */
+  added: number;
+  dropped: number;
+  /** Per generation, its log's size at `afterPage`. */
+  logs: Record<string, number>;
+  /** Per collection, ids a persisted lexical index must re-index when it loads. */
+  pending?: Record<string, string[]>;
+}
+
+/** A decoded snapshot: header, rows per collection (views into the plaintext) and page changes. */
+export interface Snapshot {
+  header: SnapshotHeader;
+  collections: { name: string; rows: Rows; removed: Uint8Array }[];
+  added: [number, PageInfo][];
+  dropped: number[];
+}
+
+const pad8 = (n: number) => (n + 7) & ~7;
+
+/**
+ * Serialises the directory: in full (`kind` base) or the changes it tracked since the last
+ * snapshot (`kind` run; see KeyDirectory.changes).
+ */
+export function encodeSnapshot(
+  directory: KeyDirectory,
+  kind: 'base' | 'run',
+  afterPage: number,
+  logs: Record<string, number>,
+  pending?: Record<string, string[]>,
+): { bytes: Uint8Array; rows: number } {
+  const changes = kind === 'run' ? directory.changes() : undefined;
+  if (kind === 'run' && changes === undefined) throw new RangeError('no changes are tracked: write a base');
+  const govList: string[] = [];
+  const govMap = new Map<number, number>();
+  const govIndex = (i: number) => {
+    let j = govMap.get(i);
+    if (j === undefined) govMap.set(i, (j = govList.push(directory.interned.strings[i]) - 1));
+    return j;
+  };
+  const cols: { name: string; rows: Rows & { removed: Uint8Array } }[] = [];
+  for (const [name, table] of directory.collections()) {
+    if (changes !== undefined) {
+      const ids = changes.ids.get(name);
+      if (ids !== undefined && ids.size > 0) cols.push({ name, rows: table.rows(govIndex, ids) });
+    } else cols.push({ name, rows: table.rows(govIndex) });
+  }
+  const added: [number, PageInfo][] =
+    changes !== undefined ? changes.added.map((id) => [id, directory.page(id)!]) : directory.pages();
+  const dropped = changes?.dropped ?? [];
+  const header: SnapshotHeader = {
+    v: 1,
+    kind,
+    afterPage,
+    governance: govList,
+    collections: cols.map(({ name, rows }) => ({ name, n: rows.n, idBytes: rows.ids.length })),
+    added: added.length,
+    dropped: dropped.length,
+    logs,
+    ...(pending !== undefined && Object.keys(pending).length > 0 ? { pending } : {}),
+  };
+  const head = enc.encode(JSON.stringify(header));
+  let size = pad8(4 + head.length);
+  for (const { rows: r } of cols) size += columnsBytes(r.n, r.ids.length);
+  size += pagesBytes(added.length, dropped.length);
+  const out = new Uint8Array(size);
+  new DataView(out.buffer).setUint32(0, head.length);
+  out.set(head, 4);
+  let at = pad8(4 + head.length);
+  const put = (a: ArrayBufferView) => {
+    out.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), at);
+    at += pad8(a.byteLength);
+  };
+  for (const { rows: r } of cols) {
+    put(r.idLength);
+    put(r.ids);
+    for (const c of [r.page, r.offset, r.length, r.leaf, r.generation, r.governance, r.sequence, r.suite, r.removed])
+      put(c);
+  }
+  put(Uint32Array.from(added, ([id]) => id));
+  put(Uint32Array.from(added, ([, p]) => p.generation));
+  const salts = new Uint8Array(added.length * SALT_BYTES);
+  added.forEach(([, p], i) => salts.set(p.salt, i * SALT_BYTES));
+  put(salts);
+  put(Uint32Array.from(dropped));
+  let rows = 0;
+  for (const c of cols) rows += c.rows.n;
+  return { bytes: out, rows };
+}
+
+function columnsBytes(n: number, idBytes: number): number {
+  return pad8(2 * n) + pad8(idBytes) + 6 * pad8(4 * n) + 8 * n + 2 * pad8(n);
+}
+
+function pagesBytes(added: number, dropped: number): number {
+  return 2 * pad8(4 * added) + pad8(SALT_BYTES * added) + pad8(4 * dropped);
+}
+
+/**
+ * Decodes an authenticated snapshot (views into `plain`, which must start 8-byte aligned).
+ * @throws PqdbError CORRUPTION when the columns do not add up to what the header declares.
+ */
+export function decodeSnapshot(plain: Uint8Array): Snapshot {
+  const bad = (why: string): never => {
+    throw new PqdbError('CORRUPTION', `the persisted key directory ${why}`);
+  };
+  if (plain.byteOffset % 8 !== 0 || plain.length < 4) bad('is truncated');
+  const headLen = new DataView(plain.buffer, plain.byteOffset).getUint32(0);
+  if (4 + headLen > plain.length) bad('is truncated');
+  let h: SnapshotHeader;
+  try {
+    h = JSON.parse(dec.decode(plain.subarray(4, 4 + headLen))) as SnapshotHeader;
+  } catch {
+    return bad('has a bad header');
+  }
+  const nat = (x: unknown) => Number.isSafeInteger(x) && (x as number) >= 0;
+  if (
+    typeof h !== 'object' ||
+    h === null ||
+    h.v !== 1 ||
+    (h.kind !== 'base' && h.kind !== 'run') ||
+    !nat(h.afterPage) ||
+    !Array.isArray(h.governance) ||
+    !h.governance.every((g) => typeof g === 'string') ||
+    !Array.isArray(h.collections) ||
+    !nat(h.added) ||
+    !nat(h.dropped) ||
+    typeof h.logs !== 'object' ||
+    h.logs === null ||
+    !Object.entries(h.logs).every(([g, n]) => nat(Number(g)) && nat(n)) ||
+    (h.pending !== undefined &&
+      (typeof h.pending !== 'object' ||
+        !Object.values(h.pending).every((ids) => Array.isArray(ids) && ids.every((id) => typeof id === 'string'))))
+  )
+    bad('has a bad header');
+  let size = pad8(4 + headLen);
+  for (const c of h.collections) {
+    if (typeof c !== 'object' || c === null || typeof c.name !== 'string' || !nat(c.n) || !nat(c.idBytes))
+      bad('has a bad collection entry');
+    size += columnsBytes(c.n, c.idBytes);
+  }
+  size += pagesBytes(h.added, h.dropped);
+  if (size !== plain.length) bad(`is ${plain.length} bytes where its header declares ${size}`);
+  let at = pad8(4 + headLen);
+  const take = <T>(make: (buf: ArrayBuffer, off: number, n: number) => T, n: number, width: number): T => {
+    const v = make(plain.buffer as ArrayBuffer, plain.byteOffset + at, n);
+    at += pad8(n * width);
+    return v;
+  };
+  const u8 = (n: number) => take((b, o, k) => new Uint8Array(b, o, k), n, 1);
+  const u16 = (n: number) => take((b, o, k) => new Uint16Array(b, o, k), n, 2);
+  const u32 = (n: number) => take((b, o, k) => new Uint32Array(b, o, k), n, 4);
+  const f64 = (n: number) => take((b, o, k) => new Float64Array(b, o, k), n, 8);
+  const collections = h.collections.map(({ name, n, idBytes }) => {
+    const rows: Rows = { ...emptyRows(0, 0), n };
+    rows.idLength = u16(n);
+    rows.ids = u8(idBytes);
+    rows.page = u32(n);
+    rows.offset = u32(n);
+    rows.length = u32(n);
+    rows.leaf = u32(n);
+    rows.generation = u32(n);
+    rows.governance = u32(n);
+    rows.sequence = f64(n);
+    rows.suite = u8(n);
+    const removed = u8(n);
+    let sum = 0;
+    for (let i = 0; i < n; i++) {
+      const len = rows.idLength[i];
+      if (len === 0 || len > MAX_ID_BYTES || removed[i] > 1) bad(`has a bad row in collection ${name}`);
+      if (removed[i] === 0 && (rows.governance[i] >= h.governance.length || !Number.isSafeInteger(rows.sequence[i])))
+        bad(`has a bad row in collection ${name}`);
+      sum += len;
+    }
+    if (sum !== idBytes) bad(`has ids that do not add up in collection ${name}`);
+    return { name, rows, removed };
+  });
+  const ids = u32(h.added);
+  const gens = u32(h.added);
+  const salts = u8(h.added * SALT_BYTES);
+  const added: [number, PageInfo][] = Array.from(ids, (id, i) => [
+    id,
+    { generation: gens[i], salt: salts.slice(i * SALT_BYTES, (i + 1) * SALT_BYTES) },
+  ]);
+  const dropped = Array.from(u32(h.dropped));
+  return { header: h, collections, added, dropped };
+}
+
+/** Applies a decoded snapshot to the directory (a base onto an empty one, runs in order after it). */
+export function applySnapshot(directory: KeyDirectory, s: Snapshot): void {
+  for (const { name, rows, removed } of s.collections)
+    directory.table(name).applyRows(rows, s.header.governance, removed);
+  for (const [id, p] of s.added) directory.addPage(id, p.generation, p.salt);
+  directory.dropPages(s.dropped);
+}
+
+/** Where sealed pages go: a draft's page-id allocation and page list (src/engine/commit.ts). */
+export interface PageSink {
+  pageId(): number;
+  addPage(page: { id: number; bytes: Uint8Array }): void;
+}
+
+function partNonce(pageId: number, part: number): Uint8Array {
+  const n = new Uint8Array(12);
+  const dv = new DataView(n.buffer);
+  dv.setUint32(0, pageId);
+  dv.setUint32(4, part);
+  return n;
+}
+
+function partAad(head: Uint8Array, pageId: number): Uint8Array {
+  const aad = new Uint8Array(HEAD_BYTES + 4);
+  aad.set(head.subarray(0, HEAD_BYTES));
+  new DataView(aad.buffer).setUint32(HEAD_BYTES, pageId);
+  return aad;
+}
+
+/**
+ * Seals a serialised snapshot into directory pages added to `sink`, awaiting `pause()` between
+ * pages; returns their ids in order.
+ */
+export async function sealSnapshot(
+  sink: PageSink,
+  key: Uint8Array,
+  plain: Uint8Array,
+  pause: () => Promise<void> = async () => undefined,
+  partBytes = DIRECTORY_PART_BYTES,
+): Promise<number[]> {
+  const n = Math.max(1, Math.ceil(plain.length / partBytes));
+  const ids: number[] = [];
+  for (let i = 0; i < n; i++) {
+    if (i > 0) await pause();
+    const part = plain.subarray(i * partBytes, (i + 1) * partBytes);
+    const id = sink.pageId();
+    const page = new Uint8Array(HEAD_BYTES + part.length + TAG_BYTES);
+    page.set(DIRECTORY_MAGIC);
+    page[4] = VERSION;
+    const dv = new DataView(page.buffer);
+    dv.setUint32(5, i);
+    dv.setUint32(9, n);
+    gcmsiv(key, partNonce(id, i), partAad(page, id)).encrypt(part, page.subarray(HEAD_BYTES));
+    sink.addPage({ id, bytes: page });
+    ids.push(id);
+  }
+  return ids;
+}
+
+/**
+ * Opens a snapshot's pages (in the manifest's order) into one 8-byte aligned plaintext.
+ * @throws PqdbError AUTH_FAILED (a part that does not open), CORRUPTION (framing), FORMAT_VERSION
+ */
+export function openSnapshot(key: Uint8Array, ids: readonly number[], pages: readonly Uint8Array[]): Uint8Array {
+  let total = 0;
+  pages.forEach((page, i) => {
+    if (page.length < HEAD_BYTES + TAG_BYTES || !DIRECTORY_MAGIC.every((m, k) => page[k] === m))
+      throw new PqdbError('CORRUPTION', `page ${ids[i]} is not a pqdb directory page`);
+    if (page[4] !== VERSION)
+      throw new PqdbError('FORMAT_VERSION', `directory page version ${page[4]} is not supported`);
+    const dv = new DataView(page.buffer, page.byteOffset, page.length);
+    if (dv.getUint32(5) !== i || dv.getUint32(9) !== pages.length)
+      throw new PqdbError('CORRUPTION', `directory page ${ids[i]} is not part ${i} of ${pages.length}`);
+    total += page.length - HEAD_BYTES - TAG_BYTES;
+  });
+  const out = new Uint8Array(total);
+  let at = 0;
+  try {
+    pages.forEach((page, i) => {
+      const len = page.length - HEAD_BYTES - TAG_BYTES;
+      gcmsiv(key, partNonce(ids[i], i), partAad(page, ids[i])).decrypt(
+        page.subarray(HEAD_BYTES),
+        out.subarray(at, at + len),
+      );
+      at += len;
+    });
+  } catch (e) {
+    out.fill(0);
+    throw e;
+  }
+  return out;
+}
+
+/** What persisting the directory needs of a store's parts. */
+export interface PersistContext {
+  readonly directory: KeyDirectory;
+  readonly logs: MerkleLogs;
+  readonly keys: KeyRing;
+}
+
+/**
+ * Checkpoint contributor: persists the directory as of `afterPage` (every commit page so far) in the
+ * draft — a run of the changes since the last snapshot, or a new base (whose commit deletes the old
+ * snapshots' pages) when none is tracked — together with log pages holding every generation's
+ * leaves so far, so an open starts from both. `pending`: the lexical indexes' ids to re-index.
+ */
+export async function persistDirectory(
+  draft: Draft,
+  ctx: PersistContext,
+  afterPage: number,
+  pending?: Record<string, string[]>,
+): Promise<void> {
+  const m = draft.manifest;
+  const logs = { ...(m.logs ?? {}) };
+  const sizes: Record<string, number> = {};
+  for (const g of ctx.keys.generations()) {
+    await ctx.logs.pushLogPage(g, logs, draft);
+    if (ctx.logs.size(g) > 0) sizes[g] = ctx.logs.size(g);
+  }
+  m.logs = logs;
+  const old = m.directory;
+  const changes = old !== undefined ? ctx.directory.changes() : undefined;
+  const kind = changes !== undefined ? 'run' : 'base';
+  if (changes !== undefined && changes.ids.size === 0 && changes.added.length === 0 && changes.dropped.length === 0) {
+    // Nothing changed since the last snapshot: no commit page was added after it either.
+    m.directory = { ...old!, afterPage, dropped: [] };
+    return;
+  }
+  const { bytes, rows } = encodeSnapshot(ctx.directory, kind, afterPage, sizes, pending);
+  let ids: number[];
+  try {
+    ids = await sealSnapshot(draft, ctx.keys.storeKey(DIRECTORY_KEY_LABEL), bytes, yieldToEventLoop);
+  } finally {
+    bytes.fill(0);
+  }
+  const snapshot = { kind: kind as 'base' | 'run', pages: ids, rows };
+  if (kind === 'base') for (const s of old?.snapshots ?? []) for (const id of s.pages) draft.deletePage(id);
+  m.directory = { afterPage, snapshots: kind === 'base' ? [snapshot] : [...old!.snapshots, snapshot], dropped: [] };
+  draft.afterCommit(() => ctx.directory.persisted(kind === 'base'));
+}
+
+/**
+ * `prepare` hook: commit pages a commit deletes that the persisted directory covers are listed in
+ * it as dropped, so an open does not look for them.
+ */
+export function noteDroppedPages(draft: Draft, directory: KeyDirectory): void {
+  const ref = draft.manifest.directory;
+  if (ref === undefined || draft.deletes.length === 0) return;
+  const dropped = draft.deletes.filter((id) => id <= ref.afterPage && directory.page(id) !== undefined);
+  if (dropped.length > 0) draft.manifest.directory = { ...ref, dropped: [...(ref.dropped ?? []), ...dropped] };
+}
