@@ -27,7 +27,7 @@
 // (default bench/results/scale-<date>/). Targets are reported, not asserted.
 
 import { mkdtempSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, loadavg } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execFileSync } from 'node:child_process';
@@ -64,6 +64,8 @@ const enc = new TextEncoder();
 const now = () => performance.now();
 const base = mkdtempSync(join(tmpdir(), 'pqdb-scale-'));
 const peerKey = randomBytes(32);
+/** 1, 5 and 15-minute load averages at the start and the end: figures from a busy host are slower and noisier. */
+const load = { atStart: loadavg() };
 
 const source = synsets(Infinity);
 /** Record i: synset i mod the source, under an id of its own; `round` > 0 gives it a new value. */
@@ -492,10 +494,11 @@ const ms = (x, d = 0) => (x === undefined ? '—' : `${fmt(x, d)} ms`);
 const ratio = (a, b) => (a === undefined || b === undefined || b === 0 ? '—' : `${(a / b).toFixed(2)}×`);
 const by = (n) => Object.fromEntries(results.filter((r) => r.records === n).map((r) => [r.engine, r]));
 const host = hostInfo();
+load.atEnd = loadavg();
 const md = [
   '# Scale: pqdb against better-sqlite3 and classic-level',
   '',
-  `${host.date} · ${host.cpu} (${host.cores} cores) · ${host.arch} · ${host.runtime} · batches of ${BATCH} · parts: ${PARTS.join(', ')}${NO_READER ? ' · no reader during compaction and migration' : ''}`,
+  `${host.date} · ${host.cpu} (${host.cores} cores) · ${host.arch} · ${host.runtime} · batches of ${BATCH} · load ${load.atStart[0].toFixed(1)} → ${load.atEnd[0].toFixed(1)} · parts: ${PARTS.join(', ')}${NO_READER ? ' · no reader during compaction and migration' : ''}`,
   '',
   'Peers seal each record with node:crypto AES-256-GCM (IV ‖ ciphertext ‖ tag, the id as AAD).',
   '',
@@ -626,6 +629,7 @@ writeFileSync(
       kind: 'scale',
       host,
       node: process.version,
+      load,
       sizes: SIZES,
       parts: PARTS,
       batch: BATCH,
