@@ -490,7 +490,7 @@ const fmt = (x, d = 0) =>
     ? '—'
     : x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 const mib = (b) => (b === undefined ? '—' : `${fmt(b / 2 ** 20, 1)} MiB`);
-const ms = (x, d = 0) => (x === undefined ? '—' : `${fmt(x, d)} ms`);
+const ms = (x, d = 0) => (x === undefined || Number.isNaN(x) ? '—' : `${fmt(x, d)} ms`);
 const ratio = (a, b) => (a === undefined || b === undefined || b === 0 ? '—' : `${(a / b).toFixed(2)}×`);
 const by = (n) => Object.fromEntries(results.filter((r) => r.records === n).map((r) => [r.engine, r]));
 const host = hostInfo();
