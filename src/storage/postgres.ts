@@ -33,8 +33,9 @@ import {
   crc32cAsync,
   type CheckedBatch,
   type CommitBatch,
-  type PageStore,
+  type FollowablePageStore,
   type PageStoreStats,
+  type PageStoreView,
 } from './page-store';
 import {
   INSERT_ROWS,
@@ -102,7 +103,7 @@ export interface ManifestChange {
  * A PageStore in PostgreSQL (`kind` 'postgres'), with what only it has: a manifest version and, for
  * read-only openers, following the writer.
  */
-export interface PostgresPageStore extends PageStore {
+export interface PostgresPageStore extends FollowablePageStore {
   readonly kind: 'postgres';
   /** The store name. */
   readonly name: string;
@@ -132,6 +133,12 @@ export interface PostgresPageStore extends PageStore {
   watch(listener: (change: ManifestChange) => void, onError?: (error: Error) => void): () => void;
   /** Resolves once the LISTEN of `watch` is in place (at once when nothing watches). */
   ready(): Promise<void>;
+  /**
+   * The view now, in one piece: manifest version, manifest and live pages (id → length) of the
+   * last snapshot (readers) or commit (the writer). What a following `Store` pins its reads to.
+   * @example const { version, pages } = reader.view();
+   */
+  view(): PageStoreView;
 }
 
 /**
@@ -204,10 +211,8 @@ async function takeLock(pg: Pg, config: ClientConfig, schema: string, name: stri
   }
 }
 
-interface Snapshot {
-  readonly version: number;
-  readonly manifest: Uint8Array | undefined;
-  readonly pages: Map<number, number>; // id → length
+interface Snapshot extends PageStoreView {
+  readonly pages: Map<number, number>; // id → length; never changed once the view holds it
 }
 
 class PgPageStore extends BasePageStore implements PostgresPageStore {
@@ -261,6 +266,10 @@ class PgPageStore extends BasePageStore implements PostgresPageStore {
 
   get version(): number {
     return this.#view.version;
+  }
+
+  view(): PageStoreView {
+    return this.#view;
   }
 
   /** Creates what is missing (writers with `create`), then takes the first snapshot. */
