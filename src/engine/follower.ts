@@ -46,7 +46,10 @@ export interface FollowEvent {
   readonly version: number;
 }
 
-/** The `follow` option of openStore: true, or callbacks. */
+/**
+ * The `follow` option of openStore: true, or callbacks.
+ * @example openStore({ storage, unlock, readOnly: true, follow: { onCommit: (e) => log(e.commit), onError: (e) => log(e.code) } })
+ */
 export interface FollowOptions {
   /** Called after each new manifest the store took, in order. */
   onCommit?(event: FollowEvent): void;
@@ -193,7 +196,10 @@ export class Follower<S> {
     this.#options = options;
   }
 
-  /** Starts watching the page store; resolves once its watching is in place. */
+  /**
+   * Starts watching the page store; resolves once its watching is in place.
+   * @throws PqdbError NOT_OPEN when the page store was closed
+   */
   async start(): Promise<void> {
     this.#stop = this.#base.watch(
       () => this.#kick(),
