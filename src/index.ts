@@ -42,7 +42,8 @@ export type {
   CbomProperty,
 } from './engine/posture';
 export type { Governance } from './crypto/record';
-export type { PageStore, CommitBatch, PageStoreStats } from './storage/page-store';
+export type { PageStore, CommitBatch, PageStoreStats, FollowablePageStore, PageStoreView } from './storage/page-store';
+export type { FollowEvent, FollowOptions } from './engine/follower';
 export { openMemoryPageStore } from './storage/memory';
 export { verifySealed, openSealed, type VerifiedSealed, type Checkpoint } from './crypto/proofs';
 export {

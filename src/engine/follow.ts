@@ -33,9 +33,14 @@ export interface FollowedCommits {
   manifest: Uint8Array;
 }
 
-/** Everything of a manifest a records-only commit leaves as it is, in a comparable form. */
+/**
+ * Everything of a manifest a records-only commit leaves as it is, in a comparable form. The fields
+ * it may change are left out, not overwritten: a field the first records of a store add (`heads`)
+ * would otherwise land at another place in the JSON and make two equal manifests differ.
+ */
 function unchanged(m: Manifest): string {
-  return JSON.stringify({ ...m, commit: 0, nextPageId: 0, nextSequence: 0, heads: 0, collections: 0 });
+  const { commit: _c, nextPageId: _p, nextSequence: _s, heads: _h, collections: _k, ...rest } = m;
+  return JSON.stringify(rest);
 }
 
 const headerOf = (sealed: Uint8Array): string => JSON.stringify({ ...readManifest(sealed).header, commit: 0 });

@@ -4,6 +4,7 @@ import type { SuiteName } from '../crypto/suites';
 import type { AuthorityCheck } from './migration/run';
 import type { PageStore } from '../storage/page-store';
 import type { Parts } from './parts';
+import type { FollowOptions } from './follower';
 
 export interface StoreOptions {
   /** Create the store when it has no manifest yet. */
@@ -36,6 +37,18 @@ export interface StoreOptions {
    * with READ_ONLY. Use with a read-only page store (openNodeFsPageStore(dir, { readOnly: true })).
    */
   readOnly?: boolean;
+  /**
+   * With `readOnly`, on a page store that follows its writer (the postgres one opened with
+   * `readOnly: true`; others are a TypeError): the store follows the writer's commits as they land
+   * (docs/postgres.md, src/engine/follower.ts). Commits that only add records are verified and taken
+   * in place; any other (a checkpoint, a migration step, a key or registry change) opens the engine
+   * state anew from the pages. Reads under way finish on the state they started on; `info().commit`
+   * says where the store stands. `onCommit` hears each commit taken, `onError` each one refused
+   * (AUTH_FAILED, CORRUPTION, ROLLBACK: the store keeps its last good state) and each failure of the
+   * medium (IO_ERROR); `close()` stops following.
+   * @example openStore({ storage: reader, unlock, readOnly: true, follow: { onCommit: ({ commit }) => log(commit) } })
+   */
+  follow?: boolean | FollowOptions;
   /**
    * The store id the caller expects (from `info().storeId`): opening another store, even one whose
    * keys were wrapped to the same recipient, fails with AUTH_FAILED.

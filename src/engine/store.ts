@@ -53,21 +53,26 @@ import {
   type ManagedCopy,
 } from './copies';
 import { internals, type Parts } from './parts';
+import { Follower, followOptions, followView, type FollowedPages } from './follower';
 import { info, recipients, registryApi, type StoreInfo } from './store-admin';
 
 export class Store {
-  readonly #p: Parts;
+  // #p, #target and #migration are replaced when a following store opens its state anew (follower.ts).
+  #p: Parts;
   readonly #checkpointList: SignedCheckpoint[] = [];
-  readonly #migration: Migration;
+  #migration: Migration;
   readonly #collections = new Map<string, Collection>();
   readonly #schemas = new Map<string, CompiledSchema>();
-  readonly #target: ReplayTarget;
+  #target: ReplayTarget & Parts;
   readonly #engine: CollectionEngine;
   readonly #readOnly: boolean;
   readonly #locations?: Locations;
   #recovered: string[] = [];
   #open = true;
   #closing = false;
+  /** Following the writer (`follow`); the store whose state this one serves then owns this one's. */
+  #follower: Follower<Store> | undefined;
+  #owner: Store | undefined;
 
   private constructor(
     pages: PageStore,
@@ -121,15 +126,20 @@ export class Store {
     });
     pipeline.hook({ applied: (c) => lexical.applied(c) });
     pipeline.hook({ applied: (c) => void (c.writes.some((w) => w.copy !== true) && checkpoints.maybeCheckpoint()) });
+    // Through this.#p, not the parts above: a following store may serve another state later.
     this.#engine = {
       commit: (ops) => this.#commitOps(ops),
       read: (c, id, withhold) => this.#read(c, id, withhold),
-      has: (collection, id) => directory.has(collection, id),
-      count: (collection) => directory.count(collection),
-      ids: (collection, prefix) => directory.ids(collection, prefix),
-      index: (collection) => lexical.indexOf(collection),
-      loadedIndex: (collection) => lexical.loaded(collection),
-      exportSealed: (collection, id) => (this.#live(), exportSealed(target, collection, id)),
+      has: (collection, id) => this.#p.directory.has(collection, id),
+      count: (collection) => this.#p.directory.count(collection),
+      ids: (collection, prefix) => this.#p.directory.ids(collection, prefix),
+      index: (collection) => this.#pinned((p) => p.lexical.indexOf(collection)),
+      loadedIndex: (collection) => this.#p.lexical.loaded(collection),
+      exportSealed: (collection, id) => {
+        this.#live();
+        const t = this.#target;
+        return this.#pinned(() => exportSealed(t, collection, id));
+      },
     };
   }
 
@@ -141,6 +151,8 @@ export class Store {
   static async open(pages: PageStore, options: StoreOptions): Promise<Store> {
     if (typeof options !== 'object' || options === null) throw new TypeError('"options" expected an object');
     bytes('unlock', options.unlock, 32);
+    const follow = followOptions(options.follow);
+    if (follow !== undefined) return Store.#following(followView(pages, options.readOnly), options, follow);
     const raw = await pages.readManifest();
     if (raw === undefined) {
       if (!options.create || options.readOnly)
@@ -193,6 +205,52 @@ export class Store {
     return store;
   }
 
+  /** Opens a read-only store on `view` that follows the writer (follower.ts). */
+  static async #following(
+    view: FollowedPages,
+    options: StoreOptions,
+    follow: NonNullable<ReturnType<typeof followOptions>>,
+  ): Promise<Store> {
+    const store = await Store.open(view, { ...options, follow: false });
+    const storeId = store.info().storeId;
+    const follower = new Follower<Store>(
+      view,
+      {
+        parts: () => store.#p,
+        reopen: (next, minCommit) => Store.open(next, { ...options, follow: false, storeId, minCommit }),
+        install: (next) => store.#adopt(next),
+      },
+      follow,
+    );
+    store.#follower = follower;
+    try {
+      await follower.start();
+    } catch (e) {
+      await store.close();
+      throw e;
+    }
+    return store;
+  }
+
+  /** Serves `next`'s engine state from now on (a following store); returns the state it replaced. */
+  #adopt(next: Store): Parts {
+    const old = this.#p;
+    this.#p = next.#p;
+    this.#target = next.#target;
+    this.#migration = next.#migration;
+    this.#recovered = next.#recovered;
+    next.#owner = this;
+    internals.set(this, this.#p);
+    for (const c of this.#collections.values()) this.#p.lexical.declare(c.name, c.indexed);
+    return old;
+  }
+
+  /** Runs `read` on the state served now; a following store keeps that state for it until it is done. */
+  #pinned<T>(read: (p: Parts) => Promise<T>): Promise<T> {
+    const p = this.#p;
+    return this.#follower === undefined ? read(p) : this.#follower.pinned(p, () => read(p));
+  }
+
   /** What opening the store repaired, at this layer and in the page store below. */
   get recovery(): { clean: boolean; actions: string[] } {
     const actions = [...this.#p.pages.recovery.actions, ...this.#recovered];
@@ -200,7 +258,8 @@ export class Store {
   }
 
   #live(): void {
-    if (!this.#open) throw new PqdbError('NOT_OPEN', 'the store is closed');
+    if (!this.#open || (this.#owner !== undefined && !this.#owner.#open))
+      throw new PqdbError('NOT_OPEN', 'the store is closed');
   }
 
   #writable(): void {
@@ -251,7 +310,7 @@ export class Store {
       if (withhold) return WITHHELD;
       throw authorityDenied(m, 'read', loc.governance, `${c.name}/${id}`);
     }
-    return decodeValue(c.schema, await this.#p.records.open('read', c.name, id, loc));
+    return decodeValue(c.schema, await this.#pinned((p) => p.records.open('read', c.name, id, loc)));
   }
 
   /**
@@ -452,6 +511,7 @@ export class Store {
   async close(): Promise<void> {
     if (!this.#open) return;
     this.#closing = true;
+    await this.#follower?.close();
     await this.#p.pipeline.idle();
     await this.#migration.running?.catch(() => undefined);
     await this.#p.pipeline.idle();

@@ -144,6 +144,51 @@ export interface CheckedBatch {
   readonly deletes: readonly number[];
 }
 
+/**
+ * What a following page store's view holds at one instant: its manifest version, the manifest and
+ * the live pages, consistent with each other (one snapshot). Read it, never change it.
+ */
+export interface PageStoreView {
+  /** The view's manifest version (each commit of the writer adds one). */
+  readonly version: number;
+  /** The sealed manifest, undefined before the first commit that set one. */
+  readonly manifest: Uint8Array | undefined;
+  /** Live page id → length in bytes. */
+  readonly pages: ReadonlyMap<number, number>;
+}
+
+/**
+ * The optional capability of a page store opened read-only beside a writer that it can follow
+ * (the postgres one): a consistent view of the store now, and word of each new one. A `Store`
+ * opened with `follow` (src/engine/follower.ts) needs it; no engine code branches on the kind.
+ * @example if (canFollow(pages)) pages.watch(({ version }) => console.log(version, pages.view().manifest));
+ */
+export interface FollowablePageStore extends PageStore {
+  /** True when opened read-only: only those follow a writer. */
+  readonly readOnly: boolean;
+  /** The view now (read, never changed: a new view replaces it). */
+  view(): PageStoreView;
+  /**
+   * Calls `listener` after each change of the view to a new version; `onError` hears failures of
+   * the watching (a lost connection, a failed refresh). Returns the unsubscribe function.
+   * @throws TypeError when the page store is not read-only, PqdbError NOT_OPEN after close
+   */
+  watch(listener: (change: { readonly version: number }) => void, onError?: (error: Error) => void): () => void;
+  /** Resolves once the watching is in place (so no later commit goes unnoticed). */
+  ready(): Promise<void>;
+}
+
+/** Whether `pages` can follow a writer (FollowablePageStore, opened read-only). */
+export function canFollow(pages: PageStore): pages is FollowablePageStore {
+  const f = pages as Partial<FollowablePageStore>;
+  return (
+    f.readOnly === true &&
+    typeof f.view === 'function' &&
+    typeof f.watch === 'function' &&
+    typeof f.ready === 'function'
+  );
+}
+
 /** `store.readPages(ids)`, or `readPage` for each id where the page store has no `readPages`. */
 export async function readPagesOf(store: PageStore, ids: readonly number[]): Promise<(Uint8Array | undefined)[]> {
   if (store.readPages !== undefined) return store.readPages(ids);

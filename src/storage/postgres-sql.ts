@@ -51,6 +51,14 @@ export interface Statements {
   readonly selectManifest: string;
   /** $1 store → id, length, in ascending id order. */
   readonly listPages: string;
+  /**
+   * A view in one statement (one snapshot): $1 store, $2 the version known (-1: none), $3 the
+   * largest page id known, $4 how many ids past it to return with their bytes. The row whose id is
+   * NULL has the version, same (the version is $2: the lists are NULL), the manifest (as bytes), its
+   * crc, and the ids and lengths of the pages (bigint[], int[] by id); each other row is a page with
+   * an id in ($3, $3 + $4] (id, bytes, crc). No row: no store.
+   */
+  readonly snapshot: string;
   /** $1 store, $2 id → bytes, crc. */
   readonly readPage: string;
   /** $1 store, $2 ids (bigint[]) → id, bytes, crc. */
@@ -101,6 +109,18 @@ export function statements(schema: string): Statements {
     insertManifestRow: `INSERT INTO ${manifest} (store, version) VALUES ($1, 0) ON CONFLICT (store) DO NOTHING`,
     selectManifest: `SELECT version, manifest, crc FROM ${manifest} WHERE store = $1`,
     listPages: `SELECT id, length(bytes) AS length FROM ${pages} WHERE store = $1 ORDER BY id`,
+    snapshot: `WITH m AS (SELECT version, manifest, crc FROM ${manifest} WHERE store = $1)
+SELECT NULL::bigint AS id, m.version, m.version = $2::bigint AS same, m.manifest AS bytes, m.crc, p.ids, p.lengths
+  FROM m
+  LEFT JOIN LATERAL (
+    SELECT array_agg(id ORDER BY id) AS ids, array_agg(length(bytes) ORDER BY id) AS lengths
+      FROM ${pages}
+     WHERE store = $1 AND m.version <> $2::bigint
+  ) p ON true
+UNION ALL
+SELECT g.id, NULL, NULL, g.bytes, g.crc, NULL, NULL
+  FROM ${pages} g, m
+ WHERE g.store = $1 AND m.version <> $2::bigint AND g.id > $3::bigint AND g.id <= $3::bigint + $4::bigint`,
     readPage: `SELECT bytes, crc FROM ${pages} WHERE store = $1 AND id = $2`,
     readPages: `SELECT id, bytes, crc FROM ${pages} WHERE store = $1 AND id = ANY($2::bigint[])`,
     readRange: `SELECT substring(bytes from $3::integer + 1 for $4::integer) AS bytes, length(bytes) AS length FROM ${pages} WHERE store = $1 AND id = $2`,

@@ -14,8 +14,9 @@
 // and the store name) taken on that connection and held while it lives; a second writer gets
 // LOCKED. If the connection drops, PostgreSQL releases the lock: the writer then refuses every
 // further commit (IO_ERROR, reopen the store), and a commit cut by it has an unknown outcome, which
-// a reopen settles. Read-only openers take no lock; they read a consistent snapshot (REPEATABLE
-// READ) of the manifest and page list, refreshed on demand or on NOTIFY (`watch`).
+// a reopen settles. Read-only openers take no lock; they read a consistent snapshot of the
+// manifest and page list (one statement), refreshed on demand or on NOTIFY (`watch`); a refresh
+// brings the bytes of the first new pages with it, which a following Store reads next.
 //
 // Security caveats: the server sees only sealed bytes and may do anything with them (DESIGN.md
 // §11). Every page carries a CRC-32C column against accidents, not attackers; the engine's MACs
@@ -30,13 +31,15 @@ import { integer } from '../_args';
 import {
   BasePageStore,
   checkRangeInPage,
+  MAX_PAGE_ID,
   corruption,
   crc32c,
   crc32cAsync,
   type CheckedBatch,
   type CommitBatch,
-  type PageStore,
+  type FollowablePageStore,
   type PageStoreStats,
+  type PageStoreView,
 } from './page-store';
 import {
   INSERT_ROWS,
@@ -61,6 +64,8 @@ import {
 const ROW_OVERHEAD_BYTES = 64;
 /** Default size of the read pool. */
 const DEFAULT_MAX_CONNECTIONS = 4;
+/** Pages past the largest id a reader knows that a refresh brings with their bytes (a commit's worth). */
+const FRESH_PAGES = 64;
 /** Reconnect delays of a follower's LISTEN connection (ms): doubling from the first to the last. */
 const LISTEN_RETRY_MS = [100, 5000] as const;
 
@@ -104,7 +109,7 @@ export interface ManifestChange {
  * A PageStore in PostgreSQL (`kind` 'postgres'), with what only it has: a manifest version and, for
  * read-only openers, following the writer.
  */
-export interface PostgresPageStore extends PageStore {
+export interface PostgresPageStore extends FollowablePageStore {
   readonly kind: 'postgres';
   /** The store name. */
   readonly name: string;
@@ -134,6 +139,12 @@ export interface PostgresPageStore extends PageStore {
   watch(listener: (change: ManifestChange) => void, onError?: (error: Error) => void): () => void;
   /** Resolves once the LISTEN of `watch` is in place (at once when nothing watches). */
   ready(): Promise<void>;
+  /**
+   * The view now, in one piece: manifest version, manifest and live pages (id → length) of the
+   * last snapshot (readers) or commit (the writer). What a following `Store` pins its reads to.
+   * @example const { version, pages } = reader.view();
+   */
+  view(): PageStoreView;
 }
 
 /**
@@ -206,10 +217,12 @@ async function takeLock(pg: Pg, config: ClientConfig, schema: string, name: stri
   }
 }
 
-interface Snapshot {
-  readonly version: number;
-  readonly manifest: Uint8Array | undefined;
-  readonly pages: Map<number, number>; // id → length
+interface Snapshot extends PageStoreView {
+  readonly pages: Map<number, number>; // id → length; never changed once the view holds it
+  /** The largest page id (-1: none). */
+  readonly maxId: number;
+  /** Rows of new pages the snapshot brought (readers), served before asking the server. */
+  readonly fresh?: ReadonlyMap<number, { bytes: unknown; crc: unknown }>;
 }
 
 class PgPageStore extends BasePageStore implements PostgresPageStore {
@@ -222,7 +235,7 @@ class PgPageStore extends BasePageStore implements PostgresPageStore {
   readonly #sql: Statements;
   readonly #schema: string;
   readonly #lock: Client | undefined;
-  #view: Snapshot = { version: 0, manifest: undefined, pages: new Map() };
+  #view: Snapshot = { version: 0, manifest: undefined, pages: new Map(), maxId: -1 };
   /** Ids the commit in flight deletes: a read that finds one gone is not CORRUPTION. */
   #deleting: ReadonlySet<number> = new Set();
   /** Why commits are refused (the lock connection was lost, or a commit's outcome is unknown). */
@@ -265,10 +278,14 @@ class PgPageStore extends BasePageStore implements PostgresPageStore {
     return this.#view.version;
   }
 
+  view(): PageStoreView {
+    return this.#view;
+  }
+
   /** Creates what is missing (writers with `create`), then takes the first snapshot. */
   async load(create: boolean): Promise<void> {
     if (create) await this.#create(this.#lock!);
-    const snap = await this.#snapshot(this.#lock ?? this.#pool, -1);
+    const snap = await this.#snapshot(this.#lock ?? (this.#pool as Queryable), -1);
     if (snap === undefined || snap === null)
       throw new PqdbError('NOT_FOUND', `no pqdb store ${this.#schema}.${this.name} in this database`);
     this.#view = snap;
@@ -299,50 +316,44 @@ class PgPageStore extends BasePageStore implements PostgresPageStore {
   }
 
   /**
-   * The manifest and page list in one REPEATABLE READ snapshot; undefined when the store has no
-   * manifest row, `null` when its version is still `known`.
+   * The manifest and page list in one statement (so one snapshot); undefined when the store has no
+   * manifest row, `null` when its version is still `known`. Readers also get the bytes of the first
+   * pages past the largest id they know (FRESH_PAGES of them): the pages of the commits that woke
+   * them, which a following Store reads next, without another round trip.
    */
-  async #snapshot(on: Client | Pool, known: number): Promise<Snapshot | undefined | null> {
-    if (on !== this.#pool) return this.#snapshotOn(on as Client, known);
-    const c = await this.#pool.connect();
-    try {
-      const snap = await this.#snapshotOn(c, known);
-      c.release();
-      return snap;
-    } catch (e) {
-      c.release(connectionLost(e) ? (e as Error) : undefined); // a dead connection is destroyed
-      throw e;
+  async #snapshot(on: Queryable, known: number): Promise<Snapshot | undefined | null> {
+    const after = known < 0 || !this.readOnly ? MAX_PAGE_ID : this.#view.maxId;
+    const r = await on.query(this.#sql.snapshot, [this.name, String(known), String(after), String(FRESH_PAGES)]);
+    const row = r.rows.find((x) => x.id === null);
+    if (row === undefined) return undefined;
+    if (row.same === true) return null;
+    const version = parseVersion(row.version);
+    let manifest: Uint8Array | undefined;
+    if (row.bytes !== null) {
+      const bytes = parseBytes(row.bytes, 'manifest');
+      if (crc32c(bytes) !== parseCrc(row.crc, 'manifest'))
+        throw corruption(`postgres: manifest of ${this.name}: checksum mismatch`);
+      manifest = new Uint8Array(bytes);
     }
-  }
-
-  async #snapshotOn(c: Queryable, known: number): Promise<Snapshot | undefined | null> {
-    await c.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    try {
-      const m = await c.query(this.#sql.selectManifest, [this.name]);
-      if (m.rows.length === 0) return undefined;
-      const version = parseVersion(m.rows[0].version);
-      if (version === known) return null;
-      let manifest: Uint8Array | undefined;
-      if (m.rows[0].manifest !== null) {
-        const bytes = parseBytes(m.rows[0].manifest, 'manifest');
-        if (crc32c(bytes) !== parseCrc(m.rows[0].crc, 'manifest'))
-          throw corruption(`postgres: manifest of ${this.name}: checksum mismatch`);
-        manifest = new Uint8Array(bytes);
-      }
-      const list = await c.query({ text: this.#sql.listPages, values: [this.name], rowMode: 'array' });
-      const pages = new Map<number, number>();
-      for (const [id, length] of list.rows as unknown[][]) {
-        const n = parsePageId(id);
-        pages.set(n, parseLength(length, `page ${n}`));
-      }
-      return { version, manifest, pages };
-    } finally {
-      await c.query('COMMIT');
+    const ids = arrayOf(row.ids, 'page ids');
+    const lengths = arrayOf(row.lengths, 'page lengths');
+    if (ids.length !== lengths.length) throw corruption(`postgres: page list of ${this.name} is malformed`);
+    const pages = new Map<number, number>();
+    let maxId = -1;
+    for (let i = 0; i < ids.length; i++) {
+      const n = parsePageId(ids[i]);
+      pages.set(n, parseLength(lengths[i], `page ${n}`));
+      if (n > maxId) maxId = n;
     }
+    const fresh = new Map<number, { bytes: unknown; crc: unknown }>();
+    for (const x of r.rows) if (x !== row) fresh.set(parsePageId(x.id), x);
+    return { version, manifest, pages, maxId, fresh };
   }
 
   protected async _readPage(id: number): Promise<Uint8Array | undefined> {
     if (!this.#view.pages.has(id)) return undefined; // not committed as far as this opener knows
+    const fresh = this.#view.fresh?.get(id);
+    if (fresh !== undefined) return this.#checked(id, fresh);
     let rows: { bytes: unknown; crc: unknown }[];
     try {
       rows = (await this.#pool.query(this.#sql.readPage, [this.name, String(id)])).rows;
@@ -354,8 +365,9 @@ class PgPageStore extends BasePageStore implements PostgresPageStore {
 
   /** Pages in one query (opening reads commit pages in runs: one round trip per run, not per page). */
   protected override async _readPages(ids: readonly number[]): Promise<(Uint8Array | undefined)[]> {
-    const asked = [...new Set(ids.filter((id) => this.#view.pages.has(id)))];
-    const found = new Map<number, { bytes: unknown; crc: unknown }>();
+    const view = this.#view;
+    const asked = [...new Set(ids.filter((id) => view.pages.has(id) && !view.fresh?.has(id)))];
+    const found = new Map<number, { bytes: unknown; crc: unknown }>(view.fresh ?? []);
     if (asked.length > 0) {
       let rows: { id: unknown; bytes: unknown; crc: unknown }[];
       try {
@@ -366,7 +378,7 @@ class PgPageStore extends BasePageStore implements PostgresPageStore {
       for (const row of rows) found.set(parsePageId(row.id), row);
     }
     const out: (Uint8Array | undefined)[] = [];
-    for (const id of ids) out.push(this.#view.pages.has(id) ? await this.#checked(id, found.get(id)) : undefined);
+    for (const id of ids) out.push(view.pages.has(id) ? await this.#checked(id, found.get(id), view) : undefined);
     return out;
   }
 
@@ -403,15 +415,19 @@ class PgPageStore extends BasePageStore implements PostgresPageStore {
   }
 
   /** A page's row as read (or its absence), checked against the view's length and its checksum. */
-  async #checked(id: number, row: { bytes: unknown; crc: unknown } | undefined): Promise<Uint8Array | undefined> {
+  async #checked(
+    id: number,
+    row: { bytes: unknown; crc: unknown } | undefined,
+    view: Snapshot = this.#view,
+  ): Promise<Uint8Array | undefined> {
     if (row === undefined) {
       // A reader's snapshot may name a page the writer has deleted since; the writer's own view
       // names every page it committed, unless the commit in flight deletes it.
-      if (this.readOnly || this.#deleting.has(id) || !this.#view.pages.has(id)) return undefined;
+      if (this.readOnly || this.#deleting.has(id) || !view.pages.has(id)) return undefined;
       throw corruption(`postgres: page ${id} is committed but missing from ${this.#sql.pages}`);
     }
     const bytes = parseBytes(row.bytes, `page ${id}`);
-    const length = this.#view.pages.get(id);
+    const length = view.pages.get(id);
     if (length !== undefined && bytes.length !== length)
       throw corruption(`postgres: page ${id}: ${bytes.length} bytes stored, ${length} committed`);
     if ((await crc32cAsync(bytes)) !== parseCrc(row.crc, `page ${id}`))
@@ -493,8 +509,12 @@ class PgPageStore extends BasePageStore implements PostgresPageStore {
     // Durable: install the new view.
     const pages = new Map(view.pages);
     for (const id of batch.deletes) pages.delete(id);
-    for (const p of batch.pages) pages.set(p.id, p.bytes.length);
-    this.#view = { version, manifest: m ?? view.manifest, pages };
+    let maxId = view.maxId;
+    for (const p of batch.pages) {
+      pages.set(p.id, p.bytes.length);
+      if (p.id > maxId) maxId = p.id;
+    }
+    this.#view = { version, manifest: m ?? view.manifest, pages, maxId };
     this.#deleting = new Set();
   }
 
@@ -545,7 +565,7 @@ class PgPageStore extends BasePageStore implements PostgresPageStore {
         this.#refreshAgain = false;
         let snap: Snapshot | undefined | null;
         try {
-          snap = await this.#snapshot(this.#pool, this.#view.version);
+          snap = await this.#snapshot(this.#pool as Queryable, this.#view.version);
         } catch (e) {
           throw sqlError(`postgres page store ${this.name}: refresh`, e);
         }
@@ -647,6 +667,13 @@ class PgPageStore extends BasePageStore implements PostgresPageStore {
     await this.#pool.end().catch((e) => errors.push(e));
     if (errors.length > 0) throw sqlError(`postgres page store ${this.name}: close`, errors[0]);
   }
+}
+
+/** An array column (NULL: none). @throws PqdbError CORRUPTION for anything else */
+function arrayOf(value: unknown, what: string): unknown[] {
+  if (value === null || value === undefined) return [];
+  if (!Array.isArray(value)) throw corruption(`postgres: ${what} is not an array`);
+  return value;
 }
 
 /** A Buffer over the same memory (pg sends Buffers as binary parameters, without copying). */
