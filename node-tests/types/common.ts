@@ -152,7 +152,7 @@ export async function storeApi(): Promise<void> {
   const cp = await store.checkpoint();
   const signed: Uint8Array = cp.signed;
   const cps = store.checkpoints();
-  const proof: Uint8Array[] = store.consistencyProof(0, 1);
+  const proof: Uint8Array[] = await store.consistencyProof(0, 1);
   await store.batch((tx) => {
     tx.put(words, 'n2', { lemma: 'cat', pos: 'n', offset: 2, live: false });
     // @ts-expect-error tx.put checks the value against the collection's type

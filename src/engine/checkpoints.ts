@@ -6,7 +6,7 @@
 
 import { PqdbError } from '../errors';
 import { signCheckpoint, checkpointHash, type Checkpoint } from '../crypto/proofs';
-import { consistencyProofFromFrontier, verifyConsistency, MerkleAppender, HASH_BYTES } from '../crypto/merkle';
+import { consistencyProofFromFrontier, verifyConsistency } from '../crypto/merkle';
 import type { KeyRing } from './keys';
 import type { MerkleLogs } from './merkle-log';
 import type { CommitPipeline, Draft } from './commit';
@@ -122,7 +122,7 @@ export class Checkpoints {
       const previous = last !== undefined ? checkpointHash(last.signed) : new Uint8Array(48);
       const size = this.#logs.size(g);
       const root = this.#logs.root(g);
-      this.#checkConsistent(g, size, root);
+      await this.#checkConsistent(g, size, root);
       const c: Checkpoint = { storeId: this.#storeId, generation: g, size, root, previous };
       const signed = signCheckpoint(c, this.#signer!, this.#signerPublic!);
       const m = draft.manifest;
@@ -154,10 +154,9 @@ export class Checkpoints {
    * range at the older size and the leaves since) and verified before anything is signed.
    * @throws PqdbError CORRUPTION when the log does not extend what was signed.
    */
-  #checkConsistent(g: number, size: number, root: Uint8Array): void {
+  async #checkConsistent(g: number, size: number, root: Uint8Array): Promise<void> {
     const last = this.last(g);
     if (last === undefined) return;
-    const log = this.#logs.log(g);
     const bad = () => {
       throw new PqdbError(
         'CORRUPTION',
@@ -167,14 +166,12 @@ export class Checkpoints {
     if (last.size > size) bad();
     if (this.#frontier?.generation !== g || this.#frontier.size !== last.size) {
       // Once per process: the compact range at the last checkpoint — the log's own when nothing was
-      // appended since, else from one pass over the log.
-      const frontier =
-        last.size === size
-          ? this.#logs.frontier(g)
-          : new MerkleAppender().appendHashes(log.subarray(0, last.size * HASH_BYTES)).frontier();
+      // appended since, the persisted one when the directory was persisted with it, else from one
+      // pass over the log.
+      const frontier = await this.#logs.frontierAt(g, last.size);
       this.#frontier = { generation: g, size: last.size, frontier };
     }
-    const appended = log.subarray(last.size * HASH_BYTES, size * HASH_BYTES);
+    const appended = await this.#logs.since(g, last.size);
     const proof = consistencyProofFromFrontier(last.size, this.#frontier.frontier, appended);
     if (!verifyConsistency(last.size, size, last.root, root, proof)) bad();
   }
@@ -224,12 +221,12 @@ export class Checkpoints {
    * Consistency proof between two checkpoints (by position in the list) of one generation.
    * @throws RangeError for unknown positions or checkpoints of different generations.
    */
-  consistencyProof(from: number, to: number): Uint8Array[] {
+  async consistencyProof(from: number, to: number): Promise<Uint8Array[]> {
     const a = this.#list[from];
     const b = this.#list[to];
     if (a === undefined || b === undefined || a.generation !== b.generation || a.size > b.size)
       throw new RangeError('"from" and "to" expected checkpoints of one generation, oldest first');
-    return this.#logs.tree(b.generation, b.size).consistencyProof(a.size);
+    return (await this.#logs.tree(b.generation, b.size)).consistencyProof(a.size);
   }
 
   /**

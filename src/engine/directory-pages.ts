@@ -29,6 +29,7 @@ import { emptyRows, type KeyDirectory, type PageInfo, type Rows } from './direct
 import type { MerkleLogs } from './merkle-log';
 import type { KeyRing } from './keys';
 import type { Draft } from './commit';
+import { b64 } from './manifest';
 
 /** Plaintext bytes sealed per directory page. */
 export const DIRECTORY_PART_BYTES = 4 << 20;
@@ -55,6 +56,8 @@ export interface SnapshotHeader {
   dropped: number;
   /** Per generation, its log's size at `afterPage`. */
   logs: Record<string, number>;
+  /** Per generation, its log's compact range at that size (base64 hashes). */
+  frontiers?: Record<string, string[]>;
   /** Per collection, ids a persisted lexical index must re-index when it loads. */
   pending?: Record<string, string[]>;
 }
@@ -79,6 +82,7 @@ export function encodeSnapshot(
   afterPage: number,
   logs: Record<string, number>,
   pending?: Record<string, string[]>,
+  frontiers?: Record<string, string[]>,
 ): { bytes: Uint8Array; rows: number } {
   const changes = kind === 'run' ? directory.changes() : undefined;
   if (kind === 'run' && changes === undefined) throw new RangeError('no changes are tracked: write a base');
@@ -108,6 +112,7 @@ export function encodeSnapshot(
     added: added.length,
     dropped: dropped.length,
     logs,
+    ...(frontiers !== undefined ? { frontiers } : {}),
     ...(pending !== undefined && Object.keys(pending).length > 0 ? { pending } : {}),
   };
   const head = enc.encode(JSON.stringify(header));
@@ -179,6 +184,10 @@ export function decodeSnapshot(plain: Uint8Array): Snapshot {
     typeof h.logs !== 'object' ||
     h.logs === null ||
     !Object.entries(h.logs).every(([g, n]) => nat(Number(g)) && nat(n)) ||
+    (h.frontiers !== undefined &&
+      (typeof h.frontiers !== 'object' ||
+        h.frontiers === null ||
+        !Object.values(h.frontiers).every((f) => Array.isArray(f) && f.every((x) => typeof x === 'string')))) ||
     (h.pending !== undefined &&
       (typeof h.pending !== 'object' ||
         !Object.values(h.pending).every((ids) => Array.isArray(ids) && ids.every((id) => typeof id === 'string'))))
@@ -352,9 +361,12 @@ export async function persistDirectory(
   const m = draft.manifest;
   const logs = { ...(m.logs ?? {}) };
   const sizes: Record<string, number> = {};
+  const frontiers: Record<string, string[]> = {};
   for (const g of ctx.keys.generations()) {
     await ctx.logs.pushLogPage(g, logs, draft);
-    if (ctx.logs.size(g) > 0) sizes[g] = ctx.logs.size(g);
+    if (ctx.logs.size(g) === 0) continue;
+    sizes[g] = ctx.logs.size(g);
+    frontiers[g] = ctx.logs.frontier(g).map(b64);
   }
   m.logs = logs;
   const old = m.directory;
@@ -365,7 +377,7 @@ export async function persistDirectory(
     m.directory = { ...old!, afterPage, dropped: [] };
     return;
   }
-  const { bytes, rows } = encodeSnapshot(ctx.directory, kind, afterPage, sizes, pending);
+  const { bytes, rows } = encodeSnapshot(ctx.directory, kind, afterPage, sizes, pending, frontiers);
   let ids: number[];
   try {
     ids = await sealSnapshot(draft, ctx.keys.storeKey(DIRECTORY_KEY_LABEL), bytes, yieldToEventLoop);

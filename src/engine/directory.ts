@@ -233,7 +233,9 @@ export class DirectoryTable implements Iterable<[string, Location]> {
    */
   applyRows(r: Rows, governance: readonly string[], removed?: Uint8Array): void {
     const gov = governance.map((s) => this.#interned.of(s));
+    if (this.#rows === 0 && (removed === undefined || removed.every((x) => x === 0))) return this.#load(r, gov);
     this.#reserve(this.#size + r.n);
+    if (this.#arenaEnd + r.ids.length > this.#arena.length) this.#growArena(r.ids.length);
     let at = 0;
     for (let i = 0; i < r.n; i++) {
       const len = r.idLength[i];
@@ -255,6 +257,49 @@ export class DirectoryTable implements Iterable<[string, Location]> {
       this.#gov[row] = gov[r.governance[i]];
       this.#suite[row] = r.suite[i];
     }
+  }
+
+  /** applyRows into an empty table: columns copied whole, the index built in one pass. */
+  #load(r: Rows, gov: readonly number[]): void {
+    const n = r.n;
+    const cap = Math.max(INITIAL_ROWS, n);
+    const u32 = (from: Uint32Array) => {
+      const a = new Uint32Array(cap);
+      a.set(from.subarray(0, n));
+      return a;
+    };
+    this.#idLen = new Uint16Array(cap);
+    this.#idLen.set(r.idLength.subarray(0, n));
+    this.#page = u32(r.page);
+    this.#offset = u32(r.offset);
+    this.#length = u32(r.length);
+    this.#leaf = u32(r.leaf);
+    this.#generation = u32(r.generation);
+    this.#sequence = new Float64Array(cap);
+    this.#sequence.set(r.sequence.subarray(0, n));
+    this.#suite = new Uint8Array(cap);
+    this.#suite.set(r.suite.subarray(0, n));
+    this.#gov = new Uint32Array(cap);
+    this.#idAt = new Uint32Array(cap);
+    this.#arena = new Uint8Array(Math.max(INITIAL_ROWS * 16, r.ids.length + (r.ids.length >>> 3)));
+    this.#arena.set(r.ids);
+    this.#arenaEnd = r.ids.length;
+    this.#arenaDead = 0;
+    this.#free = [];
+    let slots = INITIAL_ROWS * 2;
+    while (n * 10 >= slots * 5) slots *= 2;
+    this.#slots = new Int32Array(slots);
+    this.#usedSlots = 0;
+    let at = 0;
+    for (let row = 0; row < n; row++) {
+      this.#idAt[row] = at;
+      this.#gov[row] = gov[r.governance[row]];
+      const len = this.#idLen[row];
+      this.#index(row, fnv1a(this.#arena, at, len));
+      at += len;
+    }
+    this.#rows = n;
+    this.#size = n;
   }
 
   #location(row: number): Location {
@@ -409,6 +454,12 @@ export class DirectoryTable implements Iterable<[string, Location]> {
 
   /** Room for `need` more id bytes: the arena is compacted when half of it is dead, else doubled. */
   #growArena(need: number): void {
+    if (this.#arenaDead * 2 <= this.#arenaEnd) {
+      const next = new Uint8Array(Math.max(this.#arena.length * 2, (this.#arenaEnd + need) * 2));
+      next.set(this.#arena.subarray(0, this.#arenaEnd));
+      this.#arena = next;
+      return;
+    }
     const live = this.#arenaEnd - this.#arenaDead;
     const size = Math.max(this.#arena.length * (this.#arenaDead * 2 > this.#arenaEnd ? 1 : 2), (live + need) * 2);
     const next = new Uint8Array(size);

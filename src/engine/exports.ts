@@ -32,7 +32,7 @@ export async function exportSealed(ctx: ExportContext, collection: string, id: s
   const cp = await ctx.checkpoints.covering(loc.generation, loc.leafIndex);
   const page = await ctx.cache.get(loc.pageId);
   const record = page.slice(loc.offset, loc.offset + loc.length);
-  const proof = ctx.logs.tree(loc.generation, cp.size).inclusionProof(loc.leafIndex);
+  const proof = (await ctx.logs.tree(loc.generation, cp.size)).inclusionProof(loc.leafIndex);
   return encodeExport({
     leafData: leafData(
       ctx.storeId,

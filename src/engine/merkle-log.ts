@@ -2,8 +2,16 @@
 // append order, the compact range (frontier) that gives the current root in O(log n), and a few
 // trees of a given size kept for proofs. Leaves are appended as commits are applied; a checkpoint
 // persists the leaves added since the last log page (page-format.ts log pages).
+//
+// A store opened from its persisted key directory does not read the log pages: each log starts
+// as `base` leaves that are only in log pages, with the compact range at `base` (persisted with
+// the directory), and the leaves appended after. The persisted leaves are loaded on first need
+// (a proof, a root of an older size), through the loader the store sets: memory holds the leaves
+// since the last persisted directory, not the whole log.
 
+import { PqdbError } from '../errors';
 import { MerkleHashTree, MerkleAppender, HASH_BYTES } from '../crypto/merkle';
+import { equalBytes } from '../_bytes';
 import { yieldToEventLoop } from '../_yield';
 import { encodeLogPage } from './page-format';
 import type { LogPageRef } from './manifest';
@@ -19,21 +27,82 @@ export interface LogPageSink {
   addPage(page: { id: number; bytes: Uint8Array }): void;
 }
 
+/** Loads leaves [0, to) of a generation's log from its log pages. */
+export type LeafLoader = (generation: number, to: number) => Promise<Uint8Array>;
+
 export class MerkleLogs {
-  readonly #leaves = new Map<number, { buf: Uint8Array; n: number }>();
+  /** Per generation: `base` leaves only in log pages, then `n` leaves in `buf`. */
+  readonly #leaves = new Map<
+    number,
+    { base: number; buf: Uint8Array; n: number; baseRoot?: Uint8Array; baseFrontier?: Uint8Array[] }
+  >();
+  #loader?: LeafLoader;
   readonly #appenders = new Map<number, MerkleAppender>();
   /** Trees built for proofs, by "generation/size" (cleared when a log grows). */
   readonly #trees = new Map<string, MerkleHashTree>();
 
-  /** The leaf hashes of a generation's log (48·n bytes; a view, valid until the log grows). */
+  /** Sets how persisted leaves are loaded (the store's log pages). */
+  setLoader(loader: LeafLoader): void {
+    this.#loader = loader;
+  }
+
+  /**
+   * A log whose first `size` leaves are in log pages (not loaded), with `frontier` the compact
+   * range at `size`. The generation's log must be empty.
+   */
+  restore(generation: number, size: number, frontier: readonly Uint8Array[]): void {
+    if (this.size(generation) !== 0) throw new RangeError(`the log of generation ${generation} is not empty`);
+    const appender = MerkleAppender.fromFrontier(size, frontier);
+    const buf = new Uint8Array(HASH_BYTES * INITIAL_LEAVES);
+    this.#leaves.set(generation, { base: size, buf, n: 0, baseRoot: appender.root(), baseFrontier: [...frontier] });
+    this.#appenders.set(generation, appender);
+  }
+
+  /** Loads the persisted leaves of a generation's log into memory (once). */
+  async load(generation: number): Promise<void> {
+    const log = this.#leaves.get(generation);
+    if (log === undefined || log.base === 0) return;
+    if (this.#loader === undefined) throw new RangeError('no loader for persisted log leaves');
+    const head = await this.#loader(generation, log.base);
+    if (log.base === 0) return; // loaded meanwhile
+    if (head.length !== log.base * HASH_BYTES)
+      throw new PqdbError('CORRUPTION', `the log pages of generation ${generation} do not hold ${log.base} leaves`);
+    const buf = new Uint8Array(Math.max(HASH_BYTES * INITIAL_LEAVES, (log.base + log.n) * 2 * HASH_BYTES));
+    buf.set(head);
+    buf.set(log.buf.subarray(0, log.n * HASH_BYTES), head.length);
+    const root = new MerkleHashTree(head).root();
+    if (log.baseRoot !== undefined && !equalBytes(root, log.baseRoot))
+      throw new PqdbError('CORRUPTION', `the log pages of generation ${generation} do not give the persisted root`);
+    log.buf = buf;
+    log.n += log.base;
+    log.base = 0;
+    log.baseRoot = undefined;
+    log.baseFrontier = undefined;
+  }
+
+  /**
+   * The leaf hashes of a generation's log (48·n bytes; a view, valid until the log grows).
+   * @throws RangeError when persisted leaves are not loaded (await load first)
+   */
   log(generation: number): Uint8Array {
     const log = this.#leaves.get(generation);
-    return log === undefined ? new Uint8Array(0) : log.buf.subarray(0, log.n * HASH_BYTES);
+    if (log === undefined) return new Uint8Array(0);
+    if (log.base > 0) throw new RangeError(`the log of generation ${generation} is not loaded`);
+    return log.buf.subarray(0, log.n * HASH_BYTES);
+  }
+
+  /** Leaves [from, size) of a generation's log, from memory when they are there (else loaded). */
+  async since(generation: number, from: number): Promise<Uint8Array> {
+    const log = this.#leaves.get(generation);
+    if (log === undefined) return new Uint8Array(0);
+    if (from < log.base) await this.load(generation);
+    return log.buf.subarray((from - log.base) * HASH_BYTES, log.n * HASH_BYTES);
   }
 
   /** Number of leaves in a generation's log. */
   size(generation: number): number {
-    return this.#leaves.get(generation)?.n ?? 0;
+    const log = this.#leaves.get(generation);
+    return log === undefined ? 0 : log.base + log.n;
   }
 
   /** The root of a generation's whole log, from its compact range. */
@@ -48,8 +117,8 @@ export class MerkleLogs {
   append(generation: number, hashes: Uint8Array, next?: MerkleAppender): number {
     let log = this.#leaves.get(generation);
     if (log === undefined)
-      this.#leaves.set(generation, (log = { buf: new Uint8Array(HASH_BYTES * INITIAL_LEAVES), n: 0 }));
-    const first = log.n;
+      this.#leaves.set(generation, (log = { base: 0, buf: new Uint8Array(HASH_BYTES * INITIAL_LEAVES), n: 0 }));
+    const first = log.base + log.n;
     const n = hashes.length / HASH_BYTES;
     if ((log.n + n) * HASH_BYTES > log.buf.length) {
       const grown = new Uint8Array(Math.max(log.buf.length * 2, (log.n + n) * HASH_BYTES));
@@ -58,22 +127,32 @@ export class MerkleLogs {
     }
     log.buf.set(hashes, log.n * HASH_BYTES);
     log.n += n;
-    if (next !== undefined && next.size === log.n) this.#appenders.set(generation, next);
+    if (next !== undefined && next.size === log.base + log.n) this.#appenders.set(generation, next);
     else this.#appender(generation).appendHashes(hashes);
     if (n > 0) this.#trees.clear();
     return first;
   }
 
   /** The tree of the first `size` leaves of a generation (cached: proofs for many records reuse it). */
-  tree(generation: number, size: number): MerkleHashTree {
+  async tree(generation: number, size: number): Promise<MerkleHashTree> {
     const key = `${generation}/${size}`;
     let t = this.#trees.get(key);
     if (t === undefined) {
+      await this.load(generation);
       t = new MerkleHashTree(this.log(generation).subarray(0, size * HASH_BYTES));
       if (this.#trees.size >= TREE_CACHE) this.#trees.clear();
       this.#trees.set(key, t);
     }
     return t;
+  }
+
+  /** The compact range of the first `size` leaves (kept for the persisted part; else from the leaves). */
+  async frontierAt(generation: number, size: number): Promise<Uint8Array[]> {
+    if (size === this.size(generation)) return this.frontier(generation);
+    const log = this.#leaves.get(generation);
+    if (log?.baseFrontier !== undefined && size === log.base) return log.baseFrontier;
+    await this.load(generation);
+    return new MerkleAppender().appendHashes(this.log(generation).subarray(0, size * HASH_BYTES)).frontier();
   }
 
   /** The compact range of a generation's whole log. */
@@ -88,9 +167,15 @@ export class MerkleLogs {
     return { size: next.size, root: next.root(), appender: next };
   }
 
-  /** The root of the first `size` leaves (from the compact range when that is the whole log). */
-  rootAt(generation: number, size: number): Uint8Array {
-    return size === this.size(generation) ? this.root(generation) : this.tree(generation, size).root();
+  /**
+   * The root of the first `size` leaves: from the compact range when that is the whole log or the
+   * persisted part, else from the leaves (loaded if need be).
+   */
+  async rootAt(generation: number, size: number): Promise<Uint8Array> {
+    if (size === this.size(generation)) return this.root(generation);
+    const log = this.#leaves.get(generation);
+    if (log?.baseRoot !== undefined && size === log.base) return log.baseRoot;
+    return (await this.tree(generation, size)).root();
   }
 
   /**
@@ -104,7 +189,7 @@ export class MerkleLogs {
     const id = sink.pageId();
     sink.addPage({
       id,
-      bytes: await encodeLogPage(g, persistedTo, this.log(g).subarray(persistedTo * HASH_BYTES), yieldToEventLoop),
+      bytes: await encodeLogPage(g, persistedTo, await this.since(g, persistedTo), yieldToEventLoop),
     });
     logs[g] = [...(logs[g] ?? []), { pageId: id, from: persistedTo, to: size }];
   }

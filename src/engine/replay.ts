@@ -145,26 +145,20 @@ export async function replay(
   const recovered: string[] = [];
   const checkpoints: SignedCheckpoint[] = [];
   // Leaf hashes persisted at the last checkpoint of each generation: replay hashes only the rest.
+  // Under a persisted directory they are not read (the logs start from its compact ranges), but for
+  // a retired generation the directory does not cover.
   const known = new Map<number, Uint8Array>();
   const named = new Set<number>();
+  const covered = manifest.directory !== undefined;
   for (const [g, refs] of Object.entries(manifest.logs ?? {})) {
     if (!Array.isArray(refs))
       throw new PqdbError(
         'FORMAT_VERSION',
         'the store lists its Merkle log in a format of an earlier pre-release; recreate it',
       );
-    const parts: Uint8Array[] = [];
-    let at = 0;
-    for (const { pageId, from, to } of refs) {
-      const page = await pages.readPage(pageId);
-      if (page === undefined) throw new PqdbError('CORRUPTION', `log page ${pageId} is missing`);
-      if (from !== at)
-        throw new PqdbError('CORRUPTION', `the log pages of generation ${g} are not contiguous at leaf ${at}`);
-      parts.push(decodeLogPage(page, Number(g), from, to));
-      at = to;
-      named.add(pageId);
-    }
-    known.set(Number(g), concatBytes(parts));
+    for (const { pageId } of refs) named.add(pageId);
+    if (!covered || (manifest.retired ?? []).includes(Number(g)))
+      known.set(Number(g), await logLeaves(pages, manifest, Number(g)));
   }
   for (const { pageId } of Object.values(manifest.indexes ?? {})) named.add(pageId);
   for (const pageId of manifest.checkpointPages ?? []) {
@@ -176,7 +170,7 @@ export async function replay(
     named.add(pageId);
   }
   // The persisted directory: every commit page up to `afterPage` is in it and is not read.
-  const persisted = await loadDirectory(pages, manifest, keys, target, known, named);
+  const persisted = await loadDirectory(pages, manifest, keys, target, named);
   const afterPage = persisted?.afterPage ?? 0;
   const orphans: number[] = [];
   const live: number[] = [];
@@ -231,7 +225,7 @@ export async function replay(
         `the commit pages of generation ${g} do not give the log the manifest names (${size} of ${head?.size ?? 0} leaves, or another root): a page is missing, older or foreign`,
       );
   }
-  checkCheckpoints(checkpoints, target, manifest.lastCheckpoint);
+  await checkCheckpoints(checkpoints, target, manifest.lastCheckpoint);
   if (unreferenced > 0)
     recovered.push(
       `${unreferenced} page(s) the manifest and the key directory do not name (log, index, checkpoint or deleted pages) are ignored`,
@@ -250,6 +244,29 @@ export async function replay(
 }
 
 /**
+ * Leaves [0, to) of generation `g`'s log from the log pages `manifest` names (all of them when `to`
+ * is omitted), checked contiguous.
+ * @throws PqdbError CORRUPTION (a log page missing or malformed, a gap, fewer leaves than asked)
+ */
+export async function logLeaves(pages: PageStore, manifest: Manifest, g: number, to?: number): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  let at = 0;
+  for (const ref of manifest.logs?.[g] ?? []) {
+    if (to !== undefined && at >= to) break;
+    const page = await pages.readPage(ref.pageId);
+    if (page === undefined) throw new PqdbError('CORRUPTION', `log page ${ref.pageId} is missing`);
+    if (ref.from !== at)
+      throw new PqdbError('CORRUPTION', `the log pages of generation ${g} are not contiguous at leaf ${at}`);
+    parts.push(decodeLogPage(page, g, ref.from, ref.to));
+    at = ref.to;
+  }
+  if (to !== undefined && at < to)
+    throw new PqdbError('CORRUPTION', `the log pages of generation ${g} hold ${at} leaves, not ${to}`);
+  const all = concatBytes(parts);
+  return to === undefined ? all : all.subarray(0, to * HASH_BYTES);
+}
+
+/**
  * Loads the persisted key directory the manifest names (its base snapshot, then its runs), and each
  * generation's log up to where it ends, from the leaves persisted in log pages (`known`). Its pages
  * join `named`. Nothing is loaded when the manifest names none.
@@ -261,7 +278,6 @@ async function loadDirectory(
   manifest: Manifest,
   keys: KeyRing,
   target: ReplayTarget,
-  known: ReadonlyMap<number, Uint8Array>,
   named: Set<number>,
 ): Promise<{ afterPage: number; pending?: Record<string, string[]>; logs: Record<string, number> } | undefined> {
   const ref = manifest.directory;
@@ -291,14 +307,20 @@ async function loadDirectory(
     throw new PqdbError('CORRUPTION', 'the persisted key directory does not match the manifest');
   target.directory.dropPages(ref.dropped ?? []);
   for (const [g, size] of Object.entries(last.logs)) {
-    const leaves = known.get(Number(g));
     if (size === 0) continue;
-    if (leaves === undefined || leaves.length < size * HASH_BYTES)
+    const persistedTo = manifest.logs?.[g]?.at(-1)?.to ?? 0;
+    const frontier = last.frontiers?.[g];
+    if (persistedTo < size || frontier === undefined)
       throw new PqdbError(
         'CORRUPTION',
         `the log pages of generation ${g} hold fewer leaves than the persisted key directory covers`,
       );
-    target.logs.append(Number(g), leaves.subarray(0, size * HASH_BYTES));
+    try {
+      target.logs.restore(Number(g), size, frontier.map(unb64));
+    } catch (e) {
+      if (e instanceof PqdbError) throw e;
+      throw new PqdbError('CORRUPTION', `the persisted key directory has a bad compact range for generation ${g}`);
+    }
   }
   target.directory.loaded(ref.snapshots[0].rows, runRows);
   return { afterPage: ref.afterPage, pending: last.pending, logs: last.logs };
@@ -314,11 +336,11 @@ async function loadDirectory(
  * named by the authenticated manifest and chained to the last, whose root the log must give.
  * @throws PqdbError CORRUPTION for a checkpoint that fails any of these.
  */
-function checkCheckpoints(
+async function checkCheckpoints(
   list: readonly SignedCheckpoint[],
   t: Pick<ReplayTarget, 'logs' | 'storeId'>,
   lastHash: string | undefined,
-): void {
+): Promise<void> {
   let previous: Uint8Array = new Uint8Array(48);
   const sizes = new Map<number, number>();
   const last = new Map<number, number>();
@@ -339,7 +361,7 @@ function checkCheckpoints(
     throw new PqdbError('CORRUPTION', 'the checkpoint pages do not chain to the checkpoint the manifest names');
   for (const i of last.values()) {
     const c = list[i];
-    if (!equalBytes(t.logs.rootAt(c.generation, c.size), c.root))
+    if (!equalBytes(await t.logs.rootAt(c.generation, c.size), c.root))
       throw new PqdbError(
         'CORRUPTION',
         `checkpoint ${i} (generation ${c.generation}, size ${c.size}) does not match the log`,

@@ -21,7 +21,7 @@ import { KeyDirectory } from './directory';
 import { noteDroppedPages, persistDirectory } from './directory-pages';
 import { MerkleLogs } from './merkle-log';
 import { PageCache } from './page-cache';
-import { replay, applyCommitPage, logHead, type ReplayTarget, type SignedCheckpoint } from './replay';
+import { replay, applyCommitPage, logHead, logLeaves, type ReplayTarget, type SignedCheckpoint } from './replay';
 import { RecordIO } from './records';
 import { CommitPipeline, type AppliedCommit, type Draft } from './commit';
 import { Checkpoints } from './checkpoints';
@@ -97,7 +97,9 @@ export class Store {
       () => pipeline.registry,
       (id) => directory.page(id)?.salt,
     );
-    const base = { pages, keys, pipeline, directory, logs: new MerkleLogs(), cache, records, live };
+    const logs = new MerkleLogs();
+    logs.setLoader((g, to) => logLeaves(pages, pipeline.manifest, g, to));
+    const base = { pages, keys, pipeline, directory, logs, cache, records, live };
     const value = async (collection: string, id: string) => {
       const loc = directory.get(collection, id);
       if (loc === undefined) return undefined;
@@ -407,10 +409,13 @@ export class Store {
   }
 
   /**
-   * Consistency proof between two checkpoints (by position in checkpoints()) of one generation.
+   * Consistency proof between two checkpoints (by position in checkpoints()) of one generation
+   * (a promise: the log's persisted leaves may have to be read first).
    * @throws RangeError for unknown positions or checkpoints of different generations.
+   * @example const proof = await store.consistencyProof(0, 1);
    */
-  consistencyProof(from: number, to: number): Uint8Array[] {
+  consistencyProof(from: number, to: number): Promise<Uint8Array[]> {
+    this.#live();
     return this.#p.checkpoints.consistencyProof(from, to);
   }
 

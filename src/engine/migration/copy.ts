@@ -77,7 +77,7 @@ export async function sourceQueue(ctx: CopyContext, m: MigrationRecord): Promise
       if (done) continue;
       let slots = byGen.get(loc.generation);
       if (slots === undefined) {
-        const size = Math.max(ctx.logs.log(loc.generation).length / HASH_BYTES, loc.leafIndex + 1);
+        const size = Math.max(ctx.logs.size(loc.generation), loc.leafIndex + 1);
         byGen.set(
           loc.generation,
           (slots = { ids: new Array<string | undefined>(size), cols: new Uint32Array(size), n: 0 }),
