@@ -31,6 +31,7 @@ export {
 export type { Schema, FieldSpec, FieldType, FieldValue, InferValue, Value, ValueShape } from './engine/codec';
 export type { CollectionValue, TextField } from './engine/collection';
 export type { SearchOptions } from './engine/lexical';
+export type { CompactOptions, CompactProgress, CompactResult } from './engine/compact';
 export type { SuiteName } from './crypto/suites';
 export type { SuiteState, RegistryEntry } from './engine/registry';
 export type {

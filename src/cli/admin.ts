@@ -149,6 +149,37 @@ ${KEYS_HELP}`,
   },
 };
 
+export const compactVerb: Verb = {
+  name: 'compact',
+  synopsis: '<location> --unlock FILE [--min-dead FRACTION] [--json]',
+  summary: 'rewrites the live records of mostly dead pages and reclaims their space',
+  help: `  Moves the live records of commit pages whose dead bytes (updated, deleted, migrated records)
+  are at least --min-dead of the page (default 0.5) into new pages, one atomic commit per page,
+  deletes the old pages and lets the page store reclaim their bytes; prints bytes before and after.
+${KEYS_HELP}`,
+  positionals: { min: 1, max: 1 },
+  options: { ...KEY_OPTIONS, 'min-dead': { type: 'string' } },
+  async run({ positionals: [location], values, keys }) {
+    requireUnlock(keys);
+    const minDead = values['min-dead'] === undefined ? undefined : Number(values['min-dead']);
+    if (minDead !== undefined && !(minDead >= 0 && minDead <= 1))
+      throw new UsageError('--min-dead expected a fraction between 0 and 1');
+    const { store } = await openCliStore(location, keys, { write: true });
+    try {
+      const r = await store.compact({ minDeadFraction: minDead });
+      const mib = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
+      process.stdout.write(
+        values.json === true
+          ? `${JSON.stringify({ location, ...r }, null, 2)}\n`
+          : `pqdb compact: ${r.pagesRewritten} page(s) rewritten, ${r.recordsMoved} record(s) moved, ${mib(r.bytesBefore)} → ${mib(r.bytesAfter)} (live records ${mib(r.liveRecordBytes)})${r.skipped !== undefined ? `; ${r.skipped}` : ''}\n`,
+      );
+      return 0;
+    } finally {
+      await store.close();
+    }
+  },
+};
+
 export const verify: Verb = {
   name: 'verify',
   synopsis: '<location> [--unlock FILE] [--signer-public FILE] [--expect-checkpoint HASH|SIZE] [--quiet] [--json]',

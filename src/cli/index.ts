@@ -1,7 +1,7 @@
 // The pqdb command line (Node), built into dist/cli.js and run by bin/pqdb.mjs. One file per group
 // of verbs, each verb declared as a `Verb` (_verb.ts: synopsis, help, positionals, options):
 //   keygen                               key pairs in files (keygen.ts)
-//   init, checkpoint, verify, migrate, status, posture   the store as a whole (admin.ts; verify.ts,
+//   init, checkpoint, compact, verify, migrate, status, posture   the store as a whole (admin.ts; verify.ts,
 //                                        migrate.ts, status.ts, posture.ts do the work of the last four)
 //   put, get, delete, scan, search       one record or query (records.ts)
 //   import, export                       many records; sealed exports (import.ts, export.ts)
@@ -28,7 +28,7 @@ import { loadKeys, wipeKeys, type Keys } from './_keys';
 import { UsageError, errorText } from './_report';
 import { KEY_OPTIONS, groupUsage, parseVerb, verbUsage, type Verb, type VerbGroup } from './_verb';
 import { keygen } from './keygen';
-import { init, checkpoint, verify, migrate, status, posture } from './admin';
+import { init, checkpoint, compactVerb, verify, migrate, status, posture } from './admin';
 import { put, get, del, scan, search } from './records';
 import { importVerb } from './import';
 import { policy } from './policy';
@@ -48,6 +48,7 @@ export const VERBS: readonly (Verb | VerbGroup)[] = [
   importVerb,
   exportVerb,
   checkpoint,
+  compactVerb,
   verify,
   migrate,
   status,

@@ -18,7 +18,7 @@
 //   be32(|header|) ‖ header JSON ‖ pad ‖ per collection: idLength u16[n] ‖ ids ‖ page u32[n] ‖
 //   offset u32[n] ‖ length u32[n] ‖ leaf u32[n] ‖ generation u32[n] ‖ governance u32[n] ‖
 //   sequence f64[n] ‖ suite u8[n] ‖ removed u8[n]; then the commit pages: ids u32[k] ‖
-//   generations u32[k] ‖ salts 16·k ‖ dropped ids u32[m]
+//   generations u32[k] ‖ lengths u32[k] ‖ salts 16·k ‖ dropped ids u32[m]
 
 import { PqdbError } from '../errors';
 import { gcmsiv, TAG_BYTES } from '../kernels/aead';
@@ -135,6 +135,7 @@ export function encodeSnapshot(
   }
   put(Uint32Array.from(added, ([id]) => id));
   put(Uint32Array.from(added, ([, p]) => p.generation));
+  put(Uint32Array.from(added, ([, p]) => p.bytes));
   const salts = new Uint8Array(added.length * SALT_BYTES);
   added.forEach(([, p], i) => salts.set(p.salt, i * SALT_BYTES));
   put(salts);
@@ -149,7 +150,7 @@ function columnsBytes(n: number, idBytes: number): number {
 }
 
 function pagesBytes(added: number, dropped: number): number {
-  return 2 * pad8(4 * added) + pad8(SALT_BYTES * added) + pad8(4 * dropped);
+  return 3 * pad8(4 * added) + pad8(SALT_BYTES * added) + pad8(4 * dropped);
 }
 
 /**
@@ -237,10 +238,11 @@ export function decodeSnapshot(plain: Uint8Array): Snapshot {
   });
   const ids = u32(h.added);
   const gens = u32(h.added);
+  const lengths = u32(h.added);
   const salts = u8(h.added * SALT_BYTES);
   const added: [number, PageInfo][] = Array.from(ids, (id, i) => [
     id,
-    { generation: gens[i], salt: salts.slice(i * SALT_BYTES, (i + 1) * SALT_BYTES) },
+    { generation: gens[i], salt: salts.slice(i * SALT_BYTES, (i + 1) * SALT_BYTES), bytes: lengths[i] },
   ]);
   const dropped = Array.from(u32(h.dropped));
   return { header: h, collections, added, dropped };
@@ -250,7 +252,7 @@ export function decodeSnapshot(plain: Uint8Array): Snapshot {
 export function applySnapshot(directory: KeyDirectory, s: Snapshot): void {
   for (const { name, rows, removed } of s.collections)
     directory.table(name).applyRows(rows, s.header.governance, removed);
-  for (const [id, p] of s.added) directory.addPage(id, p.generation, p.salt);
+  for (const [id, p] of s.added) directory.addPage(id, p.generation, p.salt, p.bytes);
   directory.dropPages(s.dropped);
 }
 

@@ -28,10 +28,11 @@ export interface Location {
   governance: string;
 }
 
-/** A live commit page: its key generation and commit salt (16 bytes, read-only). */
+/** A live commit page: its key generation, commit salt (16 bytes, read-only) and length in bytes. */
 export interface PageInfo {
   generation: number;
   salt: Uint8Array;
+  bytes: number;
 }
 
 const INITIAL_ROWS = 64;
@@ -163,6 +164,19 @@ export class DirectoryTable implements Iterable<[string, Location]> {
     const out: string[] = [];
     for (let row = 0; row < this.#rows; row++) if (this.#idLen[row] !== 0) out.push(this.#id(row));
     return out;
+  }
+
+  /** Sum of the live records' sealed lengths. */
+  recordBytes(): number {
+    let n = 0;
+    for (let row = 0; row < this.#rows; row++) if (this.#idLen[row] !== 0) n += this.#length[row];
+    return n;
+  }
+
+  /** Adds each live record's length to its page's entry of `out`. */
+  addLiveBytes(out: Map<number, number>): void {
+    for (let row = 0; row < this.#rows; row++)
+      if (this.#idLen[row] !== 0) out.set(this.#page[row], (out.get(this.#page[row]) ?? 0) + this.#length[row]);
   }
 
   /** Live record counts per suite id. */
@@ -612,9 +626,9 @@ export class KeyDirectory {
     this.#changed(collection, id);
   }
 
-  /** Records that commit page `pageId` (of `generation`, with commit salt `salt`) is live. */
-  addPage(pageId: number, generation: number, salt: Uint8Array): void {
-    this.#commitPages.set(pageId, { generation, salt });
+  /** Records that commit page `pageId` (of `generation`, commit salt `salt`, `bytes` long) is live. */
+  addPage(pageId: number, generation: number, salt: Uint8Array, bytes: number): void {
+    this.#commitPages.set(pageId, { generation, salt, bytes });
     if (this.#changes !== undefined) (this.#changes.added.add(pageId), this.#changes.dropped.delete(pageId));
   }
 
@@ -633,6 +647,22 @@ export class KeyDirectory {
   /** The live commit pages, ascending, with their generation and salt. */
   pages(): [number, PageInfo][] {
     return [...this.#commitPages].sort(([a], [b]) => a - b);
+  }
+
+  /** Bytes of the live commit pages, and of the live records in them (what compaction would keep). */
+  liveBytes(): { pageBytes: number; recordBytes: number } {
+    let pageBytes = 0;
+    for (const p of this.#commitPages.values()) pageBytes += p.bytes;
+    let recordBytes = 0;
+    for (const t of this.#collections.values()) recordBytes += t.recordBytes();
+    return { pageBytes, recordBytes };
+  }
+
+  /** Per live commit page, the bytes of the live records in it. */
+  livePerPage(): Map<number, number> {
+    const out = new Map<number, number>();
+    for (const t of this.#collections.values()) t.addLiveBytes(out);
+    return out;
   }
 
   /** The live commit pages of any of `generations`. */

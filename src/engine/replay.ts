@@ -60,7 +60,7 @@ export interface ReplayTarget {
  */
 export function applyCommitPage(t: ReplayTarget, page: ReplayPage, known?: Uint8Array): void {
   const { id: pageId, generation, bytes, ops } = page;
-  t.directory.addPage(pageId, generation, pageSalt(bytes).slice());
+  t.directory.addPage(pageId, generation, pageSalt(bytes).slice(), bytes.length);
   const at = t.logs.size(generation);
   const leaves =
     page.leaves ??

@@ -19,6 +19,7 @@ import { fromHex, hex, newManifest, unlockManifest, STORE_ID_LABEL } from './man
 import type { Manifest } from './manifest';
 import { KeyDirectory } from './directory';
 import { noteDroppedPages, persistDirectory } from './directory-pages';
+import { compact as compactStore, type CompactOptions, type CompactResult } from './compact';
 import { MerkleLogs } from './merkle-log';
 import { PageCache } from './page-cache';
 import { replay, applyCommitPage, logHead, logLeaves, type ReplayTarget, type SignedCheckpoint } from './replay';
@@ -406,6 +407,17 @@ export class Store {
   /** Every signed checkpoint, oldest first. */
   checkpoints(): (Checkpoint & { signed: Uint8Array })[] {
     return this.#p.checkpoints.list.map((c) => ({ ...c, signed: c.signed.slice() }));
+  }
+
+  /**
+   * Rewrites the live records of mostly dead commit pages into new ones and deletes the old pages
+   * (src/engine/compact.ts), in one atomic commit per page, beside reads and writes.
+   * @throws PqdbError NOT_OPEN, READ_ONLY
+   * @example const { bytesBefore, bytesAfter } = await store.compact();
+   */
+  compact(options?: CompactOptions): Promise<CompactResult> {
+    this.#live();
+    return compactStore(this.#p, options);
   }
 
   /**

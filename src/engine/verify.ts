@@ -245,7 +245,7 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
         fail(`page ${pageId}`, new PqdbError('CORRUPTION', `page ${pageId} named by the manifest is missing`));
     const leaves = new Map<number, Uint8Array[]>();
     const live = new Map<string, Map<string, { generation: number; leafIndex: number }>>();
-    const leafCount = new Map<number, number>();
+    const pageOps: { g: number; part: number; ops: (readonly ['put' | 'delete', string, string])[] }[] = [];
     let done = 0;
     for (const pageId of ids) {
       options.onProgress?.({ phase: 'pages', done: done++, total: ids.length });
@@ -317,23 +317,17 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
           let list = leaves.get(g);
           if (list === undefined) leaves.set(g, (list = []));
           list.push(hashes);
-          let n = leafCount.get(g) ?? 0;
-          for (const op of ops) {
-            let m = live.get(op.collection);
-            if (m === undefined) live.set(op.collection, (m = new Map()));
-            if (op.kind === 'delete') {
-              m.delete(op.id);
-              n++;
-            } else m.set(op.id, { generation: g, leafIndex: n++ });
-          }
-          leafCount.set(g, n);
+          // Where its leaves sit is known once the log is placed (compacted pages leave gaps).
+          pageOps.push({ g, part: list.length - 1, ops: ops.map((op) => [op.kind, op.collection, op.id] as const) });
         }
       } catch (e) {
         fail(`page ${pageId}`, e);
       }
     }
     options.onProgress?.({ phase: 'pages', done: ids.length, total: ids.length });
-    // The persisted key directory: each snapshot's pages open under the store key and decode.
+    // The persisted key directory: each snapshot's pages open under the store key and decode, and
+    // every commit page it names is there but for those the manifest lists as dropped since.
+    const covered = new Set<number>();
     snapshots.forEach((s, i) => {
       const got = snapshotPages[i];
       if (keys === undefined || got.some((p) => p === undefined)) return;
@@ -344,10 +338,16 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
         plain.fill(0);
         if (snap.header.kind !== s.kind || rows !== s.rows)
           throw new PqdbError('CORRUPTION', 'the persisted key directory does not match the manifest');
+        for (const [id] of snap.added) covered.add(id);
+        for (const id of snap.dropped) covered.delete(id);
       } catch (e) {
         fail(`directory snapshot ${i}`, e);
       }
     });
+    for (const id of (manifest as Manifest).directory?.dropped ?? []) covered.delete(id);
+    for (const id of covered)
+      if (!listed.has(id))
+        fail(`page ${id}`, new PqdbError('CORRUPTION', `commit page ${id} the key directory names is missing`));
     for (const [g, parts] of logParts) {
       const refs = manifest.logs![g];
       const contiguous = refs.every((r, i) => r.from === (i === 0 ? 0 : refs[i - 1].to));
@@ -362,11 +362,16 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
 
     // ---- the Merkle log of each generation ----
     const logOf = new Map<number, Uint8Array>();
+    const starts = new Map<number, number[]>();
     if (keys !== undefined) {
       for (const [g, parts] of leaves) {
-        const all = concatBytes(parts);
-        logOf.set(g, all);
         const kept = persisted.get(g);
+        // Compaction deletes commit pages whose leaves the log pages keep: the pages left must give
+        // their leaves at increasing places of the persisted log, and the pages past it its tail.
+        const placed = (kept !== undefined ? onPersisted(kept, parts) : undefined) ?? inOrder(parts);
+        const all = placed.all;
+        starts.set(g, placed.starts);
+        logOf.set(g, all);
         if (kept !== undefined && (kept.length > all.length || !equalBytes(kept, all.subarray(0, kept.length)))) {
           problems.push({
             where: `generation ${g}`,
@@ -394,6 +399,17 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
             code: 'MISMATCH',
             message: `generation ${g} is retired but still has commit pages`,
           });
+      // The live records, in page order, at the places their pages' leaves hold.
+      for (const { g, part, ops } of pageOps) {
+        let n = starts.get(g)![part];
+        for (const [kind, collection, id] of ops) {
+          let m = live.get(collection);
+          if (m === undefined) live.set(collection, (m = new Map()));
+          if (kind === 'delete') m.delete(id);
+          else m.set(id, { generation: g, leafIndex: n });
+          n++;
+        }
+      }
       for (const [name, m] of live) if (m.size > 0) counts.collections[name] = m.size;
       // The logs the records give must be those the manifest names (no commit page missing, older
       // or foreign: a dropped delete-only commit, for one, shows here).
@@ -590,6 +606,53 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       }
     }
   }
+}
+
+/**
+ * `kept` (a persisted log) with the leaves of `parts` (commit pages in page order) after it: the
+ * pages whose first leaf is in `kept` must match it there, at increasing places (pages between
+ * them were compacted away); the rest, in order, are its tail. Undefined when they do not fit.
+ */
+function onPersisted(
+  kept: Uint8Array,
+  parts: readonly Uint8Array[],
+): { all: Uint8Array; starts: number[] } | undefined {
+  const n = kept.length / HASH_BYTES;
+  const key = (b: Uint8Array, i: number) => String.fromCharCode(...b.subarray(i * HASH_BYTES, i * HASH_BYTES + 16));
+  const at = new Map<string, number>();
+  for (let i = 0; i < n; i++) at.set(key(kept, i), i);
+  let cursor = 0;
+  let end = n;
+  const tail: Uint8Array[] = [];
+  const starts: number[] = [];
+  for (const h of parts) {
+    const k = h.length / HASH_BYTES;
+    if (tail.length === 0 && k > 0) {
+      const i = at.get(key(h, 0));
+      if (i !== undefined) {
+        if (i < cursor || i + k > n || !equalBytes(h, kept.subarray(i * HASH_BYTES, (i + k) * HASH_BYTES)))
+          return undefined;
+        starts.push(i);
+        cursor = i + k;
+        continue;
+      }
+    }
+    starts.push(tail.length === 0 && k === 0 ? cursor : end);
+    end += k;
+    tail.push(h);
+  }
+  return { all: concatBytes([kept, ...tail]), starts };
+}
+
+/** The leaves of `parts` back to back, and where each starts. */
+function inOrder(parts: readonly Uint8Array[]): { all: Uint8Array; starts: number[] } {
+  const starts: number[] = [];
+  let at = 0;
+  for (const h of parts) {
+    starts.push(at);
+    at += h.length / HASH_BYTES;
+  }
+  return { all: concatBytes(parts), starts };
 }
 
 /** What the verifier needs of a manifest. */

@@ -1,0 +1,162 @@
+// Compaction (DESIGN §6): rewrites the live records of commit pages that are mostly dead (their
+// records updated, deleted or migrated since) into new commit pages, and deletes the old pages, so a
+// store updated for years stays near its live size. A page store that keeps deleted bytes in files
+// (node-fs segments) reclaims them with its own `compact`, called at the end.
+//
+// Each victim page is one commit: its live records are opened, re-sealed under the current key
+// generation with their own suite and governance (fresh sequences: a new leaf each, so the Merkle
+// log only grows) and written as copies, and the page is deleted in the same atomic commit. A kill
+// at any point leaves either the page or its records' new versions, never neither. Before the
+// first victim the store persists its key directory and the log pages with it (a persist), so
+// the deleted pages are covered by both: opening never needs them, and their leaves stay in the
+// log pages, so every earlier checkpoint and inclusion proof still verifies.
+//
+// A page holding a delete operation is never deleted: replaying the remaining pages (what the
+// independent verifier does) must not bring a deleted record back from an older page. Pages of an
+// older key generation are left to migration; records whose suite no longer takes writes, or whose
+// scope the current authority does not let migrate, keep their page.
+
+import { PqdbError } from '../errors';
+import { yieldToEventLoop } from '../_yield';
+import { authorityAllows } from './authority';
+import { decodePage, pageKey } from './page-format';
+import type { Parts } from './parts';
+
+/** What `compact` takes. */
+export interface CompactOptions {
+  /** Pages whose dead bytes are at least this fraction of their length are rewritten (default 0.5). */
+  minDeadFraction?: number;
+  /** At most this many pages are rewritten (default: every one that qualifies). */
+  maxPages?: number;
+  /** Called after each page. */
+  onProgress?(progress: CompactProgress): void;
+}
+
+export interface CompactProgress {
+  pagesRewritten: number;
+  recordsMoved: number;
+  /** Pages chosen in all. */
+  pages: number;
+}
+
+/** What `compact` did. */
+export interface CompactResult {
+  /** Commit pages deleted after their live records were moved. */
+  pagesRewritten: number;
+  recordsMoved: number;
+  /** Mostly dead pages kept (a delete operation in them, a suite that takes no writes, authority). */
+  pagesKept: number;
+  /** The page store's stored bytes before and after (framing and dead bytes included). */
+  bytesBefore: number;
+  bytesAfter: number;
+  /** Sum of the live records' sealed lengths after. */
+  liveRecordBytes: number;
+  /** Set when nothing was done, and why. */
+  skipped?: string;
+  ms: number;
+}
+
+/**
+ * Compacts the store (see the file comment).
+ * @throws PqdbError NOT_OPEN, READ_ONLY; whatever a commit throws (nothing is lost: each page is one
+ * atomic commit).
+ * @example const r = await store.compact(); console.log(r.bytesBefore, '→', r.bytesAfter);
+ */
+export async function compact(p: Parts, options: CompactOptions = {}): Promise<CompactResult> {
+  const started = performance.now();
+  const minDead = options.minDeadFraction ?? 0.5;
+  if (!(minDead >= 0 && minDead <= 1)) throw new RangeError('"minDeadFraction" expected a number in [0, 1]');
+  const maxPages = options.maxPages ?? Infinity;
+  if (!(maxPages >= 0)) throw new RangeError('"maxPages" expected a number >= 0');
+  p.live();
+  if (p.readOnly) throw new PqdbError('READ_ONLY', 'the store was opened read-only');
+  const bytesBefore = (await p.pages.stats()).storedBytes;
+  const result: CompactResult = {
+    pagesRewritten: 0,
+    recordsMoved: 0,
+    pagesKept: 0,
+    bytesBefore,
+    bytesAfter: bytesBefore,
+    liveRecordBytes: 0,
+    ms: 0,
+  };
+  const done = async (skipped?: string) => {
+    // A page store that keeps deleted pages' bytes in files reclaims them (node-fs segments).
+    const pages = p.pages as { compact?: () => Promise<unknown> };
+    if (typeof pages.compact === 'function') await pages.compact();
+    result.bytesAfter = (await p.pages.stats()).storedBytes;
+    result.liveRecordBytes = p.directory.liveBytes().recordBytes;
+    result.ms = performance.now() - started;
+    return skipped === undefined ? result : { ...result, skipped };
+  };
+  if (p.pipeline.manifest.migration !== undefined) return done('a migration is under way: compact after it');
+
+  // The directory and the log pages cover every commit page so far.
+  await p.checkpoints.persist();
+  const afterPage = p.pipeline.manifest.directory?.afterPage ?? 0;
+  const g = p.keys.current();
+  const live = p.directory.livePerPage();
+  const victims = p.directory
+    .pages()
+    .filter(([id, info]) => {
+      if (id > afterPage || info.generation !== g || info.bytes === 0) return false;
+      return (info.bytes - (live.get(id) ?? 0)) / info.bytes >= minDead;
+    })
+    .map(([id]) => id)
+    .slice(0, maxPages);
+
+  for (const victim of victims) {
+    await yieldToEventLoop(); // reads and writes get in between pages
+    const moved = await p.pipeline.run(async (draft) => {
+      const info = p.directory.page(victim);
+      if (info === undefined) return (draft.discard(), 0); // deleted meanwhile
+      const page = await p.cache.get(victim);
+      const ops = decodePage(victim, p.keys.generationKey(info.generation, 'page', pageKey), page);
+      if (ops.some((op) => op.kind === 'delete')) return (draft.discard(), -1);
+      const plaintexts: Uint8Array[] = [];
+      const wipe = () => plaintexts.forEach((x) => x.fill(0));
+      draft.afterCommit(wipe);
+      draft.onAbort(wipe);
+      const registry = draft.currentRegistry;
+      for (const op of ops) {
+        if (op.kind !== 'put') continue;
+        const loc = p.directory.get(op.collection, op.id);
+        // Superseded records are dead: only the version the directory names here moves.
+        if (loc === undefined || loc.pageId !== victim || loc.offset !== op.offset) continue;
+        try {
+          registry.checkWrite(loc.suite);
+        } catch {
+          return (draft.discard(), -1);
+        }
+        if (!authorityAllows(draft.manifest, 'migrate', loc.governance)) return (draft.discard(), -1);
+        const plaintext = await p.records.open('copy', op.collection, op.id, loc);
+        plaintexts.push(plaintext);
+        const sequence = draft.sequences(1);
+        const put = p.records.put({
+          collection: op.collection,
+          id: op.id,
+          suite: loc.suite,
+          generation: g,
+          sequence,
+          governance: loc.governance,
+          plaintext,
+          copy: true,
+        });
+        draft.write(put, { kind: 'put', collection: op.collection, id: op.id, copy: true });
+      }
+      draft.deletePage(victim);
+      return plaintexts.length;
+    });
+    if (moved < 0) result.pagesKept++;
+    else if (p.directory.page(victim) === undefined) {
+      result.pagesRewritten++;
+      result.recordsMoved += moved;
+    }
+    options.onProgress?.({
+      pagesRewritten: result.pagesRewritten,
+      recordsMoved: result.recordsMoved,
+      pages: victims.length,
+    });
+  }
+  return done();
+}
