@@ -157,3 +157,40 @@ describe('compaction', () => {
     }
   });
 });
+
+describe('automatic compaction', () => {
+  it('runs once dead bytes pass the ratio and the floor, and the store reads the same', async () => {
+    const medium = new MemoryMedium();
+    const store = await openStore({
+      storage: await openMemoryPageStore({ medium }),
+      create: true,
+      recipients: [r.publicKey],
+      unlock: r.secretKey,
+      autoCheckpoint: false,
+      autoCompact: { deadRatio: 0.5, minDeadBytes: 64 * 1024 },
+    });
+    const docs = store.collection('docs', { schema });
+    const pagesAfter: number[] = [];
+    for (let round = 0; round < 6; round++) {
+      for (let i = 0; i < N; i += 300)
+        await store.batch((tx) => {
+          for (let k = i; k < i + 300; k++) tx.put(docs, id(k), { text: `t${k} r${round}`, round });
+        });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      pagesAfter.push(commitPages(medium).length);
+    }
+    // Without compaction there would be 24 commit pages; dead rounds are reclaimed as it goes.
+    expect(Math.max(...pagesAfter.slice(2))).toBeLessThan(12);
+    for (let k = 0; k < N; k += 31) expect(await docs.get(id(k))).toEqual({ text: `t${k} r5`, round: 5 });
+    await store.close();
+    await expect(
+      openStore({
+        storage: 'memory',
+        create: true,
+        recipients: [r.publicKey],
+        unlock: r.secretKey,
+        autoCompact: { deadRatio: 2 },
+      }),
+    ).rejects.toThrow(RangeError);
+  });
+});

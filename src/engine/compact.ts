@@ -56,6 +56,27 @@ export interface CompactResult {
   ms: number;
 }
 
+/** Automatic compaction defaults. */
+export const AUTO_COMPACT_DEAD_RATIO = 0.5;
+export const AUTO_COMPACT_MIN_DEAD_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The automatic compaction rule of the `autoCompact` option, or undefined when it is off.
+ * @throws TypeError, RangeError for a malformed option
+ */
+export function autoCompaction(
+  option: { deadRatio?: number; minDeadBytes?: number } | false | undefined,
+): { deadRatio: number; minDeadBytes: number } | undefined {
+  if (option === false) return undefined;
+  if (option !== undefined && (typeof option !== 'object' || option === null))
+    throw new TypeError('"autoCompact" expected { deadRatio?, minDeadBytes? } or false');
+  const deadRatio = option?.deadRatio ?? AUTO_COMPACT_DEAD_RATIO;
+  const minDeadBytes = option?.minDeadBytes ?? AUTO_COMPACT_MIN_DEAD_BYTES;
+  if (!(deadRatio > 0 && deadRatio <= 1) || !(minDeadBytes >= 0))
+    throw new RangeError('"autoCompact" expected deadRatio in (0, 1] and minDeadBytes >= 0');
+  return { deadRatio, minDeadBytes };
+}
+
 /**
  * Compacts the store (see the file comment).
  * @throws PqdbError NOT_OPEN, READ_ONLY; whatever a commit throws (nothing is lost: each page is one

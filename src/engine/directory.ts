@@ -80,6 +80,8 @@ export interface Rows {
 export class DirectoryTable implements Iterable<[string, Location]> {
   readonly #interned: Interned;
   #size = 0;
+  /** Sum of the live records' sealed lengths. */
+  #bytes = 0;
   /** Rows handed out so far (free rows below it are listed in #free). */
   #rows = 0;
   #free: number[] = [];
@@ -127,6 +129,7 @@ export class DirectoryTable implements Iterable<[string, Location]> {
     this.#setKey(id);
     const slot = this.#probe();
     const row = slot >= 0 ? this.#slots[slot] - 1 : this.#insertKey();
+    this.#bytes += loc.length - (slot >= 0 ? this.#length[row] : 0);
     this.#page[row] = loc.pageId;
     this.#offset[row] = loc.offset;
     this.#length[row] = loc.length;
@@ -142,6 +145,7 @@ export class DirectoryTable implements Iterable<[string, Location]> {
     if (slot < 0) return false;
     const row = this.#slots[slot] - 1;
     this.#slots[slot] = TOMBSTONE;
+    this.#bytes -= this.#length[row];
     this.#arenaDead += this.#idLen[row];
     this.#idLen[row] = 0;
     this.#free.push(row);
@@ -168,9 +172,7 @@ export class DirectoryTable implements Iterable<[string, Location]> {
 
   /** Sum of the live records' sealed lengths. */
   recordBytes(): number {
-    let n = 0;
-    for (let row = 0; row < this.#rows; row++) if (this.#idLen[row] !== 0) n += this.#length[row];
-    return n;
+    return this.#bytes;
   }
 
   /** Adds each live record's length to its page's entry of `out`. */
@@ -262,6 +264,7 @@ export class DirectoryTable implements Iterable<[string, Location]> {
       }
       const slot = this.#probe();
       const row = slot >= 0 ? this.#slots[slot] - 1 : this.#insertKey();
+      this.#bytes += r.length[i] - (slot >= 0 ? this.#length[row] : 0);
       this.#page[row] = r.page[i];
       this.#offset[row] = r.offset[i];
       this.#length[row] = r.length[i];
@@ -314,6 +317,8 @@ export class DirectoryTable implements Iterable<[string, Location]> {
     }
     this.#rows = n;
     this.#size = n;
+    this.#bytes = 0;
+    for (let row = 0; row < n; row++) this.#bytes += this.#length[row];
   }
 
   #location(row: number): Location {
@@ -522,6 +527,8 @@ export class KeyDirectory {
   readonly #collections = new Map<string, DirectoryTable>();
   /** Generation and commit salt of every live commit page (retiring a generation deletes its pages). */
   readonly #commitPages = new Map<number, PageInfo>();
+  /** Sum of the live commit pages' lengths. */
+  #pageBytes = 0;
   /**
    * Since the directory was last persisted (src/engine/directory-pages.ts): the ids written or
    * deleted per collection and the commit pages added or dropped; `undefined` once a full snapshot
@@ -628,15 +635,20 @@ export class KeyDirectory {
 
   /** Records that commit page `pageId` (of `generation`, commit salt `salt`, `bytes` long) is live. */
   addPage(pageId: number, generation: number, salt: Uint8Array, bytes: number): void {
+    this.#pageBytes += bytes - (this.#commitPages.get(pageId)?.bytes ?? 0);
     this.#commitPages.set(pageId, { generation, salt, bytes });
     if (this.#changes !== undefined) (this.#changes.added.add(pageId), this.#changes.dropped.delete(pageId));
   }
 
   /** Forgets deleted commit pages. */
   dropPages(pageIds: readonly number[]): void {
-    for (const id of pageIds)
-      if (this.#commitPages.delete(id) && this.#changes !== undefined)
-        if (!this.#changes.added.delete(id)) this.#changes.dropped.add(id);
+    for (const id of pageIds) {
+      const p = this.#commitPages.get(id);
+      if (p === undefined) continue;
+      this.#pageBytes -= p.bytes;
+      this.#commitPages.delete(id);
+      if (this.#changes !== undefined && !this.#changes.added.delete(id)) this.#changes.dropped.add(id);
+    }
   }
 
   /** The generation and commit salt of a live commit page. */
@@ -651,8 +663,7 @@ export class KeyDirectory {
 
   /** Bytes of the live commit pages, and of the live records in them (what compaction would keep). */
   liveBytes(): { pageBytes: number; recordBytes: number } {
-    let pageBytes = 0;
-    for (const p of this.#commitPages.values()) pageBytes += p.bytes;
+    const pageBytes = this.#pageBytes;
     let recordBytes = 0;
     for (const t of this.#collections.values()) recordBytes += t.recordBytes();
     return { pageBytes, recordBytes };

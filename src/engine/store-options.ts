@@ -24,9 +24,17 @@ export interface StoreOptions {
   /**
    * Automatic checkpoints (with `signer`): after a commit, once `records` records were written
    * since the last checkpoint, or `ms` milliseconds passed since it and at least one was written.
-   * Default { records: 10000, ms: 60000 }; false turns them off.
+   * Default { records: 10000, ms: 60000 }; false turns them off. Without `signer` the same rule
+   * persists the key directory (no signature): what keeps the next open short.
    */
   autoCheckpoint?: { records?: number; ms?: number } | false;
+  /**
+   * Automatic compaction (src/engine/compact.ts): after a commit, once the commit pages hold at
+   * least `minDeadBytes` bytes of dead records and those are at least `deadRatio` of the commit
+   * pages' bytes, a compaction is queued (one at a time, beside reads and writes). Default
+   * { deadRatio: 0.5, minDeadBytes: 64 MiB }; false turns it off.
+   */
+  autoCompact?: { deadRatio?: number; minDeadBytes?: number } | false;
   /**
    * Current authority (DESIGN §9): asked whether a migration may run (false: AUTHORITY_DENIED) and for
    * every record it copies (false withholds it, counted as withheld). Default: all are allowed.

@@ -19,7 +19,7 @@ import { fromHex, hex, newManifest, unlockManifest, STORE_ID_LABEL } from './man
 import type { Manifest } from './manifest';
 import { KeyDirectory } from './directory';
 import { noteDroppedPages, persistDirectory } from './directory-pages';
-import { compact as compactStore, type CompactOptions, type CompactResult } from './compact';
+import { autoCompaction, compact as compactStore, type CompactOptions, type CompactResult } from './compact';
 import { MerkleLogs } from './merkle-log';
 import { PageCache } from './page-cache';
 import { replay, applyCommitPage, logHead, logLeaves, type ReplayTarget, type SignedCheckpoint } from './replay';
@@ -69,6 +69,10 @@ export class Store {
   readonly #readOnly: boolean;
   readonly #locations?: Locations;
   #recovered: string[] = [];
+  /** An automatic compaction under way. */
+  #compacting?: Promise<unknown>;
+  /** Dead bytes the last automatic compaction left. */
+  #deadAfterCompaction = 0;
   #open = true;
   #closing = false;
   /** Following the writer (`follow`); the store whose state this one serves then owns this one's. */
@@ -129,6 +133,25 @@ export class Store {
     });
     pipeline.hook({ applied: (c) => lexical.applied(c) });
     pipeline.hook({ applied: (c) => void (c.writes.some((w) => w.copy !== true) && checkpoints.maybeCheckpoint()) });
+    const auto = autoCompaction(options.autoCompact);
+    if (auto !== undefined)
+      pipeline.hook({
+        applied: (c) => {
+          if (this.#compacting !== undefined || !c.writes.some((w) => w.copy !== true)) return;
+          const { pageBytes, recordBytes } = directory.liveBytes();
+          const dead = pageBytes - recordBytes;
+          // Dead bytes a compaction left (pages it keeps) do not start another one by themselves.
+          if (dead - this.#deadAfterCompaction < auto.minDeadBytes || dead < auto.deadRatio * pageBytes) return;
+          this.#compacting = compactStore(this.#p).then(
+            () => {
+              const after = directory.liveBytes();
+              this.#deadAfterCompaction = after.pageBytes - after.recordBytes;
+              this.#compacting = undefined;
+            },
+            () => (this.#compacting = undefined), // a failed one leaves the store as it was; the next commit tries again
+          );
+        },
+      });
     // Through this.#p, not the parts above: a following store may serve another state later.
     this.#engine = {
       commit: (ops) => this.#commitOps(ops),
