@@ -265,8 +265,9 @@ describe('rollback and splice', () => {
     expect(list.length).toBe(1);
     expect(await pages.listPages()).toEqual([]); // nothing signed, nothing written
     // A consistent predecessor: the next checkpoint signs.
+    const rootAt2 = await logs.rootAt(1, 2);
     list[0] = (() => {
-      const c = { ...forged, root: logs.rootAt(1, 2) };
+      const c = { ...forged, root: rootAt2 };
       return { ...c, signed: signCheckpoint(c, signer.secretKey, signer.publicKey) };
     })();
     await expect(cps.checkpoint()).resolves.toMatchObject({ size: 3 });

@@ -99,7 +99,15 @@ describe('compaction', () => {
       expect(await again.docs.get(id(k))).toEqual(
         k < 200 ? { text: `fresh${k}`, round: 4 } : { text: `word${k % 17} round3`, round: 3 },
       );
+    // A snapshot written after the reopen still knows the pages compaction deleted before it.
+    await again.docs.put('after', { text: 'after', round: 9 });
+    await again.store.checkpoint();
     await again.store.close();
+    const third = await open();
+    expect(third.docs.size).toBe(N + 1);
+    await third.docs.delete('after');
+    await third.store.checkpoint();
+    await third.store.close();
     const pages = await openMemoryPageStore({ medium, readOnly: true });
     const report = await verifyStore(pages, { unlock: r.secretKey, signerPublicKey: signer.publicKey });
     await pages.close();

@@ -44,7 +44,7 @@ describe.each(STORE_FIXTURES)('verifiable batches (%s)', (_name, factory) => {
     const c2 = await store.checkpoint();
     expect(c2.size).toBe(415); // 300 + the update + the delete + 113
     expect(store.checkpoints().map((c) => c.size)).toEqual([300, 415]);
-    expect(merkle.verifyConsistency(300, 415, c1.root, c2.root, store.consistencyProof(0, 1))).toBe(true);
+    expect(merkle.verifyConsistency(300, 415, c1.root, c2.root, await store.consistencyProof(0, 1))).toBe(true);
 
     const exported = await words.exportSealed('w5');
     const v = verifySealed(exported, signer.publicKey);
@@ -81,7 +81,7 @@ describe.each(STORE_FIXTURES)('verifiable batches (%s)', (_name, factory) => {
         416,
         again.checkpoints()[1].root,
         again.checkpoints()[2].root,
-        again.consistencyProof(1, 2),
+        await again.consistencyProof(1, 2),
       ),
     ).toBe(true);
     await again.close();

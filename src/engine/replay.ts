@@ -305,6 +305,8 @@ async function loadDirectory(
   }
   if (last === undefined || last.afterPage > ref.afterPage)
     throw new PqdbError('CORRUPTION', 'the persisted key directory does not match the manifest');
+  // Pages deleted since the last snapshot are changes of its next one (so they stay dropped).
+  target.directory.loaded(ref.snapshots[0].rows, runRows);
   target.directory.dropPages(ref.dropped ?? []);
   for (const [g, size] of Object.entries(last.logs)) {
     if (size === 0) continue;
@@ -322,7 +324,6 @@ async function loadDirectory(
       throw new PqdbError('CORRUPTION', `the persisted key directory has a bad compact range for generation ${g}`);
     }
   }
-  target.directory.loaded(ref.snapshots[0].rows, runRows);
   return { afterPage: ref.afterPage, pending: last.pending, logs: last.logs };
 }
 
