@@ -116,6 +116,20 @@ describe('compaction', () => {
     expect(report.counts.collections).toEqual({ docs: N });
   });
 
+  it('reopened right after a compaction, the next snapshot still leaves the deleted pages out', async () => {
+    const { open, store } = await fixture();
+    expect((await store.compact()).pagesRewritten).toBe(12);
+    await store.close(); // the manifest lists the deleted pages as dropped since the last snapshot
+    const again = await open();
+    await again.docs.put('x', { text: 'x', round: 0 });
+    await again.store.checkpoint(); // a run: it must carry the drops
+    await again.store.close();
+    const third = await open();
+    expect(third.docs.size).toBe(N + 1);
+    expect(await third.docs.get(id(3))).toEqual({ text: 'word3 round3', round: 3 });
+    await third.store.close();
+  });
+
   it('keeps a page that holds a delete, so no record comes back from an older page', async () => {
     const { medium, open, store, docs } = await fixture();
     await store.batch((tx) => {
