@@ -262,6 +262,17 @@ export interface PageSink {
   addPage(page: { id: number; bytes: Uint8Array }): void;
 }
 
+/**
+ * Length of page `i` of `n` of a snapshot of `bytes` plaintext bytes: parts of DIRECTORY_PART_BYTES
+ * but the last. A range past a page's end (a length the manifest got wrong) is CORRUPTION.
+ */
+export function directoryPageBytes(bytes: number, i: number, n: number): number {
+  const last = bytes - (n - 1) * DIRECTORY_PART_BYTES;
+  if (last <= 0 || last > DIRECTORY_PART_BYTES)
+    throw new PqdbError('CORRUPTION', 'the persisted key directory has a length that does not fit its pages');
+  return HEAD_BYTES + (i < n - 1 ? DIRECTORY_PART_BYTES : last) + TAG_BYTES;
+}
+
 function partNonce(pageId: number, part: number): Uint8Array {
   const n = new Uint8Array(12);
   const dv = new DataView(n.buffer);
@@ -386,7 +397,7 @@ export async function persistDirectory(
   } finally {
     bytes.fill(0);
   }
-  const snapshot = { kind: kind as 'base' | 'run', pages: ids, rows };
+  const snapshot = { kind: kind as 'base' | 'run', pages: ids, rows, bytes: bytes.length };
   if (kind === 'base') for (const s of old?.snapshots ?? []) for (const id of s.pages) draft.deletePage(id);
   m.directory = { afterPage, snapshots: kind === 'base' ? [snapshot] : [...old!.snapshots, snapshot], dropped: [] };
   draft.afterCommit(() => ctx.directory.persisted(kind === 'base'));

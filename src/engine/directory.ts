@@ -85,18 +85,18 @@ export class DirectoryTable implements Iterable<[string, Location]> {
   /** Rows handed out so far (free rows below it are listed in #free). */
   #rows = 0;
   #free: number[] = [];
-  #idAt = new Uint32Array(INITIAL_ROWS);
+  #idAt: Uint32Array = new Uint32Array(INITIAL_ROWS);
   /** UTF-8 length of the row's id; 0 for a free row (ids are never empty). */
-  #idLen = new Uint16Array(INITIAL_ROWS);
-  #page = new Uint32Array(INITIAL_ROWS);
-  #offset = new Uint32Array(INITIAL_ROWS);
-  #length = new Uint32Array(INITIAL_ROWS);
-  #leaf = new Uint32Array(INITIAL_ROWS);
-  #generation = new Uint32Array(INITIAL_ROWS);
-  #sequence = new Float64Array(INITIAL_ROWS);
-  #gov = new Uint32Array(INITIAL_ROWS);
-  #suite = new Uint8Array(INITIAL_ROWS);
-  #arena = new Uint8Array(INITIAL_ROWS * 16);
+  #idLen: Uint16Array = new Uint16Array(INITIAL_ROWS);
+  #page: Uint32Array = new Uint32Array(INITIAL_ROWS);
+  #offset: Uint32Array = new Uint32Array(INITIAL_ROWS);
+  #length: Uint32Array = new Uint32Array(INITIAL_ROWS);
+  #leaf: Uint32Array = new Uint32Array(INITIAL_ROWS);
+  #generation: Uint32Array = new Uint32Array(INITIAL_ROWS);
+  #sequence: Float64Array = new Float64Array(INITIAL_ROWS);
+  #gov: Uint32Array = new Uint32Array(INITIAL_ROWS);
+  #suite: Uint8Array = new Uint8Array(INITIAL_ROWS);
+  #arena: Uint8Array = new Uint8Array(INITIAL_ROWS * 16);
   #arenaEnd = 0;
   #arenaDead = 0;
   /** Row + 1, EMPTY or TOMBSTONE; its length is a power of two. */
@@ -278,28 +278,22 @@ export class DirectoryTable implements Iterable<[string, Location]> {
 
   /** applyRows into an empty table: columns copied whole, the index built in one pass. */
   #load(r: Rows, gov: readonly number[]): void {
+    // The columns are taken as they are (views into the opened snapshot, which the table now owns:
+    // its caller must not wipe or reuse it); they are copied only when the table grows.
     const n = r.n;
-    const cap = Math.max(INITIAL_ROWS, n);
-    const u32 = (from: Uint32Array) => {
-      const a = new Uint32Array(cap);
-      a.set(from.subarray(0, n));
-      return a;
-    };
-    this.#idLen = new Uint16Array(cap);
-    this.#idLen.set(r.idLength.subarray(0, n));
-    this.#page = u32(r.page);
-    this.#offset = u32(r.offset);
-    this.#length = u32(r.length);
-    this.#leaf = u32(r.leaf);
-    this.#generation = u32(r.generation);
-    this.#sequence = new Float64Array(cap);
-    this.#sequence.set(r.sequence.subarray(0, n));
-    this.#suite = new Uint8Array(cap);
-    this.#suite.set(r.suite.subarray(0, n));
-    this.#gov = new Uint32Array(cap);
-    this.#idAt = new Uint32Array(cap);
-    this.#arena = new Uint8Array(Math.max(INITIAL_ROWS * 16, r.ids.length + (r.ids.length >>> 3)));
-    this.#arena.set(r.ids);
+    if (n === 0) return;
+    this.#idLen = r.idLength;
+    this.#page = r.page;
+    this.#offset = r.offset;
+    this.#length = r.length;
+    this.#leaf = r.leaf;
+    this.#generation = r.generation;
+    this.#sequence = r.sequence;
+    this.#suite = r.suite;
+    const same = gov.every((g, i) => g === i);
+    this.#gov = same ? r.governance : Uint32Array.from(r.governance, (g) => gov[g]);
+    this.#idAt = new Uint32Array(n);
+    this.#arena = r.ids;
     this.#arenaEnd = r.ids.length;
     this.#arenaDead = 0;
     this.#free = [];
@@ -310,7 +304,6 @@ export class DirectoryTable implements Iterable<[string, Location]> {
     let at = 0;
     for (let row = 0; row < n; row++) {
       this.#idAt[row] = at;
-      this.#gov[row] = gov[r.governance[row]];
       const len = this.#idLen[row];
       this.#index(row, fnv1a(this.#arena, at, len));
       at += len;

@@ -143,7 +143,8 @@ export interface LogPageRef {
  */
 export interface DirectoryRef {
   afterPage: number;
-  snapshots: { kind: 'base' | 'run'; pages: number[]; rows: number }[];
+  /** `bytes`: the snapshot's plaintext length (its pages are then read as ranges). */
+  snapshots: { kind: 'base' | 'run'; pages: number[]; rows: number; bytes?: number }[];
   dropped?: number[];
 }
 
@@ -533,6 +534,7 @@ function checkManifest(h: ManifestHeader, b: unknown): Manifest {
       if (list(x.pages, 'directory pages').length === 0) corrupt('has a directory snapshot without pages');
       (x.pages as unknown[]).forEach(pageId);
       int(x.rows, 0, Number.MAX_SAFE_INTEGER, 'directory rows');
+      if (x.bytes !== undefined) int(x.bytes, 1, Number.MAX_SAFE_INTEGER, 'directory bytes');
     });
     if (d.dropped !== undefined) list(d.dropped, 'directory drops').forEach(pageId);
   }
