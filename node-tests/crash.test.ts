@@ -4,7 +4,8 @@
 // long (20 rounds, each a process start-up).
 import { describe, it, expect } from 'vitest';
 import { fork } from 'node:child_process';
-import { generateRecipient } from '../src/node';
+import { generateRecipient, verifyStore } from '../src/node';
+import { openNodeFsPageStore } from '../src/storage/node-fs';
 import { Rng } from './cases/_util';
 import { nodeFsStoreFixture, perTest } from './support/store-fixtures';
 
@@ -83,4 +84,42 @@ describe('crash safety (SIGKILL during commits)', () => {
     },
     Math.max(240_000, KILLS * 5000),
   );
+
+  it('kills during compaction: every record keeps its last acknowledged value or a later one, and the store verifies', async () => {
+    const f = await fresh();
+    const r = generateRecipient('classical');
+    const rng = new Rng(Number(process.env.PQDB_SEED ?? 7));
+    let acked = -1;
+    let compactions = 0;
+    for (let kill = 0; kill < Math.max(4, Math.round(KILLS / 3)); kill++) {
+      await new Promise<void>((resolve, reject) => {
+        const child = fork(
+          new URL('./support/compact-writer.mjs', import.meta.url),
+          [f.dir, String(acked + 1), hex(r.publicKey), hex(r.secretKey)],
+          { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] },
+        );
+        let stderr = '';
+        child.stderr?.on('data', (d) => (stderr += d));
+        child.on('message', (m: { ready?: boolean; acked?: number; compacted?: number }) => {
+          if (m.ready) setTimeout(() => child.kill('SIGKILL'), 150 + rng.int(400));
+          if (m.acked !== undefined) acked = Math.max(acked, m.acked);
+          if (m.compacted !== undefined) compactions++;
+        });
+        child.on('exit', (code, signal) =>
+          signal === 'SIGKILL' ? resolve() : reject(new Error(`writer exited with ${code}: ${stderr}`)),
+        );
+      });
+      const store = await f.open({ unlock: r.secretKey });
+      const c = store.collection('k', { schema: { round: 'integer', payload: 'string' } });
+      if (acked >= 0)
+        for (let j = 0; j < 200; j++) expect((await c.get(`k${j}`))?.round, `k${j}`).toBeGreaterThanOrEqual(acked);
+      await store.close();
+    }
+    const pages = await openNodeFsPageStore(f.dir, { readOnly: true });
+    const report = await verifyStore(pages, { unlock: r.secretKey });
+    await pages.close();
+    expect(report.problems).toEqual([]);
+    expect(acked).toBeGreaterThan(0);
+    expect(compactions).toBeGreaterThan(0);
+  }, 240_000);
 });
