@@ -372,5 +372,55 @@ export function proofsCases(factory: StoreFixtureFactory, api: ProofsApi, seed =
     },
   );
 
+  add(
+    'compacted after rounds of updates, reopened from its persisted directory: records, proofs and verifyStore hold',
+    async (open, fixture) => {
+      const store = await open(options(true));
+      const w = store.collection('w', { schema: SCHEMA });
+      const value = (i: number, round: number) => ({ lemma: `word ${i} round ${round}`, n: i * 10 + round });
+      for (let round = 0; round < 3; round++) {
+        await store.batch((tx) => {
+          for (let i = 0; i < 150; i++) tx.put(w, `w${i}`, value(i, round));
+        });
+        await store.checkpoint();
+      }
+      await store.batch((tx) => {
+        for (let i = 0; i < 100; i++) tx.put(w, `w${i}`, value(i, 3)); // the last round's page: 2/3 dead
+      });
+      const exported = await w.exportSealed('w140');
+      const r = await store.compact();
+      ok(
+        r.pagesRewritten === 3 && r.recordsMoved === 50,
+        `compaction rewrote ${r.pagesRewritten} pages and moved ${r.recordsMoved} records; expected 3 and 50`,
+      );
+      const last = await store.checkpoint();
+      await store.close();
+
+      const again = await open(options());
+      const w2 = again.collection('w', { schema: SCHEMA });
+      ok(w2.size === 150, `${w2.size} records after reopening, expected 150`);
+      for (let i = 0; i < 150; i += 7)
+        sameValue(await w2.get(`w${i}`), value(i, i < 100 ? 3 : 2), `w${i} after compaction and reopen`);
+      ok(api.verifySealed(exported, signer.publicKey).valid, 'an export made before compaction still verifies');
+      const moved = await w2.exportSealed('w140');
+      ok(api.verifySealed(moved, signer.publicKey).valid, 'an export of a moved record verifies');
+      const cps = again.checkpoints();
+      const proof = await again.consistencyProof(0, cps.length - 1);
+      ok(
+        api.merkle.verifyConsistency(cps[0].size, last.size, cps[0].root, last.root, proof),
+        'the first checkpoint is consistent with the one after compaction',
+      );
+      await again.close();
+      const pages = await fixture.pages();
+      try {
+        const report = await api.verifyStore(pages, { unlock: recipient.secretKey, signerPublicKey: signer.publicKey });
+        const problems = report.problems.map((p) => `${p.where}: ${p.message}`).join('; ');
+        ok(report.ok && report.counts.collections.w === 150, `verifyStore after compaction: ${problems}`);
+      } finally {
+        await pages.close();
+      }
+    },
+  );
+
   return cases;
 }
