@@ -16,6 +16,7 @@ import { merkle } from '../src/crypto';
 import { MemoryMedium } from '../src/storage/memory';
 import { pageKind } from '../src/engine/page-format';
 import { faulty, type Faults } from './support/faulty-page-store';
+import { docsOpener } from './support/memory-docs';
 
 const r = generateRecipient('classical');
 const signer = generateSigner();
@@ -25,18 +26,7 @@ const id = (i: number) => `r${String(i).padStart(5, '0')}`;
 
 async function fixture(faults: Faults = {}) {
   const medium = new MemoryMedium();
-  const open = async (create = false) => {
-    const store = await openStore({
-      storage: faulty(await openMemoryPageStore({ medium }), faults),
-      create,
-      recipients: [r.publicKey],
-      unlock: r.secretKey,
-      signer: signer.secretKey,
-      signerPublicKey: signer.publicKey,
-      autoCheckpoint: false,
-    });
-    return { store, docs: store.collection('docs', { schema, index: { text: ['text'] } }) };
-  };
+  const open = docsOpener(medium, { recipient: r, signer }, schema, { wrap: (p) => faulty(p, faults) });
   const { store, docs } = await open(true);
   for (let round = 0; round < 4; round++) {
     for (let i = 0; i < N; i += 300)

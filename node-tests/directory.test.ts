@@ -16,6 +16,7 @@ import { openStore, generateRecipient, generateSigner, openMemoryPageStore, Pqdb
 import { MemoryMedium } from '../src/storage/memory';
 import { pageKind } from '../src/engine/page-format';
 import { crc32c } from '../src/storage/page-store';
+import { docsOpener } from './support/memory-docs';
 
 const loc = (n: number, governance = '{}'): Location => ({
   leafIndex: n,
@@ -174,18 +175,7 @@ const schema = { text: 'string' } as const;
 describe('opening from the persisted directory', () => {
   async function fixture() {
     const medium = new MemoryMedium();
-    const open = async (create = false) => {
-      const store = await openStore({
-        storage: await openMemoryPageStore({ medium }),
-        create,
-        recipients: [r.publicKey],
-        unlock: r.secretKey,
-        signer: signer.secretKey,
-        signerPublicKey: signer.publicKey,
-        autoCheckpoint: false,
-      });
-      return { store, docs: store.collection('docs', { schema, index: { text: ['text'] } }) };
-    };
+    const open = docsOpener(medium, { recipient: r, signer }, schema);
     const { store, docs } = await open(true);
     for (let b = 0; b < 4; b++)
       await store.batch((tx) => {

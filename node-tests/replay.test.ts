@@ -8,6 +8,7 @@ import { MemoryMedium } from '../src/storage/memory';
 import { pageKind } from '../src/engine/page-format';
 import type { PageStore } from '../src/storage/page-store';
 import { faulty, type Faults } from './support/faulty-page-store';
+import { docsOpener } from './support/memory-docs';
 
 const r = generateRecipient('classical');
 const signer = generateSigner();
@@ -16,18 +17,7 @@ const schema = { text: 'string' } as const;
 describe('replay', () => {
   it('ignores log, index and checkpoint pages the manifest does not name, and says so', async () => {
     const medium = new MemoryMedium();
-    const open = async (create = false) => {
-      const store = await openStore({
-        storage: await openMemoryPageStore({ medium }),
-        create,
-        recipients: [r.publicKey],
-        unlock: r.secretKey,
-        signer: signer.secretKey,
-        signerPublicKey: signer.publicKey,
-        autoCheckpoint: false,
-      });
-      return { store, docs: store.collection('docs', { schema, index: { text: ['text'] } }) };
-    };
+    const open = docsOpener(medium, { recipient: r, signer }, schema);
     const { store, docs } = await open(true);
     for (let i = 0; i < 20; i++) await docs.put(`d${i}`, { text: `word${i % 4} common` });
     await store.checkpoint();
