@@ -19,6 +19,7 @@ import {
 } from '../src/storage/node-fs';
 import type { CompactProgress, PageStore } from '../src/storage/page-store';
 import { Rng } from './cases/_util';
+import { generateRecipient, generateSigner, openStore } from '../src/node';
 
 const tmpRoot = await mkdtemp(join(tmpdir(), 'pqdb-compact-'));
 let dirs = 0;
@@ -331,6 +332,65 @@ describe('node-fs compaction: bounded steps beside reads and commits', () => {
   });
 });
 
+describe('node-fs compaction: under the engine', () => {
+  it('a Store over a compacting node-fs page store: checkpoints replace pages, segments are reclaimed, every record reads back after reopen', async () => {
+    const dir = newDir();
+    const r = generateRecipient('classical');
+    const signer = generateSigner();
+    const keys = {
+      recipients: [r.publicKey],
+      unlock: r.secretKey,
+      signer: signer.secretKey,
+      signerPublicKey: signer.publicKey,
+    };
+    const schema = { n: 'integer', s: 'string' } as const;
+    const pagesOf = () =>
+      openNodeFsPageStore(dir, { segmentBytes: 16 * 1024, compactDeadFraction: 0.3, compactStepBytes: 4096 });
+    let pages = await pagesOf();
+    let store = await openStore({ storage: pages, create: true, ...keys });
+    let c = store.collection('c', { schema, index: { text: ['s'] } });
+    const want = new Map<string, { n: number; s: string }>();
+    for (let round = 0; round < 12; round++) {
+      await store.batch((tx) => {
+        for (let i = 0; i < 25; i++) {
+          const key = `k${(round * 17 + i * 7) % 200}`;
+          const v = { n: round * 100 + i, s: `w${i % 9} w${(round * i) % 31} ${'x'.repeat((i * 37) % 400)}` };
+          tx.put(c, key, v);
+          want.set(key, v);
+        }
+      });
+      // Searched, then checkpointed: each checkpoint replaces the sealed index pages (deletes the old).
+      expect((await c.search(`w${round % 9}`, { limit: 1000 })).length).toBeGreaterThan(0);
+      if (round % 2 === 1) await store.checkpoint();
+      if (round % 3 === 2) {
+        const gone = [...want.keys()].slice(0, 5);
+        for (const key of gone) await c.delete(key);
+        gone.forEach((key) => want.delete(key));
+      }
+    }
+    const before = await pages.stats();
+    const result = await pages.compact!({ minDeadFraction: 0.1 });
+    expect(result.bytesAfter).toBeLessThanOrEqual(before.storedBytes);
+    // Segments were rewritten (in the background or by this call): numbers are missing below the newest.
+    const segs = space(pages);
+    expect(segs.at(-1)!.seq).toBeGreaterThan(segs.length);
+    for (const [key, v] of want) expect(await c.get(key), key).toEqual(v);
+    await store.close();
+    await pages.close();
+    pages = await pagesOf();
+    expect(pages.recovery.clean).toBe(true);
+    store = await openStore({ storage: pages, ...keys });
+    c = store.collection('c', { schema, index: { text: ['s'] } });
+    for (const [key, v] of want) expect(await c.get(key), key).toEqual(v);
+    let n = 0;
+    for await (const _ of c.scan()) n++;
+    expect(n).toBe(want.size);
+    await store.checkpoint();
+    await store.close();
+    await pages.close();
+  });
+});
+
 describe('node-fs compaction: read-only openers beside a compacting writer', () => {
   it('a view opened before the compaction keeps reading the right bytes of the segments removed since', async () => {
     const dir = newDir();
@@ -351,6 +411,15 @@ describe('node-fs compaction: read-only openers beside a compacting writer', () 
     await expectPages(ro2, pages);
     await ro2.close();
     await w.close();
+  });
+
+  it('a read-only open of a store missing a named segment (MANIFEST unchanged) is CORRUPTION', async () => {
+    const dir = newDir();
+    const w = await openSmall(dir);
+    await fill(w, 20);
+    await w.close();
+    await rm(join(dir, (await segmentFiles(dir))[1]));
+    await expect(openNodeFsPageStore(dir, { readOnly: true })).rejects.toMatchObject({ code: 'CORRUPTION' });
   });
 
   it('read-only opens racing a writer that compacts all the time open the store or fail typed; reads are right', async () => {
@@ -571,6 +640,7 @@ describe('node-fs compaction: crash safety', () => {
       const model = new Set<number>();
       let steps = 0;
       let commits = 0;
+      const repairs: string[] = [];
       for (let round = 0; round < ROUNDS; round++) {
         const { acked, pending, steps: n } = await runAndKill(dir, round, 150 + rng.int(400));
         steps += n;
@@ -580,6 +650,7 @@ describe('node-fs compaction: crash safety', () => {
           c.pages.forEach((id) => model.add(id));
         }
         const s = await openNodeFsPageStore(dir, { segmentBytes: 16384, autoCompact: false });
+        repairs.push(...s.recovery.actions.map((a) => a.split(' ')[0])); // 'removed' (a segment) or 'truncated' (a tail)
         const ids = await s.listPages();
         // The commit in flight when killed may have landed whole or not at all, never in part.
         let expected = new Set(model);
@@ -602,7 +673,7 @@ describe('node-fs compaction: crash safety', () => {
         await s.close();
       }
       console.log(
-        `[compaction crash] ${ROUNDS} kills, ${commits} acknowledged commits, ${steps} compaction steps reported, ${model.size} live pages at the end, all present once with their bytes`,
+        `[compaction crash] ${ROUNDS} kills, ${commits} acknowledged commits, ${steps} compaction steps reported, ${model.size} live pages at the end, all present once with their bytes; repairs on reopen: ${JSON.stringify(Object.fromEntries([...new Set(repairs)].map((k) => [k, repairs.filter((x) => x === k).length])))}`,
       );
       expect(steps).toBeGreaterThan(ROUNDS);
     },
