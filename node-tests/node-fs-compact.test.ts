@@ -206,6 +206,40 @@ describe('node-fs compaction: accounting and thresholds', () => {
     await s.close();
   });
 
+  it('a segment holding only tombstones an older segment still needs is left alone, not copied forward again and again', async () => {
+    const dir = newDir();
+    let s = await openSmall(dir);
+    const big = (id: number) => ({ id, bytes: new Uint8Array(2600).fill(id) });
+    await s.commit({ pages: [big(1), big(2), big(3)] }); // segment A, full
+    await s.commit({ pages: [big(4)] }); // segment B
+    await s.deletePages([1]); // a tombstone in B that A needs (A is a third dead: below the threshold)
+    await s.deletePages([4]);
+    const r1 = await s.compact!();
+    expect(r1.segmentsRewritten).toBe(1); // B, its tombstone for 1 carried into a new segment
+    const after1 = space(s);
+    expect(after1).toHaveLength(2);
+    expect(after1[1].live).toBe(0); // the new segment holds that tombstone alone
+    const r2 = await s.compact!();
+    expect(r2).toMatchObject({ segmentsRewritten: 0, bytesCopied: 0 });
+    expect(space(s)).toEqual(after1);
+    await s.close();
+    s = await openSmall(dir);
+    expect(await s.listPages()).toEqual([2, 3]);
+    expect((await s.compact!()).segmentsRewritten).toBe(0);
+    // Once A goes (its last page copied into the tombstones' segment), one segment is left.
+    await s.deletePages([2]);
+    const r3 = await s.compact!();
+    expect(r3.segmentsRewritten).toBe(1);
+    expect(space(s)).toHaveLength(1);
+    expect(space(s)[0].live).toBe(RECORD_HEADER_BYTES + 2600);
+    expect(await s.listPages()).toEqual([3]);
+    await s.close();
+    s = await openSmall(dir);
+    expect(await s.listPages()).toEqual([3]);
+    expect(await s.readPage(3)).toEqual(big(3).bytes);
+    await s.close();
+  });
+
   it('argument checks and states: RangeError/TypeError, READ_ONLY, NOT_OPEN', async () => {
     const dir = newDir();
     const s = await openSmall(dir);

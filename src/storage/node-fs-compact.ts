@@ -35,21 +35,34 @@ export function deadFraction(seg: SegmentSpace, headerBytes: number): number {
 }
 
 /**
- * The oldest segment whose dead fraction reaches `minDead`, among those with a sequence number
- * at most `maxSeq` (a call never picks what it wrote itself, so it ends); the segment being
- * appended to (`currentSeq`) only when `includeCurrent`. Oldest first: removing old segments is
- * what lets later tombstones go.
+ * The oldest segment whose reclaimable fraction reaches `minDead`, among those with a sequence
+ * number at most `maxSeq` (a call never picks what it wrote itself, so it ends); the segment being
+ * appended to (`currentSeq`) only when `includeCurrent`. Reclaimable: dead bytes less
+ * `pinned(segment)`, the bytes of its tombstones that would have to be carried forward (asked only
+ * of segments that pass on dead bytes alone). Without that, a segment of needed tombstones would
+ * be copied forward again and again. Oldest first: removing old segments is what lets later
+ * tombstones go.
  */
-export function pickVictim(
-  segments: Iterable<SegmentSpace>,
-  options: { currentSeq: number; minDead: number; maxSeq: number; includeCurrent: boolean; headerBytes: number },
-): SegmentSpace | undefined {
-  let best: SegmentSpace | undefined;
+export function pickVictim<S extends SegmentSpace>(
+  segments: Iterable<S>,
+  options: {
+    currentSeq: number;
+    minDead: number;
+    maxSeq: number;
+    includeCurrent: boolean;
+    headerBytes: number;
+    pinned: (segment: S) => number;
+  },
+): S | undefined {
+  let best: S | undefined;
   for (const s of segments) {
     if (s.seq > options.maxSeq || (s.seq === options.currentSeq && !options.includeCurrent)) continue;
-    if (s.committed <= options.headerBytes) continue; // an empty segment: nothing to reclaim
+    if (best !== undefined && s.seq > best.seq) continue;
+    const records = s.committed - options.headerBytes;
+    if (records <= 0) continue; // an empty segment: nothing to reclaim
     if (deadFraction(s, options.headerBytes) < options.minDead) continue;
-    if (best === undefined || s.seq < best.seq) best = s;
+    if ((records - s.live - options.pinned(s)) / records < options.minDead) continue;
+    best = s;
   }
   return best;
 }
