@@ -264,6 +264,10 @@ class NodeFsPageStore extends BasePageStore {
     for (let attempt = 1; ; attempt++) {
       try {
         await this.#load();
+        if (attempt > 1) {
+          const why = `started over ${attempt - 1} time(s): a segment named by MANIFEST vanished as a writer compacted`;
+          this.recovery = { ...this.recovery, clean: false, actions: [...this.recovery.actions, why] };
+        }
         return;
       } catch (e) {
         if (!(e instanceof SegmentVanished)) throw e;
