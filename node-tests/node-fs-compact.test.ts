@@ -426,6 +426,29 @@ describe('node-fs compaction: under the engine', () => {
 });
 
 describe('node-fs compaction: read-only openers beside a compacting writer', () => {
+  it('a read-only view in another process, opened before the compaction, reads every page it saw right after it', async () => {
+    const dir = newDir();
+    const w = await openSmall(dir);
+    const pages = await fill(w, 80);
+    const child = fork(childScript, [dir, '0', 'reader'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const messages: Record<string, unknown>[] = [];
+    const waiters: (() => void)[] = [];
+    child.on('message', (m) => (messages.push(m as Record<string, unknown>), waiters.shift()?.()));
+    const next = async (): Promise<Record<string, unknown>> => {
+      if (messages.length === 0) await new Promise<void>((r) => waiters.push(r));
+      return messages.shift()!;
+    };
+    expect(await next()).toEqual({ opened: 80 });
+    const doomed = [...pages.keys()].filter((id) => id % 4 !== 0);
+    await w.deletePages(doomed);
+    const r = await w.compact!();
+    expect(r.segmentsRewritten).toBeGreaterThan(3);
+    child.send({ read: true });
+    expect(await next()).toEqual({ right: 80, wrong: [] });
+    await new Promise((res) => child.once('close', res));
+    await w.close();
+  });
+
   it('a view opened before the compaction keeps reading the right bytes of the segments removed since', async () => {
     const dir = newDir();
     const w = await openSmall(dir);
@@ -601,9 +624,31 @@ beforeAll(async () => {
     entry,
     `import { openNodeFsPageStore } from ${JSON.stringify(src)};
 import { Rng } from ${JSON.stringify(util)};
-const [dir, round] = process.argv.slice(2);
+const [dir, round, mode] = process.argv.slice(2);
 const send = (m: unknown) => new Promise((r) => process.send!(m, r));
 const pageBytes = (id: number) => new Rng(id * 7919 + 1).bytes(900 + ((id * 131) % 400));
+if (mode === 'reader') {
+  // A read-only view in another process: opened now, read when told (after the writer compacted).
+  const ro = await openNodeFsPageStore(dir, { readOnly: true });
+  const ids = await ro.listPages();
+  await send({ opened: ids.length });
+  await new Promise((r) => process.once('message', r));
+  let right = 0;
+  const wrong: string[] = [];
+  for (const id of ids) {
+    try {
+      const got = await ro.readPage(id);
+      const want = pageBytes(id);
+      if (got !== undefined && got.length === want.length && got.every((b, i) => b === want[i])) right++;
+      else wrong.push(\`page \${id}: other bytes\`);
+    } catch (e) {
+      wrong.push(\`page \${id}: \${(e as { code?: string }).code ?? String(e)}\`);
+    }
+  }
+  await ro.close();
+  await send({ right, wrong });
+  process.exit(0);
+}
 const s = await openNodeFsPageStore(dir, { segmentBytes: 16384, compactStepBytes: 4096, compactDeadFraction: 0.4 });
 const rng = new Rng(1000 + Number(round));
 const live = await s.listPages();
