@@ -43,7 +43,16 @@ export type {
   CbomProperty,
 } from './engine/posture';
 export type { Governance } from './crypto/record';
-export type { PageStore, CommitBatch, PageStoreStats, FollowablePageStore, PageStoreView } from './storage/page-store';
+export type {
+  PageStore,
+  CommitBatch,
+  PageStoreStats,
+  FollowablePageStore,
+  PageStoreView,
+  CompactOptions,
+  CompactProgress,
+  CompactResult,
+} from './storage/page-store';
 export type { FollowEvent, FollowOptions } from './engine/follower';
 export { openMemoryPageStore } from './storage/memory';
 export { verifySealed, openSealed, type VerifiedSealed, type Checkpoint } from './crypto/proofs';

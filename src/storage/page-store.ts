@@ -56,7 +56,7 @@ export interface PageStoreStats {
   readonly manifestBytes: number;
   /**
    * Bytes the medium holds for this store, framing included: for node-fs the committed segment
-   * bytes (dead records included, until compaction) plus the manifest file; for memory and
+   * bytes (dead records included, until `compact` removes their segment) plus the manifest file; for memory and
    * IndexedDB an estimate (payload plus per-record framing).
    */
   readonly storedBytes: number;
@@ -133,8 +133,62 @@ export interface PageStore {
   deletePages(ids: readonly number[]): Promise<void>;
   /** Sizes. */
   stats(): Promise<PageStoreStats>;
+  /**
+   * Reclaims the space of deleted pages where the medium keeps it (node-fs: segments whose dead
+   * fraction reaches `minDeadFraction` have their live pages copied into the newest segment, each
+   * checked against its CRC-32C as it is copied, and are then removed). Page ids and bytes never
+   * change; nothing becomes visible or invisible. It runs in the commit queue in bounded steps (at
+   * most `stepBytes` copied and one commit-protocol write per step), so commits and reads
+   * interleave with it, and a crash at any point leaves every acknowledged page exactly once.
+   * Resolves once no segment qualifies, `maxBytes` were copied, or the store was closed meanwhile
+   * (with what was done so far). Optional: a store without dead space has none (memory, IndexedDB
+   * and postgres free a deleted page at once).
+   *
+   * @throws RangeError for options out of range; PqdbError NOT_OPEN after close, READ_ONLY on a
+   * read-only store, CORRUPTION when a page to copy fails its checksum (nothing is written),
+   * CONFLICT when another writer committed, IO_ERROR/QUOTA_EXCEEDED when the medium fails (the store
+   * then refuses commits until reopened, as after a failed commit; nothing acknowledged is lost)
+   * @example
+   * await store.deletePages(oldPages);
+   * const { bytesBefore, bytesAfter } = await store.compact?.({ minDeadFraction: 0.5 }) ?? {};
+   */
+  compact?(options?: CompactOptions): Promise<CompactResult>;
   /** Waits for pending operations, then releases the medium and the writer lock. Idempotent. */
   close(): Promise<void>;
+}
+
+/** Options of `PageStore.compact`. */
+export interface CompactOptions {
+  /** A segment is rewritten once this fraction of its bytes is dead, in (0, 1] (default 0.5). */
+  readonly minDeadFraction?: number;
+  /** Stop once about this many bytes were copied by this call (default: no limit). */
+  readonly maxBytes?: number;
+  /** The most bytes one step copies (default: the store's step size, 4 MiB on node-fs); a larger page moves alone. */
+  readonly stepBytes?: number;
+  /** Called after each step. */
+  readonly onProgress?: (progress: CompactProgress) => void;
+}
+
+/** Where a `compact` call stands, after one of its steps. */
+export interface CompactProgress {
+  /** Segments removed so far by this call. */
+  readonly segmentsRewritten: number;
+  /** Page and tombstone bytes (framing included) copied so far by this call. */
+  readonly bytesCopied: number;
+  /** `stats().storedBytes` now. */
+  readonly storedBytes: number;
+}
+
+/** What a `compact` call did. */
+export interface CompactResult {
+  /** Segments removed (their live pages copied out first). */
+  readonly segmentsRewritten: number;
+  /** Page and tombstone bytes (framing included) copied. */
+  readonly bytesCopied: number;
+  /** `stats().storedBytes` when the call started. */
+  readonly bytesBefore: number;
+  /** `stats().storedBytes` when it ended. */
+  readonly bytesAfter: number;
 }
 
 /** A commit after validation: copied bytes, existing-page deletes only. */
@@ -454,6 +508,15 @@ export abstract class BasePageStore implements PageStore {
   }
 
   #serial(run: () => Promise<void>): Promise<void> {
+    return this._serial(run);
+  }
+
+  /**
+   * Runs `run` in the commit queue: after every commit called before it, before any called after
+   * (an adapter's maintenance, e.g. node-fs segment compaction, goes through it between commits).
+   * `close()` waits for what is queued.
+   */
+  protected _serial<T>(run: () => Promise<T>): Promise<T> {
     const next = this.#tail.then(run, run);
     this.#tail = next.catch(() => undefined);
     return next;
