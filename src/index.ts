@@ -49,9 +49,9 @@ export type {
   PageStoreStats,
   FollowablePageStore,
   PageStoreView,
-  CompactOptions,
-  CompactProgress,
-  CompactResult,
+  SegmentCompactOptions,
+  SegmentCompactProgress,
+  SegmentCompactResult,
 } from './storage/page-store';
 export type { FollowEvent, FollowOptions } from './engine/follower';
 export { openMemoryPageStore } from './storage/memory';

@@ -103,8 +103,7 @@ export async function compact(p: Parts, options: CompactOptions = {}): Promise<C
   };
   const done = async (skipped?: string) => {
     // A page store that keeps deleted pages' bytes in files reclaims them (node-fs segments).
-    const pages = p.pages as { compact?: () => Promise<unknown> };
-    if (typeof pages.compact === 'function') await pages.compact();
+    if (p.pages.compact !== undefined) await p.pages.compact();
     result.bytesAfter = (await p.pages.stats()).storedBytes;
     result.liveRecordBytes = p.directory.liveBytes().recordBytes;
     result.ms = performance.now() - started;

@@ -49,8 +49,8 @@ import {
   mediumError,
   notOpen,
   type CheckedBatch,
-  type CompactOptions,
-  type CompactResult,
+  type SegmentCompactOptions,
+  type SegmentCompactResult,
   type PageStore,
   type PageStoreStats,
   type RecoveryReport,
@@ -713,7 +713,7 @@ class NodeFsPageStore extends BasePageStore {
    * @throws as PageStore.compact
    * @example const { bytesBefore, bytesAfter } = await store.compact!({ minDeadFraction: 0.5 });
    */
-  async compact(options: CompactOptions = {}): Promise<CompactResult> {
+  async compact(options: SegmentCompactOptions = {}): Promise<SegmentCompactResult> {
     if (!this.isOpen) throw notOpen(this.kind);
     if (typeof options !== 'object' || options === null)
       throw new TypeError(`"options" expected an object, got ${options === null ? 'null' : typeof options}`);

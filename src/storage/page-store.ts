@@ -152,13 +152,13 @@ export interface PageStore {
    * await store.deletePages(oldPages);
    * const { bytesBefore, bytesAfter } = await store.compact?.({ minDeadFraction: 0.5 }) ?? {};
    */
-  compact?(options?: CompactOptions): Promise<CompactResult>;
+  compact?(options?: SegmentCompactOptions): Promise<SegmentCompactResult>;
   /** Waits for pending operations, then releases the medium and the writer lock. Idempotent. */
   close(): Promise<void>;
 }
 
 /** Options of `PageStore.compact`. */
-export interface CompactOptions {
+export interface SegmentCompactOptions {
   /** A segment is rewritten once this fraction of its bytes is dead, in (0, 1] (default 0.5). */
   readonly minDeadFraction?: number;
   /** Stop once about this many bytes were copied by this call (default: no limit). */
@@ -166,11 +166,11 @@ export interface CompactOptions {
   /** The most bytes one step copies (default: the store's step size, 4 MiB on node-fs); a larger page moves alone. */
   readonly stepBytes?: number;
   /** Called after each step. */
-  readonly onProgress?: (progress: CompactProgress) => void;
+  readonly onProgress?: (progress: SegmentCompactProgress) => void;
 }
 
 /** Where a `compact` call stands, after one of its steps. */
-export interface CompactProgress {
+export interface SegmentCompactProgress {
   /** Segments removed so far by this call. */
   readonly segmentsRewritten: number;
   /** Page and tombstone bytes (framing included) copied so far by this call. */
@@ -180,7 +180,7 @@ export interface CompactProgress {
 }
 
 /** What a `compact` call did. */
-export interface CompactResult {
+export interface SegmentCompactResult {
   /** Segments removed (their live pages copied out first). */
   readonly segmentsRewritten: number;
   /** Page and tombstone bytes (framing included) copied. */
