@@ -60,8 +60,10 @@ import {
 export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
 /** The most readPages reads at once (a run of neighbouring pages). */
 const READ_RUN_BYTES = 4 << 20;
-/** Ranges up to this long are read synchronously (readRange). */
+/** Ranges up to this long are read synchronously (readRange)… */
 const SYNC_READ_BYTES = 64 << 10;
+/** …this many in one turn of the event loop at most. */
+const SYNC_READS_PER_TURN = 64;
 /** How much of a segment opening reads at a time while it indexes the records. */
 const SCAN_WINDOW_BYTES = 1 << 20;
 export const SEGMENT_HEADER_BYTES = 16;
@@ -499,6 +501,9 @@ class NodeFsPageStore extends BasePageStore {
     return this.#checked(id, loc, buf);
   }
 
+  /** Synchronous ranged reads in this turn of the event loop. */
+  #syncReads = 0;
+
   /**
    * One positioned read of the range, at the page's body in its segment (from the in-memory index)
    * plus `offset`. Neither the record header nor the page's CRC-32C is checked: the checksum covers
@@ -518,9 +523,13 @@ class NodeFsPageStore extends BasePageStore {
       // A record-sized range is read synchronously: a positioned read of a few hundred bytes from
       // the OS page cache takes microseconds, a round trip through libuv's thread pool tens of them
       // (measured: 9-16k sequential random reads/s through it at 1M records). Nothing runs during
-      // it, so no compaction step can close the segment's handle under it.
-      if (length <= SYNC_READ_BYTES) readSyncExactly(seg.fh.fd, buf, at, segmentName(loc.seq));
-      else await this.#readAt(seg, buf, length, at);
+      // it, so no compaction step can close the segment's handle under it. A loop of reads that
+      // only awaits them would never let I/O callbacks run: after SYNC_READS_PER_TURN synchronous
+      // reads in one turn of the event loop, reads go through the thread pool until the next turn.
+      if (length <= SYNC_READ_BYTES && this.#syncReads < SYNC_READS_PER_TURN) {
+        if (this.#syncReads++ === 0) setImmediate(() => (this.#syncReads = 0));
+        readSyncExactly(seg.fh.fd, buf, at, segmentName(loc.seq));
+      } else await this.#readAt(seg, buf, length, at);
     } catch (e) {
       throw mediumError(`node-fs: read page ${id} [${offset}, ${offset + length})`, e);
     }
