@@ -213,6 +213,20 @@ describe('opening from the persisted directory', () => {
     await again.store.close();
   });
 
+  it('a collection first written after an empty base comes back from the run that holds it', async () => {
+    const medium = new MemoryMedium();
+    const open = docsOpener(medium, { recipient: r, signer }, schema);
+    const first = await open(true);
+    await first.store.checkpoint(); // a base without records
+    await first.docs.put('d1', { text: 'harbour lights' });
+    await first.store.checkpoint(); // a run onto an empty table
+    await first.store.close();
+    const again = await open();
+    expect(await again.docs.get('d1')).toEqual({ text: 'harbour lights' });
+    expect((await again.docs.search('harbour')).map((h) => h.id)).toEqual(['d1']);
+    await again.store.close();
+  });
+
   it('refuses a missing, altered or older directory page, and a missing commit page it covers', async () => {
     const { medium, open } = await fixture();
     const kinds = [...medium.pages].map(([id, p]) => [id, pageKind(p.bytes)] as const);

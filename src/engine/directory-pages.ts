@@ -248,10 +248,13 @@ export function decodeSnapshot(plain: Uint8Array): Snapshot {
   return { header: h, collections, added, dropped };
 }
 
-/** Applies a decoded snapshot to the directory (a base onto an empty one, runs in order after it). */
-export function applySnapshot(directory: KeyDirectory, s: Snapshot): void {
+/**
+ * Applies a decoded snapshot to the directory (a base onto an empty one, runs in order after it).
+ * `adopt`: the tables may keep the snapshot's columns as their memory (the caller never wipes it).
+ */
+export function applySnapshot(directory: KeyDirectory, s: Snapshot, adopt = false): void {
   for (const { name, rows, removed } of s.collections)
-    directory.table(name).applyRows(rows, s.header.governance, removed);
+    directory.table(name).applyRows(rows, s.header.governance, removed, adopt);
   for (const [id, p] of s.added) directory.addPage(id, p.generation, p.salt, p.bytes);
   directory.dropPages(s.dropped);
 }

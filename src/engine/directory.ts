@@ -247,9 +247,9 @@ export class DirectoryTable implements Iterable<[string, Location]> {
    * Applies snapshot rows: each row replaces its id's record, or with `removed[i]` set removes it.
    * `governance` is the snapshot's list of states.
    */
-  applyRows(r: Rows, governance: readonly string[], removed?: Uint8Array): void {
+  applyRows(r: Rows, governance: readonly string[], removed?: Uint8Array, adopt = false): void {
     const gov = governance.map((s) => this.#interned.of(s));
-    if (this.#rows === 0 && (removed === undefined || removed.every((x) => x === 0))) return this.#load(r, gov);
+    if (this.#rows === 0 && (removed === undefined || removed.every((x) => x === 0))) return this.#load(r, gov, adopt);
     this.#reserve(this.#size + r.n);
     if (this.#arenaEnd + r.ids.length > this.#arena.length) this.#growArena(r.ids.length);
     let at = 0;
@@ -277,23 +277,25 @@ export class DirectoryTable implements Iterable<[string, Location]> {
   }
 
   /** applyRows into an empty table: columns copied whole, the index built in one pass. */
-  #load(r: Rows, gov: readonly number[]): void {
-    // The columns are taken as they are (views into the opened snapshot, which the table now owns:
-    // its caller must not wipe or reuse it); they are copied only when the table grows.
+  #load(r: Rows, gov: readonly number[], adopt: boolean): void {
+    // With `adopt` the columns are taken as they are (views into the opened snapshot, which the
+    // table then owns: its caller must not wipe or reuse it; they are copied when the table grows);
+    // else they are copied.
     const n = r.n;
     if (n === 0) return;
-    this.#idLen = r.idLength;
-    this.#page = r.page;
-    this.#offset = r.offset;
-    this.#length = r.length;
-    this.#leaf = r.leaf;
-    this.#generation = r.generation;
-    this.#sequence = r.sequence;
-    this.#suite = r.suite;
+    const own = <T extends { slice(): T }>(a: T): T => (adopt ? a : a.slice());
+    this.#idLen = own(r.idLength);
+    this.#page = own(r.page);
+    this.#offset = own(r.offset);
+    this.#length = own(r.length);
+    this.#leaf = own(r.leaf);
+    this.#generation = own(r.generation);
+    this.#sequence = own(r.sequence);
+    this.#suite = own(r.suite);
     const same = gov.every((g, i) => g === i);
-    this.#gov = same ? r.governance : Uint32Array.from(r.governance, (g) => gov[g]);
+    this.#gov = same ? own(r.governance) : Uint32Array.from(r.governance, (g) => gov[g]);
     this.#idAt = new Uint32Array(n);
-    this.#arena = r.ids;
+    this.#arena = own(r.ids);
     this.#arenaEnd = r.ids.length;
     this.#arenaDead = 0;
     this.#free = [];

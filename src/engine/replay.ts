@@ -308,7 +308,7 @@ async function loadDirectory(
       const rows = snap.collections.reduce((n, c) => n + c.rows.n, 0);
       if (snap.header.kind !== s.kind || rows !== s.rows || snap.header.afterPage < (last?.afterPage ?? 0))
         throw new PqdbError('CORRUPTION', 'the persisted key directory does not match the manifest');
-      applySnapshot(target.directory, snap);
+      applySnapshot(target.directory, snap, s.kind === 'base');
       if (s.kind === 'run') runRows += rows;
       last = snap.header;
       // A base's columns are the tables' memory from now on; a run's rows were copied.
