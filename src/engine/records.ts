@@ -124,6 +124,20 @@ export class RecordIO {
   }
 
   /**
+   * Opens the record version at `loc` out of `page`, the bytes of commit page `loc.pageId` the
+   * caller already holds (a pass reading each page once; see PageCache.peek). Same checks as open.
+   * @throws as openStored; PqdbError CORRUPTION when the record lies past the page's end
+   * @example const plaintext = records.openIn('copy', page, 'words', 'w1', loc);
+   */
+  openIn(purpose: Purpose, page: Uint8Array, collection: string, id: string, loc: Location): Uint8Array {
+    if (loc.offset + loc.length > page.length)
+      throw new PqdbError('CORRUPTION', `record ${collection}/${id} lies past the end of page ${loc.pageId}`);
+    const blob = page.subarray(loc.offset, loc.offset + loc.length);
+    const at = { collection, id, sequence: loc.sequence, governance: loc.governance, salt: pageSalt(page) };
+    return openStored(purpose, blob, at, this.#keys, this.#registry());
+  }
+
+  /**
    * A put operation of a commit page that seals `spec.plaintext` straight into its slot. The keyed
    * AEAD is looked up as the record seals, not before: the key cache may evict (and wipe) an entry
    * when a commit holds more governance states than it has room for.
@@ -144,4 +158,37 @@ export class RecordIO {
       ...(spec.copy === true ? { copy: true } : {}),
     };
   }
+
+  /**
+   * Like put, but seals `spec.plaintext` now, with `salt`, the commit salt the page will carry
+   * (Draft.commitSalt): the caller may wipe the plaintext as soon as this returns, and the sealing
+   * work is done where the caller chooses (a migration's copy seals in steps between reads, so
+   * encoding the commit page is a copy of bytes). Sealing into a page of another salt throws.
+   * @example draft.write(records.putSealed(spec, draft.commitSalt()), { kind: 'put', collection, id });
+   */
+  putSealed(spec: PutSpec, salt: Uint8Array): PageWriteOp {
+    const { collection, id, suite, generation, sequence, governance, plaintext } = spec;
+    const sealed = new Uint8Array(sealedLength(suite, plaintext.length));
+    const address = { collection, id, generation, sequence, salt };
+    sealRecord(suite, this.#keys.aeadFor(suite, generation, governance), address, plaintext, 0, sealed);
+    return {
+      kind: 'put',
+      collection,
+      id,
+      sequence,
+      governance,
+      length: sealed.length,
+      seal: (slot: Uint8Array, pageSalt: Uint8Array) => {
+        if (!sameBytes(pageSalt, salt)) throw new Error('a record sealed ahead went into a page of another salt');
+        slot.set(sealed);
+      },
+      ...(spec.copy === true ? { copy: true } : {}),
+    };
+  }
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

@@ -13,6 +13,7 @@ import type { RecordIO } from '../records';
 import type { Draft } from '../commit';
 import { authorityAllows } from '../authority';
 import type { MigrationRecord } from '../manifest';
+import type { PagePass } from './pages';
 
 /** Directory entries visited per step while the source queue is built. */
 const QUEUE_BUILD_STEP = 2048;
@@ -20,6 +21,13 @@ const QUEUE_BUILD_STEP = 2048;
 const QUEUE_ORDER_STEP = 8192;
 /** Records a copy chunk visits between letting reads in. */
 const COPY_READ_STEP = 64;
+/**
+ * Sealed bytes per copy commit at most (a chunk also stops at chunkRecords): bounds the commit
+ * page, and so the synchronous part of its commit (leaf hashes, checksum, directory updates).
+ */
+export const CHUNK_BYTES = 512 * 1024;
+/** How far ahead of the copy, in source records, the next source page is read. */
+const READ_AHEAD_RECORDS = 256;
 /** Failures kept in the manifest (the count covers all). */
 export const MAX_FAILURES_KEPT = 100;
 
@@ -116,27 +124,35 @@ export async function sourceQueue(ctx: CopyContext, m: MigrationRecord): Promise
 }
 
 /**
- * Copies up to chunkRecords source records into the target generation, as writes of `draft` whose
- * manifest also takes the cursor and the chunk's accounting; true while records are left. Runs
- * inside the commit queue: no write changes the directory meanwhile.
+ * Copies up to chunkRecords source records (and at most CHUNK_BYTES of sealed records) into the
+ * target generation, as writes of `draft` whose manifest also takes the cursor and the chunk's
+ * accounting; true while records are left. Runs inside the commit queue: no write changes the
+ * directory meanwhile. Source pages come from `pages`, each read once (the queue is in log order,
+ * which is page order); each record is sealed as soon as it is opened, with the commit salt of the
+ * page the chunk becomes, and its plaintext wiped at once, so the commit only copies sealed bytes
+ * into its page and the sealing is spread over the steps between reads.
  */
 export async function copyChunk(
   ctx: CopyContext,
   draft: Draft,
   queue: SourceQueue,
   authority: AuthorityCheck | undefined,
+  pages: PagePass,
 ): Promise<boolean> {
   const r = draft.manifest.migration!;
   const g = ctx.current();
   if (g !== r.generation)
     throw new PqdbError('CORRUPTION', `the migration targets generation ${r.generation}, the store writes ${g}`);
-  const plaintexts: Uint8Array[] = [];
-  draft.afterCommit(() => plaintexts.forEach((p) => p.fill(0)));
-  draft.onAbort(() => plaintexts.forEach((p) => p.fill(0)));
   const to = suiteOf(r.to).name;
+  const salt = draft.commitSalt();
+  let copied = 0;
+  let bytes = 0;
   let visited = 0;
-  while (plaintexts.length < r.chunkRecords && queue.pos < queue.ids.length) {
-    if (++visited % COPY_READ_STEP === 0) await yieldToEventLoop(); // reads get in
+  while (copied < r.chunkRecords && bytes < CHUNK_BYTES && queue.pos < queue.ids.length) {
+    if (++visited % COPY_READ_STEP === 0) {
+      await yieldToEventLoop(); // reads get in
+      readAhead(ctx, queue, pages);
+    }
     ctx.live();
     const at = queue.pos++;
     const collection = queue.names[queue.cols[at]];
@@ -147,7 +163,7 @@ export async function copyChunk(
     if (loc === undefined || loc.generation !== queue.gens[at] || loc.leafIndex !== queue.leaves[at]) continue;
     let plaintext: Uint8Array;
     try {
-      plaintext = await ctx.records.open('copy', collection, id, loc);
+      plaintext = ctx.records.openIn('copy', await pages.get(loc.pageId), collection, id, loc);
     } catch (e) {
       r.counts.failed++;
       const code = e instanceof PqdbError ? e.code : 'ERROR';
@@ -155,32 +171,40 @@ export async function copyChunk(
         r.failures.push({ generation: loc.generation, leaf: loc.leafIndex, code });
       continue;
     }
-    const governance = loc.governance;
-    // The policy in force as this chunk commits (a revocation mid-migration withholds from then on),
-    // then the per-call check.
-    const allowed =
-      authorityAllows(draft.manifest, 'migrate', governance) &&
-      (authority === undefined ||
-        authority({ operation: 'copy', to, collection, id, governance: JSON.parse(governance) as Governance }));
-    if (!allowed) {
+    try {
+      const governance = loc.governance;
+      // The policy in force as this chunk commits (a revocation mid-migration withholds from then on),
+      // then the per-call check.
+      const allowed =
+        authorityAllows(draft.manifest, 'migrate', governance) &&
+        (authority === undefined ||
+          authority({ operation: 'copy', to, collection, id, governance: JSON.parse(governance) as Governance }));
+      if (!allowed) {
+        r.counts.withheld++;
+        continue;
+      }
+      const sequence = draft.sequences(1);
+      const spec = { collection, id, suite: r.to, generation: g, sequence, governance, plaintext, copy: true };
+      const op = ctx.records.putSealed(spec, salt);
+      draft.write(op, { kind: 'put', collection, id, copy: true });
+      bytes += op.kind === 'put' ? op.length : 0;
+      copied++;
+      r.counts.copied++;
+    } finally {
       plaintext.fill(0);
-      r.counts.withheld++;
-      continue;
     }
-    plaintexts.push(plaintext);
-    const sequence = draft.sequences(1);
-    const op = ctx.records.put({
-      collection,
-      id,
-      suite: r.to,
-      generation: g,
-      sequence,
-      governance,
-      plaintext,
-      copy: true,
-    });
-    draft.write(op, { kind: 'put', collection, id, copy: true });
-    r.counts.copied++;
   }
   return queue.pos < queue.ids.length;
+}
+
+/**
+ * Starts reading the page of the source record READ_AHEAD_RECORDS ahead in the queue, when it is
+ * not the page held: its read overlaps the work on the records before it.
+ */
+function readAhead(ctx: CopyContext, queue: SourceQueue, pages: PagePass): void {
+  const at = queue.pos + READ_AHEAD_RECORDS;
+  if (at >= queue.ids.length) return;
+  const loc = ctx.directory.get(queue.names[queue.cols[at]], queue.ids[at]);
+  if (loc !== undefined && loc.generation === queue.gens[at] && loc.leafIndex === queue.leaves[at])
+    pages.readAhead(loc.pageId);
 }
