@@ -1,9 +1,10 @@
 // How a migration reads and writes pages (docs/migration.md): the copy and the verification read
 // each commit page once, outside the page cache (PageCache.peek, PagePass), the verification in
 // page order (byPage); a copy chunk seals its records ahead with the commit salt its page will
-// carry (Draft.commitSalt, RecordIO.putSealed). Then the accounting of a migration in chunks that
-// straddle source pages while writes update, delete and insert records ahead of and behind the
-// copy, on memory, node-fs and IndexedDB.
+// carry (Draft.commitSalt, RecordIO.putSealed), into buffers reused from chunk to chunk
+// (CopyBuffers). Then the accounting of a migration in chunks that straddle source pages while
+// writes update, delete and insert records ahead of and behind the copy, on memory, node-fs and
+// IndexedDB.
 import { describe, it, expect } from 'vitest';
 import { openMemoryPageStore, generateRecipient, verifyStore } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
@@ -15,6 +16,7 @@ import { PageCache } from '../src/engine/page-cache';
 import { RecordIO } from '../src/engine/records';
 import { pageSalt } from '../src/engine/page-format';
 import { PagePass } from '../src/engine/migration/pages';
+import { CopyBuffers } from '../src/engine/migration/copy';
 import { byPage } from '../src/engine/migration/run';
 import type { PageStore } from '../src/storage/page-store';
 import { STORE_FIXTURES, perTest } from './support/store-fixtures';
@@ -91,6 +93,32 @@ describe('pages read outside the cache', () => {
     await expect(pass.get(9)).rejects.toMatchObject({ code: 'CORRUPTION' });
     pass.readAhead(8);
     expect(await pass.get(1)).toEqual(Uint8Array.of(1));
+  });
+});
+
+describe('CopyBuffers', () => {
+  it('hands out disjoint parts of its arena until reset, then the same ones again', () => {
+    const b = new CopyBuffers();
+    const parts = [100, 30_000, 30_000, 10_000, 200].map((n) => b.take(n));
+    expect(parts.map((p) => p.length)).toEqual([100, 30_000, 30_000, 10_000, 200]);
+    parts.forEach((p, i) => p.fill(i + 1));
+    parts.forEach((p, i) => expect(p.every((x) => x === i + 1)).toBe(true)); // none overlaps another
+    const big = b.take(100_000); // beyond a block: its own
+    expect(big.length).toBe(100_000);
+    b.reset();
+    const again = b.take(100);
+    expect(again.buffer).toBe(parts[0].buffer);
+    expect(again.byteOffset).toBe(parts[0].byteOffset);
+  });
+
+  it('keeps one plaintext buffer, grown (and the old one wiped) when a record needs more', () => {
+    const b = new CopyBuffers();
+    const small = b.plaintext(10);
+    expect(b.plaintext(100)).toBe(small);
+    small.fill(7);
+    const large = b.plaintext(small.length + 1);
+    expect(large.length).toBeGreaterThan(small.length);
+    expect(small.every((x) => x === 0)).toBe(true);
   });
 });
 

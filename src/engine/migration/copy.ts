@@ -4,7 +4,7 @@
 
 import { PqdbError } from '../../errors';
 import { HASH_BYTES } from '../../crypto/merkle';
-import type { Governance } from '../../crypto/record';
+import { sealedLength, type Governance } from '../../crypto/record';
 import { suite as suiteOf, type SuiteName } from '../../crypto/suites';
 import { yieldToEventLoop } from '../../_yield';
 import type { KeyDirectory } from '../directory';
@@ -123,6 +123,52 @@ export async function sourceQueue(ctx: CopyContext, m: MigrationRecord): Promise
   return q;
 }
 
+/** Bytes of a block of CopyBuffers' arena. */
+const ARENA_BLOCK_BYTES = 64 * 1024;
+
+/**
+ * Buffers a migration reuses from record to record and chunk to chunk: one for a record's
+ * plaintext (wiped by the caller after each use) and an arena the chunk's records are sealed into
+ * (ciphertext, read when the chunk's commit page is encoded). Beyond 64 bytes V8 gives every new
+ * array a backing store of its own, which its collector has to find and free: a plaintext and a
+ * sealed copy per record made the garbage collector's share of a 1,000,000-record migration grow
+ * by half.
+ */
+export class CopyBuffers {
+  #plain = new Uint8Array(4096);
+  readonly #blocks: Uint8Array[] = [];
+  #block = 0;
+  #at = 0;
+
+  /** A buffer of at least `n` bytes for one plaintext (the caller wipes what it wrote). */
+  plaintext(n: number): Uint8Array {
+    if (n > this.#plain.length) {
+      this.#plain.fill(0);
+      this.#plain = new Uint8Array(Math.max(n, this.#plain.length * 2));
+    }
+    return this.#plain;
+  }
+
+  /** `n` bytes of the arena, free until the next reset (a record larger than a block gets its own). */
+  take(n: number): Uint8Array {
+    if (n > ARENA_BLOCK_BYTES) return new Uint8Array(n);
+    if (this.#block < this.#blocks.length && this.#at + n > ARENA_BLOCK_BYTES) {
+      this.#block++;
+      this.#at = 0;
+    }
+    if (this.#block === this.#blocks.length) this.#blocks.push(new Uint8Array(ARENA_BLOCK_BYTES));
+    const out = this.#blocks[this.#block].subarray(this.#at, this.#at + n);
+    this.#at += n;
+    return out;
+  }
+
+  /** Frees the whole arena (once the commit that read it is encoded). */
+  reset(): void {
+    this.#block = 0;
+    this.#at = 0;
+  }
+}
+
 /**
  * Copies up to chunkRecords source records (and at most CHUNK_BYTES of sealed records) into the
  * target generation, as writes of `draft` whose manifest also takes the cursor and the chunk's
@@ -138,6 +184,7 @@ export async function copyChunk(
   queue: SourceQueue,
   authority: AuthorityCheck | undefined,
   pages: PagePass,
+  buffers: CopyBuffers,
 ): Promise<boolean> {
   const r = draft.manifest.migration!;
   const g = ctx.current();
@@ -145,6 +192,7 @@ export async function copyChunk(
     throw new PqdbError('CORRUPTION', `the migration targets generation ${r.generation}, the store writes ${g}`);
   const to = suiteOf(r.to).name;
   const salt = draft.commitSalt();
+  buffers.reset(); // the last chunk's page is encoded (or its draft dropped): the queue runs one task at a time
   let copied = 0;
   let bytes = 0;
   let visited = 0;
@@ -163,7 +211,8 @@ export async function copyChunk(
     if (loc === undefined || loc.generation !== queue.gens[at] || loc.leafIndex !== queue.leaves[at]) continue;
     let plaintext: Uint8Array;
     try {
-      plaintext = ctx.records.openIn('copy', await pages.get(loc.pageId), collection, id, loc);
+      const page = await pages.get(loc.pageId);
+      plaintext = ctx.records.openIn('copy', page, collection, id, loc, buffers.plaintext(loc.length));
     } catch (e) {
       r.counts.failed++;
       const code = e instanceof PqdbError ? e.code : 'ERROR';
@@ -185,7 +234,7 @@ export async function copyChunk(
       }
       const sequence = draft.sequences(1);
       const spec = { collection, id, suite: r.to, generation: g, sequence, governance, plaintext, copy: true };
-      const op = ctx.records.putSealed(spec, salt);
+      const op = ctx.records.putSealed(spec, salt, buffers.take(sealedLength(r.to, plaintext.length)));
       draft.write(op, { kind: 'put', collection, id, copy: true });
       bytes += op.kind === 'put' ? op.length : 0;
       copied++;
