@@ -331,7 +331,12 @@ export class Migration {
     const copying = this.#copy(staged);
     copying.catch(() => undefined); // awaited below; a failure surfaces there
     await Promise.race([ready, copying]);
-    await this.#verifyCopies();
+    try {
+      await this.#verifyCopies();
+    } catch (e) {
+      await copying.catch(() => undefined); // the step ends with its commit, whatever stopped the verification
+      throw e;
+    }
     return await copying;
   }
 
