@@ -601,7 +601,7 @@ if (part('migration')) {
   md.push(
     '## Live migration (pqdb only)',
     '',
-    `\`store.migrate({ to: '${MIGRATE_TO}' })\` of every record (chunks of 256) while a reader in the same process issues random gets one at a time (latency as for compaction: from when the read was due). better-sqlite3 and classic-level have no equivalent: moving their records to another cipher is the application's own rewrite. The store migrated holds what the parts before it wrote: the open part's new records (in the accounting's total) and, after the compaction part, the dead older versions of every record it left. Targets at 1,000,000 records: ≤ ${TARGETS.migrationMs / 1000} s, read p99 ≤ ${TARGETS.migrationReadP99Ms} ms.`,
+    `\`store.migrate({ to: '${MIGRATE_TO}' })\` of every record (chunks of the default size) while a reader in the same process issues random gets one at a time (latency as for compaction: from when the read was due). better-sqlite3 and classic-level have no equivalent: moving their records to another cipher is the application's own rewrite. The store migrated holds what the parts before it wrote: the open part's new records (in the accounting's total) and, after the compaction part, the dead older versions of every record it left. Targets at 1,000,000 records: ≤ ${TARGETS.migrationMs / 1000} s, read p99 ≤ ${TARGETS.migrationReadP99Ms} ms.`,
     '',
     '| engine | records | migration | work (copy / index / verify / activate) | reads during | read p50 | read p99 | read max | get alone p99 | accounting |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---|',

@@ -87,6 +87,28 @@ describe('sealed records', () => {
     });
   }
 
+  for (const s of suites())
+    it(`${s.name}: opens into a caller's buffer, a view of its start; too short is a RangeError`, () => {
+      const key = deriveDataKey(root, salt, s.id, address.generation);
+      const sealed = sealRecord(s.id, key, address, plaintext);
+      const output = new Uint8Array(200).fill(0xee);
+      const opened = openRecord(sealed, address.collection, address.id, () => key, undefined, output);
+      expect(opened.plaintext).toEqual(plaintext);
+      expect(opened.plaintext.buffer).toBe(output.buffer);
+      expect(opened.plaintext.byteOffset).toBe(0);
+      expect(output.subarray(115).every((b) => b === 0xee)).toBe(true); // nothing written past it
+      const exact = new Uint8Array(115);
+      expect(openRecord(sealed, address.collection, address.id, () => key, undefined, exact).plaintext).toEqual(
+        plaintext,
+      );
+      expect(() =>
+        openRecord(sealed, address.collection, address.id, () => key, undefined, new Uint8Array(114)),
+      ).toThrow(RangeError);
+      const wrong = new Uint8Array(200);
+      expect(() => openRecord(sealed, 'other', address.id, () => key, undefined, wrong)).toThrow(authFailed);
+      expect(wrong.every((b) => b === 0)).toBe(true); // no plaintext when the tag fails
+    });
+
   it('headers are read and checked', () => {
     const sealed = sealRecord(2, deriveDataKey(root, salt, 2, 3), address, plaintext);
     expect(readHeader(sealed).sequence).toBe(address.sequence);

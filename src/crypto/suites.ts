@@ -59,6 +59,9 @@ const SUITES: readonly Suite[] = Object.freeze([
 
 export const DEFAULT_SUITE: SuiteName = 'gcmsiv-hkdf384';
 
+/** SUITES by id (sparse). */
+const BY_ID: readonly (Suite | undefined)[] = SUITES.reduce<(Suite | undefined)[]>((a, x) => ((a[x.id] = x), a), []);
+
 /** Every registered suite, by id. */
 export function suites(): readonly Suite[] {
   return SUITES;
@@ -69,7 +72,10 @@ export function suites(): readonly Suite[] {
  * @throws RangeError for an unknown suite.
  */
 export function suite(nameOrId: SuiteName | number): Suite {
-  const s = SUITES.find((x) => x.name === nameOrId || x.id === nameOrId);
+  // By id first, without a search: every record sealed or opened asks for its suite by id.
+  const s =
+    (typeof nameOrId === 'number' ? BY_ID[nameOrId] : undefined) ??
+    SUITES.find((x) => x.name === nameOrId || x.id === nameOrId);
   if (s === undefined) {
     throw new RangeError(
       `unknown suite ${JSON.stringify(nameOrId)}; known: ${SUITES.map((x) => `${x.id} ${x.name}`).join(', ')}`,

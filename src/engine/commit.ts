@@ -19,6 +19,7 @@ import type { MerkleAppender } from '../crypto/merkle';
 import type { KeyRing, KeyringDraft } from './keys';
 import { Registry } from './registry';
 import { encodePage, pageKey, type IndexedOp, type PageWriteOp } from './page-format';
+import { SALT_BYTES } from '../crypto/record';
 import { cloneManifest, encodeManifest, keyringEntries, MANIFEST_KEY_LABEL, type Manifest } from './manifest';
 
 /** A page to write: its id (allocated from the draft) and bytes. */
@@ -86,6 +87,7 @@ export class Draft {
   readonly #abort: (() => void)[] = [];
   readonly #after: (() => void)[] = [];
   #discarded = false;
+  #salt?: Uint8Array;
 
   /** @internal Made by CommitPipeline.run. */
   constructor(installed: Manifest, registry: Registry, keys: KeyRing) {
@@ -121,6 +123,16 @@ export class Draft {
     return base;
   }
 
+  /**
+   * The commit salt the commit page will carry (16 random bytes, drawn on the first call), for
+   * records sealed before the page is encoded (RecordIO.putSealed). A dropped draft takes its salt
+   * with it: a retried commit draws a fresh one.
+   */
+  commitSalt(): Uint8Array {
+    if (this.#salt === undefined) globalThis.crypto.getRandomValues((this.#salt = new Uint8Array(SALT_BYTES)));
+    return this.#salt;
+  }
+
   addPage(page: PageOut): void {
     this.pages.push(page);
   }
@@ -150,6 +162,9 @@ export class Draft {
     this.#discarded = true;
   }
 
+  /** @internal The commit salt, if commitSalt drew one. */ get drawnSalt(): Uint8Array | undefined {
+    return this.#salt;
+  }
   /** @internal */ get discarded(): boolean {
     return this.#discarded;
   }
@@ -283,7 +298,8 @@ export class CommitPipeline {
         throw new PqdbError('CORRUPTION', 'a commit that changes the key ring cannot write records');
       const id = draft.pageId();
       const generation = this.#keys.current();
-      const encoded = encodePage(id, generation, this.#keys.generationKey(generation, 'page', pageKey), draft.ops);
+      const key = this.#keys.generationKey(generation, 'page', pageKey);
+      const encoded = encodePage(id, generation, key, draft.ops, draft.drawnSalt);
       page = { id, generation, bytes: encoded.bytes, ops: encoded.index };
       for (const h of this.#hooks) h.sealed?.(draft, page);
     }

@@ -37,6 +37,22 @@ export class PageCache {
   }
 
   /**
+   * A commit page without caching it: the cached copy when there is one (its place in the LRU order
+   * is left as it is), else read from the page store and handed back uncached. For a pass over many
+   * pages that reads each of them once (a migration's copy and verification): going through the
+   * LRU would evict the pages that random reads keep coming back to.
+   * @throws PqdbError CORRUPTION when the page store has no such page.
+   * @example const page = await cache.peek(loc.pageId);
+   */
+  async peek(pageId: number): Promise<Uint8Array> {
+    const hit = this.#cache.get(pageId);
+    if (hit !== undefined) return hit;
+    const page = await this.#pages.readPage(pageId);
+    if (page === undefined) throw new PqdbError('CORRUPTION', `commit page ${pageId} is missing`);
+    return page;
+  }
+
+  /**
    * Bytes `[offset, offset + length)` of a commit page — one sealed record: a view into the cached
    * page when it is cached (pages are immutable; the caller must not write to it), else a ranged
    * read from the page store (readRangeOf), which leaves the page uncached: a random read of one

@@ -409,14 +409,19 @@ export type PageWriteOp =
 
 /**
  * Builds a commit page of generation `generation` holding `ops`: the page is allocated once and each
- * record is sealed straight into its slot. Returns the page and where each record landed.
+ * record is sealed straight into its slot. Returns the page and where each record landed. The
+ * commit salt is `salt` when given (records sealed ahead with it: Draft.commitSalt), else fresh
+ * random bytes.
  */
 export function encodePage(
   pageId: number,
   generation: number,
   key: Uint8Array,
   ops: readonly PageWriteOp[],
+  salt?: Uint8Array,
 ): { bytes: Uint8Array; index: IndexedOp[] } {
+  if (salt !== undefined && (!(salt instanceof Uint8Array) || salt.length !== SALT_BYTES))
+    throw new TypeError(`"salt" expected Uint8Array of length ${SALT_BYTES}`);
   const index = new Out();
   index.varint(ops.length);
   let blobOffset = 0;
@@ -447,8 +452,10 @@ export function encodePage(
   head.set(PAGE_MAGIC);
   head[4] = COMMIT_PAGE_VERSION;
   const dv = new DataView(head.buffer);
-  const salt = head.subarray(PAGE_HEAD_BYTES - SALT_BYTES);
-  globalThis.crypto.getRandomValues(salt); // fresh per page: a reused sequence still gets a fresh record key
+  const pageSaltBytes = head.subarray(PAGE_HEAD_BYTES - SALT_BYTES);
+  // Fresh per page: a reused sequence still gets a fresh record key.
+  if (salt === undefined) globalThis.crypto.getRandomValues(pageSaltBytes);
+  else pageSaltBytes.set(salt);
   dv.setUint32(5, generation);
   const aad = indexAadOf(head, pageId);
   const sealed = gcmsiv(key, pageNonce(pageId), aad).encrypt(index.bytes());
@@ -462,7 +469,7 @@ export function encodePage(
     const at = located[i++];
     if (op.kind === 'put' && at.kind === 'put') {
       at.offset += base; // absolute within the page, as decodePage reports
-      op.seal(page.subarray(at.offset, at.offset + at.length), salt);
+      op.seal(page.subarray(at.offset, at.offset + at.length), pageSaltBytes);
     }
   }
   return { bytes: page, index: located };

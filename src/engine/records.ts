@@ -30,7 +30,8 @@ export interface Expected {
 }
 
 /**
- * Opens a sealed record for `purpose`: its plaintext (the caller wipes it).
+ * Opens a sealed record for `purpose`: its plaintext (the caller wipes it), in `output` when given
+ * (see openRecord).
  * @throws PqdbError AUTH_FAILED (altered, misplaced or wrong key), CORRUPTION (not the version its
  * index names), SUITE_RETIRED (purposes other than copy, with `registry`).
  */
@@ -40,6 +41,7 @@ export function openStored(
   at: Expected,
   keys: KeyRing,
   registry?: Registry,
+  output?: Uint8Array,
 ): Uint8Array {
   const gated = purpose !== 'copy' ? registry : undefined;
   const { plaintext, header } = openRecord(
@@ -51,6 +53,7 @@ export function openStored(
       return keys.aeadFor(suite.id, generation, at.governance);
     },
     at.salt,
+    output,
   );
   const where = `record ${at.collection}/${at.id}`;
   if (header.sequence !== at.sequence) {
@@ -124,6 +127,28 @@ export class RecordIO {
   }
 
   /**
+   * Opens the record version at `loc` out of `page`, the bytes of commit page `loc.pageId` the
+   * caller already holds (a pass reading each page once; see PageCache.peek). Same checks as open.
+   * With `output` (at least loc.length bytes), the plaintext is a view of its start (openRecord).
+   * @throws as openStored; PqdbError CORRUPTION when the record lies past the page's end
+   * @example const plaintext = records.openIn('copy', page, 'words', 'w1', loc);
+   */
+  openIn(
+    purpose: Purpose,
+    page: Uint8Array,
+    collection: string,
+    id: string,
+    loc: Location,
+    output?: Uint8Array,
+  ): Uint8Array {
+    if (loc.offset + loc.length > page.length)
+      throw new PqdbError('CORRUPTION', `record ${collection}/${id} lies past the end of page ${loc.pageId}`);
+    const blob = page.subarray(loc.offset, loc.offset + loc.length);
+    const at = { collection, id, sequence: loc.sequence, governance: loc.governance, salt: pageSalt(page) };
+    return openStored(purpose, blob, at, this.#keys, this.#registry(), output);
+  }
+
+  /**
    * A put operation of a commit page that seals `spec.plaintext` straight into its slot. The keyed
    * AEAD is looked up as the record seals, not before: the key cache may evict (and wipe) an entry
    * when a commit holds more governance states than it has room for.
@@ -144,4 +169,43 @@ export class RecordIO {
       ...(spec.copy === true ? { copy: true } : {}),
     };
   }
+
+  /**
+   * Like put, but seals `spec.plaintext` now, with `salt`, the commit salt the page will carry
+   * (Draft.commitSalt): the caller may wipe the plaintext as soon as this returns, and the sealing
+   * work is done where the caller chooses (a migration's copy seals in steps between reads, so
+   * encoding the commit page is a copy of bytes). The sealed record goes into `into` when given
+   * (exactly sealedLength bytes, left untouched by the caller until the commit is encoded: a chunk
+   * seals into one reused buffer instead of an allocation per record). Sealing into a page of
+   * another salt throws.
+   * @example draft.write(records.putSealed(spec, draft.commitSalt()), { kind: 'put', collection, id });
+   */
+  putSealed(spec: PutSpec, salt: Uint8Array, into?: Uint8Array): PageWriteOp {
+    const { collection, id, suite, generation, sequence, governance, plaintext } = spec;
+    const length = sealedLength(suite, plaintext.length);
+    if (into !== undefined && (!(into instanceof Uint8Array) || into.length !== length))
+      throw new RangeError(`"into" expected Uint8Array of length ${length}`);
+    const sealed = into ?? new Uint8Array(length);
+    const address = { collection, id, generation, sequence, salt };
+    sealRecord(suite, this.#keys.aeadFor(suite, generation, governance), address, plaintext, 0, sealed);
+    return {
+      kind: 'put',
+      collection,
+      id,
+      sequence,
+      governance,
+      length: sealed.length,
+      seal: (slot: Uint8Array, pageSalt: Uint8Array) => {
+        if (!sameBytes(pageSalt, salt)) throw new Error('a record sealed ahead went into a page of another salt');
+        slot.set(sealed);
+      },
+      ...(spec.copy === true ? { copy: true } : {}),
+    };
+  }
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
