@@ -7,9 +7,9 @@ import { bundleSize, exportOnly, FULL_STORE } from '../bench/sizes.mjs';
 
 /** Budgets in bytes of gzip (level 9) output of a minified browser ESM bundle. */
 const SHA384_ONLY_GZIP_MAX = 25_000;
-// 124.5 kB before the persisted key directory, its typed columns and ranged reads (130.4 kB after);
-// 132.7 kB before the migration's page passes, records sealed ahead and reused buffers (134.3 kB after).
-const FULL_STORE_GZIP_MAX = 135_000;
+// 124.5 kB before the persisted key directory, ranged reads, compaction and the migration's page
+// passes (136.4 kB with them).
+const FULL_STORE_GZIP_MAX = 138_000;
 
 type Size = { minBytes: number; gzipBytes: number; inputs: string[]; sources: string[] };
 
