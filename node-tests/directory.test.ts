@@ -52,8 +52,8 @@ function dump(d: KeyDirectory): Record<string, Record<string, Location>> {
 }
 
 /** A copy of `d` through a snapshot (base), or `base` with a run of `d`'s changes applied. */
-function roundTrip(d: KeyDirectory, kind: 'base' | 'run', into = new KeyDirectory()): KeyDirectory {
-  const { bytes } = encodeSnapshot(d, kind, 99, { 1: 5 }, { c1: ['p'] });
+async function roundTrip(d: KeyDirectory, kind: 'base' | 'run', into = new KeyDirectory()): Promise<KeyDirectory> {
+  const { bytes } = await encodeSnapshot(d, kind, 99, { 1: 5 }, { c1: ['p'] });
   const aligned = new Uint8Array(bytes.length);
   aligned.set(bytes);
   const snap = decodeSnapshot(aligned);
@@ -63,19 +63,19 @@ function roundTrip(d: KeyDirectory, kind: 'base' | 'run', into = new KeyDirector
 }
 
 describe('key directory', () => {
-  it('gives what a Map gives, through sets, deletes, growth, snapshots and runs', () => {
-    fc.assert(
-      fc.property(fc.array(opArb, { maxLength: 400 }), (ops) => {
+  it('gives what a Map gives, through sets, deletes, growth, snapshots and runs', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(opArb, { maxLength: 400 }), async (ops) => {
         const d = new KeyDirectory();
         const model = new Map<string, Map<string, Location>>();
         let copy: KeyDirectory | undefined;
-        ops.forEach((op, i) => {
+        for (const [i, op] of ops.entries()) {
           if (op.t === 'snap') {
             // A base the first time, then runs onto the copy.
-            copy = copy === undefined ? roundTrip(d, 'base') : roundTrip(d, 'run', copy);
+            copy = copy === undefined ? await roundTrip(d, 'base') : await roundTrip(d, 'run', copy);
             d.persisted(false);
             expect(dump(copy)).toEqual(dump(d));
-            return;
+            continue;
           }
           let m = model.get(op.c);
           if (m === undefined) model.set(op.c, (m = new Map()));
@@ -87,7 +87,7 @@ describe('key directory', () => {
             d.delete(op.c, op.id);
             m.delete(op.id);
           }
-        });
+        }
         for (const [c, m] of model) {
           expect(d.count(c)).toBe(m.size);
           expect(d.ids(c)).toEqual([...m.keys()].sort());
@@ -99,14 +99,14 @@ describe('key directory', () => {
     );
   });
 
-  it('holds 200,000 records in typed columns and finds each', () => {
+  it('holds 200,000 records in typed columns and finds each', async () => {
     const d = new KeyDirectory();
     for (let i = 0; i < 200_000; i++) d.set('w', `n${i.toString().padStart(8, '0')}`, loc(i));
     for (let i = 0; i < 200_000; i += 2) d.delete('w', `n${i.toString().padStart(8, '0')}`);
     expect(d.count('w')).toBe(100_000);
     for (let i = 1; i < 200_000; i += 998) expect(d.get('w', `n${i.toString().padStart(8, '0')}`)).toEqual(loc(i));
     expect(d.has('w', 'n00000000')).toBe(false);
-    const copy = roundTrip(d, 'base');
+    const copy = await roundTrip(d, 'base');
     expect(copy.count('w')).toBe(100_000);
     expect(copy.get('w', 'n00000001')).toEqual(loc(1));
   });
@@ -157,10 +157,10 @@ describe('key directory', () => {
     expect(code(() => openSnapshot(new Uint8Array(32), ids, bytes))).toBe('AUTH_FAILED');
   });
 
-  it('refuses a snapshot whose columns do not add up', () => {
+  it('refuses a snapshot whose columns do not add up', async () => {
     const d = new KeyDirectory();
     for (let i = 0; i < 10; i++) d.set('w', `k${i}`, loc(i));
-    const { bytes } = encodeSnapshot(d, 'base', 5, {});
+    const { bytes } = await encodeSnapshot(d, 'base', 5, {});
     expect(() => decodeSnapshot(bytes.slice(0, bytes.length - 8))).toThrow(/declares/);
     const longer = new Uint8Array(bytes.length + 8);
     longer.set(bytes);

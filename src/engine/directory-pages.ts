@@ -76,14 +76,15 @@ const pad8 = (n: number) => (n + 7) & ~7;
  * Serialises the directory: in full (`kind` base) or the changes it tracked since the last
  * snapshot (`kind` run; see KeyDirectory.changes).
  */
-export function encodeSnapshot(
+export async function encodeSnapshot(
   directory: KeyDirectory,
   kind: 'base' | 'run',
   afterPage: number,
   logs: Record<string, number>,
   pending?: Record<string, string[]>,
   frontiers?: Record<string, string[]>,
-): { bytes: Uint8Array; rows: number } {
+  pause: () => Promise<void> = async () => undefined,
+): Promise<{ bytes: Uint8Array; rows: number }> {
   const changes = kind === 'run' ? directory.changes() : undefined;
   if (kind === 'run' && changes === undefined) throw new RangeError('no changes are tracked: write a base');
   const govList: string[] = [];
@@ -97,8 +98,8 @@ export function encodeSnapshot(
   for (const [name, table] of directory.collections()) {
     if (changes !== undefined) {
       const ids = changes.ids.get(name);
-      if (ids !== undefined && ids.size > 0) cols.push({ name, rows: table.rows(govIndex, ids) });
-    } else cols.push({ name, rows: table.rows(govIndex) });
+      if (ids !== undefined && ids.size > 0) cols.push({ name, rows: await table.rows(govIndex, ids, pause) });
+    } else cols.push({ name, rows: await table.rows(govIndex, undefined, pause) });
   }
   const added: [number, PageInfo][] =
     changes !== undefined ? changes.added.map((id) => [id, directory.page(id)!]) : directory.pages();
@@ -393,7 +394,15 @@ export async function persistDirectory(
     m.directory = { ...old!, afterPage, dropped: [] };
     return;
   }
-  const { bytes, rows } = encodeSnapshot(ctx.directory, kind, afterPage, sizes, pending, frontiers);
+  const { bytes, rows } = await encodeSnapshot(
+    ctx.directory,
+    kind,
+    afterPage,
+    sizes,
+    pending,
+    frontiers,
+    yieldToEventLoop,
+  );
   let ids: number[];
   try {
     ids = await sealSnapshot(draft, ctx.keys.storeKey(DIRECTORY_KEY_LABEL), bytes, yieldToEventLoop);

@@ -200,17 +200,19 @@ export class DirectoryTable implements Iterable<[string, Location]> {
    * record gets a removal row (its id with every other column 0 and `removed` set). `govIndex` maps
    * an interned state number to its index in the snapshot's list.
    */
-  rows(govIndex: (interned: number) => number, ids?: Iterable<string>): Rows & { removed: Uint8Array } {
-    const picked: number[] = [];
+  async rows(
+    govIndex: (interned: number) => number,
+    ids?: Iterable<string>,
+    pause: () => Promise<void> = async () => undefined,
+  ): Promise<Rows & { removed: Uint8Array }> {
     const removedIds: Uint8Array[] = [];
     const order: number[] = []; // >= 0: a live row; < 0: -(removal index + 1)
     if (ids === undefined) {
-      for (let row = 0; row < this.#rows; row++) if (this.#idLen[row] !== 0) (picked.push(row), order.push(row));
+      for (let row = 0; row < this.#rows; row++) if (this.#idLen[row] !== 0) order.push(row);
     } else
       for (const id of ids) {
         const row = this.#find(id);
-        if (row >= 0) (picked.push(row), order.push(row));
-        else order.push(-(removedIds.push(encoder.encode(id)) - 1) - 1);
+        order.push(row >= 0 ? row : -(removedIds.push(encoder.encode(id)) - 1) - 1);
       }
     const n = order.length;
     let idBytes = 0;
@@ -218,17 +220,20 @@ export class DirectoryTable implements Iterable<[string, Location]> {
     const out = emptyRows(n, idBytes);
     const removed = new Uint8Array(n);
     let at = 0;
-    order.forEach((o, i) => {
+    const arena = this.#arena;
+    for (let i = 0; i < n; i++) {
+      if ((i & 0xffff) === 0xffff) await pause(); // a million rows in steps: reads get in
+      const o = order[i];
       if (o < 0) {
         const id = removedIds[-o - 1];
         out.ids.set(id, at);
         out.idLength[i] = id.length;
         at += id.length;
         removed[i] = 1;
-        return;
+        continue;
       }
       const len = this.#idLen[o];
-      out.ids.set(this.#arena.subarray(this.#idAt[o], this.#idAt[o] + len), at);
+      for (let k = 0, from = this.#idAt[o]; k < len; k++) out.ids[at + k] = arena[from + k];
       at += len;
       out.idLength[i] = len;
       out.page[i] = this.#page[o];
@@ -239,7 +244,7 @@ export class DirectoryTable implements Iterable<[string, Location]> {
       out.sequence[i] = this.#sequence[o];
       out.governance[i] = govIndex(this.#gov[o]);
       out.suite[i] = this.#suite[o];
-    });
+    }
     return { ...out, removed };
   }
 
