@@ -327,33 +327,68 @@ export async function sealSnapshot(
  * @throws PqdbError AUTH_FAILED (a part that does not open), CORRUPTION (framing), FORMAT_VERSION
  */
 export function openSnapshot(key: Uint8Array, ids: readonly number[], pages: readonly Uint8Array[]): Uint8Array {
-  let total = 0;
-  pages.forEach((page, i) => {
-    if (page.length < HEAD_BYTES + TAG_BYTES || !DIRECTORY_MAGIC.every((m, k) => page[k] === m))
-      throw new PqdbError('CORRUPTION', `page ${ids[i]} is not a pqdb directory page`);
-    if (page[4] !== VERSION)
-      throw new PqdbError('FORMAT_VERSION', `directory page version ${page[4]} is not supported`);
-    const dv = new DataView(page.buffer, page.byteOffset, page.length);
-    if (dv.getUint32(5) !== i || dv.getUint32(9) !== pages.length)
-      throw new PqdbError('CORRUPTION', `directory page ${ids[i]} is not part ${i} of ${pages.length}`);
-    total += page.length - HEAD_BYTES - TAG_BYTES;
-  });
-  const out = new Uint8Array(total);
+  const lens = pages.map((page, i) => partLength(ids[i], i, pages.length, page));
+  const out = new Uint8Array(lens.reduce((n, len) => n + len, 0));
   let at = 0;
   try {
     pages.forEach((page, i) => {
-      const len = page.length - HEAD_BYTES - TAG_BYTES;
-      gcmsiv(key, partNonce(ids[i], i), partAad(page, ids[i])).decrypt(
-        page.subarray(HEAD_BYTES),
-        out.subarray(at, at + len),
-      );
-      at += len;
+      openPart(key, ids[i], i, page, out.subarray(at, at + lens[i]));
+      at += lens[i];
     });
   } catch (e) {
     out.fill(0);
     throw e;
   }
   return out;
+}
+
+/**
+ * openSnapshot for a snapshot of `bytes` plaintext bytes, reading its pages one at a time (a page
+ * is dropped once opened into the plaintext, so the pages and the plaintext are not all held at
+ * once). `read` gives page `ids[i]`, or undefined when it is missing.
+ * @throws PqdbError CORRUPTION (a page missing, or not of this length), AUTH_FAILED, FORMAT_VERSION
+ */
+export async function readSnapshot(
+  key: Uint8Array,
+  ids: readonly number[],
+  bytes: number,
+  read: (id: number, length: number) => Promise<Uint8Array | undefined>,
+): Promise<Uint8Array> {
+  const n = ids.length;
+  const out = new Uint8Array(bytes);
+  let at = 0;
+  try {
+    for (let i = 0; i < n; i++) {
+      const pageBytes = directoryPageBytes(bytes, i, n);
+      const page = await read(ids[i], pageBytes);
+      if (page === undefined) throw new PqdbError('CORRUPTION', `directory page ${ids[i]} is missing`);
+      const len = partLength(ids[i], i, n, page);
+      if (len !== pageBytes - HEAD_BYTES - TAG_BYTES)
+        throw new PqdbError('CORRUPTION', `directory page ${ids[i]} is not as long as the manifest says`);
+      openPart(key, ids[i], i, page, out.subarray(at, at + len));
+      at += len;
+    }
+  } catch (e) {
+    out.fill(0);
+    throw e;
+  }
+  return out;
+}
+
+/** The plaintext length of part `i` of `n` in `page` (its framing checked). */
+function partLength(id: number, i: number, n: number, page: Uint8Array): number {
+  if (page.length < HEAD_BYTES + TAG_BYTES || !DIRECTORY_MAGIC.every((m, k) => page[k] === m))
+    throw new PqdbError('CORRUPTION', `page ${id} is not a pqdb directory page`);
+  if (page[4] !== VERSION) throw new PqdbError('FORMAT_VERSION', `directory page version ${page[4]} is not supported`);
+  const dv = new DataView(page.buffer, page.byteOffset, page.length);
+  if (dv.getUint32(5) !== i || dv.getUint32(9) !== n)
+    throw new PqdbError('CORRUPTION', `directory page ${id} is not part ${i} of ${n}`);
+  return page.length - HEAD_BYTES - TAG_BYTES;
+}
+
+/** Opens part `i` (in `page`, page id `id`) into `out`. @throws PqdbError AUTH_FAILED */
+function openPart(key: Uint8Array, id: number, i: number, page: Uint8Array, out: Uint8Array): void {
+  gcmsiv(key, partNonce(id, i), partAad(page, id)).decrypt(page.subarray(HEAD_BYTES), out);
 }
 
 /** What persisting the directory needs of a store's parts. */

@@ -20,13 +20,7 @@ import type { MerkleLogs } from './merkle-log';
 import { b64, unb64, type Manifest } from './manifest';
 import type { CommitPage, Draft } from './commit';
 import { decodeLogPage, decodePage, pageGeneration, pageKey, pageKind, pageSalt, type IndexedOp } from './page-format';
-import {
-  applySnapshot,
-  decodeSnapshot,
-  directoryPageBytes,
-  openSnapshot,
-  DIRECTORY_KEY_LABEL,
-} from './directory-pages';
+import { applySnapshot, decodeSnapshot, readSnapshot, openSnapshot, DIRECTORY_KEY_LABEL } from './directory-pages';
 
 /** Commit pages replay reads at a time. */
 const REPLAY_READ_PAGES = 64;
@@ -292,17 +286,18 @@ async function loadDirectory(
   let last: ReturnType<typeof decodeSnapshot>['header'] | undefined;
   let runRows = 0;
   for (const s of ref.snapshots) {
-    // Each page is read whole as a range when its length is known: the parts' AEAD tags
-    // authenticate them, so the page store's checksum pass over megabytes is not needed.
-    const read =
-      s.bytes !== undefined
-        ? await Promise.all(
-            s.pages.map((id, i) => readRangeOf(pages, id, 0, directoryPageBytes(s.bytes!, i, s.pages.length))),
-          )
-        : await readPagesOf(pages, s.pages);
-    const missing = s.pages.find((_, i) => read[i] === undefined);
-    if (missing !== undefined) throw new PqdbError('CORRUPTION', `directory page ${missing} is missing`);
-    const plain = openSnapshot(key, s.pages, read as Uint8Array[]);
+    // With its length known, each page is read whole as a range, one at a time: the parts' AEAD
+    // tags authenticate them (the page store's checksum pass over megabytes is not needed), and a
+    // page is let go once opened.
+    let plain: Uint8Array;
+    if (s.bytes !== undefined)
+      plain = await readSnapshot(key, s.pages, s.bytes, (id, length) => readRangeOf(pages, id, 0, length));
+    else {
+      const read = await readPagesOf(pages, s.pages);
+      const missing = s.pages.find((_, i) => read[i] === undefined);
+      if (missing !== undefined) throw new PqdbError('CORRUPTION', `directory page ${missing} is missing`);
+      plain = openSnapshot(key, s.pages, read as Uint8Array[]);
+    }
     try {
       const snap = decodeSnapshot(plain);
       const rows = snap.collections.reduce((n, c) => n + c.rows.n, 0);
