@@ -714,7 +714,7 @@ function runAndKill(
 }
 
 describe('node-fs compaction: crash safety', () => {
-  const ROUNDS = Number(process.env.PQDB_COMPACT_KILLS ?? 16);
+  const ROUNDS = Number(process.env.PQDB_COMPACT_KILLS ?? 8);
   it(
     `${ROUNDS} SIGKILLs of a compacting writer: every acknowledged page there exactly once with its bytes, no deleted page back`,
     async () => {
