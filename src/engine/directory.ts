@@ -306,19 +306,30 @@ export class DirectoryTable implements Iterable<[string, Location]> {
     this.#free = [];
     let slots = INITIAL_ROWS * 2;
     while (n * 10 >= slots * 5) slots *= 2;
-    this.#slots = new Int32Array(slots);
-    this.#usedSlots = 0;
+    // One pass, with the columns in locals (this loop is most of an open's CPU after the AEAD).
+    const table = (this.#slots = new Int32Array(slots));
+    const mask = slots - 1;
+    const idAt = this.#idAt;
+    const idLen = this.#idLen;
+    const length = this.#length;
+    const arena = this.#arena;
     let at = 0;
+    let bytes = 0;
     for (let row = 0; row < n; row++) {
-      this.#idAt[row] = at;
-      const len = this.#idLen[row];
-      this.#index(row, fnv1a(this.#arena, at, len));
+      idAt[row] = at;
+      const len = idLen[row];
+      let h = 0x811c9dc5;
+      for (let i = at; i < at + len; i++) h = Math.imul(h ^ arena[i], 0x01000193);
+      let s = (h >>> 0) & mask;
+      while (table[s] !== EMPTY) s = (s + 1) & mask;
+      table[s] = row + 1;
       at += len;
+      bytes += length[row];
     }
+    this.#usedSlots = n;
     this.#rows = n;
     this.#size = n;
-    this.#bytes = 0;
-    for (let row = 0; row < n; row++) this.#bytes += this.#length[row];
+    this.#bytes = bytes;
   }
 
   #location(row: number): Location {
