@@ -70,9 +70,11 @@ export class MerkleLogs {
     const buf = new Uint8Array(Math.max(HASH_BYTES * INITIAL_LEAVES, (log.base + log.n) * 2 * HASH_BYTES));
     buf.set(head);
     buf.set(log.buf.subarray(0, log.n * HASH_BYTES), head.length);
-    const root = new MerkleHashTree(head).root();
-    if (log.baseRoot !== undefined && !equalBytes(root, log.baseRoot))
+    // The tree that checks them is the one a proof at this size uses: kept, not built again.
+    const tree = new MerkleHashTree(head);
+    if (log.baseRoot !== undefined && !equalBytes(tree.root(), log.baseRoot))
       throw new PqdbError('CORRUPTION', `the log pages of generation ${generation} do not give the persisted root`);
+    this.#trees.set(`${generation}/${log.base}`, tree);
     log.buf = buf;
     log.n += log.base;
     log.base = 0;

@@ -8,6 +8,7 @@
 // The plaintext returned is the caller's to wipe once decoded or re-sealed.
 
 import { PqdbError } from '../errors';
+import { equalBytes } from '../_bytes';
 import { openRecord, sealRecord, sealedLength } from '../crypto/record';
 import type { KeyRing } from './keys';
 import type { Registry } from './registry';
@@ -155,19 +156,10 @@ export class RecordIO {
    */
   put(spec: PutSpec): PageWriteOp {
     const { collection, id, suite, generation, sequence, governance, plaintext } = spec;
-    return {
-      kind: 'put',
-      collection,
-      id,
-      sequence,
-      governance,
-      length: sealedLength(suite, plaintext.length),
-      seal: (slot: Uint8Array, salt: Uint8Array) => {
-        const address = { collection, id, generation, sequence, salt }; // one shape for every record
-        sealRecord(suite, this.#keys.aeadFor(suite, generation, governance), address, plaintext, 0, slot);
-      },
-      ...(spec.copy === true ? { copy: true } : {}),
-    };
+    return putOp(spec, sealedLength(suite, plaintext.length), (slot, salt) => {
+      const address = { collection, id, generation, sequence, salt }; // one shape for every record
+      sealRecord(suite, this.#keys.aeadFor(suite, generation, governance), address, plaintext, 0, slot);
+    });
   }
 
   /**
@@ -188,24 +180,24 @@ export class RecordIO {
     const sealed = into ?? new Uint8Array(length);
     const address = { collection, id, generation, sequence, salt };
     sealRecord(suite, this.#keys.aeadFor(suite, generation, governance), address, plaintext, 0, sealed);
-    return {
-      kind: 'put',
-      collection,
-      id,
-      sequence,
-      governance,
-      length: sealed.length,
-      seal: (slot: Uint8Array, pageSalt: Uint8Array) => {
-        if (!sameBytes(pageSalt, salt)) throw new Error('a record sealed ahead went into a page of another salt');
-        slot.set(sealed);
-      },
-      ...(spec.copy === true ? { copy: true } : {}),
-    };
+    return putOp(spec, sealed.length, (slot, pageSalt) => {
+      if (!equalBytes(pageSalt, salt)) throw new Error('a record sealed ahead went into a page of another salt');
+      slot.set(sealed);
+    });
   }
 }
 
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
+/** The put operation of `spec`, `length` sealed bytes written into its slot by `seal`. */
+function putOp(spec: PutSpec, length: number, seal: (slot: Uint8Array, salt: Uint8Array) => void): PageWriteOp {
+  const { collection, id, sequence, governance } = spec;
+  return {
+    kind: 'put',
+    collection,
+    id,
+    sequence,
+    governance,
+    length,
+    seal,
+    ...(spec.copy === true ? { copy: true } : {}),
+  };
 }

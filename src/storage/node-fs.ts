@@ -435,6 +435,20 @@ class NodeFsPageStore extends BasePageStore {
    * afterwards cannot pull the file from under the read: a removed segment's handle is closed
    * only when its last read is done.
    */
+  /**
+   * Step 3 of the commit protocol for the next commit number: MANIFEST names the segments' committed
+   * lengths as `edit` leaves them and the user manifest `user`, written only if no other writer
+   * overtook this one.
+   */
+  async #writeManifest(user: Uint8Array | undefined, edit: (segments: Map<number, number>) => void): Promise<void> {
+    const segments = new Map([...this.#segments].map(([s, g]) => [s, g.committed]));
+    edit(segments);
+    const file = encodeManifest(this.#commitSeq + 1, segments, user);
+    await this.#checkNotOvertaken();
+    await this.#replaceManifest(file);
+    this.#manifestFileBytes = file.length;
+  }
+
   async #readAt(seg: Segment, buf: Uint8Array, length: number, position: number): Promise<void> {
     seg.readers++;
     try {
@@ -640,13 +654,9 @@ class NodeFsPageStore extends BasePageStore {
         await this.#sync(seg!.fh, 'segment');
         end += total;
       }
-      const segments = new Map([...this.#segments].map(([s, g]) => [s, g.committed]));
-      if (seg !== undefined) segments.set(seg.seq, end);
-      const manifest = batch.manifest ?? this.#manifest;
-      const file = encodeManifest(this.#commitSeq + 1, segments, manifest);
-      await this.#checkNotOvertaken();
-      await this.#replaceManifest(file);
-      this.#manifestFileBytes = file.length;
+      await this.#writeManifest(batch.manifest ?? this.#manifest, (segments) => {
+        if (seg !== undefined) segments.set(seg.seq, end);
+      });
     } catch (e) {
       if (created !== undefined) await created.fh.close().catch(() => undefined);
       throw e;
@@ -881,13 +891,10 @@ class NodeFsPageStore extends BasePageStore {
         await this.#sync(dest.fh, 'segment');
         end += total;
       }
-      const segments = new Map([...this.#segments].map(([s, g]) => [s, g.committed]));
-      segments.set(dest.seq, end);
-      if (done) segments.delete(victim.seq);
-      const file = encodeManifest(this.#commitSeq + 1, segments, this.#manifest);
-      await this.#checkNotOvertaken();
-      await this.#replaceManifest(file);
-      this.#manifestFileBytes = file.length;
+      await this.#writeManifest(this.#manifest, (segments) => {
+        segments.set(dest.seq, end);
+        if (done) segments.delete(victim.seq);
+      });
     } catch (e) {
       if (created !== undefined) await created.fh.close().catch(() => undefined);
       throw e;
