@@ -98,4 +98,20 @@ describe('restore edge cases (node-fs)', () => {
       for (const p of [live, copy, target]) await p.dispose();
     }
   });
+
+  it('a backup refused because its destination holds a store leaves that store unlocked', async () => {
+    const [live, other] = [await nodeFsStoreFixture(), await nodeFsStoreFixture()];
+    try {
+      const held = await other.open(options);
+      await held.close();
+      const store = await live.open(options);
+      await expect(store.backup(other.dir)).rejects.toMatchObject({ code: 'CONFLICT' });
+      // The destination the refused backup opened was closed: its writer lock is free.
+      const again = await other.open({ ...options, create: false });
+      await again.close();
+      await store.close();
+    } finally {
+      for (const p of [live, other]) await p.dispose();
+    }
+  });
 });

@@ -111,6 +111,16 @@ export function heldRecords(p: Parts): { generations: number[]; suites: number[]
  * TypeError without signer keys (the copy carries a signed checkpoint).
  */
 export async function backup(p: Parts, dest: CopyDestination): Promise<BackupResult> {
+  // A destination opened here is closed on every path, a refused one included: an open file store
+  // left to the garbage collector has its descriptors closed with a warning on stderr.
+  try {
+    return await backupInto(p, dest);
+  } finally {
+    if (dest.close) await dest.pages.close();
+  }
+}
+
+async function backupInto(p: Parts, dest: CopyDestination): Promise<BackupResult> {
   const started = performance.now();
   p.live();
   if (!p.checkpoints.canSign)
@@ -159,24 +169,20 @@ export async function backup(p: Parts, dest: CopyDestination): Promise<BackupRes
   // The destination gets the pages in bounded commits, then the manifest: a copy cut short by a
   // crash has no manifest, so it is no store.
   let bytes = 0;
-  try {
-    let batch: { id: number; bytes: Uint8Array }[] = [];
-    let batchBytes = 0;
-    for (const page of snapshot.pages) {
-      batch.push(page);
-      batchBytes += page.bytes.length;
-      bytes += page.bytes.length;
-      if (batchBytes >= COMMIT_BYTES) {
-        await dest.pages.commit({ pages: batch, transfer: true });
-        batch = [];
-        batchBytes = 0;
-      }
+  let batch: { id: number; bytes: Uint8Array }[] = [];
+  let batchBytes = 0;
+  for (const page of snapshot.pages) {
+    batch.push(page);
+    batchBytes += page.bytes.length;
+    bytes += page.bytes.length;
+    if (batchBytes >= COMMIT_BYTES) {
+      await dest.pages.commit({ pages: batch, transfer: true });
+      batch = [];
+      batchBytes = 0;
     }
-    const manifest = encodeManifest(copyManifest, p.keys.storeKey(MANIFEST_KEY_LABEL));
-    await dest.pages.commit({ pages: batch, manifest, transfer: true });
-  } finally {
-    if (dest.close) await dest.pages.close();
   }
+  const manifest = encodeManifest(copyManifest, p.keys.storeKey(MANIFEST_KEY_LABEL));
+  await dest.pages.commit({ pages: batch, manifest, transfer: true });
   await p.pipeline.run((draft) => {
     draft.manifest.copies = [...(draft.manifest.copies ?? []), entry];
   });
