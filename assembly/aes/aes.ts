@@ -60,7 +60,7 @@ const ROUND_KEY_BYTES: usize = 8 * SLICE_BYTES;
 
 /**
  * Size of an expanded AES-256 key (15 bitsliced round keys): 1920 bytes in the SIMD build, 960 in
- * the scalar build (≤ AES_RK_BYTES = 2048 in both).
+ * the scalar build (≤ AES_RK_BYTES = 2304 in both).
  */
 export const AES256_RK_BYTES: usize = 15 * ROUND_KEY_BYTES;
 

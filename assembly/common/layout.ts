@@ -51,8 +51,11 @@ export function wipeScratch(inLen: usize): void {
 
 // ---- AES / GHASH / POLYVAL regions (each wiped by its own kernel's exported operations) --------
 
-/** Room for one expanded AES-256 key in the kernel's internal (bitsliced) format. */
-export const AES_RK_BYTES: usize = 2048;
+/**
+ * Room for one expanded AES-256 key as the AEAD layer keeps it (assembly/aes/aead.ts, "key blob"):
+ * the bitsliced round keys, the vector-permutation round keys (SIMD build) and GHASH's H.
+ */
+export const AES_RK_BYTES: usize = 2304;
 /** The expanded key the facade passes in (keyed AEAD forms keep it on the JavaScript side). */
 export const AES_RK: usize = memory.data(<i32>AES_RK_BYTES, 64);
 /** AES core private scratch: bitsliced state, key-schedule temporaries. */

@@ -4,9 +4,11 @@
 // facade zeroes OUT and the expanded key at AES_RK after copying them out.
 
 import { AES_RK, IN, OUT, wipeIn } from '../common/layout';
-import { AES256_RK_BYTES, aes256ExpandKey, aes256EncryptBlocks, wipeAes } from '../aes/aes';
+import { aes256EncryptBlocks, wipeAes } from '../aes/aes';
 import { polyvalInit, polyvalUpdate, polyvalFinal, ghashInit, ghashUpdate, ghashFinal, wipePoly } from '../polyval-ghash/polyval';
-import { aeadSeal, aeadOpen, aeadBegin, aeadAbsorb, aeadTag, aeadSetTag, aeadCtr, aeadTagEquals, aeadWipe } from '../aes/aead';
+import {
+  KEY_BLOB_BYTES, MODE_GCM, expandKeyBlob, aeadSeal, aeadOpen, aeadBegin, aeadAbsorb, aeadTag, aeadSetTag, aeadCtr, aeadTagEquals, aeadWipe,
+} from '../aes/aead';
 
 export * from './_common';
 
@@ -15,13 +17,41 @@ export * from './_common';
 // operation (and zeroed by it afterwards). Records are laid out as nonce(12) ‖ aad ‖ data.
 
 export const MEM_AES_RK: usize = AES_RK;
-export const MEM_AES_RK_BYTES: usize = AES256_RK_BYTES;
+/** Bytes of the key blob (assembly/aes/aead.ts) the facade keeps per key and places at AES_RK. */
+export const MEM_AES_RK_BYTES: usize = KEY_BLOB_BYTES;
 
-/** OUT[0, AES256_RK_BYTES) = expanded key of the 32-byte key at IN. */
+/** OUT[0, MEM_AES_RK_BYTES) = the key blob of the 32-byte key at IN. */
 export function aes_expand_key(): void {
-  aes256ExpandKey(IN, OUT);
+  expandKeyBlob(IN, OUT, true);
   aeadWipe();
   wipeIn(32);
+}
+
+/**
+ * The one-shot form in one call: IN = key(32) ‖ nonce ‖ aad ‖ plaintext → OUT = ciphertext ‖ tag.
+ * The key is expanded into AES_RK here (GCM-SIV: the bitsliced keys only), used and wiped with IN
+ * and the scratch before returning: the expanded key never leaves the call.
+ */
+export function aead_seal_key(mode: u32, nonceLen: usize, aadLen: usize, ptLen: usize): void {
+  expandKeyBlob(IN, AES_RK, mode == MODE_GCM);
+  const nonce = IN + 32;
+  const aad = nonce + nonceLen;
+  aeadSeal(mode, nonce, nonceLen, aad, aadLen, aad + aadLen, ptLen, OUT);
+  memory.fill(AES_RK, 0, KEY_BLOB_BYTES);
+  aeadWipe();
+  wipeIn(32 + nonceLen + aadLen + ptLen);
+}
+
+/** The one-shot open in one call: IN = key(32) ‖ nonce ‖ aad ‖ ciphertext ‖ tag → OUT; as aead_open. */
+export function aead_open_key(mode: u32, nonceLen: usize, aadLen: usize, ctLen: usize): i32 {
+  expandKeyBlob(IN, AES_RK, mode == MODE_GCM);
+  const nonce = IN + 32;
+  const aad = nonce + nonceLen;
+  const ok = aeadOpen(mode, nonce, nonceLen, aad, aadLen, aad + aadLen, ctLen, OUT);
+  memory.fill(AES_RK, 0, KEY_BLOB_BYTES);
+  aeadWipe();
+  wipeIn(32 + nonceLen + aadLen + ctLen + 16);
+  return ok;
 }
 
 /** IN = nonce ‖ aad ‖ plaintext → OUT = ciphertext ‖ tag. */

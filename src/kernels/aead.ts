@@ -290,7 +290,12 @@ export function sealWith(
 ): Uint8Array {
   checkSeal(mode, pt, output);
   const k = aeadKernel();
-  return withRk(k, rk, () => sealLoaded(k, mode, nonce, pt, aad, output));
+  k.mem.set(rk, k.AES_RK);
+  try {
+    return sealLoaded(k, mode, nonce, pt, aad, output);
+  } finally {
+    k.mem.fill(0, k.AES_RK, k.AES_RK + k.AES_RK_BYTES);
+  }
 }
 
 /**
@@ -307,7 +312,12 @@ export function openWith(
 ): Uint8Array {
   checkOpen(mode, ct, output);
   const k = aeadKernel();
-  return withRk(k, rk, () => openLoaded(k, mode, nonce, ct, aad, output));
+  k.mem.set(rk, k.AES_RK);
+  try {
+    return openLoaded(k, mode, nonce, ct, aad, output);
+  } finally {
+    k.mem.fill(0, k.AES_RK, k.AES_RK + k.AES_RK_BYTES);
+  }
 }
 
 /**
@@ -463,17 +473,63 @@ export function oneShot(mode: AeadMode, key: Uint8Array, nonce: Uint8Array, aad?
   const n = copyBytes(checkNonce(mode, nonce));
   const a = copyBytes(checkAad(mode, aad));
   return {
-    encrypt: (plaintext, output) => {
-      checkSeal(mode, bytes('plaintext', plaintext), output);
-      const k = aeadKernel();
-      return withKey(k, key, () => sealLoaded(k, mode, n, plaintext, a, output));
-    },
-    decrypt: (ciphertext, output) => {
-      checkOpen(mode, bytes('ciphertext', ciphertext), output);
-      const k = aeadKernel();
-      return withKey(k, key, () => openLoaded(k, mode, n, ciphertext, a, output));
-    },
+    encrypt: (plaintext, output) => sealOneShot(mode, key, n, bytes('plaintext', plaintext), a, output),
+    decrypt: (ciphertext, output) => openOneShot(mode, key, n, bytes('ciphertext', ciphertext), a, output),
   };
+}
+
+/**
+ * A record that fits the kernel buffers goes in with its key in one call (aead_seal_key: the key
+ * is expanded, used and wiped inside it); a larger one streams under withKey.
+ */
+function sealOneShot(
+  mode: AeadMode,
+  key: Uint8Array,
+  nonce: Uint8Array,
+  pt: Uint8Array,
+  aad: Uint8Array,
+  output: Uint8Array | undefined,
+): Uint8Array {
+  checkSeal(mode, pt, output);
+  const k = aeadKernel();
+  const at = KEY_BYTES + nonce.length + aad.length;
+  if (at + pt.length > k.IN_BYTES || pt.length + TAG_BYTES > k.OUT_BYTES)
+    return withKey(k, key, () => sealStream(k, mode, nonce, pt, aad, output));
+  bytes('key', key, KEY_BYTES); // again at each use: a detached buffer must not seal under a zero key
+  const out = target(output, pt.length + TAG_BYTES);
+  k.mem.set(key, k.IN);
+  k.mem.set(nonce, k.IN + KEY_BYTES);
+  k.mem.set(aad, k.IN + KEY_BYTES + nonce.length);
+  k.mem.set(pt, k.IN + at);
+  k.x.aead_seal_key(MODE_ID[mode], nonce.length, aad.length, pt.length);
+  drain(k, out, 0, out.length);
+  return out;
+}
+
+/** The one-shot open (see sealOneShot). @throws PqdbError AUTH_FAILED */
+function openOneShot(
+  mode: AeadMode,
+  key: Uint8Array,
+  nonce: Uint8Array,
+  ct: Uint8Array,
+  aad: Uint8Array,
+  output: Uint8Array | undefined,
+): Uint8Array {
+  checkOpen(mode, ct, output);
+  const k = aeadKernel();
+  const len = ct.length - TAG_BYTES;
+  const at = KEY_BYTES + nonce.length + aad.length;
+  if (at + ct.length > k.IN_BYTES || len > k.OUT_BYTES)
+    return withKey(k, key, () => openStream(k, mode, nonce, ct, aad, output));
+  bytes('key', key, KEY_BYTES);
+  k.mem.set(key, k.IN);
+  k.mem.set(nonce, k.IN + KEY_BYTES);
+  k.mem.set(aad, k.IN + KEY_BYTES + nonce.length);
+  k.mem.set(ct, k.IN + at);
+  if (k.x.aead_open_key(MODE_ID[mode], nonce.length, aad.length, len) !== 1) throw authFailed(); // all wiped
+  const out = target(output, len);
+  drain(k, out, 0, len);
+  return out;
 }
 
 /** An AEAD constructor in the shape of @noble/ciphers, plus the keyed form. */

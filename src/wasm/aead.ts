@@ -9,6 +9,8 @@ export interface AeadExports {
   aes_expand_key(): void;
   aead_seal(mode: number, nonceLen: number, aadLen: number, ptLen: number): void;
   aead_open(mode: number, nonceLen: number, aadLen: number, ctLen: number): number;
+  aead_seal_key(mode: number, nonceLen: number, aadLen: number, ptLen: number): void;
+  aead_open_key(mode: number, nonceLen: number, aadLen: number, ctLen: number): number;
   aead_seal_batch(mode: number, n: number): void;
   aead_open_batch(mode: number, n: number): number;
   aead_begin(mode: number, nonceLen: number): void;
