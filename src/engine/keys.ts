@@ -118,6 +118,17 @@ export class KeyRing {
   readonly #cache = new Map<string, { key: Uint8Array; aead: KeyedAead }>();
   readonly #derived = new Map<string, Uint8Array>();
   readonly #cacheSize: number;
+  /**
+   * The arguments and result of the last aeadFor call: a run of reads or writes under one
+   * governance asks for the same key each time, and this skips building the cache key and the LRU
+   * refresh for it. Cleared whenever a cached entry is dropped.
+   */
+  #last?: {
+    suite: SuiteName | number;
+    generation: number;
+    governance: Governance | string | undefined;
+    result: { suite: Suite; key: Uint8Array; aead: KeyedAead };
+  };
   #closed = false;
   #unlockedBy?: Uint8Array;
 
@@ -197,6 +208,7 @@ export class KeyRing {
     this.#roots.get(generation)?.fill(0);
     this.#roots.delete(generation);
     this.#generations.delete(generation);
+    this.#last = undefined;
     for (const [k, e] of this.#cache) {
       if (!k.startsWith(`${generation}/`)) continue;
       e.aead.destroy();
@@ -294,6 +306,14 @@ export class KeyRing {
     governance?: Governance | string,
   ): { suite: Suite; key: Uint8Array; aead: KeyedAead } {
     this.live();
+    const last = this.#last;
+    if (
+      last !== undefined &&
+      last.suite === suiteName &&
+      last.generation === generation &&
+      last.governance === governance
+    )
+      return last.result;
     const s = suiteOf(suiteName);
     // `governance` may be given already in canonical text form (the store keeps it that way).
     const canonical = typeof governance === 'string' ? governance : canonicalGovernanceText(governance);
@@ -302,7 +322,9 @@ export class KeyRing {
     if (hit !== undefined) {
       this.#cache.delete(cacheKey); // refresh its place in the LRU order
       this.#cache.set(cacheKey, hit);
-      return { suite: s, ...hit };
+      const result = { suite: s, ...hit };
+      this.#remember(suiteName, generation, governance, result);
+      return result;
     }
     const r = this.#generations.get(generation);
     const root = this.#roots.get(generation);
@@ -317,7 +339,19 @@ export class KeyRing {
       e.key.fill(0);
       this.#cache.delete(oldest);
     }
-    return { suite: s, ...entry };
+    const result = { suite: s, ...entry };
+    this.#remember(suiteName, generation, governance, result);
+    return result;
+  }
+
+  /** Keeps the last aeadFor result; not for a governance object, which its caller may change later. */
+  #remember(
+    suite: SuiteName | number,
+    generation: number,
+    governance: Governance | string | undefined,
+    result: { suite: Suite; key: Uint8Array; aead: KeyedAead },
+  ): void {
+    this.#last = typeof governance === 'object' ? undefined : { suite, generation, governance, result };
   }
 
   /**
@@ -357,6 +391,7 @@ export class KeyRing {
 
   /** Wipes every root and data key; the ring refuses further use. */
   close(): void {
+    this.#last = undefined;
     for (const e of this.#cache.values()) {
       e.aead.destroy();
       e.key.fill(0);
