@@ -112,19 +112,40 @@ export class RecordIO {
    * purposes go through pages in order, so they read and cache whole pages.
    */
   async open(purpose: Purpose, collection: string, id: string, loc: Location): Promise<Uint8Array> {
-    const known = this.#saltOf(loc.pageId);
-    let blob: Uint8Array;
-    let salt: Uint8Array;
-    if (purpose === 'read' && known !== undefined) {
-      blob = await this.#cache.getRange(loc.pageId, loc.offset, loc.length);
-      salt = known;
-    } else {
-      const page = await this.#cache.get(loc.pageId);
-      blob = page.subarray(loc.offset, loc.offset + loc.length);
-      salt = pageSalt(page);
-    }
+    const { blob, salt } = await this.#sealed(purpose, loc);
     const at = { collection, id, sequence: loc.sequence, governance: loc.governance, salt };
     return openStored(purpose, blob, at, this.#keys, this.#registry());
+  }
+
+  /** Scratch for the plaintext of a user's read, decoded at once (grown as needed, wiped after each). */
+  #plain = new Uint8Array(1024);
+
+  /**
+   * A user's read (purpose 'read', as open) returning `decode(plaintext)`: the record is opened into
+   * a scratch buffer, decoded in the same synchronous step and the scratch wiped, so no plaintext
+   * array is left behind for the collector (and none is allocated: beyond 64 bytes V8 gives every
+   * new array a backing store of its own). `decode` must not keep a view of its argument.
+   * @throws as open, and what `decode` throws
+   */
+  async read<T>(collection: string, id: string, loc: Location, decode: (plaintext: Uint8Array) => T): Promise<T> {
+    const { blob, salt } = await this.#sealed('read', loc);
+    if (this.#plain.length < loc.length) this.#plain = new Uint8Array(Math.max(loc.length, 2 * this.#plain.length));
+    const at = { collection, id, sequence: loc.sequence, governance: loc.governance, salt };
+    const plaintext = openStored('read', blob, at, this.#keys, this.#registry(), this.#plain);
+    try {
+      return decode(plaintext);
+    } finally {
+      plaintext.fill(0);
+    }
+  }
+
+  /** The sealed bytes of the record at `loc` and its page's commit salt (see open). */
+  async #sealed(purpose: Purpose, loc: Location): Promise<{ blob: Uint8Array; salt: Uint8Array }> {
+    const known = this.#saltOf(loc.pageId);
+    if (purpose === 'read' && known !== undefined)
+      return { blob: await this.#cache.getRange(loc.pageId, loc.offset, loc.length), salt: known };
+    const page = await this.#cache.get(loc.pageId);
+    return { blob: page.subarray(loc.offset, loc.offset + loc.length), salt: pageSalt(page) };
   }
 
   /**

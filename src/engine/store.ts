@@ -336,7 +336,7 @@ export class Store {
       if (withhold) return WITHHELD;
       throw authorityDenied(m, 'read', loc.governance, `${c.name}/${id}`);
     }
-    return decodeValue(c.schema, await this.#pinned((p) => p.records.open('read', c.name, id, loc)));
+    return this.#pinned((p) => p.records.read(c.name, id, loc, (plaintext) => decodeValue(c.schema, plaintext)));
   }
 
   /**
