@@ -7,7 +7,7 @@ import { AES_RK, IN, OUT, wipeIn } from '../common/layout';
 import { aes256EncryptBlocks, wipeAes } from '../aes/aes';
 import { polyvalInit, polyvalUpdate, polyvalFinal, ghashInit, ghashUpdate, ghashFinal, wipePoly } from '../polyval-ghash/polyval';
 import {
-  KEY_BLOB_BYTES, MODE_GCM, expandKeyBlob, aeadSeal, aeadOpen, aeadBegin, aeadAbsorb, aeadTag, aeadSetTag, aeadCtr, aeadTagEquals, aeadWipe,
+  KEY_BLOB_BYTES, KEY_BLOB, KEY_VP_ONLY, MODE_GCM, expandKeyBlob, expandKeyVpOnly, isShort, aeadSeal, aeadOpen, aeadBegin, aeadAbsorb, aeadTag, aeadSetTag, aeadCtr, aeadTagEquals, aeadWipe,
 } from '../aes/aead';
 
 export * from './_common';
@@ -28,15 +28,28 @@ export function aes_expand_key(): void {
 }
 
 /**
+ * Expands the one-shot key at IN into AES_RK in the form its message needs: vperm keys only for a
+ * short message (SIMD build; GCM with a 12-byte nonce), else the blob (GCM-SIV: bitsliced keys only).
+ */
+function oneShotKey(mode: u32, nonceLen: usize, msgLen: usize): u32 {
+  if (isShort(<u64>msgLen) && (mode != MODE_GCM || nonceLen == 12)) {
+    expandKeyVpOnly(IN, AES_RK);
+    return KEY_VP_ONLY;
+  }
+  expandKeyBlob(IN, AES_RK, mode == MODE_GCM);
+  return KEY_BLOB;
+}
+
+/**
  * The one-shot form in one call: IN = key(32) ‖ nonce ‖ aad ‖ plaintext → OUT = ciphertext ‖ tag.
  * The key is expanded into AES_RK here (GCM-SIV: the bitsliced keys only), used and wiped with IN
  * and the scratch before returning: the expanded key never leaves the call.
  */
 export function aead_seal_key(mode: u32, nonceLen: usize, aadLen: usize, ptLen: usize): void {
-  expandKeyBlob(IN, AES_RK, mode == MODE_GCM);
+  const form = oneShotKey(mode, nonceLen, ptLen);
   const nonce = IN + 32;
   const aad = nonce + nonceLen;
-  aeadSeal(mode, nonce, nonceLen, aad, aadLen, aad + aadLen, ptLen, OUT);
+  aeadSeal(mode, nonce, nonceLen, aad, aadLen, aad + aadLen, ptLen, OUT, form);
   memory.fill(AES_RK, 0, KEY_BLOB_BYTES);
   aeadWipe();
   wipeIn(32 + nonceLen + aadLen + ptLen);
@@ -44,10 +57,10 @@ export function aead_seal_key(mode: u32, nonceLen: usize, aadLen: usize, ptLen: 
 
 /** The one-shot open in one call: IN = key(32) ‖ nonce ‖ aad ‖ ciphertext ‖ tag → OUT; as aead_open. */
 export function aead_open_key(mode: u32, nonceLen: usize, aadLen: usize, ctLen: usize): i32 {
-  expandKeyBlob(IN, AES_RK, mode == MODE_GCM);
+  const form = oneShotKey(mode, nonceLen, ctLen);
   const nonce = IN + 32;
   const aad = nonce + nonceLen;
-  const ok = aeadOpen(mode, nonce, nonceLen, aad, aadLen, aad + aadLen, ctLen, OUT);
+  const ok = aeadOpen(mode, nonce, nonceLen, aad, aadLen, aad + aadLen, ctLen, OUT, form);
   memory.fill(AES_RK, 0, KEY_BLOB_BYTES);
   aeadWipe();
   wipeIn(32 + nonceLen + aadLen + ctLen + 16);
