@@ -13,6 +13,7 @@
 
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
@@ -39,6 +40,8 @@ const page = (isolated) =>
   `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>pqdb component microbenchmark${isolated ? '' : ' (not isolated)'}</title></head><body><h1>pqdb component microbenchmark</h1></body></html>`;
 const ISOLATION = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
 
+// The machine may be shared: its load averages (1, 5, 15 min) before and after go into the report.
+const loadBefore = loadavg();
 const port = await freePort();
 const server = spawn(
   process.execPath,
@@ -99,11 +102,15 @@ try {
     host,
     runtime: host.runtime,
     quick,
+    loadAverage: { before: loadBefore, after: loadavg() },
     crossOriginIsolated: result.crossOriginIsolated,
     ...result.body,
     clockNotIsolated,
   };
   console.log(formatReport(report, `Chromium ${browser.version()} ${host.arch} (cross-origin isolated)`));
+  console.log(
+    `machine load average (1/5/15 min) before ${loadBefore.map((x) => x.toFixed(2)).join(' ')}, after ${report.loadAverage.after.map((x) => x.toFixed(2)).join(' ')}`,
+  );
   console.log(
     `clock of a page without cross-origin isolation: resolution ${clockNotIsolated.resolutionNs.toLocaleString('en-US')} ns, median tick ${clockNotIsolated.medianTickNs.toLocaleString('en-US')} ns`,
   );

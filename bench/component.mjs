@@ -11,6 +11,7 @@
 // bench/results/component-<arch>[-emulated]-node<N>-<date>[-n].json (or --out).
 
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { dirname } from 'node:path';
 import { hostInfo, writeReport } from './harness.mjs';
 import { DEFAULTS, formatReport, hrtimeClock, loadPqdb, runComponent } from './component-core.mjs';
@@ -29,12 +30,17 @@ const options = {
   leaves: num('--leaves', quick ? 10_000 : DEFAULTS.leaves),
 };
 
+// The machine may be shared: its load averages (1, 5, 15 min) before and after go into the report.
+const loadBefore = loadavg();
 const pq = await loadPqdb(new URL('../dist/', import.meta.url));
 const host = hostInfo();
 const body = runComponent(pq, hrtimeClock(), options);
-const report = { host, runtime: host.runtime, quick, ...body };
+const report = { host, runtime: host.runtime, quick, loadAverage: { before: loadBefore, after: loadavg() }, ...body };
 const runtime = `${host.runtime} ${host.arch}${host.emulated ? ' (emulated)' : ''}`;
 console.log(formatReport(report, runtime));
+console.log(
+  `machine load average (1/5/15 min) before ${loadBefore.map((x) => x.toFixed(2)).join(' ')}, after ${report.loadAverage.after.map((x) => x.toFixed(2)).join(' ')}`,
+);
 const out = arg('--out', undefined);
 let path;
 if (out !== undefined) {
