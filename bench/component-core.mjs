@@ -177,10 +177,7 @@ export function makeRecord(bytes = DEFAULTS.recordBytes) {
   const head = '{"id":"c-000042","name":"Ada Lovelace","email":"ada@example.org","role":"analyst","note":"';
   const tail = '"}';
   check(bytes >= head.length + tail.length, `a record needs at least ${head.length + tail.length} bytes`);
-  const note = 'engine notes, first draft of the analytical engine program'.padEnd(
-    bytes - head.length - tail.length,
-    '.',
-  );
+  const note = 'first analytical engine'.padEnd(bytes - head.length - tail.length, '.');
   const r = enc.encode(head + note.slice(0, bytes - head.length - tail.length) + tail);
   check(r.length === bytes, 'record length');
   return r;
