@@ -320,6 +320,11 @@ function stats(samples, digits) {
     min: round(s.min, 1),
     max: round(s.max, 1),
     n: s.n,
+    // Medians of the first, second, third and last quarter of the samples, in order: the drift
+    // (V8 tiering JavaScript and WebAssembly up, a shared machine's load) over the run.
+    quarterMedians: [0, 1, 2, 3].map((q) =>
+      round(summarize(samples.subarray(Math.floor((q * s.n) / 4), Math.floor(((q + 1) * s.n) / 4))).median, 1),
+    ),
     samplesNs: Array.from(samples, (x) => round(x, digits)),
   };
 }
