@@ -416,7 +416,12 @@ export function runComponent(pq, clock, options = {}) {
 
   const bytes = byteAccounting(pq, arms, record, inputs, suite, o);
   const establishment = Object.fromEntries(arms.map((a, k) => [ARMS[k], a.establishNs]));
-  for (const arm of arms) arm.aead.destroy();
+  for (const arm of arms) {
+    arm.aead.destroy();
+    arm.dataKey.fill(0);
+    arm.root.fill(0);
+    arm.recipient.secretKey.fill(0);
+  }
   return {
     bench: 'component',
     method: {
@@ -460,7 +465,7 @@ export function runComponent(pq, clock, options = {}) {
 
 /** Byte accounting from real objects (see the file header). */
 function byteAccounting(pq, arms, record, inputs, suite, o) {
-  const { api, crypto, proofs } = pq;
+  const { api, crypto } = pq;
   const [classical, pqc] = arms;
   // Ciphertext per record: the AEAD's output for the record, per arm (they must be equal).
   const ct = arms.map((a) => crypto.gcmsiv(a.dataKey, inputs.nonces[0], inputs.aads[0]).encrypt(record).length);
