@@ -2,7 +2,8 @@
 // page of Debian's Chromium driven by Playwright, on the built dist/ served by
 // browser-tests/server.mjs (the test pages' server: it serves dist/ exactly as published).
 //
-//   node bench/component-browser.mjs [--quick] [--ops N] [--batch N] [--leaves N] [--warmup N] [--out <path>]
+//   node bench/component-browser.mjs [--quick] [--ops N] [--batch N] [--leaves N] [--warmup N]
+//        [--establish-first classical|pqc] [--out <path>]
 //
 // The page is made cross-origin isolated (COOP same-origin, COEP require-corp on its document),
 // which is what lets Chromium's performance.now() tick at 5 µs instead of 100 µs; the clock of a
@@ -34,6 +35,7 @@ const options = {
   batch: num('--batch', quick ? 20 : DEFAULTS.batch),
   leaves: num('--leaves', quick ? 10_000 : DEFAULTS.leaves),
   warmup: num('--warmup', DEFAULTS.warmup),
+  establishFirst: arg('--establish-first', DEFAULTS.establishFirst),
 };
 
 const core = readFileSync(fileURLToPath(new URL('./component-core.mjs', import.meta.url)));

@@ -4,7 +4,8 @@
 // plus the byte accounting (ciphertext, envelopes, ML-DSA-87 checkpoint signature, inclusion proof
 // at 100,000 records). The method is described in bench/component-core.mjs and docs/bench/component.md.
 //
-//   node bench/component.mjs [--quick] [--ops N] [--batch N] [--leaves N] [--warmup N] [--out <path>]
+//   node bench/component.mjs [--quick] [--ops N] [--batch N] [--leaves N] [--warmup N]
+//        [--establish-first classical|pqc] [--out <path>]
 //
 // --quick: 200 ops, batches of 20, 10,000 leaves (a smoke run). Needs `npm run build` first; uses
 // only dist/ and the bench harness, so it runs unchanged on Node arm64 under qemu. Writes
@@ -29,6 +30,7 @@ const options = {
   batch: num('--batch', quick ? 20 : DEFAULTS.batch),
   leaves: num('--leaves', quick ? 10_000 : DEFAULTS.leaves),
   warmup: num('--warmup', DEFAULTS.warmup),
+  establishFirst: arg('--establish-first', DEFAULTS.establishFirst),
 };
 
 // The machine may be shared: its load averages (1, 5, 15 min) before and after go into the report.
