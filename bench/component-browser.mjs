@@ -1,0 +1,131 @@
+// The component microbenchmark in Chromium: the measuring code of bench/component-core.mjs run in a
+// page of Debian's Chromium driven by Playwright, on the built dist/ served by
+// browser-tests/server.mjs (the test pages' server: it serves dist/ exactly as published).
+//
+//   node bench/component-browser.mjs [--quick] [--ops N] [--batch N] [--leaves N] [--warmup N]
+//        [--establish-first classical|pqc] [--out <path>]
+//
+// The page is made cross-origin isolated (COOP same-origin, COEP require-corp on its document),
+// which is what lets Chromium's performance.now() tick at 5 µs instead of 100 µs; the clock of a
+// page without isolation is probed too and reported beside it. The page and the core module are
+// answered through page.route; dist/ comes from the server. Writes
+// bench/results/component-<arch>-chromium<N>-<date>[-n].json (or --out). Needs `npm run build`
+// first and Chromium at /usr/bin/chromium (or CHROMIUM_PATH).
+
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { hostInfo, runtimeTag, writeReport } from './harness.mjs';
+import { freePort } from './migration/common.mjs';
+import { DEFAULTS, formatReport } from './component-core.mjs';
+
+const args = process.argv.slice(2);
+const arg = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
+const quick = args.includes('--quick');
+const num = (name, fallback) => {
+  const v = Number(arg(name, fallback));
+  if (!Number.isInteger(v) || v < 1) throw new RangeError(`${name} expected a positive integer`);
+  return v;
+};
+const options = {
+  ops: num('--ops', quick ? 200 : DEFAULTS.ops),
+  batch: num('--batch', quick ? 20 : DEFAULTS.batch),
+  leaves: num('--leaves', quick ? 10_000 : DEFAULTS.leaves),
+  warmup: num('--warmup', DEFAULTS.warmup),
+  establishFirst: arg('--establish-first', DEFAULTS.establishFirst),
+};
+
+const core = readFileSync(fileURLToPath(new URL('./component-core.mjs', import.meta.url)));
+const page = (isolated) =>
+  `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>pqdb component microbenchmark${isolated ? '' : ' (not isolated)'}</title></head><body><h1>pqdb component microbenchmark</h1></body></html>`;
+const ISOLATION = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
+
+// The machine may be shared: its load averages (1, 5, 15 min) before and after go into the report.
+const loadBefore = loadavg();
+const port = await freePort();
+const server = spawn(
+  process.execPath,
+  [fileURLToPath(new URL('../browser-tests/server.mjs', import.meta.url)), String(port)],
+  {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  },
+);
+await new Promise((resolve) => server.stdout.once('data', resolve));
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+  args: [
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+    '--disable-quic',
+    '--no-first-run',
+  ],
+});
+try {
+  const base = `http://127.0.0.1:${port}`;
+  const context = await browser.newContext();
+  await context.route(`${base}/component*`, (route) => {
+    const isolated = !new URL(route.request().url()).pathname.endsWith('-plain');
+    return route.fulfill({
+      status: 200,
+      headers: { 'content-type': 'text/html', ...(isolated ? ISOLATION : {}) },
+      body: page(isolated),
+    });
+  });
+  await context.route(`${base}/bench/component-core.mjs`, (route) =>
+    route.fulfill({ status: 200, headers: { 'content-type': 'text/javascript' }, body: core }),
+  );
+
+  // The clock of an ordinary page (no cross-origin isolation), for reference.
+  const plain = await context.newPage();
+  await plain.goto(`${base}/component-plain`);
+  const clockNotIsolated = await plain.evaluate(async () => {
+    const core = await import('/bench/component-core.mjs');
+    return { crossOriginIsolated: self.crossOriginIsolated, ...core.probeClock(core.performanceClock()) };
+  });
+  await plain.close();
+
+  const tab = await context.newPage();
+  await tab.goto(`${base}/component`);
+  const result = await tab.evaluate(async (options) => {
+    const core = await import('/bench/component-core.mjs');
+    const pq = await core.loadPqdb(new URL('/dist/', location.href));
+    const body = core.runComponent(pq, core.performanceClock(), options);
+    return { body, userAgent: navigator.userAgent, crossOriginIsolated: self.crossOriginIsolated };
+  }, options);
+  if (!result.crossOriginIsolated) throw new Error('the benchmark page is not cross-origin isolated');
+
+  const host = { ...hostInfo(), runtime: `chromium ${browser.version()}`, userAgent: result.userAgent };
+  const report = {
+    host,
+    runtime: host.runtime,
+    quick,
+    loadAverage: { before: loadBefore, after: loadavg() },
+    crossOriginIsolated: result.crossOriginIsolated,
+    ...result.body,
+    clockNotIsolated,
+  };
+  console.log(formatReport(report, `Chromium ${browser.version()} ${host.arch} (cross-origin isolated)`));
+  console.log(
+    `machine load average (1/5/15 min) before ${loadBefore.map((x) => x.toFixed(2)).join(' ')}, after ${report.loadAverage.after.map((x) => x.toFixed(2)).join(' ')}`,
+  );
+  console.log(
+    `clock of a page without cross-origin isolation: resolution ${clockNotIsolated.resolutionNs.toLocaleString('en-US')} ns, median tick ${clockNotIsolated.medianTickNs.toLocaleString('en-US')} ns`,
+  );
+  const out = arg('--out', undefined);
+  let path;
+  if (out !== undefined) {
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
+    path = out;
+  } else path = writeReport('component', report, { runtime: runtimeTag(result.userAgent) });
+  console.log(`\nreport: ${path}`);
+} finally {
+  await browser.close();
+  server.kill();
+}
