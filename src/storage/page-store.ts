@@ -396,7 +396,16 @@ export abstract class BasePageStore implements PageStore {
   recovery: RecoveryReport = CLEAN_RECOVERY;
   #open = true;
   #tail: Promise<unknown> = Promise.resolve();
-  #inflight = new Set<Promise<unknown>>();
+  /**
+   * Reads in flight, counted (close waits for them): a count, not a set of the promises, since a
+   * record read is one of them and a set would give every promise an identity hash.
+   */
+  #inflight = 0;
+  /** close()'s wait for the reads in flight, resolved when the count reaches 0. */
+  #drained?: () => void;
+  readonly #done = (): void => {
+    if (--this.#inflight === 0 && this.#drained !== undefined) this.#drained();
+  };
   #closing: Promise<void> | undefined;
 
   get isOpen(): boolean {
@@ -490,7 +499,7 @@ export abstract class BasePageStore implements PageStore {
     this.#open = false;
     this.#closing = (async () => {
       await this.#tail.catch(() => undefined);
-      await Promise.allSettled([...this.#inflight]);
+      if (this.#inflight > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
       await this._close();
     })();
     return this.#closing;
@@ -501,9 +510,8 @@ export abstract class BasePageStore implements PageStore {
   }
 
   #track<T>(p: Promise<T>): Promise<T> {
-    this.#inflight.add(p);
-    const done = (): void => void this.#inflight.delete(p);
-    p.then(done, done);
+    this.#inflight++;
+    p.then(this.#done, this.#done);
     return p;
   }
 
