@@ -637,6 +637,50 @@ export function pageStoreCases(factory: PageStoreFixtureFactory): PageStoreCase[
     same(await s.readPage(1), bytesOf(1, 2, 3), 'the page is untouched');
   });
 
+  add(
+    'readRangeSync: the range into the buffer (1), absent (0) or not now (-1, then readRange); its checks',
+    async (f) => {
+      let s = await f.open();
+      const page = new Rng(154).bytes(3000);
+      await s.commit({ pages: [{ id: 1, bytes: page }] });
+      for (let round = 0; round < 2; round++) {
+        if (typeof s.readRangeSync !== 'function') return; // optional: such a store is read with readRange
+        let read = 0;
+        let notNow = 0;
+        const into = new Uint8Array(400).fill(0xee);
+        // More reads than any turn's budget of synchronous reads (node-fs: 64), in one turn.
+        for (let i = 0; i < 100; i++) {
+          const offset = (i * 37) % 2800;
+          const r = s.readRangeSync(1, offset, 150, into);
+          ok(r === 1 || r === -1, `round ${round}: read ${i} answered ${r}`);
+          if (r === 1) {
+            read++;
+            same(into.subarray(0, 150), page.subarray(offset, offset + 150), `round ${round}: [${offset}, +150)`);
+            ok(into[150] === 0xee, 'nothing written past the range');
+          } else {
+            notNow++;
+            same(await s.readRange!(1, offset, 150), page.subarray(offset, offset + 150), 'readRange after -1');
+          }
+        }
+        ok(read === 0 || notNow > 0, `round ${round}: a store that reads synchronously stops within one turn`);
+        await new Promise((resolve) => setTimeout(resolve, 0));
+        const again = s.readRangeSync(1, 0, 10, into);
+        ok(read === 0 ? again === -1 : again === 1, `round ${round}: the next turn reads again (${again})`);
+        const absent = s.readRangeSync(99, 0, 10, into);
+        ok(absent === 0 || absent === -1, `round ${round}: an absent page is 0 or -1, got ${absent}`);
+        if (read > 0) {
+          ok(absent === 0, 'a store that reads synchronously knows a page is absent');
+          await rejects(async () => s.readRangeSync!(1, 2900, 150, into), 'CORRUPTION', 'past the end of the page');
+        }
+        await rejects(async () => s.readRangeSync!(1, 0, 150, new Uint8Array(149)), 'RangeError', '"into" too short');
+        await rejects(async () => s.readRangeSync!(1, -1, 1, into), 'RangeError', 'negative offset');
+        await s.close();
+        await rejects(async () => s.readRangeSync!(1, 0, 1, into), 'NOT_OPEN', 'after close');
+        s = await f.open();
+      }
+    },
+  );
+
   add('readRangeOf gives the same answers with readRange and through readPage where a store has none', async (f) => {
     const s = await f.open();
     const page = new Rng(154).bytes(3000);

@@ -75,6 +75,24 @@ export class PageCache {
     return range;
   }
 
+  /**
+   * getRange without a promise: a view into the cached page, or the range read synchronously into
+   * `into` (PageStore.readRangeSync), or undefined when neither can be done now (call getRange).
+   * @throws as getRange
+   */
+  getRangeSync(pageId: number, offset: number, length: number, into: Uint8Array): Uint8Array | undefined {
+    checkRange(offset, length);
+    const hit = this.#cache.get(pageId);
+    if (hit !== undefined) {
+      this.#cache.delete(pageId);
+      this.#cache.set(pageId, hit);
+      return rangeView(pageId, hit, offset, length);
+    }
+    const r = this.#pages.readRangeSync?.(pageId, offset, length, into) ?? -1;
+    if (r === 0) throw new PqdbError('CORRUPTION', `commit page ${pageId} is missing`);
+    return r === 1 ? into.subarray(0, length) : undefined;
+  }
+
   /** Adds a page, evicting the least recently used beyond the bound (the newest always stays). */
   put(pageId: number, page: Uint8Array): void {
     if (this.#cache.has(pageId)) return;

@@ -119,6 +119,8 @@ export class RecordIO {
 
   /** Scratch for the plaintext of a user's read, decoded at once (grown as needed, wiped after each). */
   #plain = new Uint8Array(1024);
+  /** Scratch for the sealed bytes of a user's read taken synchronously (public bytes: not wiped). */
+  #sealedBuf = new Uint8Array(1024);
 
   /**
    * A user's read (purpose 'read', as open) returning `decode(plaintext)`: the record is opened into
@@ -128,7 +130,14 @@ export class RecordIO {
    * @throws as open, and what `decode` throws
    */
   async read<T>(collection: string, id: string, loc: Location, decode: (plaintext: Uint8Array) => T): Promise<T> {
-    const { blob, salt } = await this.#sealed('read', loc);
+    // The sealed bytes synchronously where they can be had so (a cached page, or node-fs's read
+    // into #sealedBuf), opened in the same step: nothing else can use the buffer in between.
+    if (this.#sealedBuf.length < loc.length)
+      this.#sealedBuf = new Uint8Array(Math.max(loc.length, 2 * this.#sealedBuf.length));
+    let salt = this.#saltOf(loc.pageId);
+    let blob =
+      salt !== undefined ? this.#cache.getRangeSync(loc.pageId, loc.offset, loc.length, this.#sealedBuf) : undefined;
+    if (blob === undefined || salt === undefined) ({ blob, salt } = await this.#sealed('read', loc));
     if (this.#plain.length < loc.length) this.#plain = new Uint8Array(Math.max(loc.length, 2 * this.#plain.length));
     const at = { collection, id, sequence: loc.sequence, governance: loc.governance, salt };
     const plaintext = openStored('read', blob, at, this.#keys, this.#registry(), this.#plain);

@@ -525,6 +525,34 @@ class NodeFsPageStore extends BasePageStore {
    * The bytes are authenticated one layer up, by the sealed record's AEAD tag (PageStore.readRange);
    * a range past the page's end is CORRUPTION before any read.
    */
+  /**
+   * readRange's synchronous form (PageStore.readRangeSync): a record-sized range within this turn's
+   * budget of synchronous reads, else -1.
+   */
+  protected override _readRangeSync(id: number, offset: number, length: number, into: Uint8Array): -1 | 0 | 1 {
+    if (length === 0 || length > SYNC_READ_BYTES || this.#syncReads >= SYNC_READS_PER_TURN) return -1;
+    const loc = this.#index.get(id);
+    if (loc === undefined) return 0;
+    checkRangeInPage(this.kind, id, offset, length, loc.length);
+    try {
+      this.#readSync(loc, offset, into.subarray(0, length));
+    } catch (e) {
+      throw mediumError(`node-fs: read page ${id} [${offset}, ${offset + length})`, e);
+    }
+    return 1;
+  }
+
+  /** One synchronous positioned read of `buf.length` bytes at `offset` of the page at `loc`; counted. */
+  #readSync(loc: Location, offset: number, buf: Uint8Array): void {
+    if (this.#syncReads++ === 0) setImmediate(() => (this.#syncReads = 0));
+    readSyncExactly(
+      this.#segments.get(loc.seq)!.fh.fd,
+      buf,
+      loc.offset + RECORD_HEADER_BYTES + offset,
+      segmentName(loc.seq),
+    );
+  }
+
   protected override async _readRange(id: number, offset: number, length: number): Promise<Uint8Array | undefined> {
     // A record-sized range is read synchronously: a positioned read of a few hundred bytes from
     // the OS page cache takes microseconds, a round trip through libuv's thread pool tens to
@@ -548,10 +576,8 @@ class NodeFsPageStore extends BasePageStore {
       const seg = this.#segments.get(loc.seq)!;
       // Nothing runs during a synchronous read, so no compaction step can close the segment's
       // handle under it.
-      if (sync) {
-        if (this.#syncReads++ === 0) setImmediate(() => (this.#syncReads = 0));
-        readSyncExactly(seg.fh.fd, buf, at, segmentName(loc.seq));
-      } else await this.#readAt(seg, buf, length, at);
+      if (sync) this.#readSync(loc, offset, buf);
+      else await this.#readAt(seg, buf, length, at);
     } catch (e) {
       throw mediumError(`node-fs: read page ${id} [${offset}, ${offset + length})`, e);
     }

@@ -119,6 +119,14 @@ export interface PageStore {
    * @example const sealed = await store.readRange(pageId, loc.offset, loc.length);
    */
   readRange?(id: number, offset: number, length: number): Promise<Uint8Array | undefined>;
+  /**
+   * readRange done synchronously into `into[0, length)` when the medium can do it now: 1 when read,
+   * 0 when the page is absent, -1 when not now (then call readRange). node-fs reads a record-sized
+   * range this way (at most 64 in one turn of the event loop); the others answer -1. Optional: a
+   * user's read of a record then costs no promise and no new array. The same trust rule as readRange.
+   * @throws as readRange; RangeError when `into` is shorter than `length`
+   */
+  readRangeSync?(id: number, offset: number, length: number, into: Uint8Array): -1 | 0 | 1;
   /** The manifest (a fresh copy), or undefined before the first commit that set one. */
   readManifest(): Promise<Uint8Array | undefined>;
   /** Ids of the live pages, ascending. */
@@ -448,6 +456,20 @@ export abstract class BasePageStore implements PageStore {
     checkPageId('id', id);
     checkRange(offset, length);
     return this.#track(this._readRange(id, offset, length));
+  }
+
+  readRangeSync(id: number, offset: number, length: number, into: Uint8Array): -1 | 0 | 1 {
+    this.#checkOpen();
+    checkPageId('id', id);
+    checkRange(offset, length);
+    if (!(into instanceof Uint8Array) || into.length < length)
+      throw new RangeError(`"into" expected Uint8Array of length >= ${length}`);
+    return this._readRangeSync(id, offset, length, into);
+  }
+
+  /** Not now (-1): an adapter that can read a range synchronously overrides it. */
+  protected _readRangeSync(_id: number, _offset: number, _length: number, _into: Uint8Array): -1 | 0 | 1 {
+    return -1;
   }
 
   /**
