@@ -142,3 +142,64 @@ describe("a user's read", () => {
     await store.close();
   });
 });
+
+describe('node-fs reads past the synchronous reads of a turn', () => {
+  const setup = async (records: number) => {
+    const { openStore, generateRecipient } = await import('../src/node');
+    const { mkdtempSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = mkdtempSync(join(tmpdir(), 'pqdb-budget-'));
+    const who = generateRecipient();
+    const opts = { unlock: who.secretKey, autoCheckpoint: false, autoCompact: false } as const;
+    const schema = { s: 'string' } as const;
+    let store = await openStore({ location: dir, create: true, recipients: [who.publicKey], ...opts });
+    let c = store.collection('c', { schema });
+    await store.batch((tx) => {
+      for (let i = 0; i < 200; i++) tx.put(c, `r${i}`, { s: `r${i}` });
+    });
+    await store.batch((tx) => {
+      for (let i = 0; i < records; i++) tx.put(c, `q${i}`, { s: `${'q'.repeat(100)}${i}` });
+    });
+    // The first page is left mostly dead: a compaction moves its last records and deletes it.
+    await store.batch((tx) => {
+      for (let i = 0; i < 190; i++) tx.put(c, `r${i}`, { s: `R${i}` });
+    });
+    await store.close();
+    store = await openStore({ location: dir, ...opts }); // no page cached
+    c = store.collection('c', { schema });
+    return { store, c };
+  };
+
+  it('a read waiting for a later turn keeps its page: a compaction deleting it meanwhile changes nothing', async () => {
+    const { store, c } = await setup(3000);
+    // Enough reads at once that the later ones wait for a turn; one of them is of the doomed page.
+    const burst = Promise.all(Array.from({ length: 5000 }, (_, i) => c.get(`q${i % 3000}`)));
+    const doomed = c.get('r195');
+    const compacted = store.compact();
+    expect(await doomed).toEqual({ s: 'r195' });
+    expect((await compacted).pagesRewritten).toBeGreaterThan(0);
+    expect((await burst).every((v, i) => v!.s.endsWith(`${i % 3000}`))).toBe(true);
+    expect(await c.get('r195')).toEqual({ s: 'r195' });
+    await store.close();
+  });
+
+  it('reads waiting for a turn go first: a read started beside a long read loop ends within a few turns', async () => {
+    const { store, c } = await setup(2000);
+    let loopReads = 0;
+    const loop = (async () => {
+      for (let i = 0; i < 20_000; i++) {
+        await c.get(`q${i % 2000}`);
+        loopReads++;
+      }
+    })();
+    // Started once the loop has taken this turn's synchronous reads.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const startedAt = loopReads;
+    await c.get('r7');
+    // Served in the next turn at the latest, ahead of the loop's later reads (64 a turn).
+    expect(loopReads - startedAt).toBeLessThanOrEqual(3 * 64);
+    await loop;
+    await store.close();
+  });
+});

@@ -32,3 +32,31 @@ export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
   }
   return out;
 }
+
+/**
+ * A buffer reused from call to call for transient bytes: beyond 64 bytes V8 gives every new array
+ * a backing store of its own, which its collector has to find and free. `get(n)` gives at least
+ * `n` bytes: the kept buffer (grown as needed) up to `max`, a fresh array past it (not kept, so one
+ * large value does not pin its size for good). With `secret`, a buffer is zeroed before it is
+ * replaced; what a caller writes into it, the caller wipes.
+ */
+export class Scratch {
+  #buf: Uint8Array;
+  readonly #max: number;
+  readonly #secret: boolean;
+
+  constructor(initial: number, max = Infinity, secret = false) {
+    this.#buf = new Uint8Array(initial);
+    this.#max = max;
+    this.#secret = secret;
+  }
+
+  get(n: number): Uint8Array {
+    if (n > this.#max) return new Uint8Array(n);
+    if (n > this.#buf.length) {
+      if (this.#secret) this.#buf.fill(0);
+      this.#buf = new Uint8Array(Math.min(this.#max, Math.max(n, this.#buf.length * 2)));
+    }
+    return this.#buf;
+  }
+}

@@ -10,7 +10,7 @@
 // GCM-SIV (which authenticates the plaintext) decrypts, verifies, and zeroes the output on failure.
 // Tags are compared without data-dependent branches; only the public verdict is branched on.
 
-import { AES_RK, AEAD_SCRATCH, AEAD_SCRATCH_BYTES } from '../common/layout';
+import { AES_RK, AES_RK_BYTES, AEAD_SCRATCH, AEAD_SCRATCH_BYTES } from '../common/layout';
 import { AES256_RK_BYTES, aes256ExpandKey, aes256EncryptBlocks, aes256Ctr, wipeAes } from './aes';
 import { AES256_VP_RK_BYTES, aes256VpExpandKey, aes256VpEncryptBlocks, wipeVperm } from './aes-vperm';
 import {
@@ -22,15 +22,17 @@ export const MODE_GCMSIV: u32 = 1;
 
 // The key blob at AES_RK (made by expandKeyBlob, kept by the facade's keyed form and copied in for
 // each call): the bitsliced round keys (./aes) for passes of up to 8 blocks; in the SIMD build the
-// vector-permutation round keys (./aes-vperm) for single blocks; GHASH's H = E_K(0^128). With H and
-// the one-block cipher kept per key, a GCM record costs one vperm block for E_K(J0) (~125 ns) instead
-// of a bitsliced pass for H and E_K(J0) (~375 ns).
+// vector-permutation round keys (./aes-vperm) for single blocks and short messages (see below);
+// GHASH's H = E_K(0^128). With H and the one-block cipher kept per key, a GCM record costs one vperm
+// block for E_K(J0) (~125 ns) instead of a bitsliced pass for H and E_K(J0) (~375 ns).
 /** Offset of the vperm round keys in the blob (SIMD build; none in the scalar build). */
 const BLOB_VP: usize = AES256_RK_BYTES;
 /** Offset of H in the blob. */
 const BLOB_H: usize = BLOB_VP + (ASC_FEATURE_SIMD ? AES256_VP_RK_BYTES : 0);
 /** Bytes of the key blob: 2176 in the SIMD build, 976 in the scalar build (≤ AES_RK_BYTES). */
 export const KEY_BLOB_BYTES: usize = BLOB_H + 16;
+// The blob must fit its region (checked when the module starts: a trap, never a silent overrun).
+if (KEY_BLOB_BYTES > AES_RK_BYTES) unreachable();
 
 // AEAD_SCRATCH layout.
 const RK2: usize = AEAD_SCRATCH; //          2048: GCM-SIV per-nonce encryption key, expanded
@@ -68,6 +70,8 @@ const WIPE_BYTES: usize = ASC_FEATURE_SIMD ? 2640 + 256 : USED;
 // 3,058 / 2,760 at 256 B.
 /** Messages of at most this many blocks take the vperm paths above. */
 export const SHORT_BLOCKS: usize = 16;
+/** Keyed GCM (bitsliced keys at hand) takes vperm CTR up to this many bytes. */
+const KEYED_GCM_SHORT_BYTES: i64 = 128;
 /** Key forms at AES_RK for aeadBegin: the whole blob, or (SIMD one-shot, short message) vperm keys only. */
 export const KEY_BLOB: u32 = 0;
 export const KEY_VP_ONLY: u32 = 1;
@@ -85,8 +89,8 @@ export function aeadWipe(): void {
 /**
  * Expands the 32-byte key at `key` into the key blob at `blob` (see above). With `gcmParts` false
  * only the bitsliced round keys are written (all GCM-SIV needs: its master key only derives the
- * per-nonce keys, one bitsliced pass). `key` may lie in IN; it is read in full before `blob` is
- * written. Constant time.
+ * per-nonce keys, one bitsliced pass). `key` may lie in IN and must not overlap `blob` (it is read
+ * again after the bitsliced keys are written). Constant time.
  */
 export function expandKeyBlob(key: usize, blob: usize, gcmParts: bool): void {
   aes256ExpandKey(key, blob);
@@ -115,6 +119,7 @@ export function isShort(len: u64): bool {
  * counter blocks from CTR (GCM: inc32 big-endian on bytes 12..15; GCM-SIV: little-endian on 0..3).
  */
 function vpCtr(rk: usize, src: usize, dst: usize, len: usize, littleEndian: bool): void {
+  if (len > SHORT_BLOCKS << 4) unreachable(); // KS holds SHORT_BLOCKS blocks: never past it
   const n = (len + 15) >> 4;
   for (let i: usize = 0; i < n; i++) {
     const b = KS + (i << 4);
@@ -161,14 +166,18 @@ function macBytes(p: usize, len: usize): void {
  * GCM: H = E_K(0^128) from the blob; E_K(J0) by the blob's one-block cipher; J0 = nonce ‖ 0^31 ‖ 1 for a 12-byte nonce, else GHASH_H(nonce ‖ 0^s ‖
  * [0]64 ‖ [len(nonce)]64) (SP 800-38D §7.1 step 2); the first counter block is inc32(J0).
  * GCM-SIV (12-byte nonce only): the RFC 8452 §4 key derivation (six blocks le32(i) ‖ nonce, first
- * halves kept), the per-nonce encryption key expanded into RK2 (for CTR) and, in the SIMD build, also
- * into VP_RK (for the tag block).
+ * halves kept), the per-nonce encryption key expanded, in the SIMD build, into VP_RK (for the tag
+ * block, and for CTR of a short message), and into RK2 for CTR otherwise.
+ * `keyForm` KEY_VP_ONLY (the one-shot form of a short message, SIMD build, 12-byte nonce): only the
+ * blob's vperm keys are there. `msgLen`: the message's length when known (else -1), for the short paths.
  */
 export function aeadBegin(m: u32, nonce: usize, nonceLen: usize, keyForm: u32 = KEY_BLOB, msgLen: i64 = -1): void {
   store<u32>(STATE, m);
   store<u32>(CTR_VP, 0);
   memory.fill(NONCE, 0, 16);
   memory.copy(NONCE, nonce, nonceLen < 12 ? nonceLen : 12);
+  // Only the SIMD build's one-shot form of a 12-byte nonce passes KEY_VP_ONLY: anything else traps.
+  if (keyForm == KEY_VP_ONLY && (!ASC_FEATURE_SIMD || (m == MODE_GCM && nonceLen != 12))) unreachable();
   if (m == MODE_GCM && keyForm == KEY_VP_ONLY) {
     // One-shot, short message, 12-byte nonce (the caller's choice): H and E_K(J0) in one 2-block call.
     memory.fill(DERIVE, 0, 32);
@@ -197,7 +206,7 @@ export function aeadBegin(m: u32, nonce: usize, nonceLen: usize, keyForm: u32 = 
     ghashInit(h); // a fresh accumulator for the message
     blobEncryptBlock(CTR0, EJ0); // E_K(J0)
     // The bitsliced keys are at hand here: vperm CTR wins up to 8 blocks only (measured).
-    if (ASC_FEATURE_SIMD && msgLen >= 0 && msgLen <= 128) store<u32>(CTR_VP, 1);
+    if (ASC_FEATURE_SIMD && msgLen >= 0 && msgLen <= KEYED_GCM_SHORT_BYTES) store<u32>(CTR_VP, 1);
     // The message's first counter block is inc32(J0) (SP 800-38D §7.1 step 5).
     store<u32>(CTR0 + 12, bswap<u32>(bswap<u32>(load<u32>(CTR0 + 12)) + 1));
   } else {

@@ -8,7 +8,7 @@
 // The plaintext returned is the caller's to wipe once decoded or re-sealed.
 
 import { PqdbError } from '../errors';
-import { equalBytes } from '../_bytes';
+import { equalBytes, Scratch } from '../_bytes';
 import { openRecord, sealRecord, sealedLength } from '../crypto/record';
 import type { KeyRing } from './keys';
 import type { Registry } from './registry';
@@ -86,6 +86,9 @@ export interface PutSpec {
   copy?: boolean;
 }
 
+/** Records up to this size are read through RecordIO's reused buffers; larger ones get their own. */
+const SCRATCH_MAX = 64 << 10;
+
 export class RecordIO {
   readonly #cache: PageCache;
   readonly #keys: KeyRing;
@@ -117,10 +120,10 @@ export class RecordIO {
     return openStored(purpose, blob, at, this.#keys, this.#registry());
   }
 
-  /** Scratch for the plaintext of a user's read, decoded at once (grown as needed, wiped after each). */
-  #plain = new Uint8Array(1024);
-  /** Scratch for the sealed bytes of a user's read taken synchronously (public bytes: not wiped). */
-  #sealedBuf = new Uint8Array(1024);
+  /** The plaintext of a user's read, decoded at once (wiped after each); records up to 64 KiB. */
+  readonly #plain = new Scratch(1024, SCRATCH_MAX, true);
+  /** The sealed bytes of a user's read taken synchronously (public bytes: not wiped). */
+  readonly #sealedBuf = new Scratch(1024, SCRATCH_MAX);
 
   /**
    * A user's read (purpose 'read', as open) returning `decode(plaintext)`: the record is opened into
@@ -132,15 +135,14 @@ export class RecordIO {
   async read<T>(collection: string, id: string, loc: Location, decode: (plaintext: Uint8Array) => T): Promise<T> {
     // The sealed bytes synchronously where they can be had so (a cached page, or node-fs's read
     // into #sealedBuf), opened in the same step: nothing else can use the buffer in between.
-    if (this.#sealedBuf.length < loc.length)
-      this.#sealedBuf = new Uint8Array(Math.max(loc.length, 2 * this.#sealedBuf.length));
     let salt = this.#saltOf(loc.pageId);
     let blob =
-      salt !== undefined ? this.#cache.getRangeSync(loc.pageId, loc.offset, loc.length, this.#sealedBuf) : undefined;
+      salt !== undefined && loc.length <= SCRATCH_MAX
+        ? this.#cache.getRangeSync(loc.pageId, loc.offset, loc.length, this.#sealedBuf.get(loc.length))
+        : undefined;
     if (blob === undefined || salt === undefined) ({ blob, salt } = await this.#sealed('read', loc));
-    if (this.#plain.length < loc.length) this.#plain = new Uint8Array(Math.max(loc.length, 2 * this.#plain.length));
     const at = { collection, id, sequence: loc.sequence, governance: loc.governance, salt };
-    const plaintext = openStored('read', blob, at, this.#keys, this.#registry(), this.#plain);
+    const plaintext = openStored('read', blob, at, this.#keys, this.#registry(), this.#plain.get(loc.length));
     try {
       return decode(plaintext);
     } finally {

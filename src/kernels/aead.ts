@@ -495,15 +495,20 @@ function sealOneShot(
   const at = KEY_BYTES + nonce.length + aad.length;
   if (at + pt.length > k.IN_BYTES || pt.length + TAG_BYTES > k.OUT_BYTES)
     return withKey(k, key, () => sealStream(k, mode, nonce, pt, aad, output));
-  bytes('key', key, KEY_BYTES); // again at each use: a detached buffer must not seal under a zero key
   const out = target(output, pt.length + TAG_BYTES);
-  k.mem.set(key, k.IN);
-  k.mem.set(nonce, k.IN + KEY_BYTES);
-  k.mem.set(aad, k.IN + KEY_BYTES + nonce.length);
-  k.mem.set(pt, k.IN + at);
+  loadOneShot(k, key, nonce, aad, pt);
   k.x.aead_seal_key(MODE_ID[mode], nonce.length, aad.length, pt.length);
   drain(k, out, 0, out.length);
   return out;
+}
+
+/** IN = key ‖ nonce ‖ aad ‖ data: a one-shot call's input (the kernel wipes it). */
+function loadOneShot(k: AeadKernel, key: Uint8Array, nonce: Uint8Array, aad: Uint8Array, data: Uint8Array): void {
+  bytes('key', key, KEY_BYTES); // again at each use: a detached buffer must not act as a zero key
+  k.mem.set(key, k.IN);
+  k.mem.set(nonce, k.IN + KEY_BYTES);
+  k.mem.set(aad, k.IN + KEY_BYTES + nonce.length);
+  k.mem.set(data, k.IN + KEY_BYTES + nonce.length + aad.length);
 }
 
 /** The one-shot open (see sealOneShot). @throws PqdbError AUTH_FAILED */
@@ -521,11 +526,7 @@ function openOneShot(
   const at = KEY_BYTES + nonce.length + aad.length;
   if (at + ct.length > k.IN_BYTES || len > k.OUT_BYTES)
     return withKey(k, key, () => openStream(k, mode, nonce, ct, aad, output));
-  bytes('key', key, KEY_BYTES);
-  k.mem.set(key, k.IN);
-  k.mem.set(nonce, k.IN + KEY_BYTES);
-  k.mem.set(aad, k.IN + KEY_BYTES + nonce.length);
-  k.mem.set(ct, k.IN + at);
+  loadOneShot(k, key, nonce, aad, ct);
   if (k.x.aead_open_key(MODE_ID[mode], nonce.length, aad.length, len) !== 1) throw authFailed(); // all wiped
   const out = target(output, len);
   drain(k, out, 0, len);

@@ -515,8 +515,74 @@ class NodeFsPageStore extends BasePageStore {
     return this.#checked(id, loc, buf);
   }
 
-  /** Synchronous ranged reads in this turn of the event loop. */
+  // Record-sized ranges are read synchronously: a positioned read of a few hundred bytes from the
+  // OS page cache takes microseconds, a round trip through libuv's thread pool tens to hundreds of
+  // them (measured: 9-16k sequential random reads/s through it at 1M records, and a read loop that
+  // sent every 65th read there idled a fifth of its time). A loop of reads that only awaits them
+  // would never let I/O callbacks run, so a turn of the event loop takes at most
+  // SYNC_READS_PER_TURN of them; a read past that waits for a later turn (setImmediate: after the
+  // poll phase) in a first-come queue, served before any new read of that turn, with its page's
+  // location and segment taken before it waits (the segment pinned), as the thread-pool read does:
+  // a compaction step that deletes or moves the page meanwhile cannot take its bytes away.
+
+  /** Synchronous ranged reads granted in this turn of the event loop. */
   #syncReads = 0;
+  /** A turn's reset of #syncReads is scheduled. */
+  #turnScheduled = false;
+  /** Reads waiting for a synchronous read of a later turn, first come first served. */
+  readonly #waiting: (() => void)[] = [];
+
+  /** Takes one of this turn's synchronous reads: false when none is left, or reads wait for one. */
+  #takeSyncRead(): boolean {
+    if (this.#waiting.length > 0 || this.#syncReads >= SYNC_READS_PER_TURN) return false;
+    this.#syncReads++;
+    this.#scheduleTurn();
+    return true;
+  }
+
+  /** Resets the count at the next turn, granting its reads to the waiting ones first. */
+  #scheduleTurn(): void {
+    if (this.#turnScheduled) return;
+    this.#turnScheduled = true;
+    setImmediate(() => {
+      this.#turnScheduled = false;
+      const ready = this.#waiting.splice(0, SYNC_READS_PER_TURN);
+      this.#syncReads = ready.length;
+      if (this.#syncReads > 0 || this.#waiting.length > 0) this.#scheduleTurn();
+      for (const grant of ready) grant();
+    });
+  }
+
+  /** Waits for a synchronous read granted in a later turn (the caller holds its segment pinned). */
+  #waitSyncRead(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.#waiting.push(resolve);
+      this.#scheduleTurn();
+    });
+  }
+
+  /**
+   * readRange's synchronous form (PageStore.readRangeSync): a record-sized range within this turn's
+   * reads (none while reads wait for a turn), else -1.
+   */
+  protected override _readRangeSync(id: number, offset: number, length: number, into: Uint8Array): -1 | 0 | 1 {
+    if (length === 0 || length > SYNC_READ_BYTES) return -1;
+    const loc = this.#index.get(id);
+    if (loc === undefined) return 0;
+    checkRangeInPage(this.kind, id, offset, length, loc.length);
+    if (!this.#takeSyncRead()) return -1;
+    try {
+      this.#readSync(this.#segments.get(loc.seq)!, loc, offset, into.subarray(0, length));
+    } catch (e) {
+      throw mediumError(`node-fs: read page ${id} [${offset}, ${offset + length})`, e);
+    }
+    return 1;
+  }
+
+  /** One synchronous positioned read of `buf.length` bytes at `offset` of the page at `loc` in `seg`. */
+  #readSync(seg: Segment, loc: Location, offset: number, buf: Uint8Array): void {
+    readSyncExactly(seg.fh.fd, buf, loc.offset + RECORD_HEADER_BYTES + offset, segmentName(loc.seq));
+  }
 
   /**
    * One positioned read of the range, at the page's body in its segment (from the in-memory index)
@@ -525,47 +591,7 @@ class NodeFsPageStore extends BasePageStore {
    * The bytes are authenticated one layer up, by the sealed record's AEAD tag (PageStore.readRange);
    * a range past the page's end is CORRUPTION before any read.
    */
-  /**
-   * readRange's synchronous form (PageStore.readRangeSync): a record-sized range within this turn's
-   * budget of synchronous reads, else -1.
-   */
-  protected override _readRangeSync(id: number, offset: number, length: number, into: Uint8Array): -1 | 0 | 1 {
-    if (length === 0 || length > SYNC_READ_BYTES || this.#syncReads >= SYNC_READS_PER_TURN) return -1;
-    const loc = this.#index.get(id);
-    if (loc === undefined) return 0;
-    checkRangeInPage(this.kind, id, offset, length, loc.length);
-    try {
-      this.#readSync(loc, offset, into.subarray(0, length));
-    } catch (e) {
-      throw mediumError(`node-fs: read page ${id} [${offset}, ${offset + length})`, e);
-    }
-    return 1;
-  }
-
-  /** One synchronous positioned read of `buf.length` bytes at `offset` of the page at `loc`; counted. */
-  #readSync(loc: Location, offset: number, buf: Uint8Array): void {
-    if (this.#syncReads++ === 0) setImmediate(() => (this.#syncReads = 0));
-    readSyncExactly(
-      this.#segments.get(loc.seq)!.fh.fd,
-      buf,
-      loc.offset + RECORD_HEADER_BYTES + offset,
-      segmentName(loc.seq),
-    );
-  }
-
   protected override async _readRange(id: number, offset: number, length: number): Promise<Uint8Array | undefined> {
-    // A record-sized range is read synchronously: a positioned read of a few hundred bytes from
-    // the OS page cache takes microseconds, a round trip through libuv's thread pool tens to
-    // hundreds of them (measured: 9-16k sequential random reads/s through it at 1M records). A loop
-    // of reads that only awaits them would never let I/O callbacks run: after SYNC_READS_PER_TURN
-    // synchronous reads in one turn of the event loop, the next read first waits for the next turn
-    // (setImmediate, after the poll phase; its count starts again there). That wait is ~1.5% of the
-    // reads of such a loop; sending those reads through the thread pool instead had the loop idle
-    // a fifth of its time at 1M records.
-    const sync = length > 0 && length <= SYNC_READ_BYTES;
-    // (In a loop: many reads waiting at once take at most SYNC_READS_PER_TURN of the next turn.)
-    while (sync && this.#syncReads >= SYNC_READS_PER_TURN) await new Promise<void>((resolve) => setImmediate(resolve));
-    // Looked up after that wait: a compaction step may have moved the page meanwhile.
     const loc = this.#index.get(id);
     if (loc === undefined) return undefined;
     checkRangeInPage(this.kind, id, offset, length, loc.length);
@@ -574,10 +600,19 @@ class NodeFsPageStore extends BasePageStore {
     try {
       const at = loc.offset + RECORD_HEADER_BYTES + offset;
       const seg = this.#segments.get(loc.seq)!;
-      // Nothing runs during a synchronous read, so no compaction step can close the segment's
-      // handle under it.
-      if (sync) this.#readSync(loc, offset, buf);
-      else await this.#readAt(seg, buf, length, at);
+      if (length > SYNC_READ_BYTES) await this.#readAt(seg, buf, length, at);
+      // Nothing runs during a synchronous read, so no compaction step can close the handle under it.
+      else if (this.#takeSyncRead()) this.#readSync(seg, loc, offset, buf);
+      else {
+        seg.readers++;
+        try {
+          await this.#waitSyncRead();
+          this.#readSync(seg, loc, offset, buf);
+        } finally {
+          seg.readers--;
+          if (seg.retired && seg.readers === 0) await seg.fh.close().catch(() => undefined);
+        }
+      }
     } catch (e) {
       throw mediumError(`node-fs: read page ${id} [${offset}, ${offset + length})`, e);
     }

@@ -7,6 +7,7 @@ import { HASH_BYTES } from '../../crypto/merkle';
 import { sealedLength, type Governance } from '../../crypto/record';
 import { suite as suiteOf, type SuiteName } from '../../crypto/suites';
 import { yieldToEventLoop } from '../../_yield';
+import { Scratch } from '../../_bytes';
 import type { KeyDirectory } from '../directory';
 import type { MerkleLogs } from '../merkle-log';
 import type { RecordIO } from '../records';
@@ -135,18 +136,14 @@ const ARENA_BLOCK_BYTES = 64 * 1024;
  * by half.
  */
 export class CopyBuffers {
-  #plain = new Uint8Array(4096);
+  readonly #plain = new Scratch(4096, Infinity, true);
   readonly #blocks: Uint8Array[] = [];
   #block = 0;
   #at = 0;
 
   /** A buffer of at least `n` bytes for one plaintext (the caller wipes what it wrote). */
   plaintext(n: number): Uint8Array {
-    if (n > this.#plain.length) {
-      this.#plain.fill(0);
-      this.#plain = new Uint8Array(Math.max(n, this.#plain.length * 2));
-    }
-    return this.#plain;
+    return this.#plain.get(n);
   }
 
   /** `n` bytes of the arena, free until the next reset (a record larger than a block gets its own). */
