@@ -175,7 +175,16 @@ if (!args.includes('--skip-kat')) {
 if (!args.includes('--skip-tests')) {
   const files = all ? [] : CRYPTO_TEST_FILES;
   log(`vitest on arm64 (${all ? 'every file in node-tests/' : `${files.length} crypto files`}, worker threads) …`);
-  const r = await arm64Node(env, ['node_modules/vitest/vitest.mjs', 'run', '--pool=threads', ...files]);
+  // Ten times the configured timeouts: a hook that builds both kernels' pristine memory images
+  // takes over a minute under qemu on a shared host.
+  const r = await arm64Node(env, [
+    'node_modules/vitest/vitest.mjs',
+    'run',
+    '--pool=threads',
+    '--testTimeout=1200000',
+    '--hookTimeout=600000',
+    ...files,
+  ]);
   const plain = r.output.replace(/\x1b\[[0-9;]*m/g, '');
   const summary = /^vitest: (\d+) passed, (\d+) failed, (\d+) skipped$/m.exec(plain);
   const filesLine = /Test Files\s+(.*)$/m.exec(plain);
