@@ -193,7 +193,7 @@ export function toMarkdown(m, opts = {}) {
   lines.push('');
   lines.push(
     'ratio = peer median ÷ pqdb median for the same operation, measured in the same process; **> 1 means pqdb is faster**. ' +
-      'The pqdb row is its best build for that operation on that host (named in the "pqdb row" column).',
+      'The pqdb row is its best build for that operation on that host (the "pqdb row" column names it, one name per host column in their order when they differ).',
   );
   lines.push('');
   if (m.columns.some((c) => c.includes('(emulated)')))
@@ -206,13 +206,11 @@ export function toMarkdown(m, opts = {}) {
   const esc = (s) => String(s).replace(/\|/g, '\\|');
   for (const r of m.rows) {
     const names = [...new Set(Object.values(r.pqdbNames).map(shortPqdb))];
+    // One name when every column agrees, else one per column in column order.
     const pqdbCell =
       names.length === 1
         ? names[0]
-        : m.columns
-            .filter((c) => r.pqdbNames[c] !== undefined)
-            .map((c) => `${shortPqdb(r.pqdbNames[c])} (${c})`)
-            .join('; ');
+        : m.columns.map((c) => (r.pqdbNames[c] === undefined ? '—' : shortPqdb(r.pqdbNames[c]))).join(' / ');
     const cells = m.columns.map((c) => (r.ratios[c] === undefined ? '—' : fmtRatio(r.ratios[c])));
     lines.push(`| ${esc(r.bench)} | ${esc(r.title)} | ${esc(r.peer)} | ${esc(pqdbCell)} | ${cells.join(' | ')} |`);
   }
