@@ -1,14 +1,13 @@
 // Authority decisions: the cost per record of a compiled policy's decision (the migration and read
 // paths ask one per record), and of verifying a signed policy (once per setPolicy and open).
-// Medians and p90 from bench/harness.mjs; writes bench/results/authority-<date>.json.
+// Medians and p90 from bench/harness.mjs; writes
+// bench/results/authority-<arch>[-emulated]-<runtime>-<date>[-n].json.
 //
 //   node bench/authority.mjs [--out report.json]
 
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import { generateSigner, signPolicy, verifyPolicy } from '../dist/node.js';
 import { compilePolicy } from '../dist/crypto/policy.js';
-import { hostInfo, measure, fmtTime } from './harness.mjs';
+import { hostInfo, measure, fmtTime, saveReport } from './harness.mjs';
 
 const args = process.argv.slice(2);
 const outArg = args.includes('--out') ? args[args.indexOf('--out') + 1] : undefined;
@@ -49,7 +48,5 @@ const results = [
 for (const r of results)
   console.log(`${r.name.padEnd(44)} median ${fmtTime(r.medianNs).padStart(10)}   p90 ${fmtTime(r.p90Ns).padStart(10)}`);
 const host = hostInfo();
-const out = outArg ?? join('bench', 'results', `authority-${host.date.slice(0, 19).replace(/[:T]/g, '-')}.json`);
-mkdirSync(dirname(out), { recursive: true });
-writeFileSync(out, JSON.stringify({ host, rules: rules.length, signedBytes: signed.length, results }, null, 2) + '\n');
+const out = saveReport('authority', { host, rules: rules.length, signedBytes: signed.length, results }, outArg);
 console.log(`signed policy of ${rules.length} rules: ${signed.length} B; report: ${out}`);

@@ -17,7 +17,7 @@
 //      and one without, alternately;
 //   4. posture: `store.posture()` on the loaded store, when the Store has that method.
 //
-// Writes bench/results/copies-<arch>-node<major>-<date>.json and a Markdown summary beside it, and
+// Writes bench/results/copies-<arch>[-emulated]-<runtime>-<date>[-n].json and a Markdown summary beside it, and
 // prints the table. Exits 0 whatever the figures: the targets are reported, not asserted
 // (node-tests/copies-bench.test.ts checks the accounting on a small run).
 //
@@ -31,7 +31,7 @@ import { fileURLToPath } from 'node:url';
 import { openStore, restoreStore, deleteStore, generateRecipient, generateSigner, signPolicy } from '../dist/node.js';
 import { authorityAllows } from '../dist/engine/authority.js';
 import { canonicalGovernanceText } from '../dist/crypto/record.js';
-import { hostInfo, synsets } from './harness.mjs';
+import { hostInfo, synsets, reportPath } from './harness.mjs';
 
 export const DEFAULTS = Object.freeze({
   records: 100_000,
@@ -522,11 +522,7 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
     if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`${name} expected a positive integer`);
     return v;
   };
-  const stamp = new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-');
-  const out = arg(
-    '--out',
-    join('bench', 'results', `copies-${process.arch}-node${process.versions.node.split('.')[0]}-${stamp}.json`),
-  );
+  const out = arg('--out', undefined) ?? reportPath('copies');
   const e = await runCopiesBench({
     records: num('--records', DEFAULTS.records),
     backupRuns: num('--backup-runs', DEFAULTS.backupRuns),

@@ -196,9 +196,20 @@ export function reportPath(bench, opts = {}) {
   const arch = `${host.arch}${host.emulated ? '-emulated' : ''}`;
   const stem = `${bench}-${arch}-${opts.runtime ?? runtimeTag()}-${host.date.slice(0, 10)}`;
   for (let n = 1; ; n++) {
-    const path = join(dir, `${stem}${n === 1 ? '' : `-${n}`}.${ext}`);
+    const path = join(dir, `${stem}${n === 1 ? '' : `-${n}`}${ext === '' ? '' : `.${ext}`}`);
     if (!existsSync(path)) return path;
   }
+}
+
+/**
+ * Where a bench that writes several files puts them: the directory
+ * `<dir>/<bench>-<arch>[-emulated]-<runtime>-<YYYY-MM-DD>[-n]` (not created), named as reportPath
+ * names a file; the summary JSON inside carries `host`.
+ * @param {string} bench
+ * @param {{ runtime?: string, host?: ReturnType<typeof hostInfo>, dir?: string }} [opts]
+ */
+export function reportDir(bench, opts = {}) {
+  return reportPath(bench, { ...opts, ext: '' });
 }
 
 /** Writes `report` as JSON to reportPath(bench, opts) (directories made); returns the path. */
@@ -207,4 +218,19 @@ export function writeReport(bench, report, opts = {}) {
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, `${JSON.stringify(report, null, 2)}\n`);
   return path;
+}
+
+/**
+ * Writes `report` as JSON to `out` when given (a bench's --out; directories made), else through
+ * writeReport(bench, …); returns the path written.
+ * @param {string} bench
+ * @param {{ host: ReturnType<typeof hostInfo> }} report
+ * @param {string | undefined} out
+ * @param {{ runtime?: string, dir?: string }} [opts]
+ */
+export function saveReport(bench, report, out, opts = {}) {
+  if (out === undefined) return writeReport(bench, report, opts);
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
+  return out;
 }

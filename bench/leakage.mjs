@@ -5,11 +5,12 @@
 // below it, none was detected at this sample size (it is evidence, not proof).
 //
 //   node bench/leakage.mjs [--samples N] [--flavor simd|scalar] [--out report.json]
+//   (default report: bench/results/leakage-<arch>[-emulated]-<runtime>-<date>[-n].json)
 
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { randomFillSync } from 'node:crypto';
-import { hostInfo } from './harness.mjs';
+import { hostInfo, reportPath } from './harness.mjs';
 
 const args = process.argv.slice(2);
 const arg = (name, dflt) => (args.includes(name) ? args[args.indexOf(name) + 1] : dflt);
@@ -143,10 +144,7 @@ for (const flavor of flavors) {
     report.results.push({ flavor, check: c.name, t: r.t, meanFixedNs: r.meanFixedNs, meanRandomNs: r.meanRandomNs });
   }
 }
-const out = arg(
-  '--out',
-  `bench/results/leakage-${report.host.arch}-${report.host.date.slice(0, 19).replace(/[:T]/g, '-')}.json`,
-);
+const out = arg('--out', undefined) ?? reportPath('leakage', { host: report.host });
 mkdirSync(dirname(out), { recursive: true });
 writeFileSync(out, JSON.stringify(report, null, 2) + '\n');
 console.log(`\nreport: ${out}`);

@@ -15,7 +15,7 @@
 //        [--queries 500] [--exports 1000] [--seed 1] [--quiet]
 //
 // Writes expected-manifest.json (before the run), evidence.json and summary.md into --out (default
-// bench/results/migration-browser-<date>[-n]/). Needs `npm run build` first and Chromium at
+// bench/results/migration-<arch>-chromium<major>-<date>[-n]/, evidence.json carrying `host`). Needs `npm run build` first and Chromium at
 // /usr/bin/chromium (or CHROMIUM_PATH). Exits 0 whatever the figures (they are reported, not
 // asserted; browser-tests/migration.spec.mjs asserts correctness on a small run), 1 on a failure
 // to run.
@@ -32,10 +32,10 @@
 
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { hostInfo, synsets } from './harness.mjs';
+import { hostInfo, synsets, reportDir } from './harness.mjs';
 import {
   valueHash,
   prng,
@@ -729,12 +729,9 @@ export function summarize(e) {
   ].join('\n');
 }
 
-function defaultOut() {
-  const date = new Date().toISOString().slice(0, 10);
-  for (let n = 1; ; n++) {
-    const dir = join(HERE, 'results', n === 1 ? `migration-browser-${date}` : `migration-browser-${date}-${n}`);
-    if (!existsSync(dir)) return dir;
-  }
+/** bench/results/migration-<arch>-chromium<major>-<date>[-n]/ (the Node host's arch and facts). */
+function defaultOut(browserVersion) {
+  return reportDir('migration', { dir: join(HERE, 'results'), runtime: `chromium${browserVersion.split('.')[0]}` });
 }
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
@@ -745,7 +742,7 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
     if (!Number.isInteger(v) || v < 1) throw new RangeError(`${n} expected a positive integer`);
     return v;
   };
-  const out = arg('--out', defaultOut());
+  let out = arg('--out', undefined);
   const { chromium } = await import('playwright-core');
   const port = await freePort();
   const server = spawn(process.execPath, [join(HERE, '..', 'browser-tests', 'server.mjs'), String(port)], {
@@ -764,6 +761,7 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
       '--no-first-run',
     ],
   });
+  out ??= defaultOut(browser.version());
   let code = 0;
   try {
     const page = await browser.newPage();

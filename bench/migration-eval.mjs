@@ -10,7 +10,7 @@
 //        [--chunk-records 256] [--queries 1000] [--word-sample 50] [--suite-sample 5000] [--seed 1] [--keep-store] [--quiet]
 //
 // Writes evidence.json (every request, timeline, accounting, verification, host) and summary.md in
-// --out (default bench/results/migration-<date>-<n>/); with --runs > 1, one run-<i>/ per run plus
+// --out (default bench/results/migration-<arch>[-emulated]-<runtime>-<date>[-n]/); with --runs > 1, one run-<i>/ per run plus
 // a combined summary.md and combined.json. Exits 0 whatever the figures: the targets are reported,
 // not asserted (node-tests/migration-eval.test.ts asserts correctness on a small run).
 //
@@ -24,12 +24,12 @@
 //                 or wrong answer counting as an infinite latency
 
 import { fork } from 'node:child_process';
-import { mkdirSync, writeFileSync, existsSync, rmSync, readdirSync, statSync } from 'node:fs';
+import { mkdirSync, writeFileSync, rmSync, readdirSync, statSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { hostInfo, duBytes } from './harness.mjs';
+import { hostInfo, duBytes, reportDir } from './harness.mjs';
 import { buildFixture } from './migration/fixture.mjs';
 import {
   TO_SUITE,
@@ -655,12 +655,9 @@ function longestStall(m) {
   return worst === 0 ? '< 10 ms' : `${worst.toFixed(1)} ms`;
 }
 
-function defaultOut(records) {
-  const date = new Date().toISOString().slice(0, 10);
-  for (let n = 1; ; n++) {
-    const dir = join(HERE, 'results', `migration-${date}-${n}`);
-    if (!existsSync(dir)) return dir;
-  }
+/** bench/results/migration-<arch>[-emulated]-node<major>-<date>[-n]/. */
+function defaultOut() {
+  return reportDir('migration', { dir: join(HERE, 'results') });
 }
 
 /** Runs `runs` evaluations in a row (one directory each) and writes the combined table. */
@@ -708,7 +705,7 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
     quiet: args.includes('--quiet'),
   };
   const runs = num('--runs', 1);
-  const out = arg('--out', undefined) ?? defaultOut(options.records);
+  const out = arg('--out', undefined) ?? defaultOut();
   mkdirSync(out, { recursive: true });
   if (runs > 1) {
     const list = await runMany({ ...options, out }, runs);

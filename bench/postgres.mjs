@@ -13,7 +13,8 @@
 // system clock at start, to a microsecond or so; performance.now() then counts monotonically), so
 // the two stamps compare without any exchange of clocks.
 //
-//   node bench/postgres.mjs [--records 100000] [--batch 1000] [--out bench/results/postgres-….json]
+//   node bench/postgres.mjs [--records 100000] [--batch 1000] [--out report.json]
+//   (default report: bench/results/postgres-<arch>[-emulated]-<runtime>-<date>[-n].json, and .md beside it)
 // Writes the JSON report and a Markdown summary beside it (same name, .md).
 
 import { mkdtempSync, rmSync, readdirSync, statSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -24,7 +25,7 @@ import { fork } from 'node:child_process';
 import * as esbuild from 'esbuild';
 import { openStore, generateRecipient } from '../dist/node.js';
 import { openPostgresPageStore } from '../dist/postgres.js';
-import { hostInfo, synsets, duBytes, shuffled } from './harness.mjs';
+import { hostInfo, synsets, duBytes, shuffled, reportPath } from './harness.mjs';
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -288,11 +289,8 @@ try {
   rmSync(base, { recursive: true, force: true });
 }
 
-const out = arg(
-  '--out',
-  `bench/results/postgres-${process.arch}-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')}.json`,
-);
 const host = hostInfo();
+const out = arg('--out', undefined) ?? reportPath('postgres', { host });
 mkdirSync(dirname(out), { recursive: true });
 const report = {
   host,

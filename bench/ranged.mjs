@@ -9,13 +9,14 @@
 //
 //   node bench/ranged.mjs [--pages 1000] [--page-bytes 200000] [--range-bytes 150] [--round-ms 500]
 //                         [--rounds 7] [--out report.json]
+//   (default report: bench/results/ranged-<arch>[-emulated]-<runtime>-<date>[-n].json)
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomFillSync } from 'node:crypto';
 import { openNodeFsPageStore } from '../dist/node.js';
-import { hostInfo, duBytes } from './harness.mjs';
+import { hostInfo, duBytes, saveReport } from './harness.mjs';
 
 const args = process.argv.slice(2);
 const arg = (n, d) => (args.includes(n) ? args[args.indexOf(n) + 1] : d);
@@ -92,7 +93,7 @@ try {
 
   const report = {
     bench: 'ranged',
-    ...hostInfo(),
+    host: hostInfo(),
     store: { adapter: 'node-fs', pages: PAGES, pageBytes: PAGE_BYTES, onDiskBytes: duBytes(dir), writeMs },
     rangeBytes: RANGE_BYTES,
     rounds: ROUNDS,
@@ -103,7 +104,7 @@ try {
     rows: rows.map((r) => ({ ...r, ratio: r.readRangeOpsPerSec / r.readPageOpsPerSec })),
   };
   console.log(
-    `node-fs, ${PAGES} pages of ${PAGE_BYTES} bytes, random ${RANGE_BYTES}-byte ranges; median of ${ROUNDS} rounds of ${ROUND_MS} ms (${report.cpu}, ${report.runtime})`,
+    `node-fs, ${PAGES} pages of ${PAGE_BYTES} bytes, random ${RANGE_BYTES}-byte ranges; median of ${ROUNDS} rounds of ${ROUND_MS} ms (${report.host.cpu}, ${report.host.runtime})`,
   );
   console.log('in flight | readPage ops/s | readRange ops/s | ratio');
   for (const r of report.rows) {
@@ -111,7 +112,7 @@ try {
       `${String(r.inFlight).padStart(9)} | ${Math.round(r.readPageOpsPerSec).toLocaleString('en-US').padStart(14)} | ${Math.round(r.readRangeOpsPerSec).toLocaleString('en-US').padStart(15)} | ${r.ratio.toFixed(1)}x`,
     );
   }
-  if (out !== undefined) writeFileSync(out, JSON.stringify(report, null, 2) + '\n');
+  console.log(`report: ${saveReport('ranged', report, out)}`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

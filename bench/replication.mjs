@@ -30,7 +30,7 @@
 //   PQDB_REPL_CUT_AT_S 120  PQDB_REPL_CUT_S 10   PQDB_REPL_RUNS 5   PQDB_REPL_FAULT_RUNS 1
 //   PQDB_REPL_BULK 100000   PQDB_REPL_BULK_SMALL 50000   PQDB_REPL_BULK_FOLLOW 20   PQDB_REPL_BULK_TIMEOUT_S 120
 //   PQDB_REPL_NET auto|netns|loopback   PQDB_REPL_ONLY campaign,faults,bulk
-//   PQDB_REPL_OUT <dir>     (default bench/results/replication-<date>[-n]/; when it holds an
+//   PQDB_REPL_OUT <dir>     (default bench/results/replication-<arch>-<runtime>-<date>[-n]/; when it holds an
 //                            evidence.json, the parts not in PQDB_REPL_ONLY are kept from it)
 //
 // Writes evidence.json (every write, every applied commit, every process, the verification) and
@@ -52,7 +52,7 @@ import net from 'node:net';
 import os from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { hostInfo, duBytes } from './harness.mjs';
+import { hostInfo, duBytes, reportDir } from './harness.mjs';
 import { typedEqual, typedHash, wallMs, toB64, SUITE } from './replication/common.mjs';
 import { campaignRecords } from './replication/fixture.mjs';
 import { generateRecipient, generateSigner } from '../dist/node.js';
@@ -1052,12 +1052,9 @@ export function summarize(e) {
   return lines.join('\n');
 }
 
+/** bench/results/replication-<arch>[-emulated]-node<major>-<date>[-n]/. */
 function defaultOut() {
-  const date = new Date().toISOString().slice(0, 10);
-  for (let n = 1; ; n++) {
-    const dir = join(HERE, 'results', `replication-${date}${n === 1 ? '' : `-${n}`}`);
-    if (!existsSync(dir)) return dir;
-  }
+  return reportDir('replication', { dir: join(HERE, 'results') });
 }
 
 export async function main() {

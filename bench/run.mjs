@@ -7,7 +7,8 @@
 //   npm run bench                 all benches
 //   node bench/run.mjs --quick    shorter samples (a smoke run)
 //   node bench/run.mjs --only aead   one group: sha2, aead or pq
-//   node bench/run.mjs --out f    JSON report path (default bench/results/<arch>-<date>.json)
+//   node bench/run.mjs --out f    JSON report path (default
+//                                 bench/results/kernels-<arch>[-emulated]-<runtime>-<date>[-n].json)
 
 import {
   createHash,
@@ -33,7 +34,7 @@ import { sha384 as nobleSha384 } from '@noble/hashes/sha2.js';
 import { hkdf as nobleHkdf } from '@noble/hashes/hkdf.js';
 import { createSHA384 } from 'hash-wasm';
 import * as pqdb from '../dist/crypto.js';
-import { measureInterleaved, fmtTime, hostInfo } from './harness.mjs';
+import { measureInterleaved, fmtTime, hostInfo, writeReport } from './harness.mjs';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
@@ -590,8 +591,10 @@ if (only === undefined || only === 'aead') {
   console.log('');
 }
 
-const out =
-  outIdx >= 0 ? args[outIdx + 1] : `bench/results/${host.arch}-${host.date.slice(0, 19).replace(/[:T]/g, '-')}.json`;
-mkdirSync(dirname(out), { recursive: true });
-writeFileSync(out, JSON.stringify(report, null, 2) + '\n');
+let out;
+if (outIdx >= 0) {
+  out = args[outIdx + 1];
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, JSON.stringify(report, null, 2) + '\n');
+} else out = writeReport('kernels', report);
 console.log(`report: ${out}`);

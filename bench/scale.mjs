@@ -24,7 +24,7 @@
 //        [--out DIR]
 //
 // Writes scale.json (every figure, with the host) and scale.md (one table per part) in --out
-// (default bench/results/scale-<date>/). Targets are reported, not asserted.
+// (default bench/results/scale-<arch>[-emulated]-<runtime>-<date>[-n]/). Targets are reported, not asserted.
 
 import { mkdtempSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir, loadavg } from 'node:os';
@@ -36,7 +36,7 @@ import { createCipheriv, randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { ClassicLevel } from 'classic-level';
 import { openStore, generateRecipient, generateSigner } from '../dist/node.js';
-import { hostInfo, synsets, duBytes, shuffled } from './harness.mjs';
+import { hostInfo, synsets, duBytes, shuffled, reportDir } from './harness.mjs';
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -54,7 +54,7 @@ const ROUNDS = Number(arg('--rounds', 3));
 const LIVE_SAMPLE = Number(arg('--live-sample', 1000));
 /** No reader during compaction and migration: their time alone, to compare with the time beside one. */
 const NO_READER = args.includes('--no-reader');
-const OUT = arg('--out', join(repo, 'bench', 'results', `scale-${new Date().toISOString().slice(0, 10)}`));
+const OUT = arg('--out', undefined) ?? reportDir('scale', { dir: join(repo, 'bench', 'results') });
 const MIGRATE_TO = 'cnsa2-gcm-hkdf384-commit';
 const TARGETS = Object.freeze({ migrationMs: 45_000, migrationReadP99Ms: 25, diskToLive: 1.3 });
 const ENGINES = ['pqdb', 'sqlite', 'level'];

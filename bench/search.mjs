@@ -21,7 +21,7 @@ import { runInNewContext } from 'node:vm';
 import MiniSearch from 'minisearch';
 import { Index as FlexIndex } from 'flexsearch';
 import { openStore, generateRecipient } from '../dist/node.js';
-import { hostInfo, synsets } from './harness.mjs';
+import { hostInfo, synsets, reportPath } from './harness.mjs';
 
 const args = process.argv.slice(2);
 const arg = (n, d) => (args.includes(n) ? args[args.indexOf(n) + 1] : d);
@@ -319,11 +319,7 @@ console.log(
 );
 
 const host = hostInfo();
-const stamp = host.date.slice(0, 19).replace(/[:T]/g, '-');
-const out = arg(
-  '--out',
-  `bench/results/search-${process.arch}-node${process.versions.node.split('.')[0]}-${stamp}.json`,
-);
+const out = arg('--out', undefined) ?? reportPath('search', { host });
 mkdirSync(dirname(out), { recursive: true });
 writeFileSync(
   out,

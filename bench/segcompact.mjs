@@ -11,13 +11,14 @@
 //
 //   node bench/segcompact.mjs [--pages 1000] [--page-bytes 200000] [--delete 0.8] [--step-mib 4]
 //                             [--out report.json]
+//   (default report: bench/results/segcompact-<arch>[-emulated]-<runtime>-<date>[-n].json)
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomFillSync } from 'node:crypto';
 import { openNodeFsPageStore } from '../dist/node.js';
-import { hostInfo, duBytes, shuffled } from './harness.mjs';
+import { hostInfo, duBytes, shuffled, saveReport } from './harness.mjs';
 
 const args = process.argv.slice(2);
 const arg = (n, d) => (args.includes(n) ? args[args.indexOf(n) + 1] : d);
@@ -154,7 +155,7 @@ try {
       `  (write of the pages took ${Math.round(writeMs)} ms; ${report.host.cpu}, ${report.host.cores} cores, ${report.host.runtime})`,
     ].join('\n'),
   );
-  if (out) writeFileSync(out, JSON.stringify(report, null, 2) + '\n');
+  console.log(`report: ${saveReport('segcompact', report, out || undefined)}`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

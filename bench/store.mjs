@@ -4,6 +4,7 @@
 // encrypting every record with node:crypto AES-256-GCM, doing the same job in the same process.
 //
 //   node bench/store.mjs [--records 100000] [--batch 1000] [--out report.json]
+//   (default report: bench/results/store-<arch>[-emulated]-<runtime>-<date>[-n].json)
 
 import { mkdtempSync, rmSync, readdirSync, statSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,7 +15,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { ClassicLevel } from 'classic-level';
 import { openStore, generateRecipient, generateSigner, verifySealed } from '../dist/node.js';
-import { hostInfo, synsets, duBytes, shuffled } from './harness.mjs';
+import { hostInfo, synsets, duBytes, shuffled, reportPath } from './harness.mjs';
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -223,10 +224,8 @@ const proofFigures = {};
 }
 
 rmSync(base, { recursive: true, force: true });
-const out = arg(
-  '--out',
-  `bench/results/store-${process.arch}-${new Date().toISOString().slice(0, 19).replace(/[:T]/g, '-')}.json`,
-);
+const host = hostInfo();
+const out = arg('--out', undefined) ?? reportPath('store', { host });
 mkdirSync(dirname(out), { recursive: true });
-writeFileSync(out, JSON.stringify({ host: hostInfo(), batch: BATCH, results, proofs: proofFigures }, null, 2) + '\n');
+writeFileSync(out, JSON.stringify({ host, batch: BATCH, results, proofs: proofFigures }, null, 2) + '\n');
 console.log(`\nreport: ${out}`);

@@ -1,5 +1,5 @@
 // Renders a bench JSON report as the Markdown speed table used in the README.
-//   node bench/table.mjs bench/results/<report>.json
+//   node bench/table.mjs bench/results/kernels-<arch>[-emulated]-<runtime>-<date>[-n].json
 
 import { readFileSync } from 'node:fs';
 import { fmtTime } from './harness.mjs';

@@ -6,6 +6,7 @@
 // and once after it returns (sampled, so a lower bound on the true peak).
 //
 //   node bench/verify-memory.mjs [--records 32000] [--every 100] [--batch 100] [--store dir] [--out report.json]
+//   (default report: bench/results/verify-memory-<arch>[-emulated]-<runtime>-<date>[-n].json)
 //
 // --store keeps the store in `dir` (created when missing, reused when present) so several builds
 // can be measured on the same bytes.
@@ -113,8 +114,17 @@ if (child.status !== 0) {
   process.stderr.write(child.stderr);
   process.exit(1);
 }
-const result = { records: N, checkpointEvery: EVERY, batch: BATCH, node: process.version, ...JSON.parse(child.stdout) };
+// The harness is loaded here, in the parent only, so that the measured child's memory stays as it was.
+const { hostInfo, saveReport } = await import('./harness.mjs');
+const result = {
+  host: hostInfo(),
+  records: N,
+  checkpointEvery: EVERY,
+  batch: BATCH,
+  node: process.version,
+  ...JSON.parse(child.stdout),
+};
 console.log(JSON.stringify(result, null, 2));
 const out = arg('--out', undefined);
-if (out !== undefined) writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
+console.error(`report: ${saveReport('verify-memory', result, out)}`);
 if (kept === undefined) rmSync(dir, { recursive: true, force: true });
