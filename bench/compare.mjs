@@ -13,7 +13,8 @@
 //
 // Shapes understood (what the benches write):
 //   kernels (bench/run.mjs) and alike: benches[] of { id, title, results[] of { name, flavor?, median } };
-//     pqdb rows carry `flavor` (or are named "pqdb (…)"), the best (lowest median) stands for pqdb.
+//     pqdb rows carry `flavor` (or are named "pqdb (…)"), the best (lowest median) stands for pqdb;
+//     a bench with `ref` counts only the pqdb rows named `<ref> (…)`.
 //   store / postgres: results[] of { name, ingestRecordsPerSec, readRecordsPerSec, coldOpenMs };
 //     rows named "pqdb …" are pqdb's, the best per metric stands for it.
 //   search: medians[kind][engine] in ms; "pqdb store (search + unseal)" against the peers that
@@ -88,10 +89,13 @@ export function normalise(report) {
         skipped.push(`${b?.id ?? '?'}: no results[]`);
         continue;
       }
+      // A bench with `ref` compares its peers with the pqdb rows so named only (e.g. the one-shot
+      // form against one-shot peers, not the keyed or into-a-buffer forms beside it).
+      const ours = (r) => isPqdb(r) && (typeof b.ref !== 'string' || r.name.startsWith(`${b.ref} (`));
       add(
         b.id,
         b.title ?? b.id,
-        b.results.map((r) => ({ name: r.name, pqdb: isPqdb(r), value: r.median })),
+        b.results.filter((r) => ours(r) || !isPqdb(r)).map((r) => ({ name: r.name, pqdb: ours(r), value: r.median })),
       );
     }
   } else if (report.medians !== null && typeof report.medians === 'object') {
