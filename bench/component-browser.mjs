@@ -12,31 +12,18 @@
 // bench/results/component-<arch>-chromium<N>-<date>[-n].json (or --out). Needs `npm run build`
 // first and Chromium at /usr/bin/chromium (or CHROMIUM_PATH).
 
-import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
 import { hostInfo, runtimeTag, writeReport } from './harness.mjs';
-import { freePort } from './migration/common.mjs';
-import { DEFAULTS, formatReport } from './component-core.mjs';
+import { startChromium } from './chromium.mjs';
+import { componentOptions, formatReport } from './component-core.mjs';
 
 const args = process.argv.slice(2);
 const arg = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
 const quick = args.includes('--quick');
-const num = (name, fallback) => {
-  const v = Number(arg(name, fallback));
-  if (!Number.isInteger(v) || v < 1) throw new RangeError(`${name} expected a positive integer`);
-  return v;
-};
-const options = {
-  ops: num('--ops', quick ? 200 : DEFAULTS.ops),
-  batch: num('--batch', quick ? 20 : DEFAULTS.batch),
-  leaves: num('--leaves', quick ? 10_000 : DEFAULTS.leaves),
-  warmup: num('--warmup', DEFAULTS.warmup),
-  establishFirst: arg('--establish-first', DEFAULTS.establishFirst),
-};
+const options = componentOptions(args);
 
 const core = readFileSync(fileURLToPath(new URL('./component-core.mjs', import.meta.url)));
 const page = (isolated) =>
@@ -45,29 +32,8 @@ const ISOLATION = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-e
 
 // The machine may be shared: its load averages (1, 5, 15 min) before and after go into the report.
 const loadBefore = loadavg();
-const port = await freePort();
-const server = spawn(
-  process.execPath,
-  [fileURLToPath(new URL('../browser-tests/server.mjs', import.meta.url)), String(port)],
-  {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  },
-);
-await new Promise((resolve) => server.stdout.once('data', resolve));
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-  args: [
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-    '--disable-quic',
-    '--no-first-run',
-  ],
-});
+const { browser, base, close } = await startChromium();
 try {
-  const base = `http://127.0.0.1:${port}`;
   const context = await browser.newContext();
   await context.route(`${base}/component*`, (route) => {
     const isolated = !new URL(route.request().url()).pathname.endsWith('-plain');
@@ -126,6 +92,5 @@ try {
   } else path = writeReport('component', report, { runtime: runtimeTag(result.userAgent) });
   console.log(`\nreport: ${path}`);
 } finally {
-  await browser.close();
-  server.kill();
+  await close();
 }

@@ -66,6 +66,28 @@ export const DEFAULTS = Object.freeze({
   establishFirst: 'classical',
 });
 
+/**
+ * The drivers' options from their command line (`--quick`, `--ops`, `--batch`, `--leaves`,
+ * `--warmup`, `--establish-first`).
+ * @param {string[]} args
+ */
+export function componentOptions(args) {
+  const arg = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
+  const quick = args.includes('--quick');
+  const num = (name, fallback) => {
+    const v = Number(arg(name, fallback));
+    if (!Number.isInteger(v) || v < 1) throw new RangeError(`${name} expected a positive integer`);
+    return v;
+  };
+  return {
+    ops: num('--ops', quick ? 200 : DEFAULTS.ops),
+    batch: num('--batch', quick ? 20 : DEFAULTS.batch),
+    leaves: num('--leaves', quick ? 10_000 : DEFAULTS.leaves),
+    warmup: num('--warmup', DEFAULTS.warmup),
+    establishFirst: arg('--establish-first', DEFAULTS.establishFirst),
+  };
+}
+
 export const ARMS = Object.freeze(['classical', 'pqc']);
 export const ARM_LABELS = Object.freeze({ classical: 'classical (X25519)', pqc: 'PQC (ML-KEM-1024 + X25519)' });
 export const VARIANTS = Object.freeze(['keyed', 'oneShot', 'store']);

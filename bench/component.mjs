@@ -15,23 +15,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname } from 'node:path';
 import { hostInfo, writeReport } from './harness.mjs';
-import { DEFAULTS, formatReport, hrtimeClock, loadPqdb, runComponent } from './component-core.mjs';
+import { componentOptions, formatReport, hrtimeClock, loadPqdb, runComponent } from './component-core.mjs';
 
 const args = process.argv.slice(2);
 const arg = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
 const quick = args.includes('--quick');
-const num = (name, fallback) => {
-  const v = Number(arg(name, fallback));
-  if (!Number.isInteger(v) || v < 1) throw new RangeError(`${name} expected a positive integer`);
-  return v;
-};
-const options = {
-  ops: num('--ops', quick ? 200 : DEFAULTS.ops),
-  batch: num('--batch', quick ? 20 : DEFAULTS.batch),
-  leaves: num('--leaves', quick ? 10_000 : DEFAULTS.leaves),
-  warmup: num('--warmup', DEFAULTS.warmup),
-  establishFirst: arg('--establish-first', DEFAULTS.establishFirst),
-};
+const options = componentOptions(args);
 
 // The machine may be shared: its load averages (1, 5, 15 min) before and after go into the report.
 const loadBefore = loadavg();

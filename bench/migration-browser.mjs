@@ -30,10 +30,9 @@
 //   measured         the other requests; percentiles (nearest rank) are over these, a failed or
 //                    wrong answer counting as an infinite latency
 
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hostInfo, synsets, reportDir } from './harness.mjs';
 import {
@@ -44,11 +43,9 @@ import {
   phaseWalls,
   readStats,
   migrationMarkdown,
-  freePort,
   sortedLatencies,
 } from './migration/common.mjs';
 
-const HERE = dirname(fileURLToPath(import.meta.url));
 const TO_SUITE = 'gcmsiv-hkdf384';
 /** Suite id of TO_SUITE in a sealed record's header (docs/format.md, byte 1). */
 const TO_SUITE_ID = 2;
@@ -743,31 +740,15 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
     return v;
   };
   let out = arg('--out', undefined);
-  const { chromium } = await import('playwright-core');
-  const port = await freePort();
-  const server = spawn(process.execPath, [join(HERE, '..', 'browser-tests', 'server.mjs'), String(port)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  await new Promise((resolve) => server.stdout.once('data', resolve));
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--disable-quic',
-      '--no-first-run',
-    ],
-  });
+  const { startChromium } = await import('./chromium.mjs');
+  const { browser, base, close } = await startChromium();
   out ??= defaultOut(browser.version());
   let code = 0;
   try {
     const page = await browser.newPage();
     const e = await runBrowserMigration({
       page,
-      baseURL: `http://127.0.0.1:${port}`,
+      baseURL: base,
       browserVersion: browser.version(),
       out,
       records: num('--records', DEFAULTS.records),
@@ -788,8 +769,7 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
     console.error(e);
     code = 1;
   } finally {
-    await browser.close();
-    server.kill();
+    await close();
   }
   process.exit(code);
 }

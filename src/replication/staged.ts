@@ -26,6 +26,10 @@ export class StagedPages implements PageStore {
     this.kind = base.kind;
   }
 
+  get partialRanges(): boolean {
+    return this.#base.partialRanges === true;
+  }
+
   get isOpen(): boolean {
     return this.#open;
   }

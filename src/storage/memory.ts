@@ -79,6 +79,7 @@ export async function openMemoryPageStore(options: MemoryPageStoreOptions = {}):
 
 class MemoryPageStore extends BasePageStore {
   readonly kind = 'memory';
+  readonly partialRanges = true;
   readonly #m: MemoryMedium;
 
   constructor(medium: MemoryMedium) {

@@ -241,6 +241,7 @@ interface StepResult {
 
 class NodeFsPageStore extends BasePageStore {
   readonly kind = 'node-fs';
+  readonly partialRanges = true;
   readonly #dir: string;
   readonly #segmentBytes: number;
   readonly #segments = new Map<number, Segment>();

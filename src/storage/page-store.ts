@@ -120,6 +120,12 @@ export interface PageStore {
    */
   readRange?(id: number, offset: number, length: number): Promise<Uint8Array | undefined>;
   /**
+   * True when readRange reads only the range's bytes from the medium (memory, node-fs, postgres);
+   * false or absent when a range costs reading the whole page (IndexedDB), so that the engine's page
+   * cache reads and keeps the page instead of reading it again for each record in it.
+   */
+  readonly partialRanges?: boolean;
+  /**
    * readRange done synchronously into `into[0, length)` when the medium can do it now: 1 when read,
    * 0 when the page is absent, -1 when not now (then call readRange). node-fs reads a record-sized
    * range this way (at most 64 in one turn of the event loop); the others answer -1. Optional: a

@@ -227,6 +227,7 @@ interface Snapshot extends PageStoreView {
 
 class PgPageStore extends BasePageStore implements PostgresPageStore {
   readonly kind = 'postgres' as const;
+  readonly partialRanges = true;
   readonly name: string;
   readonly readOnly: boolean;
   readonly #pg: Pg;

@@ -1,0 +1,52 @@
+// The browser benches' Chromium: the project's test server (browser-tests/server.mjs, which serves
+// dist/ and the test pages) on a free port, and Debian's Chromium (CHROMIUM_PATH overrides) with the
+// flags that keep it from doing work of its own beside a measurement.
+
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { freePort } from './migration/common.mjs';
+
+/** Chromium's flags for measuring: no GPU, no background networking, updates, sync or QUIC. */
+export const CHROMIUM_ARGS = Object.freeze([
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-quic',
+  '--no-first-run',
+]);
+
+/**
+ * Starts the test server and Chromium; `close()` stops both.
+ * @returns {Promise<{ browser: import('playwright-core').Browser, base: string, port: number, close: () => Promise<void> }>}
+ */
+export async function startChromium() {
+  const port = await freePort();
+  const server = spawn(
+    process.execPath,
+    [fileURLToPath(new URL('../browser-tests/server.mjs', import.meta.url)), String(port)],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  await new Promise((resolve) => server.stdout.once('data', resolve));
+  let browser;
+  try {
+    browser = await chromium.launch({
+      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+      args: [...CHROMIUM_ARGS],
+    });
+  } catch (e) {
+    server.kill();
+    throw e;
+  }
+  return {
+    browser,
+    port,
+    base: `http://127.0.0.1:${port}`,
+    close: async () => {
+      await browser.close();
+      server.kill();
+    },
+  };
+}
