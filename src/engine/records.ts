@@ -9,8 +9,7 @@
 
 import { PqdbError } from '../errors';
 import { equalBytes, Scratch } from '../_bytes';
-import { openRecord, recordAeadInto, sealRecord, sealedLength } from '../crypto/record';
-import { suite as suiteOf } from '../crypto/suites';
+import { openRecord, sealRecord, sealedLength } from '../crypto/record';
 import type { KeyRing } from './keys';
 import type { Registry } from './registry';
 import type { PageCache } from './page-cache';
@@ -189,21 +188,10 @@ export class RecordIO {
    */
   put(spec: PutSpec): PageWriteOp {
     const { collection, id, suite, generation, sequence, governance, plaintext } = spec;
-    const op = putOp(spec, sealedLength(suite, plaintext.length), (slot, salt) => {
+    return putOp(spec, sealedLength(suite, plaintext.length), (slot, salt) => {
       const address = { collection, id, generation, sequence, salt }; // one shape for every record
       sealRecord(suite, this.#keys.aeadFor(suite, generation, governance), address, plaintext, 0, slot);
     });
-    if (op.kind !== 'put' || suiteOf(suite).commitment) return op;
-    // No per-record subkey: sealed with the page's other records of its key (encodePage).
-    const address = { collection, id, generation, sequence };
-    return {
-      ...op,
-      batch: {
-        group: `${generation}/${suiteOf(suite).id}/${governance}`,
-        prepare: (slot) => recordAeadInto(suite, address, plaintext, slot)!,
-        aead: () => this.#keys.aeadFor(suite, generation, governance).aead,
-      },
-    };
   }
 
   /**
