@@ -96,6 +96,20 @@ const OPS: Op[] = [
     },
   ],
   [
+    'gcm keyed encryptInto (one slot per record, one past the batch)',
+    (a, b) => {
+      const k = gcm.withKey(b.subarray(0, 32));
+      const slots = new Uint8Array(a.length + b.length + 140_000 + 48);
+      k.encryptInto([
+        { nonce: b.subarray(32, 44), data: a, out: slots.subarray(0, a.length + 16) },
+        { nonce: b.subarray(50, 62), data: b, aad: a, out: slots.subarray(a.length + 16, a.length + b.length + 32) },
+        { nonce: b.subarray(60, 72), data: big(a, 140_000), out: slots.subarray(a.length + b.length + 32) },
+      ]);
+      k.destroy();
+      return slots;
+    },
+  ],
+  [
     'gcm of 300 KB (streamed)',
     (a, b) => gcm(b.subarray(0, 32), b.subarray(32, 44), big(b, 140_000)).encrypt(big(a, 300_000)),
   ],

@@ -23,6 +23,7 @@ interface KeyedLike {
   decrypt(n: Uint8Array, c: Uint8Array, a?: Uint8Array): Uint8Array;
   encryptBatch(r: { nonce: Uint8Array; data: Uint8Array; aad?: Uint8Array }[]): Uint8Array[];
   decryptBatch(r: { nonce: Uint8Array; data: Uint8Array; aad?: Uint8Array }[]): Uint8Array[];
+  encryptInto(r: { nonce: Uint8Array; data: Uint8Array; aad?: Uint8Array; out: Uint8Array }[]): void;
   destroy(): void;
 }
 interface AeadFactoryLike {
@@ -125,6 +126,20 @@ export function aeadDifferential(api: AeadApi, oracle: AeadOracle, mode: AeadNam
       batch.push({ nonce, data: pt, aad, want });
     }
   }
+  // encryptInto: the same bytes, each into its own slot of one buffer (a commit page's shape).
+  const slots = new Uint8Array(batch.reduce((n, r) => n + r.want.length, 0));
+  let at = 0;
+  const into = batch.map(({ nonce, data, aad, want }) => {
+    const out = slots.subarray(at, at + want.length);
+    at += want.length;
+    return { nonce, data, aad, out };
+  });
+  keyed.encryptInto(into);
+  record(
+    s,
+    `encryptInto of ${batch.length}`,
+    into.every((r, i) => equalBytes(r.out, batch[i].want)),
+  );
   const sealed = keyed.encryptBatch(batch.map(({ nonce, data, aad }) => ({ nonce, data, aad })));
   record(
     s,

@@ -23,7 +23,7 @@ import { utf8, utf8Length, writeUtf8 } from '../_utf8';
 import { PqdbError } from '../errors';
 import { hkdf, expand } from '../kernels/hmac';
 import { sha384 } from '../kernels/sha2';
-import { gcm, gcmsiv, type KeyedAead } from '../kernels/aead';
+import { gcm, gcmsiv, type AeadIntoRecord, type KeyedAead } from '../kernels/aead';
 import { suite as suiteOf, type Suite, type SuiteName } from './suites';
 import { concatBytes, getU64 } from '../_bytes';
 
@@ -284,6 +284,35 @@ export function sealRecord(
   } finally {
     if (key !== dataKey) key.fill(0);
   }
+}
+
+/**
+ * For a suite without per-record subkeys (the record is sealed under the data key itself): writes
+ * the record's header into `output` (exactly sealedLength bytes, e.g. its slot in a page) and
+ * returns what its AEAD seals, into the rest of `output`, so that a commit seals a page's records
+ * together (KeyedAead.encryptInto). Undefined for a suite with subkeys (seal it with sealRecord).
+ * The result's bytes are the same as sealRecord's.
+ * @throws TypeError/RangeError for malformed arguments.
+ */
+export function recordAeadInto(
+  suiteName: SuiteName | number,
+  address: RecordAddress,
+  plaintext: Uint8Array,
+  output: Uint8Array,
+): AeadIntoRecord | undefined {
+  const s = suiteOf(suiteName);
+  if (s.commitment) return undefined;
+  checkAddress(address);
+  bytes('plaintext', plaintext);
+  bytes('output', output, sealedLength(s.id, plaintext.length));
+  const header = encodeHeader(s, 0, address.generation, address.sequence);
+  output.set(header);
+  return {
+    nonce: nonceOf(address.sequence),
+    aad: aadOf(header, address.collection, address.id),
+    data: plaintext,
+    out: output.subarray(HEADER_BYTES),
+  };
 }
 
 /**

@@ -27,7 +27,7 @@
 //   LexicalIndex.serialize() (terms and ids), so no token is stored in the clear.
 
 import { PqdbError } from '../errors';
-import { gcmsiv } from '../kernels/aead';
+import { gcmsiv, type AeadIntoRecord, type KeyedAead } from '../kernels/aead';
 import { hkdf } from '../kernels/hmac';
 import { sha384 } from '../kernels/sha2';
 import { decodeUtf8, utf8Length, writeUtf8 } from '../_utf8';
@@ -403,6 +403,13 @@ export type PageWriteOp =
       length: number;
       /** Seals the record into `slot`, with the page's commit salt. */
       seal: (slot: Uint8Array, salt: Uint8Array) => void;
+      /**
+       * Where the record can be sealed together with its neighbours (no per-record subkey):
+       * `prepare` writes its header into `slot` and gives what the AEAD seals; consecutive ops of
+       * one `group` (suite, generation, governance) are sealed by one `aead().encryptInto`, the AEAD
+       * looked up when the group is sealed (a key cache may evict between lookups).
+       */
+      batch?: { group: string; prepare: (slot: Uint8Array) => AeadIntoRecord; aead: () => KeyedAead };
       copy?: boolean;
     }
   | { kind: 'delete'; collection: string; id: string; sequence: number };
@@ -464,14 +471,29 @@ export function encodePage(
   const page = new Uint8Array(base + blobOffset);
   page.set(head);
   page.set(sealed, PAGE_HEAD_BYTES);
+  // Records sealed in order; a run of records of one group goes through one encryptInto.
+  let group: { key: string; aead: () => KeyedAead; records: AeadIntoRecord[] } | undefined;
+  const flush = (): void => {
+    if (group !== undefined) group.aead().encryptInto(group.records);
+    group = undefined;
+  };
   let i = 0;
   for (const op of ops) {
     const at = located[i++];
     if (op.kind === 'put' && at.kind === 'put') {
       at.offset += base; // absolute within the page, as decodePage reports
-      op.seal(page.subarray(at.offset, at.offset + at.length), pageSaltBytes);
+      const slot = page.subarray(at.offset, at.offset + at.length);
+      if (op.batch === undefined) {
+        flush();
+        op.seal(slot, pageSaltBytes);
+        continue;
+      }
+      if (group !== undefined && group.key !== op.batch.group) flush();
+      group ??= { key: op.batch.group, aead: op.batch.aead, records: [] };
+      group.records.push(op.batch.prepare(slot));
     }
   }
+  flush();
   return { bytes: page, index: located };
 }
 

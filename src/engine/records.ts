@@ -9,7 +9,8 @@
 
 import { PqdbError } from '../errors';
 import { equalBytes, Scratch } from '../_bytes';
-import { openRecord, sealRecord, sealedLength } from '../crypto/record';
+import { openRecord, recordAeadInto, sealRecord, sealedLength } from '../crypto/record';
+import { suite as suiteOf } from '../crypto/suites';
 import type { KeyRing } from './keys';
 import type { Registry } from './registry';
 import type { PageCache } from './page-cache';
@@ -188,10 +189,21 @@ export class RecordIO {
    */
   put(spec: PutSpec): PageWriteOp {
     const { collection, id, suite, generation, sequence, governance, plaintext } = spec;
-    return putOp(spec, sealedLength(suite, plaintext.length), (slot, salt) => {
+    const op = putOp(spec, sealedLength(suite, plaintext.length), (slot, salt) => {
       const address = { collection, id, generation, sequence, salt }; // one shape for every record
       sealRecord(suite, this.#keys.aeadFor(suite, generation, governance), address, plaintext, 0, slot);
     });
+    if (op.kind !== 'put' || suiteOf(suite).commitment) return op;
+    // No per-record subkey: sealed with the page's other records of its key (encodePage).
+    const address = { collection, id, generation, sequence };
+    return {
+      ...op,
+      batch: {
+        group: `${generation}/${suiteOf(suite).id}/${governance}`,
+        prepare: (slot) => recordAeadInto(suite, address, plaintext, slot)!,
+        aead: () => this.#keys.aeadFor(suite, generation, governance).aead,
+      },
+    };
   }
 
   /**

@@ -403,6 +403,72 @@ function batch(mode: AeadMode, rk: Uint8Array, records: readonly AeadRecord[], o
   }
 }
 
+/** One record for encryptInto: its ciphertext ‖ tag goes into `out` (exactly data.length + 16 bytes). */
+export interface AeadIntoRecord extends AeadRecord {
+  out: Uint8Array;
+}
+
+/**
+ * Seals `records` under the expanded key `rk`, each into its own `out`, in as few kernel calls as
+ * fit (aead_seal_batch): the key goes into the kernel once for all of them. A record the batch
+ * cannot carry (a nonce other than 12 bytes, or too large) is sealed on its own.
+ */
+function sealInto(mode: AeadMode, rk: Uint8Array, records: readonly AeadIntoRecord[]): void {
+  if (!Array.isArray(records)) throw new TypeError('"records" expected an array of { nonce, data, aad?, out }');
+  const checked = records.map((r, i) => {
+    if (typeof r !== 'object' || r === null) throw new TypeError(`"records[${i}]" expected { nonce, data, aad?, out }`);
+    const data = bytes(`records[${i}].data`, r.data);
+    checkSeal(mode, data, r.out);
+    return { nonce: checkNonce(mode, r.nonce, `records[${i}].nonce`), data, aad: checkAad(mode, r.aad), out: r.out };
+  });
+  const k = aeadKernel();
+  for (let i = 0; i < checked.length;) {
+    let j = i;
+    let used = 0;
+    let outUsed = 0;
+    while (j < checked.length) {
+      const r = checked[j];
+      const inLen = 8 + NONCE_BYTES + r.aad.length + r.data.length;
+      if (r.nonce.length !== NONCE_BYTES || 8 * (j - i) + used + inLen > k.IN_BYTES) break;
+      if (outUsed + r.data.length + TAG_BYTES > k.OUT_BYTES) break;
+      used += inLen - 8;
+      outUsed += r.data.length + TAG_BYTES;
+      j++;
+    }
+    if (j === i) {
+      const r = checked[i];
+      sealWith(mode, rk, r.nonce, r.data, r.aad, r.out);
+      i++;
+      continue;
+    }
+    const n = j - i;
+    let p = k.IN + 8 * n;
+    for (let t = 0; t < n; t++) {
+      const r = checked[i + t];
+      k.dv.setUint32(k.IN + 8 * t, r.aad.length, true);
+      k.dv.setUint32(k.IN + 8 * t + 4, r.data.length, true);
+      k.mem.set(r.nonce, p);
+      k.mem.set(r.aad, p + NONCE_BYTES);
+      k.mem.set(r.data, p + NONCE_BYTES + r.aad.length);
+      p += NONCE_BYTES + r.aad.length + r.data.length;
+    }
+    k.mem.set(rk, k.AES_RK);
+    try {
+      k.x.aead_seal_batch(MODE_ID[mode], n);
+    } finally {
+      k.mem.fill(0, k.AES_RK, k.AES_RK + k.AES_RK_BYTES);
+    }
+    let q = k.OUT;
+    for (let t = i; t < j; t++) {
+      const len = checked[t].data.length + TAG_BYTES;
+      checked[t].out.set(k.mem.subarray(q, q + len));
+      q += len;
+    }
+    k.mem.fill(0, k.OUT, q);
+    i = j;
+  }
+}
+
 /** The interface of `gcm(key, nonce, aad)` and `gcmsiv(key, nonce, aad)`. */
 export interface Cipher {
   /** Plaintext → ciphertext ‖ 16-byte tag (into `output` when given: exactly that length). */
@@ -423,6 +489,11 @@ export interface KeyedAead {
   decrypt(nonce: Uint8Array, ciphertext: Uint8Array, aad?: Uint8Array, output?: Uint8Array): Uint8Array;
   /** Seals many records in batched kernel calls (data = plaintext); the results share one buffer. */
   encryptBatch(records: readonly AeadRecord[]): Uint8Array[];
+  /**
+   * Seals many records each into its own `out` (exactly data.length + 16 bytes), the key placed in
+   * the kernel once per batched call: a commit seals a page's records into their slots this way.
+   */
+  encryptInto(records: readonly AeadIntoRecord[]): void;
   /**
    * Opens many records (data = ciphertext ‖ tag) in batched kernel calls.
    * @throws PqdbError AUTH_FAILED naming the first record that fails; no plaintext is returned then.
@@ -454,6 +525,7 @@ export function keyed(mode: AeadMode, key: Uint8Array): KeyedAead {
     decrypt: (nonce, ciphertext, aad, output) =>
       openWith(mode, live(), checkNonce(mode, nonce), bytes('ciphertext', ciphertext), checkAad(mode, aad), output),
     encryptBatch: (records) => batch(mode, live(), records, false),
+    encryptInto: (records) => sealInto(mode, live(), records),
     decryptBatch: (records) => batch(mode, live(), records, true),
     destroy: () => {
       raw?.fill(0);
