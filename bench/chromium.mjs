@@ -1,22 +1,12 @@
 // The browser benches' Chromium: the project's test server (browser-tests/server.mjs, which serves
 // dist/ and the test pages) on a free port, and Debian's Chromium (CHROMIUM_PATH overrides) with the
-// flags that keep it from doing work of its own beside a measurement.
+// tests' flags (browser-tests/chromium-args.mjs), which keep it from doing work of its own.
 
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { freePort } from './migration/common.mjs';
-
-/** Chromium's flags for measuring: no GPU, no background networking, updates, sync or QUIC. */
-export const CHROMIUM_ARGS = Object.freeze([
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--disable-quic',
-  '--no-first-run',
-]);
+import { CHROMIUM_ARGS } from '../browser-tests/chromium-args.mjs';
 
 /**
  * Starts the test server and Chromium; `close()` stops both.

@@ -12,9 +12,8 @@
 // bench/results/component-<arch>-chromium<N>-<date>[-n].json (or --out). Needs `npm run build`
 // first and Chromium at /usr/bin/chromium (or CHROMIUM_PATH).
 
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hostInfo, runtimeTag, writeReport } from './harness.mjs';
 import { startChromium } from './chromium.mjs';
@@ -83,13 +82,10 @@ try {
   console.log(
     `clock of a page without cross-origin isolation: resolution ${clockNotIsolated.resolutionNs.toLocaleString('en-US')} ns, median tick ${clockNotIsolated.medianTickNs.toLocaleString('en-US')} ns`,
   );
-  const out = arg('--out', undefined);
-  let path;
-  if (out !== undefined) {
-    mkdirSync(dirname(out), { recursive: true });
-    writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
-    path = out;
-  } else path = writeReport('component', report, { runtime: runtimeTag(result.userAgent) });
+  const path = writeReport('component', report, {
+    out: arg('--out', undefined),
+    runtime: runtimeTag(result.userAgent),
+  });
   console.log(`\nreport: ${path}`);
 } finally {
   await close();

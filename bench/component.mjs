@@ -11,9 +11,7 @@
 // only dist/ and the bench harness, so it runs unchanged on Node arm64 under qemu. Writes
 // bench/results/component-<arch>[-emulated]-node<N>-<date>[-n].json (or --out).
 
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { dirname } from 'node:path';
 import { hostInfo, writeReport } from './harness.mjs';
 import { componentOptions, formatReport, hrtimeClock, loadPqdb, runComponent } from './component-core.mjs';
 
@@ -33,11 +31,4 @@ console.log(formatReport(report, runtime));
 console.log(
   `machine load average (1/5/15 min) before ${loadBefore.map((x) => x.toFixed(2)).join(' ')}, after ${report.loadAverage.after.map((x) => x.toFixed(2)).join(' ')}`,
 );
-const out = arg('--out', undefined);
-let path;
-if (out !== undefined) {
-  mkdirSync(dirname(out), { recursive: true });
-  writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
-  path = out;
-} else path = writeReport('component', report);
-console.log(`\nreport: ${path}`);
+console.log(`\nreport: ${writeReport('component', report, { out: arg('--out', undefined) })}`);

@@ -212,9 +212,12 @@ export function reportDir(bench, opts = {}) {
   return reportPath(bench, { ...opts, ext: '' });
 }
 
-/** Writes `report` as JSON to reportPath(bench, opts) (directories made); returns the path. */
+/**
+ * Writes `report` as JSON to `opts.out` when given (a script's --out), else to reportPath(bench,
+ * opts); directories made. Returns the path.
+ */
 export function writeReport(bench, report, opts = {}) {
-  const path = reportPath(bench, { host: report.host, ...opts });
+  const path = opts.out ?? reportPath(bench, { host: report.host, ...opts });
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, `${JSON.stringify(report, null, 2)}\n`);
   return path;

@@ -320,6 +320,46 @@ export function openWith(
   }
 }
 
+/** A record as the batched kernel calls take it (checked). */
+type Packed = { nonce: Uint8Array; data: Uint8Array; aad: Uint8Array };
+
+/**
+ * The end j of the group records[i, j) one batched call carries: 12-byte nonces (a record with
+ * another goes on its own: j = i), the input and the outputs (plaintexts when `open`) within the
+ * kernel's buffers.
+ */
+function groupEnd(k: AeadKernel, records: readonly Packed[], i: number, open: boolean): number {
+  let j = i;
+  let inUsed = 0;
+  let outUsed = 0;
+  while (j < records.length) {
+    const r = records[j];
+    const outLen = open ? r.data.length - TAG_BYTES : r.data.length + TAG_BYTES;
+    const inLen = 8 + NONCE_BYTES + r.aad.length + r.data.length;
+    if (r.nonce.length !== NONCE_BYTES) break;
+    if (8 * (j - i + 1) + inUsed + inLen > k.IN_BYTES || outUsed + outLen > k.OUT_BYTES) break;
+    inUsed += inLen - 8;
+    outUsed += outLen;
+    j++;
+  }
+  return j;
+}
+
+/** IN = (u32 aadLen, u32 dataLen) × n ‖ (nonce ‖ aad ‖ data) × n for records[i, j), n = j − i. */
+function packGroup(k: AeadKernel, records: readonly Packed[], i: number, j: number): void {
+  const n = j - i;
+  let p = k.IN + 8 * n;
+  for (let t = 0; t < n; t++) {
+    const r = records[i + t];
+    k.dv.setUint32(k.IN + 8 * t, r.aad.length, true);
+    k.dv.setUint32(k.IN + 8 * t + 4, r.data.length, true);
+    k.mem.set(r.nonce, p);
+    k.mem.set(r.aad, p + NONCE_BYTES);
+    k.mem.set(r.data, p + NONCE_BYTES + r.aad.length);
+    p += NONCE_BYTES + r.aad.length + r.data.length;
+  }
+}
+
 /**
  * Seals or opens many records in as few kernel calls as fit: IN = u32 (aadLen, dataLen) per record,
  * then nonce ‖ aad ‖ data of each. Records too large for a batch go through the one-record path.
@@ -353,20 +393,7 @@ function batch(mode: AeadMode, rk: Uint8Array, records: readonly AeadRecord[], o
 
   function batchGroups(): void {
     for (let i = 0; i < checked.length;) {
-      // Pack records [i, j) while both the input and the output fit.
-      let j = i;
-      let inUsed = 0;
-      let outUsed = 0;
-      while (j < checked.length) {
-        const r = checked[j];
-        const outLen = open ? r.data.length - TAG_BYTES : r.data.length + TAG_BYTES;
-        const inLen = 8 + NONCE_BYTES + r.aad.length + r.data.length;
-        if (r.nonce.length !== NONCE_BYTES) break; // batches carry 12-byte nonces; others go one by one
-        if (8 * (j - i + 1) + inUsed + inLen > k.IN_BYTES || outUsed + outLen > k.OUT_BYTES) break;
-        inUsed += inLen - 8;
-        outUsed += outLen;
-        j++;
-      }
+      const j = groupEnd(k, checked, i, open);
       if (j === i) {
         const r = checked[i];
         const dst = all.subarray(offsets[i], offsets[i] + outLens[i]);
@@ -378,16 +405,7 @@ function batch(mode: AeadMode, rk: Uint8Array, records: readonly AeadRecord[], o
         continue;
       }
       const n = j - i;
-      let p = k.IN + 8 * n;
-      for (let t = 0; t < n; t++) {
-        const r = checked[i + t];
-        k.dv.setUint32(k.IN + 8 * t, r.aad.length, true);
-        k.dv.setUint32(k.IN + 8 * t + 4, r.data.length, true);
-        k.mem.set(r.nonce, p);
-        k.mem.set(r.aad, p + NONCE_BYTES);
-        k.mem.set(r.data, p + NONCE_BYTES + r.aad.length);
-        p += NONCE_BYTES + r.aad.length + r.data.length;
-      }
+      packGroup(k, checked, i, j);
       if (open) {
         const bad = k.x.aead_open_batch(MODE_ID[mode], n);
         if (bad !== 0) throw new PqdbError('AUTH_FAILED', `authentication failed for records[${i + bad - 1}]`);
@@ -423,18 +441,7 @@ function sealInto(mode: AeadMode, rk: Uint8Array, records: readonly AeadIntoReco
   });
   const k = aeadKernel();
   for (let i = 0; i < checked.length;) {
-    let j = i;
-    let used = 0;
-    let outUsed = 0;
-    while (j < checked.length) {
-      const r = checked[j];
-      const inLen = 8 + NONCE_BYTES + r.aad.length + r.data.length;
-      if (r.nonce.length !== NONCE_BYTES || 8 * (j - i) + used + inLen > k.IN_BYTES) break;
-      if (outUsed + r.data.length + TAG_BYTES > k.OUT_BYTES) break;
-      used += inLen - 8;
-      outUsed += r.data.length + TAG_BYTES;
-      j++;
-    }
+    const j = groupEnd(k, checked, i, false);
     if (j === i) {
       const r = checked[i];
       sealWith(mode, rk, r.nonce, r.data, r.aad, r.out);
@@ -442,16 +449,7 @@ function sealInto(mode: AeadMode, rk: Uint8Array, records: readonly AeadIntoReco
       continue;
     }
     const n = j - i;
-    let p = k.IN + 8 * n;
-    for (let t = 0; t < n; t++) {
-      const r = checked[i + t];
-      k.dv.setUint32(k.IN + 8 * t, r.aad.length, true);
-      k.dv.setUint32(k.IN + 8 * t + 4, r.data.length, true);
-      k.mem.set(r.nonce, p);
-      k.mem.set(r.aad, p + NONCE_BYTES);
-      k.mem.set(r.data, p + NONCE_BYTES + r.aad.length);
-      p += NONCE_BYTES + r.aad.length + r.data.length;
-    }
+    packGroup(k, checked, i, j);
     k.mem.set(rk, k.AES_RK);
     try {
       k.x.aead_seal_batch(MODE_ID[mode], n);
