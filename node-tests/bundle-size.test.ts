@@ -8,8 +8,9 @@ import { bundleSize, exportOnly, FULL_STORE } from '../bench/sizes.mjs';
 /** Budgets in bytes of gzip (level 9) output of a minified browser ESM bundle. */
 const SHA384_ONLY_GZIP_MAX = 25_000;
 // 124.5 kB before the persisted key directory, ranged reads, compaction and the migration's page
-// passes (136.4 kB with them).
-const FULL_STORE_GZIP_MAX = 138_000;
+// passes (136.4 kB with them); 138.7 kB with the short-message AEAD paths (the AEAD module's two
+// builds grew) and the synchronous record reads.
+const FULL_STORE_GZIP_MAX = 140_000;
 
 type Size = { minBytes: number; gzipBytes: number; inputs: string[]; sources: string[] };
 
