@@ -164,6 +164,12 @@ export function readHeader(record: Uint8Array): RecordHeader {
   return { version: record[0], suite: s, flags: record[2], generation: dv.getUint32(4), sequence: getU64(dv, 8) };
 }
 
+/** A record's header and its AEAD's associated data (sealRecord, recordAeadInto). */
+function headerAndAad(s: Suite, flags: number, a: RecordAddress): { header: Uint8Array; aad: Uint8Array } {
+  const header = encodeHeader(s, flags, a.generation, a.sequence);
+  return { header, aad: aadOf(header, a.collection, a.id) };
+}
+
 function aadOf(header: Uint8Array, collection: string, id: string): Uint8Array {
   const cl = utf8Length(collection);
   const il = utf8Length(id);
@@ -261,8 +267,7 @@ export function sealRecord(
   checkAddress(address);
   bytes('plaintext', plaintext);
   integer('flags', flags, 0, 255);
-  const header = encodeHeader(s, flags, address.generation, address.sequence);
-  const aad = aadOf(header, address.collection, address.id);
+  const { header, aad } = headerAndAad(s, flags, address);
   const { key, commitment } = recordKeys(s, dataKey, address.sequence, address.salt);
   try {
     // Written into `output` (exactly sealedLength bytes, e.g. its slot in a page) when given.
@@ -305,11 +310,11 @@ export function recordAeadInto(
   checkAddress(address);
   bytes('plaintext', plaintext);
   bytes('output', output, sealedLength(s.id, plaintext.length));
-  const header = encodeHeader(s, 0, address.generation, address.sequence);
+  const { header, aad } = headerAndAad(s, 0, address);
   output.set(header);
   return {
     nonce: nonceOf(address.sequence),
-    aad: aadOf(header, address.collection, address.id),
+    aad,
     data: plaintext,
     out: output.subarray(HEADER_BYTES),
   };

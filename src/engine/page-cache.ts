@@ -23,13 +23,19 @@ export class PageCache {
    * A commit page, from the cache or the page store (then cached).
    * @throws PqdbError CORRUPTION when the page store has no such page.
    */
-  async get(pageId: number): Promise<Uint8Array> {
+  /** The cached page, its place in the LRU order refreshed; undefined when it is not cached. */
+  #hit(pageId: number): Uint8Array | undefined {
     const hit = this.#cache.get(pageId);
     if (hit !== undefined) {
-      this.#cache.delete(pageId); // refresh its place in the LRU order
+      this.#cache.delete(pageId);
       this.#cache.set(pageId, hit);
-      return hit;
     }
+    return hit;
+  }
+
+  async get(pageId: number): Promise<Uint8Array> {
+    const hit = this.#hit(pageId);
+    if (hit !== undefined) return hit;
     const page = await this.#pages.readPage(pageId);
     if (page === undefined) throw new PqdbError('CORRUPTION', `commit page ${pageId} is missing`);
     this.put(pageId, page);
@@ -64,12 +70,8 @@ export class PageCache {
    */
   async getRange(pageId: number, offset: number, length: number): Promise<Uint8Array> {
     checkRange(offset, length);
-    const hit = this.#cache.get(pageId);
-    if (hit !== undefined) {
-      this.#cache.delete(pageId); // refresh its place in the LRU order
-      this.#cache.set(pageId, hit);
-      return rangeView(pageId, hit, offset, length);
-    }
+    const hit = this.#hit(pageId);
+    if (hit !== undefined) return rangeView(pageId, hit, offset, length);
     // Where a range costs the whole page, the page is read once and kept for the next record in it.
     if (this.#pages.partialRanges !== true) return rangeView(pageId, await this.get(pageId), offset, length);
     const range = await readRangeOf(this.#pages, pageId, offset, length);
@@ -84,12 +86,8 @@ export class PageCache {
    */
   getRangeSync(pageId: number, offset: number, length: number, into: Uint8Array): Uint8Array | undefined {
     checkRange(offset, length);
-    const hit = this.#cache.get(pageId);
-    if (hit !== undefined) {
-      this.#cache.delete(pageId);
-      this.#cache.set(pageId, hit);
-      return rangeView(pageId, hit, offset, length);
-    }
+    const hit = this.#hit(pageId);
+    if (hit !== undefined) return rangeView(pageId, hit, offset, length);
     const r =
       this.#pages.partialRanges === true ? (this.#pages.readRangeSync?.(pageId, offset, length, into) ?? -1) : -1;
     if (r === 0) throw new PqdbError('CORRUPTION', `commit page ${pageId} is missing`);

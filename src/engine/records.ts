@@ -189,21 +189,25 @@ export class RecordIO {
    */
   put(spec: PutSpec): PageWriteOp {
     const { collection, id, suite, generation, sequence, governance, plaintext } = spec;
-    const op = putOp(spec, sealedLength(suite, plaintext.length), (slot, salt) => {
-      const address = { collection, id, generation, sequence, salt }; // one shape for every record
-      sealRecord(suite, this.#keys.aeadFor(suite, generation, governance), address, plaintext, 0, slot);
-    });
-    if (op.kind !== 'put' || suiteOf(suite).commitment) return op;
+    const s = suiteOf(suite);
     // No per-record subkey: sealed with the page's other records of its key (encodePage).
-    const address = { collection, id, generation, sequence };
-    return {
-      ...op,
-      batch: {
-        group: `${generation}/${suiteOf(suite).id}/${governance}`,
-        prepare: (slot) => recordAeadInto(suite, address, plaintext, slot)!,
-        aead: () => this.#keys.aeadFor(suite, generation, governance).aead,
+    const batch = s.commitment
+      ? undefined
+      : {
+          group: `${generation}/${s.id}/${governance}`,
+          prepare: (slot: Uint8Array) =>
+            recordAeadInto(s.id, { collection, id, generation, sequence }, plaintext, slot)!,
+          aead: () => this.#keys.aeadFor(s.id, generation, governance).aead,
+        };
+    return putOp(
+      spec,
+      sealedLength(s.id, plaintext.length),
+      (slot, salt) => {
+        const address = { collection, id, generation, sequence, salt }; // one shape for every record
+        sealRecord(s.id, this.#keys.aeadFor(s.id, generation, governance), address, plaintext, 0, slot);
       },
-    };
+      batch,
+    );
   }
 
   /**
@@ -232,7 +236,12 @@ export class RecordIO {
 }
 
 /** The put operation of `spec`, `length` sealed bytes written into its slot by `seal`. */
-function putOp(spec: PutSpec, length: number, seal: (slot: Uint8Array, salt: Uint8Array) => void): PageWriteOp {
+function putOp(
+  spec: PutSpec,
+  length: number,
+  seal: (slot: Uint8Array, salt: Uint8Array) => void,
+  batch?: Extract<PageWriteOp, { kind: 'put' }>['batch'],
+): PageWriteOp {
   const { collection, id, sequence, governance } = spec;
   return {
     kind: 'put',
@@ -242,6 +251,7 @@ function putOp(spec: PutSpec, length: number, seal: (slot: Uint8Array, salt: Uin
     governance,
     length,
     seal,
+    ...(batch !== undefined ? { batch } : {}),
     ...(spec.copy === true ? { copy: true } : {}),
   };
 }

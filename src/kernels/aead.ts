@@ -77,12 +77,17 @@ export function expandKey(key: Uint8Array): Uint8Array {
   return rk;
 }
 
+/** Zeroes the expanded key the kernel holds at AES_RK (after every call that placed one there). */
+function wipeRk(k: AeadKernel): void {
+  k.mem.fill(0, k.AES_RK, k.AES_RK + k.AES_RK_BYTES);
+}
+
 function withRk<T>(k: AeadKernel, rk: Uint8Array, fn: () => T): T {
   k.mem.set(rk, k.AES_RK);
   try {
     return fn();
   } finally {
-    k.mem.fill(0, k.AES_RK, k.AES_RK + k.AES_RK_BYTES);
+    wipeRk(k);
   }
 }
 
@@ -99,7 +104,7 @@ function withKey<T>(k: AeadKernel, key: Uint8Array, fn: () => T): T {
     k.mem.fill(0, k.OUT, k.OUT + k.AES_RK_BYTES);
     return fn();
   } finally {
-    k.mem.fill(0, k.AES_RK, k.AES_RK + k.AES_RK_BYTES);
+    wipeRk(k);
   }
 }
 
@@ -294,7 +299,7 @@ export function sealWith(
   try {
     return sealLoaded(k, mode, nonce, pt, aad, output);
   } finally {
-    k.mem.fill(0, k.AES_RK, k.AES_RK + k.AES_RK_BYTES);
+    wipeRk(k);
   }
 }
 
@@ -316,7 +321,7 @@ export function openWith(
   try {
     return openLoaded(k, mode, nonce, ct, aad, output);
   } finally {
-    k.mem.fill(0, k.AES_RK, k.AES_RK + k.AES_RK_BYTES);
+    wipeRk(k);
   }
 }
 
@@ -448,14 +453,8 @@ function sealInto(mode: AeadMode, rk: Uint8Array, records: readonly AeadIntoReco
       i++;
       continue;
     }
-    const n = j - i;
     packGroup(k, checked, i, j);
-    k.mem.set(rk, k.AES_RK);
-    try {
-      k.x.aead_seal_batch(MODE_ID[mode], n);
-    } finally {
-      k.mem.fill(0, k.AES_RK, k.AES_RK + k.AES_RK_BYTES);
-    }
+    withRk(k, rk, () => k.x.aead_seal_batch(MODE_ID[mode], j - i));
     let q = k.OUT;
     for (let t = i; t < j; t++) {
       const len = checked[t].data.length + TAG_BYTES;
