@@ -10,8 +10,14 @@ import {
   decodeSnapshot,
   applySnapshot,
   sealSnapshot,
+  sealBase,
   openSnapshot,
+  partSource,
+  readSnapshotSync,
+  DIRECTORY_PART_BYTES,
 } from '../src/engine/directory-pages';
+import { internals } from '../src/engine/parts';
+import { verifyStore } from '../src/index';
 import { openStore, generateRecipient, generateSigner, openMemoryPageStore, PqdbError } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
 import { pageKind } from '../src/engine/page-format';
@@ -96,6 +102,58 @@ describe('key directory', () => {
         }
       }),
       { numRuns: 150 },
+    );
+  });
+
+  it('a base in partitions loads each on first use and gives what a whole load gives', async () => {
+    const key = new Uint8Array(32).fill(3);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(opArb, { minLength: 1, maxLength: 300 }),
+        fc.array(fc.oneof(opArb, fc.record({ t: fc.constant('get' as const), c: fc.constantFrom('c1', 'c2'), id: idArb })), {
+          maxLength: 300,
+        }),
+        fc.integer({ min: 1, max: 64 }),
+        async (before, after, partRows) => {
+          const d = new KeyDirectory();
+          const apply = (dir: KeyDirectory, op: (typeof after)[number], i: number) => {
+            if (op.t === 'set') dir.set(op.c, op.id, loc(op.n, `{"g":${i % 3}}`));
+            else if (op.t === 'del') dir.delete(op.c, op.id);
+          };
+          before.forEach((op, i) => apply(d, op, i));
+          d.addPage(12, 1, new Uint8Array(16).fill(1), 500);
+          // The base as a checkpoint seals it: partitions in pages of their own, then the head.
+          const pages = new Map<number, Uint8Array>();
+          let next = 100;
+          const sink = { pageId: () => next++, addPage: (p: { id: number; bytes: Uint8Array }) => void pages.set(p.id, p.bytes) };
+          const base = await sealBase(sink, key, d, 50, {}, undefined, undefined, undefined, partRows);
+          const head = decodeSnapshot(readSnapshotSync(key, base.pages, base.bytes, (id) => pages.get(id)));
+          expect(head.header.parts!.pages.flat()).toEqual(base.partPages);
+          const lazy = new KeyDirectory();
+          applySnapshot(lazy, head);
+          const loads: number[] = [];
+          const source = partSource(head.header, () => key, (id) => pages.get(id));
+          lazy.lazyBase({ ...source, load: (p) => (loads.push(p), source.load(p)) }, base.partPages);
+          expect(lazy.page(12)?.bytes).toBe(500);
+          // Every partition with rows waits to load; an empty one has nothing to load.
+          const tables = Object.values(head.header.parts!.tables);
+          const withRows = head.header.parts!.pages.filter((_, p) => tables.some((t) => t.rows[p] > 0)).length;
+          expect(lazy.unloadedParts).toBe(withRows);
+          after.forEach((op, i) => {
+            if (op.t === 'get') {
+              expect(lazy.get(op.c, op.id)).toEqual(d.get(op.c, op.id));
+              expect(lazy.has(op.c, op.id)).toBe(d.has(op.c, op.id));
+            } else if (op.t === 'snap') {
+              for (const c of ['c1', 'c2']) expect(lazy.count(c)).toBe(d.count(c));
+              expect(lazy.liveBytes()).toEqual(d.liveBytes());
+            } else (apply(d, op, i), apply(lazy, op, i));
+          });
+          expect(new Set(loads).size).toBe(loads.length); // a partition loads once
+          expect(dump(lazy)).toEqual(dump(d));
+          expect(lazy.unloadedParts).toBe(0);
+        },
+      ),
+      { numRuns: 120 },
     );
   });
 
@@ -211,6 +269,109 @@ describe('opening from the persisted directory', () => {
     expect(await again.docs.get('d0')).toEqual({ text: 'again' });
     expect(again.docs.size).toBe(1999);
     await again.store.close();
+  });
+
+  it('loads a partition of the base on first use: an open reads none, a count none, a get one', async () => {
+    const medium = new MemoryMedium();
+    // No lexical index: one would read the records written since the base as the open brings it up to date.
+    const open = async (create = false) => {
+      const store = await openStore({
+        storage: await openMemoryPageStore({ medium }),
+        create,
+        recipients: [r.publicKey],
+        unlock: r.secretKey,
+        signer: signer.secretKey,
+        signerPublicKey: signer.publicKey,
+        autoCheckpoint: false,
+      });
+      return { store, docs: store.collection('docs', { schema }) };
+    };
+    const first = await open(true);
+    for (let b = 0; b < 10; b++)
+      await first.store.batch((tx) => {
+        for (let i = 0; i < 1000; i++) tx.put(first.docs, `d${b * 1000 + i}`, { text: `w${i % 7}` });
+      });
+    await first.store.checkpoint(); // a base of 10,000 rows: 4 partitions
+    await first.docs.put('d5', { text: 'changed after the base' });
+    await first.docs.delete('d6');
+    await first.docs.put('fresh', { text: 'new after the base' });
+    await first.store.close();
+    const { store, docs } = await open();
+    const directory = internals.get(store)!.directory;
+    const parts = directory.unloadedParts;
+    expect(parts).toBe(4);
+    expect(docs.size).toBe(10_000); // loads the partitions the later commits wrote to, at most 3
+    const left = directory.unloadedParts;
+    expect(left).toBeGreaterThanOrEqual(1);
+    expect(await docs.get('d5')).toEqual({ text: 'changed after the base' });
+    expect(await docs.get('d6')).toBeUndefined();
+    expect(docs.has('fresh')).toBe(true);
+    for (let i = 0; i < 10_000; i += 37) if (i !== 6 && i !== 5) expect(await docs.get(`d${i}`)).toEqual({ text: `w${i % 1000 % 7}` });
+    expect(directory.unloadedParts).toBe(0);
+    await store.close();
+    // The same through a page store that cannot read synchronously: every partition at the open.
+    const hidden = docsOpener(medium, { recipient: r, signer }, schema, {
+      wrap: (p) =>
+        new Proxy(p, {
+          get: (t, k) => (k === 'blockingReads' ? false : typeof t[k as keyof typeof t] === 'function' ? (t[k as keyof typeof t] as (...a: unknown[]) => unknown).bind(t) : t[k as keyof typeof t]),
+        }),
+    });
+    const eager = await hidden();
+    expect(internals.get(eager.store)!.directory.unloadedParts).toBe(0);
+    expect(eager.docs.size).toBe(10_000);
+    expect(await eager.docs.get('d9999')).toEqual({ text: 'w5' });
+    await eager.store.close();
+  });
+
+  it('refuses a base partition that is missing or altered when it loads, and verifyStore names it', async () => {
+    const medium = new MemoryMedium();
+    const open = docsOpener(medium, { recipient: r, signer }, schema);
+    const first = await open(true);
+    for (let b = 0; b < 10; b++)
+      await first.store.batch((tx) => {
+        for (let i = 0; i < 1000; i++) tx.put(first.docs, `d${b * 1000 + i}`, { text: `w${i % 7}` });
+      });
+    await first.store.checkpoint();
+    const partPages = [...internals.get(first.store)!.directory.partPages];
+    await first.store.close();
+    expect(partPages.length).toBe(4);
+    const setPage = (id: number, bytes: Uint8Array) => medium.pages.set(id, { bytes, crc: crc32c(bytes) });
+    const saved = new Map(medium.pages);
+    const restore = () => {
+      medium.pages.clear();
+      for (const [k, v] of saved) medium.pages.set(k, v);
+    };
+    const outcome = async (edit: () => void) => {
+      edit();
+      const { store, docs } = await open();
+      const codes: string[] = [];
+      for (let i = 0; i < 10_000; i += 101)
+        await docs.get(`d${i}`).then(
+          () => undefined,
+          (e: unknown) => codes.push((e as PqdbError).code),
+        );
+      await store.close();
+      const pages = await openMemoryPageStore({ medium });
+      const report = await verifyStore(pages, { unlock: r.secretKey });
+      await pages.close();
+      restore();
+      return { codes: [...new Set(codes)], ok: report.ok, where: report.problems.map((p) => p.where) };
+    };
+    const missing = await outcome(() => medium.pages.delete(partPages[1]));
+    expect(missing.codes).toEqual(['CORRUPTION']);
+    expect(missing.ok).toBe(false);
+    const flipped = await outcome(() => {
+      const p = medium.pages.get(partPages[2])!.bytes.slice();
+      p[p.length - 30] ^= 1;
+      setPage(partPages[2], p);
+    });
+    expect(flipped.codes).toEqual(['AUTH_FAILED']);
+    expect(flipped.ok).toBe(false);
+    // One partition's page in another's place: bound to its page id, so it does not open there.
+    const swapped = await outcome(() => setPage(partPages[0], medium.pages.get(partPages[3])!.bytes));
+    expect(swapped.codes).toEqual(['AUTH_FAILED']);
+    expect(swapped.ok).toBe(false);
+    expect(DIRECTORY_PART_BYTES).toBeGreaterThan(100_000);
   });
 
   it('a collection first written after an empty base comes back from the run that holds it', async () => {

@@ -25,7 +25,7 @@ import { gcmsiv, TAG_BYTES } from '../kernels/aead';
 import { SALT_BYTES } from '../crypto/record';
 import { yieldToEventLoop } from '../_yield';
 import { DIRECTORY_MAGIC } from './page-format';
-import { emptyRows, type KeyDirectory, type PageInfo, type Rows } from './directory';
+import { emptyRows, fnv1a, partOf, type KeyDirectory, type PageInfo, type PartSource, type Rows } from './directory';
 import type { MerkleLogs } from './merkle-log';
 import type { KeyRing } from './keys';
 import type { Draft } from './commit';
@@ -43,10 +43,26 @@ const dec = new TextDecoder('utf-8', { fatal: true });
 if (new Uint8Array(Uint16Array.of(1).buffer)[0] !== 1)
   throw new Error('pqdb directory snapshots need a little-endian platform');
 
+/** Rows per base partition that the number of partitions aims at. */
+export const PART_ROWS = 4096;
+/** At most 2^12 partitions. */
+export const MAX_PART_BITS = 12;
+
+/** A base kept in partitions (header v 2): each partition a snapshot of its own (kind part). */
+export interface PartsHeader {
+  /** A row's partition: the top `bits` bits of FNV-1a of its id's UTF-8 bytes. */
+  bits: number;
+  /** Per partition, its pages in order and its plaintext length. */
+  pages: number[][];
+  bytes: number[];
+  /** Per collection, per partition: its rows and the sum of their sealed lengths. */
+  tables: Record<string, { rows: number[]; bytes: number[] }>;
+}
+
 /** What a snapshot says besides the rows. */
 export interface SnapshotHeader {
-  v: 1;
-  kind: 'base' | 'run';
+  v: 1 | 2;
+  kind: 'base' | 'run' | 'part';
   /** The last commit page it covers. */
   afterPage: number;
   governance: string[];
@@ -60,6 +76,11 @@ export interface SnapshotHeader {
   frontiers?: Record<string, string[]>;
   /** Per collection, ids a persisted lexical index must re-index when it loads. */
   pending?: Record<string, string[]>;
+  /** A base in partitions: where they are (its own collections are then empty). */
+  parts?: PartsHeader;
+  /** A partition: its number, of 2^bits. */
+  part?: number;
+  bits?: number;
 }
 
 /** A decoded snapshot: header, rows per collection (views into the plaintext) and page changes. */
@@ -109,13 +130,26 @@ export async function encodeSnapshot(
     kind,
     afterPage,
     governance: govList,
-    collections: cols.map(({ name, rows }) => ({ name, n: rows.n, idBytes: rows.ids.length })),
-    added: added.length,
-    dropped: dropped.length,
+    collections: [],
+    added: 0,
+    dropped: 0,
     logs,
     ...(frontiers !== undefined ? { frontiers } : {}),
     ...(pending !== undefined && Object.keys(pending).length > 0 ? { pending } : {}),
   };
+  return serialise(header, cols, added, dropped);
+}
+
+/** The snapshot of `header` (its collection list and page counts set here), its rows and page changes. */
+function serialise(
+  header: SnapshotHeader,
+  cols: readonly { name: string; rows: Rows & { removed: Uint8Array } }[],
+  added: readonly [number, PageInfo][],
+  dropped: readonly number[],
+): { bytes: Uint8Array; rows: number } {
+  header.collections = cols.map(({ name, rows }) => ({ name, n: rows.n, idBytes: rows.ids.length }));
+  header.added = added.length;
+  header.dropped = dropped.length;
   const head = enc.encode(JSON.stringify(header));
   let size = pad8(4 + head.length);
   for (const { rows: r } of cols) size += columnsBytes(r.n, r.ids.length);
@@ -146,6 +180,172 @@ export async function encodeSnapshot(
   return { bytes: out, rows };
 }
 
+/**
+ * Seals the whole directory as a base in partitions (header v 2) into `sink`: every partition a
+ * snapshot of kind part in pages of its own, then the head (kind base: the commit pages and where
+ * the partitions are). Loads any partition of a lazily loaded base first.
+ */
+export async function sealBase(
+  sink: PageSink,
+  key: Uint8Array,
+  directory: KeyDirectory,
+  afterPage: number,
+  logs: Record<string, number>,
+  pending?: Record<string, string[]>,
+  frontiers?: Record<string, string[]>,
+  pause: () => Promise<void> = async () => undefined,
+  partRows = PART_ROWS,
+): Promise<{ pages: number[]; partPages: number[]; rows: number; bytes: number }> {
+  directory.loadAll();
+  const govList: string[] = [];
+  const govMap = new Map<number, number>();
+  const govIndex = (i: number) => {
+    let j = govMap.get(i);
+    if (j === undefined) govMap.set(i, (j = govList.push(directory.interned.strings[i]) - 1));
+    return j;
+  };
+  // Every table's rows, and each row's partition.
+  type Table = { name: string; rows: Rows & { removed: Uint8Array }; idAt: Uint32Array; order: Uint32Array };
+  const all: Table[] = [];
+  let total = 0;
+  for (const [name, table] of directory.collections()) {
+    const rows = await table.rows(govIndex, undefined, pause);
+    all.push({ name, rows, idAt: new Uint32Array(rows.n), order: new Uint32Array(rows.n) });
+    total += rows.n;
+  }
+  let bits = 0;
+  while (bits < MAX_PART_BITS && total > partRows * 2 ** bits) bits++;
+  const n = 1 << bits;
+  const tables: PartsHeader['tables'] = {};
+  // Rows grouped by partition (a counting sort): partition p's are order[start[p], start[p + 1]).
+  const starts = new Map<Table, Uint32Array>();
+  for (const t of all) {
+    const counts = (tables[t.name] = { rows: new Array<number>(n).fill(0), bytes: new Array<number>(n).fill(0) });
+    const part = new Uint16Array(t.rows.n);
+    let at = 0;
+    for (let i = 0; i < t.rows.n; i++) {
+      const len = t.rows.idLength[i];
+      const p = partOf(fnv1a(t.rows.ids, at, len), bits);
+      part[i] = p;
+      t.idAt[i] = at;
+      at += len;
+      counts.rows[p]++;
+      counts.bytes[p] += t.rows.length[i];
+    }
+    const start = new Uint32Array(n + 1);
+    for (let p = 0; p < n; p++) start[p + 1] = start[p] + counts.rows[p];
+    const fill = start.slice(0, n);
+    for (let i = 0; i < t.rows.n; i++) t.order[fill[part[i]]++] = i;
+    starts.set(t, start);
+  }
+  const parts: PartsHeader = { bits, pages: [], bytes: [], tables };
+  const partPages: number[] = [];
+  for (let p = 0; p < n; p++) {
+    const cols: { name: string; rows: Rows & { removed: Uint8Array } }[] = [];
+    if (p > 0) await pause();
+    for (const t of all) {
+      const k = tables[t.name].rows[p];
+      if (k === 0) continue;
+      const from = starts.get(t)![p];
+      let idBytes = 0;
+      for (let j = 0; j < k; j++) idBytes += t.rows.idLength[t.order[from + j]];
+      const r = { ...emptyRows(k, idBytes), removed: new Uint8Array(k) };
+      const src = t.rows;
+      for (let j = 0, at = 0; j < k; j++) {
+        const i = t.order[from + j];
+        const len = src.idLength[i];
+        r.ids.set(src.ids.subarray(t.idAt[i], t.idAt[i] + len), at);
+        at += len;
+        r.idLength[j] = len;
+        r.page[j] = src.page[i];
+        r.offset[j] = src.offset[i];
+        r.length[j] = src.length[i];
+        r.leaf[j] = src.leaf[i];
+        r.generation[j] = src.generation[i];
+        r.sequence[j] = src.sequence[i];
+        r.governance[j] = src.governance[i];
+        r.suite[j] = src.suite[i];
+      }
+      cols.push({ name: t.name, rows: r });
+    }
+    const header: SnapshotHeader = {
+      v: 2,
+      kind: 'part',
+      afterPage,
+      governance: govList,
+      collections: [],
+      added: 0,
+      dropped: 0,
+      logs: {},
+      part: p,
+      bits,
+    };
+    const { bytes } = serialise(header, cols, [], []);
+    try {
+      const ids = await sealSnapshot(sink, key, bytes, pause);
+      parts.pages.push(ids);
+      parts.bytes.push(bytes.length);
+      partPages.push(...ids);
+    } finally {
+      bytes.fill(0);
+      for (const c of cols) c.rows.ids.fill(0);
+    }
+  }
+  for (const t of all) t.rows.ids.fill(0);
+  const header: SnapshotHeader = {
+    v: 2,
+    kind: 'base',
+    afterPage,
+    governance: [],
+    collections: [],
+    added: 0,
+    dropped: 0,
+    logs,
+    ...(frontiers !== undefined ? { frontiers } : {}),
+    ...(pending !== undefined && Object.keys(pending).length > 0 ? { pending } : {}),
+    parts,
+  };
+  const { bytes } = serialise(header, [], directory.pages(), []);
+  try {
+    const pages = await sealSnapshot(sink, key, bytes, pause);
+    return { pages, partPages, rows: total, bytes: bytes.length };
+  } finally {
+    bytes.fill(0);
+  }
+}
+
+const nat = (x: unknown): x is number => Number.isSafeInteger(x) && (x as number) >= 0;
+
+/** A base's partition list as decodeSnapshot accepts it: 2^bits partitions, each with pages no other has. */
+function goodParts(x: PartsHeader | undefined): boolean {
+  if (typeof x !== 'object' || x === null || !Number.isInteger(x.bits) || x.bits < 0 || x.bits > MAX_PART_BITS)
+    return false;
+  const n = 1 << x.bits;
+  const seen = new Set<number>();
+  const list = (a: unknown, ok: (v: unknown) => boolean) => Array.isArray(a) && a.length === n && a.every(ok);
+  return (
+    list(x.pages, (ids) => Array.isArray(ids) && ids.length > 0 && ids.every((id) => nat(id) && id > 0 && !seen.has(id) && !!seen.add(id))) &&
+    list(x.bytes, (b) => nat(b) && b > 0) &&
+    typeof x.tables === 'object' &&
+    x.tables !== null &&
+    Object.values(x.tables).every((t) => typeof t === 'object' && t !== null && list(t.rows, nat) && list(t.bytes, nat))
+  );
+}
+
+/** A partition's own header: its number among 2^bits, and no page changes. */
+function goodPart(h: SnapshotHeader): boolean {
+  return (
+    h.kind === 'part' &&
+    Number.isInteger(h.bits) &&
+    h.bits! >= 0 &&
+    h.bits! <= MAX_PART_BITS &&
+    nat(h.part) &&
+    h.part < 1 << h.bits! &&
+    h.added === 0 &&
+    h.dropped === 0
+  );
+}
+
 function columnsBytes(n: number, idBytes: number): number {
   return pad8(2 * n) + pad8(idBytes) + 6 * pad8(4 * n) + 8 * n + 2 * pad8(n);
 }
@@ -171,12 +371,10 @@ export function decodeSnapshot(plain: Uint8Array): Snapshot {
   } catch {
     return bad('has a bad header');
   }
-  const nat = (x: unknown) => Number.isSafeInteger(x) && (x as number) >= 0;
   if (
     typeof h !== 'object' ||
     h === null ||
-    h.v !== 1 ||
-    (h.kind !== 'base' && h.kind !== 'run') ||
+    (h.v === 1 ? h.kind !== 'base' && h.kind !== 'run' : h.v !== 2 || (h.kind !== 'base' && h.kind !== 'part')) ||
     !nat(h.afterPage) ||
     !Array.isArray(h.governance) ||
     !h.governance.every((g) => typeof g === 'string') ||
@@ -195,6 +393,8 @@ export function decodeSnapshot(plain: Uint8Array): Snapshot {
         !Object.values(h.pending).every((ids) => Array.isArray(ids) && ids.every((id) => typeof id === 'string'))))
   )
     bad('has a bad header');
+  if (h.v === 2 && !(h.kind === 'base' ? goodParts(h.parts) && h.collections.length === 0 : goodPart(h)))
+    bad('has a bad partition header');
   let size = pad8(4 + headLen);
   for (const c of h.collections) {
     if (typeof c !== 'object' || c === null || typeof c.name !== 'string' || !nat(c.n) || !nat(c.idBytes))
@@ -354,25 +554,75 @@ export async function readSnapshot(
   bytes: number,
   read: (id: number, length: number) => Promise<Uint8Array | undefined>,
 ): Promise<Uint8Array> {
-  const n = ids.length;
   const out = new Uint8Array(bytes);
-  let at = 0;
   try {
-    for (let i = 0; i < n; i++) {
-      const pageBytes = directoryPageBytes(bytes, i, n);
-      const page = await read(ids[i], pageBytes);
-      if (page === undefined) throw new PqdbError('CORRUPTION', `directory page ${ids[i]} is missing`);
-      const len = partLength(ids[i], i, n, page);
-      if (len !== pageBytes - HEAD_BYTES - TAG_BYTES)
-        throw new PqdbError('CORRUPTION', `directory page ${ids[i]} is not as long as the manifest says`);
-      openPart(key, ids[i], i, page, out.subarray(at, at + len));
-      at += len;
-    }
+    for (let i = 0; i < ids.length; i++)
+      placePage(key, ids, i, out, await read(ids[i], directoryPageBytes(bytes, i, ids.length)));
   } catch (e) {
     out.fill(0);
     throw e;
   }
   return out;
+}
+
+/** readSnapshot with a synchronous `read`. */
+export function readSnapshotSync(
+  key: Uint8Array,
+  ids: readonly number[],
+  bytes: number,
+  read: (id: number, length: number) => Uint8Array | undefined,
+): Uint8Array {
+  const out = new Uint8Array(bytes);
+  try {
+    for (let i = 0; i < ids.length; i++)
+      placePage(key, ids, i, out, read(ids[i], directoryPageBytes(bytes, i, ids.length)));
+  } catch (e) {
+    out.fill(0);
+    throw e;
+  }
+  return out;
+}
+
+/** Opens `page`, page `i` of snapshot pages `ids`, into its place in the snapshot's plaintext `out`. */
+function placePage(key: Uint8Array, ids: readonly number[], i: number, out: Uint8Array, page: Uint8Array | undefined): void {
+  const n = ids.length;
+  const pageBytes = directoryPageBytes(out.length, i, n);
+  if (page === undefined) throw new PqdbError('CORRUPTION', `directory page ${ids[i]} is missing`);
+  const len = partLength(ids[i], i, n, page);
+  if (len !== pageBytes - HEAD_BYTES - TAG_BYTES)
+    throw new PqdbError('CORRUPTION', `directory page ${ids[i]} is not as long as the manifest says`);
+  const at = i * DIRECTORY_PART_BYTES;
+  openPart(key, ids[i], i, page, out.subarray(at, at + len));
+}
+
+/**
+ * The partitions of base `head` (decoded, header v 2) as a PartSource: `read` gives a page's bytes
+ * synchronously (undefined when it is missing); `key` the directory key.
+ */
+export function partSource(
+  head: SnapshotHeader,
+  key: () => Uint8Array,
+  read: (id: number, length: number) => Uint8Array | undefined,
+): PartSource {
+  const parts = head.parts!;
+  return {
+    bits: parts.bits,
+    tables: new Map(Object.entries(parts.tables)),
+    load(p) {
+      const plain = readSnapshotSync(key(), parts.pages[p], parts.bytes[p], read);
+      try {
+        const { header: h, collections } = decodeSnapshot(plain);
+        if (h.kind !== 'part' || h.part !== p || h.bits !== parts.bits || h.afterPage !== head.afterPage)
+          throw new PqdbError('CORRUPTION', `directory page ${parts.pages[p][0]} is not partition ${p} of its base`);
+        if (collections.some((c) => c.removed.some((x) => x !== 0)))
+          throw new PqdbError('CORRUPTION', `partition ${p} of the persisted key directory has a removal`);
+        return { governance: h.governance, collections, done: () => plain.fill(0) };
+      } catch (e) {
+        plain.fill(0);
+        throw e;
+      }
+    },
+  };
 }
 
 /** The plaintext length of part `i` of `n` in `page` (its framing checked). */
@@ -429,25 +679,29 @@ export async function persistDirectory(
     m.directory = { ...old!, afterPage, dropped: [] };
     return;
   }
-  const { bytes, rows } = await encodeSnapshot(
-    ctx.directory,
-    kind,
-    afterPage,
-    sizes,
-    pending,
-    frontiers,
-    yieldToEventLoop,
-  );
+  const key = ctx.keys.storeKey(DIRECTORY_KEY_LABEL);
+  if (kind === 'base') {
+    // A new base in partitions: the old base's partitions and its runs go with the commit.
+    const base = await sealBase(draft, key, ctx.directory, afterPage, sizes, pending, frontiers, yieldToEventLoop);
+    for (const s of old?.snapshots ?? []) for (const id of s.pages) draft.deletePage(id);
+    for (const id of ctx.directory.partPages) draft.deletePage(id);
+    m.directory = {
+      afterPage,
+      snapshots: [{ kind, pages: base.pages, rows: base.rows, bytes: base.bytes }],
+      dropped: [],
+    };
+    draft.afterCommit(() => (ctx.directory.basePersisted(base.partPages), ctx.directory.persisted(true)));
+    return;
+  }
+  const { bytes, rows } = await encodeSnapshot(ctx.directory, kind, afterPage, sizes, pending, frontiers, yieldToEventLoop);
   let ids: number[];
   try {
-    ids = await sealSnapshot(draft, ctx.keys.storeKey(DIRECTORY_KEY_LABEL), bytes, yieldToEventLoop);
+    ids = await sealSnapshot(draft, key, bytes, yieldToEventLoop);
   } finally {
     bytes.fill(0);
   }
-  const snapshot = { kind: kind as 'base' | 'run', pages: ids, rows, bytes: bytes.length };
-  if (kind === 'base') for (const s of old?.snapshots ?? []) for (const id of s.pages) draft.deletePage(id);
-  m.directory = { afterPage, snapshots: kind === 'base' ? [snapshot] : [...old!.snapshots, snapshot], dropped: [] };
-  draft.afterCommit(() => ctx.directory.persisted(kind === 'base'));
+  m.directory = { afterPage, snapshots: [...old!.snapshots, { kind, pages: ids, rows, bytes: bytes.length }], dropped: [] };
+  draft.afterCommit(() => ctx.directory.persisted(false));
 }
 
 /**

@@ -11,6 +11,7 @@
 // Governance states are interned: a row holds the number of its state. A `Location` object is made
 // only when one is asked for.
 
+import { PqdbError } from '../errors';
 import { utf8Length } from '../_utf8';
 
 /** Where a record's live version is. */
@@ -76,6 +77,44 @@ export interface Rows {
   suite: Uint8Array;
 }
 
+/**
+ * A base snapshot kept in partitions that load on first use (src/engine/directory-pages.ts): a
+ * row's partition is the top `bits` bits of the FNV-1a hash of its id's UTF-8 bytes.
+ */
+export interface PartSource {
+  readonly bits: number;
+  /** Per collection, per partition: the rows it holds and the sum of their sealed lengths. */
+  readonly tables: ReadonlyMap<string, { rows: readonly number[]; bytes: readonly number[] }>;
+  /**
+   * Partition `p`, read, authenticated and decoded synchronously: per collection its rows, with the
+   * snapshot's governance list. `done()` wipes the plaintext once the rows are copied.
+   * @throws PqdbError CORRUPTION, AUTH_FAILED, IO_ERROR (the directory stays as it was)
+   */
+  load(p: number): { governance: readonly string[]; collections: readonly { name: string; rows: Rows }[]; done(): void };
+}
+
+/** A table's share of the partitions of a lazily loaded base (see PartSource). */
+interface TableParts {
+  bits: number;
+  /** Per partition, 1 once loaded (shared by the directory's tables). */
+  loaded: Uint8Array;
+  /** Loads partition p into every table (KeyDirectory). */
+  load(p: number): void;
+  loadAll(): void;
+  rows: readonly number[];
+  bytes: readonly number[];
+  /** Rows and sealed bytes of the partitions not loaded yet. */
+  unloadedRows: number;
+  unloadedBytes: number;
+  /** Unloaded partitions that rows were written to or removed from since (loaded before a count). */
+  touched: Set<number>;
+  /** Per unloaded partition, ids removed since (their snapshot rows are skipped when it loads). */
+  removed: Map<number, Set<string>>;
+}
+
+/** The partition of a row whose id hashes to `hash`, of 2^bits. */
+export const partOf = (hash: number, bits: number): number => (bits === 0 ? 0 : hash >>> (32 - bits));
+
 /** One collection's live records: typed columns, an id arena and a hash index over them. */
 export class DirectoryTable implements Iterable<[string, Location]> {
   readonly #interned: Interned;
@@ -106,14 +145,16 @@ export class DirectoryTable implements Iterable<[string, Location]> {
   /** The key being looked up, as UTF-8. */
   #key = new Uint8Array(256);
   #keyLen = 0;
+  /** The partitions of a lazily loaded base, while any is not loaded. */
+  #parts?: TableParts;
 
   constructor(interned: Interned) {
     this.#interned = interned;
   }
 
-  /** Number of live records. */
+  /** Number of live records (loads the partitions written to since the open, if any). */
   get size(): number {
-    return this.#size;
+    return this.#settle() ? this.#size + this.#parts!.unloadedRows : this.#size;
   }
 
   get(id: string): Location | undefined {
@@ -128,6 +169,7 @@ export class DirectoryTable implements Iterable<[string, Location]> {
   set(id: string, loc: Location): void {
     this.#setKey(id);
     const slot = this.#probe();
+    if (slot < 0) this.#touch(false);
     const row = slot >= 0 ? this.#slots[slot] - 1 : this.#insertKey();
     this.#bytes += loc.length - (slot >= 0 ? this.#length[row] : 0);
     this.#page[row] = loc.pageId;
@@ -140,9 +182,17 @@ export class DirectoryTable implements Iterable<[string, Location]> {
     this.#gov[row] = this.#interned.of(loc.governance);
   }
 
+  /** Removes `id`: true when it was live (or may have been, in a partition not loaded yet). */
   delete(id: string): boolean {
-    const slot = this.#findSlot(id);
-    if (slot < 0) return false;
+    this.#setKey(id);
+    return this.#deleteKey();
+  }
+
+  /** delete() of the key buffer's id. */
+  #deleteKey(): boolean {
+    const slot = this.#size === 0 ? -1 : this.#probe();
+    const lazy = this.#touch(true);
+    if (slot < 0) return lazy;
     const row = this.#slots[slot] - 1;
     this.#slots[slot] = TOMBSTONE;
     this.#bytes -= this.#length[row];
@@ -155,16 +205,19 @@ export class DirectoryTable implements Iterable<[string, Location]> {
 
   /** The live records as [id, location] (made as they are visited; edits meanwhile are tolerated). */
   *[Symbol.iterator](): IterableIterator<[string, Location]> {
+    this.#parts?.loadAll();
     for (let row = 0; row < this.#rows; row++) if (this.#idLen[row] !== 0) yield [this.#id(row), this.#location(row)];
   }
 
   /** The live records' locations. */
   *values(): IterableIterator<Location> {
+    this.#parts?.loadAll();
     for (let row = 0; row < this.#rows; row++) if (this.#idLen[row] !== 0) yield this.#location(row);
   }
 
   /** The live records' ids, in no particular order. */
   keys(): string[] {
+    this.#parts?.loadAll();
     const out: string[] = [];
     for (let row = 0; row < this.#rows; row++) if (this.#idLen[row] !== 0) out.push(this.#id(row));
     return out;
@@ -172,17 +225,19 @@ export class DirectoryTable implements Iterable<[string, Location]> {
 
   /** Sum of the live records' sealed lengths. */
   recordBytes(): number {
-    return this.#bytes;
+    return this.#settle() ? this.#bytes + this.#parts!.unloadedBytes : this.#bytes;
   }
 
   /** Adds each live record's length to its page's entry of `out`. */
   addLiveBytes(out: Map<number, number>): void {
+    this.#parts?.loadAll();
     for (let row = 0; row < this.#rows; row++)
       if (this.#idLen[row] !== 0) out.set(this.#page[row], (out.get(this.#page[row]) ?? 0) + this.#length[row]);
   }
 
   /** Live record counts per suite id. */
   suiteCounts(): Record<number, number> {
+    this.#parts?.loadAll();
     const out: Record<number, number> = {};
     for (let row = 0; row < this.#rows; row++)
       if (this.#idLen[row] !== 0) out[this.#suite[row]] = (out[this.#suite[row]] ?? 0) + 1;
@@ -191,6 +246,7 @@ export class DirectoryTable implements Iterable<[string, Location]> {
 
   /** True when a live record is sealed with `suite`. */
   usesSuite(suite: number): boolean {
+    this.#parts?.loadAll();
     for (let row = 0; row < this.#rows; row++) if (this.#idLen[row] !== 0 && this.#suite[row] === suite) return true;
     return false;
   }
@@ -208,6 +264,7 @@ export class DirectoryTable implements Iterable<[string, Location]> {
     const removedIds: Uint8Array[] = [];
     const order: number[] = []; // >= 0: a live row; < 0: -(removal index + 1)
     if (ids === undefined) {
+      this.#parts?.loadAll();
       for (let row = 0; row < this.#rows; row++) if (this.#idLen[row] !== 0) order.push(row);
     } else
       for (const id of ids) {
@@ -254,7 +311,8 @@ export class DirectoryTable implements Iterable<[string, Location]> {
    */
   applyRows(r: Rows, governance: readonly string[], removed?: Uint8Array, adopt = false): void {
     const gov = governance.map((s) => this.#interned.of(s));
-    if (this.#rows === 0 && (removed === undefined || removed.every((x) => x === 0))) return this.#load(r, gov, adopt);
+    if (this.#rows === 0 && this.#parts === undefined && (removed === undefined || removed.every((x) => x === 0)))
+      return this.#load(r, gov, adopt);
     this.#reserve(this.#size + r.n);
     if (this.#arenaEnd + r.ids.length > this.#arena.length) this.#growArena(r.ids.length);
     let at = 0;
@@ -263,11 +321,11 @@ export class DirectoryTable implements Iterable<[string, Location]> {
       this.#setKeyBytes(r.ids, at, len);
       at += len;
       if (removed?.[i] === 1) {
-        const slot = this.#probe();
-        if (slot >= 0) this.delete(this.#id(this.#slots[slot] - 1));
+        this.#deleteKey();
         continue;
       }
       const slot = this.#probe();
+      if (slot < 0) this.#touch(false);
       const row = slot >= 0 ? this.#slots[slot] - 1 : this.#insertKey();
       this.#bytes += r.length[i] - (slot >= 0 ? this.#length[row] : 0);
       this.#page[row] = r.page[i];
@@ -279,6 +337,89 @@ export class DirectoryTable implements Iterable<[string, Location]> {
       this.#gov[row] = gov[r.governance[i]];
       this.#suite[row] = r.suite[i];
     }
+  }
+
+  /**
+   * Takes the partitions of a lazily loaded base (before any row of it is here): `rows` and `bytes`
+   * per partition, `loaded` and the loaders shared with the directory's other tables.
+   */
+  lazy(parts: Omit<TableParts, 'unloadedRows' | 'unloadedBytes' | 'touched' | 'removed'>): void {
+    let rows = 0;
+    let bytes = 0;
+    for (let p = 0; p < parts.rows.length; p++)
+      if (parts.loaded[p] === 0) (rows += parts.rows[p], (bytes += parts.bytes[p]));
+    this.#parts = { ...parts, unloadedRows: rows, unloadedBytes: bytes, touched: new Set(), removed: new Map() };
+  }
+
+  /**
+   * Adds the rows of base partition `p` (authenticated, decoded) that nothing written since
+   * replaced or removed, then counts the partition as loaded.
+   * @throws PqdbError CORRUPTION for a row whose id does not belong to partition `p`
+   */
+  mergePart(p: number, r: Rows, governance: readonly string[]): void {
+    const parts = this.#parts;
+    if (parts === undefined) throw new RangeError('no partition is waiting to load');
+    const gov = governance.map((s) => this.#interned.of(s));
+    const removed = parts.removed.get(p);
+    this.#reserve(this.#size + r.n);
+    if (this.#arenaEnd + r.ids.length > this.#arena.length) this.#growArena(r.ids.length);
+    let at = 0;
+    for (let i = 0; i < r.n; i++) {
+      const len = r.idLength[i];
+      this.#setKeyBytes(r.ids, at, len);
+      at += len;
+      if (partOf(this.#hash(), parts.bits) !== p)
+        throw new PqdbError('CORRUPTION', `the persisted key directory has a row outside its partition ${p}`);
+      if (this.#probe() >= 0) continue; // written since the snapshot
+      if (removed !== undefined && removed.has(decoder.decode(r.ids.subarray(at - len, at)))) continue;
+      const row = this.#insertKey();
+      this.#bytes += r.length[i];
+      this.#page[row] = r.page[i];
+      this.#offset[row] = r.offset[i];
+      this.#length[row] = r.length[i];
+      this.#leaf[row] = r.leaf[i];
+      this.#generation[row] = r.generation[i];
+      this.#sequence[row] = r.sequence[i];
+      this.#gov[row] = gov[r.governance[i]];
+      this.#suite[row] = r.suite[i];
+    }
+  }
+
+  /** Partition `p` was loaded into every table (after mergePart, where it had rows of this one). */
+  partLoaded(p: number): void {
+    const parts = this.#parts;
+    if (parts === undefined) return;
+    parts.unloadedRows -= parts.rows[p];
+    parts.unloadedBytes -= parts.bytes[p];
+    parts.touched.delete(p);
+    parts.removed.delete(p);
+    if (parts.loaded.every((x) => x === 1)) this.#parts = undefined;
+  }
+
+  /**
+   * A write to the key buffer's id, which is not in the table: when its partition is not loaded,
+   * notes it (`remove`: as removed). Returns true when the partition is not loaded.
+   */
+  #touch(remove: boolean): boolean {
+    const parts = this.#parts;
+    if (parts === undefined) return false;
+    const p = partOf(this.#hash(), parts.bits);
+    if (parts.loaded[p] === 1) return false;
+    parts.touched.add(p);
+    let ids = parts.removed.get(p);
+    if (remove) {
+      if (ids === undefined) parts.removed.set(p, (ids = new Set()));
+      ids.add(decoder.decode(this.#key.subarray(0, this.#keyLen)));
+    } else ids?.delete(decoder.decode(this.#key.subarray(0, this.#keyLen)));
+    return true;
+  }
+
+  /** Loads the unloaded partitions written to since; true when some are still not loaded. */
+  #settle(): boolean {
+    const parts = this.#parts;
+    if (parts === undefined) return false;
+    for (const p of [...parts.touched]) parts.load(p);
+    return this.#parts !== undefined;
   }
 
   /** applyRows into an empty table: columns copied whole, the index built in one pass. */
@@ -389,14 +530,17 @@ export class DirectoryTable implements Iterable<[string, Location]> {
   }
 
   #find(id: string): number {
-    const slot = this.#findSlot(id);
-    return slot < 0 ? -1 : this.#slots[slot] - 1;
-  }
-
-  #findSlot(id: string): number {
-    if (this.#size === 0) return -1;
     this.#setKey(id);
-    return this.#probe();
+    let slot = this.#size === 0 ? -1 : this.#probe();
+    const parts = this.#parts;
+    if (slot < 0 && parts !== undefined) {
+      const p = partOf(this.#hash(), parts.bits);
+      if (parts.loaded[p] === 1 || parts.removed.get(p)?.has(id)) return -1;
+      parts.load(p);
+      this.#setKey(id); // loading used the key buffer
+      slot = this.#size === 0 ? -1 : this.#probe();
+    }
+    return slot < 0 ? -1 : this.#slots[slot] - 1;
   }
 
   /** The slot of the key buffer's id, or -1. */
@@ -508,7 +652,7 @@ export class DirectoryTable implements Iterable<[string, Location]> {
 }
 
 /** FNV-1a (32 bits) of `len` bytes of `b` at `at`. */
-function fnv1a(b: Uint8Array, at: number, len: number): number {
+export function fnv1a(b: Uint8Array, at: number, len: number): number {
   let h = 0x811c9dc5;
   for (let i = at; i < at + len; i++) h = Math.imul(h ^ b[i], 0x01000193);
   return h >>> 0;
@@ -550,6 +694,87 @@ export class KeyDirectory {
   #baseRecords = 0;
   /** Rows persisted in runs since then. */
   #sinceBase = 0;
+  /** The pages of the base snapshot's partitions (deleted with it when a new base replaces it). */
+  #partPages: readonly number[] = [];
+  /** While a lazily loaded base has partitions not loaded: its source and which are loaded. */
+  #lazy?: { source: PartSource; loaded: Uint8Array; left: number };
+
+  /**
+   * Takes a base snapshot kept in partitions (`pages`) that load on first use: before any run or
+   * commit page is applied. A lookup loads its id's partition; a count or bytes total loads the
+   * partitions written to since; whatever visits every record (iteration, a new base) loads all.
+   */
+  lazyBase(source: PartSource, pages: readonly number[]): void {
+    this.#partPages = pages;
+    const parts = 1 << source.bits;
+    const loaded = new Uint8Array(parts);
+    // A partition without rows has nothing to load.
+    let left = 0;
+    for (let p = 0; p < parts; p++) {
+      let rows = 0;
+      for (const t of source.tables.values()) rows += t.rows[p];
+      if (rows === 0) loaded[p] = 1;
+      else left++;
+    }
+    const load = (p: number) => this.loadPart(p);
+    const loadAll = () => this.loadAll();
+    for (const [name, { rows, bytes }] of source.tables) {
+      const t = this.table(name); // an emptied collection is listed too
+      if (left > 0) t.lazy({ bits: source.bits, loaded, load, loadAll, rows, bytes });
+    }
+    if (left > 0) this.#lazy = { source, loaded, left };
+  }
+
+  /** Loads every partition of a lazily loaded base not loaded yet. */
+  loadAll(): void {
+    const lazy = this.#lazy;
+    if (lazy === undefined) return;
+    for (let p = 0; p < lazy.loaded.length; p++) if (lazy.loaded[p] === 0) this.loadPart(p);
+  }
+
+  /** Partitions of the base not loaded yet (0 once all are, or when the base was loaded whole). */
+  get unloadedParts(): number {
+    return this.#lazy?.left ?? 0;
+  }
+
+  /** The pages of the base snapshot's partitions. */
+  get partPages(): readonly number[] {
+    return this.#partPages;
+  }
+
+  /** The directory was persisted with a new base whose partitions are `pages`. */
+  basePersisted(pages: readonly number[]): void {
+    this.#partPages = pages;
+  }
+
+  /** Loads partition `p` of a lazily loaded base (nothing when it is loaded). */
+  loadPart(p: number): void {
+    const lazy = this.#lazy;
+    if (lazy === undefined) return;
+    if (lazy.loaded[p] === 1) return;
+    const part = lazy.source.load(p);
+    try {
+      const seen = new Set<string>();
+      for (const { name, rows } of part.collections) {
+        const want = lazy.source.tables.get(name);
+        let bytes = 0;
+        for (let i = 0; i < rows.n; i++) bytes += rows.length[i];
+        if (want === undefined || seen.has(name) || want.rows[p] !== rows.n || want.bytes[p] !== bytes)
+          throw new PqdbError('CORRUPTION', `partition ${p} of the persisted key directory does not match its base`);
+        seen.add(name);
+      }
+      for (const [name, want] of lazy.source.tables)
+        if (want.rows[p] !== 0 && !seen.has(name))
+          throw new PqdbError('CORRUPTION', `partition ${p} of the persisted key directory does not match its base`);
+      for (const { name, rows } of part.collections) this.table(name).mergePart(p, rows, part.governance);
+    } finally {
+      part.done();
+    }
+    lazy.loaded[p] = 1;
+    lazy.left--;
+    for (const name of lazy.source.tables.keys()) this.table(name).partLoaded(p);
+    if (lazy.left === 0) this.#lazy = undefined;
+  }
 
   get(collection: string, id: string): Location | undefined {
     return this.#collections.get(collection)?.get(id);

@@ -20,7 +20,16 @@ import type { MerkleLogs } from './merkle-log';
 import { b64, unb64, type Manifest } from './manifest';
 import type { CommitPage, Draft } from './commit';
 import { decodeLogPage, decodePage, pageGeneration, pageKey, pageKind, pageSalt, type IndexedOp } from './page-format';
-import { applySnapshot, decodeSnapshot, readSnapshot, openSnapshot, DIRECTORY_KEY_LABEL } from './directory-pages';
+import {
+  applySnapshot,
+  decodeSnapshot,
+  directoryPageBytes,
+  partSource,
+  readSnapshot,
+  openSnapshot,
+  DIRECTORY_KEY_LABEL,
+  type Snapshot,
+} from './directory-pages';
 
 /** Commit pages replay reads at a time. */
 const REPLAY_READ_PAGES = 64;
@@ -298,21 +307,28 @@ async function loadDirectory(
       if (missing !== undefined) throw new PqdbError('CORRUPTION', `directory page ${missing} is missing`);
       plain = openSnapshot(key, s.pages, read as Uint8Array[]);
     }
+    let lazy: Snapshot['header'] | undefined;
     try {
       const snap = decodeSnapshot(plain);
-      const rows = snap.collections.reduce((n, c) => n + c.rows.n, 0);
+      const parts = snap.header.parts;
+      const rows =
+        parts !== undefined
+          ? Object.values(parts.tables).reduce((n, t) => t.rows.reduce((a, b) => a + b, n), 0)
+          : snap.collections.reduce((n, c) => n + c.rows.n, 0);
       if (snap.header.kind !== s.kind || rows !== s.rows || snap.header.afterPage < (last?.afterPage ?? 0))
         throw new PqdbError('CORRUPTION', 'the persisted key directory does not match the manifest');
       applySnapshot(target.directory, snap, s.kind === 'base');
       if (s.kind === 'run') runRows += rows;
       last = snap.header;
+      if (parts !== undefined) lazy = snap.header;
       // A base's columns are the tables' memory from now on; a run's rows were copied.
-      if (s.kind === 'run') plain.fill(0);
+      if (s.kind === 'run' || parts !== undefined) plain.fill(0);
     } catch (e) {
       plain.fill(0);
       throw e;
     }
     s.pages.forEach((id) => named.add(id));
+    if (lazy !== undefined) await loadParts(pages, keys, target.directory, lazy, named);
   }
   if (last === undefined || last.afterPage > ref.afterPage)
     throw new PqdbError('CORRUPTION', 'the persisted key directory does not match the manifest');
@@ -336,6 +352,49 @@ async function loadDirectory(
     }
   }
   return { afterPage: ref.afterPage, pending: last.pending, logs: last.logs };
+}
+
+/**
+ * Takes the partitions of base `head`: loaded on first use where the page store reads synchronously
+ * (node-fs, memory), else read and loaded now. Their pages join `named`.
+ * @throws PqdbError CORRUPTION (a partition's page missing, or not what its base says), AUTH_FAILED
+ */
+async function loadParts(
+  pages: PageStore,
+  keys: KeyRing,
+  directory: KeyDirectory,
+  head: Snapshot['header'],
+  named: Set<number>,
+): Promise<void> {
+  const list = head.parts!.pages.flat();
+  list.forEach((id) => named.add(id));
+  const key = () => keys.storeKey(DIRECTORY_KEY_LABEL);
+  if (pages.blockingReads === true && pages.readRangeSync !== undefined) {
+    const read = (id: number, length: number): Uint8Array | undefined => {
+      const into = new Uint8Array(length);
+      const got = pages.readRangeSync!(id, 0, length, into, true);
+      if (got === -1) throw new PqdbError('IO_ERROR', `directory page ${id} could not be read`);
+      return got === 1 ? into : undefined;
+    };
+    directory.lazyBase(partSource(head, key, read), list);
+    return;
+  }
+  const held = new Map<number, Uint8Array | undefined>();
+  directory.lazyBase(
+    partSource(head, key, (id) => {
+      const page = held.get(id);
+      held.delete(id);
+      return page;
+    }),
+    list,
+  );
+  // Read one partition's pages at a time and load it, so the store's pages are not all held at once.
+  for (let p = 0; p < head.parts!.pages.length; p++) {
+    const ids = head.parts!.pages[p];
+    for (let i = 0; i < ids.length; i++)
+      held.set(ids[i], await readRangeOf(pages, ids[i], 0, directoryPageBytes(head.parts!.bytes[p], i, ids.length)));
+    directory.loadPart(p);
+  }
 }
 
 /**

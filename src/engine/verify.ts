@@ -43,7 +43,7 @@ import {
   root as merkleRoot,
 } from '../crypto/merkle';
 import { KeyRing, leafBlind } from './keys';
-import { decodeSnapshot, openSnapshot, DIRECTORY_KEY_LABEL } from './directory-pages';
+import { decodeSnapshot, openSnapshot, partSource, DIRECTORY_KEY_LABEL } from './directory-pages';
 import { fromHex, hex, readManifest, unb64, unlockManifest, type Manifest, type ManifestHeader } from './manifest';
 import {
   decodePage,
@@ -231,6 +231,7 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
     checkpointPages.forEach((pageId, i) => special.set(pageId, `checkpoint:${i}`));
     const snapshots = (manifest as Manifest).directory?.snapshots ?? [];
     const snapshotPages = snapshots.map((s) => s.pages.map(() => undefined as Uint8Array | undefined));
+    const partPages = new Map<number, Uint8Array>();
     snapshots.forEach((s, i) => s.pages.forEach((pageId, k) => special.set(pageId, `directory:${i}:${k}`)));
     const signedCheckpoints: (Uint8Array | undefined)[] = checkpointPages.map(() => undefined);
     let ids: number[] = [];
@@ -275,7 +276,8 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
           snapshotPages[i][k] = page;
           counts.directoryPages++;
         } else if (pageKind(page) === 'directory') {
-          counts.directoryPages++; // a directory page without the manifest's body to place it
+          counts.directoryPages++; // a base's partition (placed by its head below), or a stray page
+          partPages.set(pageId, page);
         } else if (role?.startsWith('index:')) {
           const name = role.slice(6);
           counts.indexPages++;
@@ -334,7 +336,24 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       try {
         const plain = openSnapshot(keys.storeKey(DIRECTORY_KEY_LABEL), s.pages, got as Uint8Array[]);
         const snap = decodeSnapshot(plain);
-        const rows = snap.collections.reduce((n, c) => n + c.rows.n, 0);
+        let rows = snap.collections.reduce((n, c) => n + c.rows.n, 0);
+        const parts = snap.header.parts;
+        if (parts !== undefined) {
+          // A base in partitions: each opens, is the partition its head says, and holds its rows.
+          const source = partSource(snap.header, () => keys.storeKey(DIRECTORY_KEY_LABEL), (id) => partPages.get(id));
+          for (let p = 0; p < parts.pages.length; p++) {
+            const part = source.load(p);
+            try {
+              for (const { name, rows: r } of part.collections) {
+                if (parts.tables[name]?.rows[p] !== r.n)
+                  throw new PqdbError('CORRUPTION', `partition ${p} of the persisted key directory does not match its base`);
+                rows += r.n;
+              }
+            } finally {
+              part.done();
+            }
+          }
+        }
         plain.fill(0);
         if (snap.header.kind !== s.kind || rows !== s.rows)
           throw new PqdbError('CORRUPTION', 'the persisted key directory does not match the manifest');

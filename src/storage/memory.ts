@@ -12,6 +12,7 @@ import { copyBytes } from '../_args';
 import {
   BasePageStore,
   checkPageId,
+  checkRangeInPage,
   corruption,
   crc32c,
   crc32cAsync,
@@ -80,6 +81,7 @@ export async function openMemoryPageStore(options: MemoryPageStoreOptions = {}):
 class MemoryPageStore extends BasePageStore {
   readonly kind = 'memory';
   readonly partialRanges = true;
+  readonly blockingReads = true;
   readonly #m: MemoryMedium;
 
   constructor(medium: MemoryMedium) {
@@ -103,6 +105,22 @@ class MemoryPageStore extends BasePageStore {
     const p = this.#m.pages.get(id);
     if (p === undefined) return undefined;
     return rangeOf(this.kind, id, p.bytes, offset, length);
+  }
+
+  /** readRange's synchronous form, with `block` (a copy out of memory); else not now. */
+  protected override _readRangeSync(
+    id: number,
+    offset: number,
+    length: number,
+    into: Uint8Array,
+    block: boolean,
+  ): -1 | 0 | 1 {
+    if (!block) return -1;
+    const p = this.#m.pages.get(id);
+    if (p === undefined) return 0;
+    checkRangeInPage(this.kind, id, offset, length, p.bytes.length);
+    into.set(p.bytes.subarray(offset, offset + length));
+    return 1;
   }
 
   protected async _readManifest(): Promise<Uint8Array | undefined> {

@@ -242,6 +242,7 @@ interface StepResult {
 class NodeFsPageStore extends BasePageStore {
   readonly kind = 'node-fs';
   readonly partialRanges = true;
+  readonly blockingReads = true;
   readonly #dir: string;
   readonly #segmentBytes: number;
   readonly #segments = new Map<number, Segment>();
@@ -566,12 +567,19 @@ class NodeFsPageStore extends BasePageStore {
    * readRange's synchronous form (PageStore.readRangeSync): a record-sized range within this turn's
    * reads (none while reads wait for a turn), else -1.
    */
-  protected override _readRangeSync(id: number, offset: number, length: number, into: Uint8Array): -1 | 0 | 1 {
-    if (length === 0 || length > SYNC_READ_BYTES) return -1;
+  protected override _readRangeSync(
+    id: number,
+    offset: number,
+    length: number,
+    into: Uint8Array,
+    block: boolean,
+  ): -1 | 0 | 1 {
+    if (!block && (length === 0 || length > SYNC_READ_BYTES)) return -1;
     const loc = this.#index.get(id);
     if (loc === undefined) return 0;
     checkRangeInPage(this.kind, id, offset, length, loc.length);
-    if (!this.#takeSyncRead()) return -1;
+    if (length === 0) return 1;
+    if (!block && !this.#takeSyncRead()) return -1;
     try {
       this.#readSync(this.#segments.get(loc.seq)!, loc, offset, into.subarray(0, length));
     } catch (e) {

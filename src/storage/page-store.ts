@@ -130,9 +130,14 @@ export interface PageStore {
    * 0 when the page is absent, -1 when not now (then call readRange). node-fs reads a record-sized
    * range this way (at most 64 in one turn of the event loop); the others answer -1. Optional: a
    * user's read of a record then costs no promise and no new array. The same trust rule as readRange.
+   * With `block` (where `blockingReads` is true) it always reads, however long the range, holding
+   * the thread for the read: the engine loads the persisted directory's partitions this way on a
+   * store's first lookup of them.
    * @throws as readRange; RangeError when `into` is shorter than `length`
    */
-  readRangeSync?(id: number, offset: number, length: number, into: Uint8Array): -1 | 0 | 1;
+  readRangeSync?(id: number, offset: number, length: number, into: Uint8Array, block?: boolean): -1 | 0 | 1;
+  /** True when readRangeSync with `block` always reads (node-fs, memory). */
+  readonly blockingReads?: boolean;
   /** The manifest (a fresh copy), or undefined before the first commit that set one. */
   readManifest(): Promise<Uint8Array | undefined>;
   /** Ids of the live pages, ascending. */
@@ -464,17 +469,23 @@ export abstract class BasePageStore implements PageStore {
     return this.#track(this._readRange(id, offset, length));
   }
 
-  readRangeSync(id: number, offset: number, length: number, into: Uint8Array): -1 | 0 | 1 {
+  readRangeSync(id: number, offset: number, length: number, into: Uint8Array, block = false): -1 | 0 | 1 {
     this.#checkOpen();
     checkPageId('id', id);
     checkRange(offset, length);
     if (!(into instanceof Uint8Array) || into.length < length)
       throw new RangeError(`"into" expected Uint8Array of length >= ${length}`);
-    return this._readRangeSync(id, offset, length, into);
+    return this._readRangeSync(id, offset, length, into, block);
   }
 
   /** Not now (-1): an adapter that can read a range synchronously overrides it. */
-  protected _readRangeSync(_id: number, _offset: number, _length: number, _into: Uint8Array): -1 | 0 | 1 {
+  protected _readRangeSync(
+    _id: number,
+    _offset: number,
+    _length: number,
+    _into: Uint8Array,
+    _block: boolean,
+  ): -1 | 0 | 1 {
     return -1;
   }
 
