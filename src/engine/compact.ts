@@ -119,6 +119,7 @@ export async function compact(p: Parts, options: CompactOptions = {}): Promise<C
   await p.checkpoints.persist();
   const afterPage = p.pipeline.manifest.directory?.afterPage ?? 0;
   const g = p.keys.current();
+  await p.directory.loadAllInSteps(yieldToEventLoop); // a base still in partitions, beside reads
   const live = p.directory.livePerPage();
   const victims = p.directory
     .pages()

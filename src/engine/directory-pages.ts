@@ -196,7 +196,7 @@ export async function sealBase(
   pause: () => Promise<void> = async () => undefined,
   partRows = PART_ROWS,
 ): Promise<{ pages: number[]; partPages: number[]; rows: number; bytes: number }> {
-  directory.loadAll();
+  await directory.loadAllInSteps(pause);
   const govList: string[] = [];
   const govMap = new Map<number, number>();
   const govIndex = (i: number) => {

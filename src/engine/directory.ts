@@ -732,6 +732,15 @@ export class KeyDirectory {
     for (let p = 0; p < lazy.loaded.length; p++) if (lazy.loaded[p] === 0) this.loadPart(p);
   }
 
+  /**
+   * loadAll in steps, awaiting `pause()` after each partition, so that what runs beside a long
+   * operation (a migration, a compaction, a new base) is not held for the whole load.
+   */
+  async loadAllInSteps(pause: () => Promise<void>): Promise<void> {
+    for (let p = 0; this.#lazy !== undefined && p < this.#lazy.loaded.length; p++)
+      if (this.#lazy.loaded[p] === 0) (this.loadPart(p), await pause());
+  }
+
   /** Partitions of the base not loaded yet (0 once all are, or when the base was loaded whole). */
   get unloadedParts(): number {
     return this.#lazy?.left ?? 0;

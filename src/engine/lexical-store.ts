@@ -125,6 +125,7 @@ export class LexicalStore {
       }
     }
     const index = new LexicalIndex({ text: fields });
+    await this.#ctx.directory.loadAllInSteps(yieldToEventLoop);
     for (const id of this.#ctx.directory.unorderedIds(name)) index.update(id, await this.#ctx.value(name, id));
     this.#dirty.add(name);
     this.#fromRecords.delete(name);
@@ -255,6 +256,7 @@ export class LexicalStore {
     const touched = new Set<string>();
     this.#reindexing = { name, touched };
     try {
+      await this.#ctx.directory.loadAllInSteps(yieldToEventLoop);
       const ids = this.#ctx.directory.unorderedIds(name);
       for (let i = 0; i < ids.length; i += REINDEX_STEP) {
         this.#ctx.live();

@@ -280,6 +280,8 @@ export class Migration {
     const { pipeline, lexical, checkpoints } = this.#ctx;
     this.#mark = performance.now();
     try {
+      // Every record is visited: a base still in partitions loads now, beside reads.
+      await this.#ctx.directory.loadAllInSteps(yieldToEventLoop);
       for (;;) {
         const m = pipeline.manifest.migration;
         if (m === undefined) throw new PqdbError('NOT_OPEN', 'no migration under way');
