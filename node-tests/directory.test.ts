@@ -309,6 +309,14 @@ describe('opening from the persisted directory', () => {
     for (let i = 0; i < 10_000; i += 37) if (i !== 6 && i !== 5) expect(await docs.get(`d${i}`)).toEqual({ text: `w${i % 1000 % 7}` });
     expect(directory.unloadedParts).toBe(0);
     await store.close();
+    // What visits every record loads the partitions in steps, letting others run between them.
+    const stepped = await open();
+    const d2 = internals.get(stepped.store)!.directory;
+    let steps = 0;
+    await d2.loadAllInSteps(async () => void steps++);
+    expect([steps, d2.unloadedParts]).toEqual([4, 0]);
+    expect(stepped.docs.size).toBe(10_000);
+    await stepped.store.close();
     // The same through a page store that cannot read synchronously: every partition at the open.
     const hidden = docsOpener(medium, { recipient: r, signer }, schema, {
       wrap: (p) =>
