@@ -17,6 +17,9 @@ import {
   DIRECTORY_PART_BYTES,
 } from '../src/engine/directory-pages';
 import { internals } from '../src/engine/parts';
+import { MerkleLogs, LOG_PAGE_LEAVES } from '../src/engine/merkle-log';
+import { decodeLogPage } from '../src/engine/page-format';
+import type { LogPageRef } from '../src/engine/manifest';
 import { verifyStore } from '../src/index';
 import { openStore, generateRecipient, generateSigner, openMemoryPageStore, PqdbError } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
@@ -155,6 +158,28 @@ describe('key directory', () => {
       ),
       { numRuns: 120 },
     );
+  });
+
+  it('persists a log of more leaves than a page holds in several log pages, contiguous', async () => {
+    const logs = new MerkleLogs();
+    const n = LOG_PAGE_LEAVES * 2 + 77;
+    const hashes = new Uint8Array(n * 48).map((_, i) => (i * 31 + (i >> 8)) & 0xff);
+    logs.append(1, hashes.subarray(0, 10 * 48));
+    const refs: Record<string, LogPageRef[]> = {};
+    const pages = new Map<number, Uint8Array>();
+    let next = 1;
+    const sink = { pageId: () => next++, addPage: (p: { id: number; bytes: Uint8Array }) => void pages.set(p.id, p.bytes) };
+    await logs.pushLogPage(1, refs, sink);
+    logs.append(1, hashes.subarray(10 * 48));
+    await logs.pushLogPage(1, refs, sink);
+    expect(refs[1].map((r) => [r.from, r.to])).toEqual([
+      [0, 10],
+      [10, 10 + LOG_PAGE_LEAVES],
+      [10 + LOG_PAGE_LEAVES, 10 + 2 * LOG_PAGE_LEAVES],
+      [10 + 2 * LOG_PAGE_LEAVES, n],
+    ]);
+    const back = refs[1].map((r) => decodeLogPage(pages.get(r.pageId)!, 1, r.from, r.to));
+    expect(Buffer.concat(back).equals(Buffer.from(hashes))).toBe(true);
   });
 
   it('holds 200,000 records in typed columns and finds each', async () => {

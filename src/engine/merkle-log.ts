@@ -20,6 +20,8 @@ import type { LogPageRef } from './manifest';
 const INITIAL_LEAVES = 1024;
 /** Trees of a given size kept for proofs (any more and the cache starts again). */
 const TREE_CACHE = 4;
+/** Leaves per log page at most (12 MiB of hashes: well under a page's limit). */
+export const LOG_PAGE_LEAVES = 1 << 18;
 
 /** Where log pages go: a draft's page-id allocation and page list (src/engine/commit.ts). */
 export interface LogPageSink {
@@ -181,19 +183,25 @@ export class MerkleLogs {
   }
 
   /**
-   * Adds to `sink` a log page of generation g's leaves not yet in one (if any), and its entry to
-   * `logs` (a draft manifest's `logs`).
+   * Adds to `sink` log pages of generation g's leaves not yet in one (if any; at most
+   * LOG_PAGE_LEAVES a page), and their entries to `logs` (a draft manifest's `logs`).
    */
   async pushLogPage(g: number, logs: Record<string, LogPageRef[]>, sink: LogPageSink): Promise<void> {
     const size = this.size(g);
-    const persistedTo = logs[g]?.at(-1)?.to ?? 0;
-    if (size <= persistedTo) return;
-    const id = sink.pageId();
-    sink.addPage({
-      id,
-      bytes: await encodeLogPage(g, persistedTo, await this.since(g, persistedTo), yieldToEventLoop),
-    });
-    logs[g] = [...(logs[g] ?? []), { pageId: id, from: persistedTo, to: size }];
+    let from = logs[g]?.at(-1)?.to ?? 0;
+    if (size <= from) return;
+    const leaves = await this.since(g, from);
+    const refs = [...(logs[g] ?? [])];
+    for (let at = 0; from < size; ) {
+      const to = Math.min(size, from + LOG_PAGE_LEAVES);
+      const id = sink.pageId();
+      const hashes = leaves.subarray(at, at + (to - from) * HASH_BYTES);
+      sink.addPage({ id, bytes: await encodeLogPage(g, from, hashes, yieldToEventLoop) });
+      refs.push({ pageId: id, from, to });
+      at += hashes.length;
+      from = to;
+    }
+    logs[g] = refs;
   }
 
   #appender(generation: number): MerkleAppender {
