@@ -93,6 +93,18 @@ export interface Snapshot {
 
 const pad8 = (n: number) => (n + 7) & ~7;
 
+/** A snapshot's governance list, filled as `govIndex` maps the directory's interned states into it. */
+function governanceList(directory: KeyDirectory): { govList: string[]; govIndex: (interned: number) => number } {
+  const govList: string[] = [];
+  const govMap = new Map<number, number>();
+  const govIndex = (i: number) => {
+    let j = govMap.get(i);
+    if (j === undefined) govMap.set(i, (j = govList.push(directory.interned.strings[i]) - 1));
+    return j;
+  };
+  return { govList, govIndex };
+}
+
 /**
  * Serialises the directory: in full (`kind` base) or the changes it tracked since the last
  * snapshot (`kind` run; see KeyDirectory.changes).
@@ -108,13 +120,7 @@ export async function encodeSnapshot(
 ): Promise<{ bytes: Uint8Array; rows: number }> {
   const changes = kind === 'run' ? directory.changes() : undefined;
   if (kind === 'run' && changes === undefined) throw new RangeError('no changes are tracked: write a base');
-  const govList: string[] = [];
-  const govMap = new Map<number, number>();
-  const govIndex = (i: number) => {
-    let j = govMap.get(i);
-    if (j === undefined) govMap.set(i, (j = govList.push(directory.interned.strings[i]) - 1));
-    return j;
-  };
+  const { govList, govIndex } = governanceList(directory);
   const cols: { name: string; rows: Rows & { removed: Uint8Array } }[] = [];
   for (const [name, table] of directory.collections()) {
     if (changes !== undefined) {
@@ -197,13 +203,7 @@ export async function sealBase(
   partRows = PART_ROWS,
 ): Promise<{ pages: number[]; partPages: number[]; rows: number; bytes: number }> {
   await directory.loadAllInSteps(pause);
-  const govList: string[] = [];
-  const govMap = new Map<number, number>();
-  const govIndex = (i: number) => {
-    let j = govMap.get(i);
-    if (j === undefined) govMap.set(i, (j = govList.push(directory.interned.strings[i]) - 1));
-    return j;
-  };
+  const { govList, govIndex } = governanceList(directory);
   // Every table's rows, and each row's partition.
   type Table = { name: string; rows: Rows & { removed: Uint8Array }; idAt: Uint32Array; order: Uint32Array };
   const all: Table[] = [];

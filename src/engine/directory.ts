@@ -313,30 +313,41 @@ export class DirectoryTable implements Iterable<[string, Location]> {
     const gov = governance.map((s) => this.#interned.of(s));
     if (this.#rows === 0 && this.#parts === undefined && (removed === undefined || removed.every((x) => x === 0)))
       return this.#load(r, gov, adopt);
-    this.#reserve(this.#size + r.n);
-    if (this.#arenaEnd + r.ids.length > this.#arena.length) this.#growArena(r.ids.length);
-    let at = 0;
-    for (let i = 0; i < r.n; i++) {
-      const len = r.idLength[i];
-      this.#setKeyBytes(r.ids, at, len);
-      at += len;
+    this.#eachRow(r, (i) => {
       if (removed?.[i] === 1) {
         this.#deleteKey();
-        continue;
+        return;
       }
       const slot = this.#probe();
       if (slot < 0) this.#touch(false);
       const row = slot >= 0 ? this.#slots[slot] - 1 : this.#insertKey();
       this.#bytes += r.length[i] - (slot >= 0 ? this.#length[row] : 0);
-      this.#page[row] = r.page[i];
-      this.#offset[row] = r.offset[i];
-      this.#length[row] = r.length[i];
-      this.#leaf[row] = r.leaf[i];
-      this.#generation[row] = r.generation[i];
-      this.#sequence[row] = r.sequence[i];
-      this.#gov[row] = gov[r.governance[i]];
-      this.#suite[row] = r.suite[i];
+      this.#putRow(row, r, i, gov);
+    });
+  }
+
+  /** Room for the rows of `r`, then `visit(i, at, len)` with row i's id (at `at`, `len` bytes) in the key buffer. */
+  #eachRow(r: Rows, visit: (i: number, at: number, len: number) => void): void {
+    this.#reserve(this.#size + r.n);
+    if (this.#arenaEnd + r.ids.length > this.#arena.length) this.#growArena(r.ids.length);
+    for (let i = 0, at = 0; i < r.n; i++) {
+      const len = r.idLength[i];
+      this.#setKeyBytes(r.ids, at, len);
+      visit(i, at, len);
+      at += len;
     }
+  }
+
+  /** Row `row` takes snapshot row `i` of `r` (`gov`: the snapshot's states as interned numbers). */
+  #putRow(row: number, r: Rows, i: number, gov: readonly number[]): void {
+    this.#page[row] = r.page[i];
+    this.#offset[row] = r.offset[i];
+    this.#length[row] = r.length[i];
+    this.#leaf[row] = r.leaf[i];
+    this.#generation[row] = r.generation[i];
+    this.#sequence[row] = r.sequence[i];
+    this.#gov[row] = gov[r.governance[i]];
+    this.#suite[row] = r.suite[i];
   }
 
   /**
@@ -361,28 +372,15 @@ export class DirectoryTable implements Iterable<[string, Location]> {
     if (parts === undefined) throw new RangeError('no partition is waiting to load');
     const gov = governance.map((s) => this.#interned.of(s));
     const removed = parts.removed.get(p);
-    this.#reserve(this.#size + r.n);
-    if (this.#arenaEnd + r.ids.length > this.#arena.length) this.#growArena(r.ids.length);
-    let at = 0;
-    for (let i = 0; i < r.n; i++) {
-      const len = r.idLength[i];
-      this.#setKeyBytes(r.ids, at, len);
-      at += len;
+    this.#eachRow(r, (i, at, len) => {
       if (partOf(this.#hash(), parts.bits) !== p)
         throw new PqdbError('CORRUPTION', `the persisted key directory has a row outside its partition ${p}`);
-      if (this.#probe() >= 0) continue; // written since the snapshot
-      if (removed !== undefined && removed.has(decoder.decode(r.ids.subarray(at - len, at)))) continue;
+      if (this.#probe() >= 0) return; // written since the snapshot
+      if (removed !== undefined && removed.has(decoder.decode(r.ids.subarray(at, at + len)))) return;
       const row = this.#insertKey();
       this.#bytes += r.length[i];
-      this.#page[row] = r.page[i];
-      this.#offset[row] = r.offset[i];
-      this.#length[row] = r.length[i];
-      this.#leaf[row] = r.leaf[i];
-      this.#generation[row] = r.generation[i];
-      this.#sequence[row] = r.sequence[i];
-      this.#gov[row] = gov[r.governance[i]];
-      this.#suite[row] = r.suite[i];
-    }
+      this.#putRow(row, r, i, gov);
+    });
   }
 
   /** Partition `p` was loaded into every table (after mergePart, where it had rows of this one). */
