@@ -34,7 +34,8 @@ import { b64 } from './manifest';
 /** Plaintext bytes sealed per directory page. */
 export const DIRECTORY_PART_BYTES = 4 << 20;
 export const DIRECTORY_KEY_LABEL = 'pqdb directory key v1';
-const VERSION = 1;
+/** Directory pages are written as version 2 (bases in partitions); version 1 pages are read too. */
+const VERSION = 2;
 const HEAD_BYTES = 13;
 const MAX_ID_BYTES = 1024;
 const enc = new TextEncoder();
@@ -52,6 +53,8 @@ export const MAX_PART_BITS = 12;
 export interface PartsHeader {
   /** A row's partition: the top `bits` bits of FNV-1a of its id's UTF-8 bytes. */
   bits: number;
+  /** A random id of this base (base64 of 16 bytes), which each of its partitions repeats. */
+  base: string;
   /** Per partition, its pages in order and its plaintext length. */
   pages: number[][];
   bytes: number[];
@@ -78,9 +81,10 @@ export interface SnapshotHeader {
   pending?: Record<string, string[]>;
   /** A base in partitions: where they are (its own collections are then empty). */
   parts?: PartsHeader;
-  /** A partition: its number, of 2^bits. */
+  /** A partition: its number, of 2^bits, and its base's id. */
   part?: number;
   bits?: number;
+  base?: string;
 }
 
 /** A decoded snapshot: header, rows per collection (views into the plaintext) and page changes. */
@@ -238,60 +242,70 @@ export async function sealBase(
     for (let i = 0; i < t.rows.n; i++) t.order[fill[part[i]]++] = i;
     starts.set(t, start);
   }
-  const parts: PartsHeader = { bits, pages: [], bytes: [], tables };
+  // A fresh id binds the partitions to this head: pages of a base whose commit never landed (their
+  // ids handed out again) do not pass for this one's.
+  const base = b64(crypto.getRandomValues(new Uint8Array(16)));
+  const parts: PartsHeader = { bits, base, pages: [], bytes: [], tables };
   const partPages: number[] = [];
-  for (let p = 0; p < n; p++) {
-    const cols: { name: string; rows: Rows & { removed: Uint8Array } }[] = [];
-    if (p > 0) await pause();
-    for (const t of all) {
-      const k = tables[t.name].rows[p];
-      if (k === 0) continue;
-      const from = starts.get(t)![p];
-      let idBytes = 0;
-      for (let j = 0; j < k; j++) idBytes += t.rows.idLength[t.order[from + j]];
-      const r = { ...emptyRows(k, idBytes), removed: new Uint8Array(k) };
-      const src = t.rows;
-      for (let j = 0, at = 0; j < k; j++) {
-        const i = t.order[from + j];
-        const len = src.idLength[i];
-        r.ids.set(src.ids.subarray(t.idAt[i], t.idAt[i] + len), at);
-        at += len;
-        r.idLength[j] = len;
-        r.page[j] = src.page[i];
-        r.offset[j] = src.offset[i];
-        r.length[j] = src.length[i];
-        r.leaf[j] = src.leaf[i];
-        r.generation[j] = src.generation[i];
-        r.sequence[j] = src.sequence[i];
-        r.governance[j] = src.governance[i];
-        r.suite[j] = src.suite[i];
+  try {
+    await sealParts();
+  } finally {
+    for (const t of all) t.rows.ids.fill(0);
+  }
+  async function sealParts(): Promise<void> {
+    for (let p = 0; p < n; p++) {
+      const cols: { name: string; rows: Rows & { removed: Uint8Array } }[] = [];
+      if (p > 0) await pause();
+      for (const t of all) {
+        const k = tables[t.name].rows[p];
+        if (k === 0) continue;
+        const from = starts.get(t)![p];
+        let idBytes = 0;
+        for (let j = 0; j < k; j++) idBytes += t.rows.idLength[t.order[from + j]];
+        const r = { ...emptyRows(k, idBytes), removed: new Uint8Array(k) };
+        const src = t.rows;
+        for (let j = 0, at = 0; j < k; j++) {
+          const i = t.order[from + j];
+          const len = src.idLength[i];
+          r.ids.set(src.ids.subarray(t.idAt[i], t.idAt[i] + len), at);
+          at += len;
+          r.idLength[j] = len;
+          r.page[j] = src.page[i];
+          r.offset[j] = src.offset[i];
+          r.length[j] = src.length[i];
+          r.leaf[j] = src.leaf[i];
+          r.generation[j] = src.generation[i];
+          r.sequence[j] = src.sequence[i];
+          r.governance[j] = src.governance[i];
+          r.suite[j] = src.suite[i];
+        }
+        cols.push({ name: t.name, rows: r });
       }
-      cols.push({ name: t.name, rows: r });
-    }
-    const header: SnapshotHeader = {
-      v: 2,
-      kind: 'part',
-      afterPage,
-      governance: govList,
-      collections: [],
-      added: 0,
-      dropped: 0,
-      logs: {},
-      part: p,
-      bits,
-    };
-    const { bytes } = serialise(header, cols, [], []);
-    try {
-      const ids = await sealSnapshot(sink, key, bytes, pause);
-      parts.pages.push(ids);
-      parts.bytes.push(bytes.length);
-      partPages.push(...ids);
-    } finally {
-      bytes.fill(0);
-      for (const c of cols) c.rows.ids.fill(0);
+      const header: SnapshotHeader = {
+        v: 2,
+        kind: 'part',
+        afterPage,
+        governance: govList,
+        collections: [],
+        added: 0,
+        dropped: 0,
+        logs: {},
+        part: p,
+        bits,
+        base,
+      };
+      const { bytes } = serialise(header, cols, [], []);
+      try {
+        const ids = await sealSnapshot(sink, key, bytes, pause);
+        parts.pages.push(ids);
+        parts.bytes.push(bytes.length);
+        partPages.push(...ids);
+      } finally {
+        bytes.fill(0);
+        for (const c of cols) c.rows.ids.fill(0);
+      }
     }
   }
-  for (const t of all) t.rows.ids.fill(0);
   const header: SnapshotHeader = {
     v: 2,
     kind: 'base',
@@ -324,7 +338,12 @@ function goodParts(x: PartsHeader | undefined): boolean {
   const seen = new Set<number>();
   const list = (a: unknown, ok: (v: unknown) => boolean) => Array.isArray(a) && a.length === n && a.every(ok);
   return (
-    list(x.pages, (ids) => Array.isArray(ids) && ids.length > 0 && ids.every((id) => nat(id) && id > 0 && !seen.has(id) && !!seen.add(id))) &&
+    typeof x.base === 'string' &&
+    list(
+      x.pages,
+      (ids) =>
+        Array.isArray(ids) && ids.length > 0 && ids.every((id) => nat(id) && id > 0 && !seen.has(id) && !!seen.add(id)),
+    ) &&
     list(x.bytes, (b) => nat(b) && b > 0) &&
     typeof x.tables === 'object' &&
     x.tables !== null &&
@@ -341,6 +360,7 @@ function goodPart(h: SnapshotHeader): boolean {
     h.bits! <= MAX_PART_BITS &&
     nat(h.part) &&
     h.part < 1 << h.bits! &&
+    typeof h.base === 'string' &&
     h.added === 0 &&
     h.dropped === 0
   );
@@ -393,7 +413,11 @@ export function decodeSnapshot(plain: Uint8Array): Snapshot {
         !Object.values(h.pending).every((ids) => Array.isArray(ids) && ids.every((id) => typeof id === 'string'))))
   )
     bad('has a bad header');
-  if (h.v === 2 && !(h.kind === 'base' ? goodParts(h.parts) && h.collections.length === 0 : goodPart(h)))
+  if (
+    h.v === 2
+      ? !(h.kind === 'base' ? goodParts(h.parts) && h.collections.length === 0 : goodPart(h))
+      : h.parts !== undefined || h.part !== undefined || h.bits !== undefined || h.base !== undefined
+  )
     bad('has a bad partition header');
   let size = pad8(4 + headLen);
   for (const c of h.collections) {
@@ -584,7 +608,13 @@ export function readSnapshotSync(
 }
 
 /** Opens `page`, page `i` of snapshot pages `ids`, into its place in the snapshot's plaintext `out`. */
-function placePage(key: Uint8Array, ids: readonly number[], i: number, out: Uint8Array, page: Uint8Array | undefined): void {
+function placePage(
+  key: Uint8Array,
+  ids: readonly number[],
+  i: number,
+  out: Uint8Array,
+  page: Uint8Array | undefined,
+): void {
   const n = ids.length;
   const pageBytes = directoryPageBytes(out.length, i, n);
   if (page === undefined) throw new PqdbError('CORRUPTION', `directory page ${ids[i]} is missing`);
@@ -612,7 +642,13 @@ export function partSource(
       const plain = readSnapshotSync(key(), parts.pages[p], parts.bytes[p], read);
       try {
         const { header: h, collections } = decodeSnapshot(plain);
-        if (h.kind !== 'part' || h.part !== p || h.bits !== parts.bits || h.afterPage !== head.afterPage)
+        if (
+          h.kind !== 'part' ||
+          h.part !== p ||
+          h.bits !== parts.bits ||
+          h.base !== parts.base ||
+          h.afterPage !== head.afterPage
+        )
           throw new PqdbError('CORRUPTION', `directory page ${parts.pages[p][0]} is not partition ${p} of its base`);
         if (collections.some((c) => c.removed.some((x) => x !== 0)))
           throw new PqdbError('CORRUPTION', `partition ${p} of the persisted key directory has a removal`);
@@ -629,7 +665,8 @@ export function partSource(
 function partLength(id: number, i: number, n: number, page: Uint8Array): number {
   if (page.length < HEAD_BYTES + TAG_BYTES || !DIRECTORY_MAGIC.every((m, k) => page[k] === m))
     throw new PqdbError('CORRUPTION', `page ${id} is not a pqdb directory page`);
-  if (page[4] !== VERSION) throw new PqdbError('FORMAT_VERSION', `directory page version ${page[4]} is not supported`);
+  if (page[4] !== 1 && page[4] !== VERSION)
+    throw new PqdbError('FORMAT_VERSION', `directory page version ${page[4]} is not supported`);
   const dv = new DataView(page.buffer, page.byteOffset, page.length);
   if (dv.getUint32(5) !== i || dv.getUint32(9) !== n)
     throw new PqdbError('CORRUPTION', `directory page ${id} is not part ${i} of ${n}`);
@@ -693,14 +730,26 @@ export async function persistDirectory(
     draft.afterCommit(() => (ctx.directory.basePersisted(base.partPages), ctx.directory.persisted(true)));
     return;
   }
-  const { bytes, rows } = await encodeSnapshot(ctx.directory, kind, afterPage, sizes, pending, frontiers, yieldToEventLoop);
+  const { bytes, rows } = await encodeSnapshot(
+    ctx.directory,
+    kind,
+    afterPage,
+    sizes,
+    pending,
+    frontiers,
+    yieldToEventLoop,
+  );
   let ids: number[];
   try {
     ids = await sealSnapshot(draft, key, bytes, yieldToEventLoop);
   } finally {
     bytes.fill(0);
   }
-  m.directory = { afterPage, snapshots: [...old!.snapshots, { kind, pages: ids, rows, bytes: bytes.length }], dropped: [] };
+  m.directory = {
+    afterPage,
+    snapshots: [...old!.snapshots, { kind, pages: ids, rows, bytes: bytes.length }],
+    dropped: [],
+  };
   draft.afterCommit(() => ctx.directory.persisted(false));
 }
 

@@ -90,7 +90,11 @@ export interface PartSource {
    * snapshot's governance list. `done()` wipes the plaintext once the rows are copied.
    * @throws PqdbError CORRUPTION, AUTH_FAILED, IO_ERROR (the directory stays as it was)
    */
-  load(p: number): { governance: readonly string[]; collections: readonly { name: string; rows: Rows }[]; done(): void };
+  load(p: number): {
+    governance: readonly string[];
+    collections: readonly { name: string; rows: Rows }[];
+    done(): void;
+  };
 }
 
 /** A table's share of the partitions of a lazily loaded base (see PartSource). */
@@ -110,6 +114,35 @@ interface TableParts {
   touched: Set<number>;
   /** Per unloaded partition, ids removed since (their snapshot rows are skipped when it loads). */
   removed: Map<number, Set<string>>;
+}
+
+/**
+ * Checks partition `p` (authenticated, decoded) against its base's head: every collection known
+ * and listed once, as many rows and sealed bytes as the head says, each row's id in partition
+ * `p`, and no collection the head gives rows in `p` left out.
+ * @throws PqdbError CORRUPTION
+ */
+export function checkPart(
+  source: Pick<PartSource, 'bits' | 'tables'>,
+  p: number,
+  collections: readonly { name: string; rows: Rows }[],
+): void {
+  const bad = () => {
+    throw new PqdbError('CORRUPTION', `partition ${p} of the persisted key directory does not match its base`);
+  };
+  const seen = new Set<string>();
+  for (const { name, rows } of collections) {
+    const want = source.tables.get(name);
+    let bytes = 0;
+    for (let i = 0, at = 0; i < rows.n; i++) {
+      bytes += rows.length[i];
+      if (partOf(fnv1a(rows.ids, at, rows.idLength[i]), source.bits) !== p) bad();
+      at += rows.idLength[i];
+    }
+    if (want === undefined || seen.has(name) || want.rows[p] !== rows.n || want.bytes[p] !== bytes) bad();
+    seen.add(name);
+  }
+  for (const [name, want] of source.tables) if (want.rows[p] !== 0 && !seen.has(name)) bad();
 }
 
 /** The partition of a row whose id hashes to `hash`, of 2^bits. */
@@ -228,6 +261,14 @@ export class DirectoryTable implements Iterable<[string, Location]> {
     return this.#settle() ? this.#bytes + this.#parts!.unloadedBytes : this.#bytes;
   }
 
+  /**
+   * recordBytes without loading anything: a record written since the open to an unloaded
+   * partition counts twice (its old version too), so live bytes may be overstated.
+   */
+  recordBytesEstimate(): number {
+    return this.#bytes + (this.#parts?.unloadedBytes ?? 0);
+  }
+
   /** Adds each live record's length to its page's entry of `out`. */
   addLiveBytes(out: Map<number, number>): void {
     this.#parts?.loadAll();
@@ -277,9 +318,10 @@ export class DirectoryTable implements Iterable<[string, Location]> {
     const out = emptyRows(n, idBytes);
     const removed = new Uint8Array(n);
     let at = 0;
-    const arena = this.#arena;
     for (let i = 0; i < n; i++) {
       if ((i & 0xffff) === 0xffff) await pause(); // a million rows in steps: reads get in
+      // Read after any pause: a get meanwhile may load a partition and compact the arena.
+      const arena = this.#arena;
       const o = order[i];
       if (o < 0) {
         const id = removedIds[-o - 1];
@@ -358,14 +400,13 @@ export class DirectoryTable implements Iterable<[string, Location]> {
     let rows = 0;
     let bytes = 0;
     for (let p = 0; p < parts.rows.length; p++)
-      if (parts.loaded[p] === 0) (rows += parts.rows[p], (bytes += parts.bytes[p]));
+      if (parts.loaded[p] === 0) ((rows += parts.rows[p]), (bytes += parts.bytes[p]));
     this.#parts = { ...parts, unloadedRows: rows, unloadedBytes: bytes, touched: new Set(), removed: new Map() };
   }
 
   /**
-   * Adds the rows of base partition `p` (authenticated, decoded) that nothing written since
-   * replaced or removed, then counts the partition as loaded.
-   * @throws PqdbError CORRUPTION for a row whose id does not belong to partition `p`
+   * Adds the rows of base partition `p` (authenticated, decoded, checked: checkPart) that nothing
+   * written since replaced or removed.
    */
   mergePart(p: number, r: Rows, governance: readonly string[]): void {
     const parts = this.#parts;
@@ -373,8 +414,6 @@ export class DirectoryTable implements Iterable<[string, Location]> {
     const gov = governance.map((s) => this.#interned.of(s));
     const removed = parts.removed.get(p);
     this.#eachRow(r, (i, at, len) => {
-      if (partOf(this.#hash(), parts.bits) !== p)
-        throw new PqdbError('CORRUPTION', `the persisted key directory has a row outside its partition ${p}`);
       if (this.#probe() >= 0) return; // written since the snapshot
       if (removed !== undefined && removed.has(decoder.decode(r.ids.subarray(at, at + len)))) return;
       const row = this.#insertKey();
@@ -383,15 +422,15 @@ export class DirectoryTable implements Iterable<[string, Location]> {
     });
   }
 
-  /** Partition `p` was loaded into every table (after mergePart, where it had rows of this one). */
-  partLoaded(p: number): void {
+  /** Partition `p` was loaded into every table (after mergePart, where it had rows of this one); `last`: it was the last. */
+  partLoaded(p: number, last: boolean): void {
     const parts = this.#parts;
     if (parts === undefined) return;
     parts.unloadedRows -= parts.rows[p];
     parts.unloadedBytes -= parts.bytes[p];
     parts.touched.delete(p);
     parts.removed.delete(p);
-    if (parts.loaded.every((x) => x === 1)) this.#parts = undefined;
+    if (last) this.#parts = undefined;
   }
 
   /**
@@ -761,25 +800,14 @@ export class KeyDirectory {
     if (lazy.loaded[p] === 1) return;
     const part = lazy.source.load(p);
     try {
-      const seen = new Set<string>();
-      for (const { name, rows } of part.collections) {
-        const want = lazy.source.tables.get(name);
-        let bytes = 0;
-        for (let i = 0; i < rows.n; i++) bytes += rows.length[i];
-        if (want === undefined || seen.has(name) || want.rows[p] !== rows.n || want.bytes[p] !== bytes)
-          throw new PqdbError('CORRUPTION', `partition ${p} of the persisted key directory does not match its base`);
-        seen.add(name);
-      }
-      for (const [name, want] of lazy.source.tables)
-        if (want.rows[p] !== 0 && !seen.has(name))
-          throw new PqdbError('CORRUPTION', `partition ${p} of the persisted key directory does not match its base`);
+      checkPart(lazy.source, p, part.collections); // all of it before any row is merged
       for (const { name, rows } of part.collections) this.table(name).mergePart(p, rows, part.governance);
     } finally {
       part.done();
     }
     lazy.loaded[p] = 1;
     lazy.left--;
-    for (const name of lazy.source.tables.keys()) this.table(name).partLoaded(p);
+    for (const name of lazy.source.tables.keys()) this.table(name).partLoaded(p, lazy.left === 0);
     if (lazy.left === 0) this.#lazy = undefined;
   }
 
@@ -904,11 +932,14 @@ export class KeyDirectory {
     return [...this.#commitPages].sort(([a], [b]) => a - b);
   }
 
-  /** Bytes of the live commit pages, and of the live records in them (what compaction would keep). */
-  liveBytes(): { pageBytes: number; recordBytes: number } {
+  /**
+   * Bytes of the live commit pages, and of the live records in them (what compaction would keep);
+   * with `estimate`, no partition of a lazily loaded base is loaded (see recordBytesEstimate).
+   */
+  liveBytes(estimate = false): { pageBytes: number; recordBytes: number } {
     const pageBytes = this.#pageBytes;
     let recordBytes = 0;
-    for (const t of this.#collections.values()) recordBytes += t.recordBytes();
+    for (const t of this.#collections.values()) recordBytes += estimate ? t.recordBytesEstimate() : t.recordBytes();
     return { pageBytes, recordBytes };
   }
 

@@ -157,6 +157,7 @@ export async function restoreStoreWith(
     }
 
     // The records, re-sealed under the new store's keys.
+    await src.directory.loadAllInSteps(yieldToEventLoop);
     const held = heldRecords(src);
     const counts = { restored: 0, withheld: 0, deleted: 0, total: held.records };
     const tp = partsOf(target);

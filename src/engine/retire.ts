@@ -45,6 +45,7 @@ export function retireGenerations(ctx: RetireContext): Promise<number[]> {
     }
     let inUse = 0;
     let example = '';
+    await ctx.directory.loadAllInSteps(yieldToEventLoop);
     for (const [name, records] of ctx.directory.collections()) {
       let n = 0;
       for (const [id, loc] of records) {

@@ -138,13 +138,14 @@ export class Store {
       pipeline.hook({
         applied: (c) => {
           if (this.#compacting !== undefined || !c.writes.some((w) => w.copy !== true)) return;
-          const { pageBytes, recordBytes } = directory.liveBytes();
+          // After a durable commit: nothing here may load (or fail to load) a directory partition.
+          const { pageBytes, recordBytes } = directory.liveBytes(true);
           const dead = pageBytes - recordBytes;
           // Dead bytes a compaction left (pages it keeps) do not start another one by themselves.
           if (dead - this.#deadAfterCompaction < auto.minDeadBytes || dead < auto.deadRatio * pageBytes) return;
           this.#compacting = compactStore(this.#p).then(
             () => {
-              const after = directory.liveBytes();
+              const after = directory.liveBytes(true);
               this.#deadAfterCompaction = after.pageBytes - after.recordBytes;
               this.#compacting = undefined;
             },

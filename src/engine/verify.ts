@@ -44,6 +44,7 @@ import {
 } from '../crypto/merkle';
 import { KeyRing, leafBlind } from './keys';
 import { decodeSnapshot, openSnapshot, partSource, DIRECTORY_KEY_LABEL } from './directory-pages';
+import { checkPart } from './directory';
 import { fromHex, hex, readManifest, unb64, unlockManifest, type Manifest, type ManifestHeader } from './manifest';
 import {
   decodePage,
@@ -335,28 +336,33 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       if (keys === undefined || got.some((p) => p === undefined)) return;
       try {
         const plain = openSnapshot(keys.storeKey(DIRECTORY_KEY_LABEL), s.pages, got as Uint8Array[]);
-        const snap = decodeSnapshot(plain);
-        let rows = snap.collections.reduce((n, c) => n + c.rows.n, 0);
-        const parts = snap.header.parts;
-        if (parts !== undefined) {
-          // A base in partitions: each opens, is the partition its head says, and holds its rows.
-          const source = partSource(snap.header, () => keys.storeKey(DIRECTORY_KEY_LABEL), (id) => partPages.get(id));
-          for (let p = 0; p < parts.pages.length; p++) {
-            const part = source.load(p);
-            try {
-              for (const { name, rows: r } of part.collections) {
-                if (parts.tables[name]?.rows[p] !== r.n)
-                  throw new PqdbError('CORRUPTION', `partition ${p} of the persisted key directory does not match its base`);
-                rows += r.n;
+        let snap: ReturnType<typeof decodeSnapshot>;
+        try {
+          snap = decodeSnapshot(plain);
+          let rows = snap.collections.reduce((n, c) => n + c.rows.n, 0);
+          const parts = snap.header.parts;
+          if (parts !== undefined) {
+            // A base in partitions: each opens and passes what loading it checks.
+            const source = partSource(
+              snap.header,
+              () => keys.storeKey(DIRECTORY_KEY_LABEL),
+              (id) => partPages.get(id),
+            );
+            for (let p = 0; p < parts.pages.length; p++) {
+              const part = source.load(p);
+              try {
+                checkPart(source, p, part.collections);
+                for (const c of part.collections) rows += c.rows.n;
+              } finally {
+                part.done();
               }
-            } finally {
-              part.done();
             }
           }
+          if (snap.header.kind !== s.kind || rows !== s.rows)
+            throw new PqdbError('CORRUPTION', 'the persisted key directory does not match the manifest');
+        } finally {
+          plain.fill(0);
         }
-        plain.fill(0);
-        if (snap.header.kind !== s.kind || rows !== s.rows)
-          throw new PqdbError('CORRUPTION', 'the persisted key directory does not match the manifest');
         for (const [id] of snap.added) covered.add(id);
         for (const id of snap.dropped) covered.delete(id);
       } catch (e) {
