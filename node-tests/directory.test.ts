@@ -113,9 +113,12 @@ describe('key directory', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(opArb, { minLength: 1, maxLength: 300 }),
-        fc.array(fc.oneof(opArb, fc.record({ t: fc.constant('get' as const), c: fc.constantFrom('c1', 'c2'), id: idArb })), {
-          maxLength: 300,
-        }),
+        fc.array(
+          fc.oneof(opArb, fc.record({ t: fc.constant('get' as const), c: fc.constantFrom('c1', 'c2'), id: idArb })),
+          {
+            maxLength: 300,
+          },
+        ),
         fc.integer({ min: 1, max: 64 }),
         async (before, after, partRows) => {
           const d = new KeyDirectory();
@@ -128,14 +131,21 @@ describe('key directory', () => {
           // The base as a checkpoint seals it: partitions in pages of their own, then the head.
           const pages = new Map<number, Uint8Array>();
           let next = 100;
-          const sink = { pageId: () => next++, addPage: (p: { id: number; bytes: Uint8Array }) => void pages.set(p.id, p.bytes) };
+          const sink = {
+            pageId: () => next++,
+            addPage: (p: { id: number; bytes: Uint8Array }) => void pages.set(p.id, p.bytes),
+          };
           const base = await sealBase(sink, key, d, 50, {}, undefined, undefined, undefined, partRows);
           const head = decodeSnapshot(readSnapshotSync(key, base.pages, base.bytes, (id) => pages.get(id)));
           expect(head.header.parts!.pages.flat()).toEqual(base.partPages);
           const lazy = new KeyDirectory();
           applySnapshot(lazy, head);
           const loads: number[] = [];
-          const source = partSource(head.header, () => key, (id) => pages.get(id));
+          const source = partSource(
+            head.header,
+            () => key,
+            (id) => pages.get(id),
+          );
           lazy.lazyBase({ ...source, load: (p) => (loads.push(p), source.load(p)) }, base.partPages);
           expect(lazy.page(12)?.bytes).toBe(500);
           // Every partition with rows waits to load; an empty one has nothing to load.
@@ -166,13 +176,20 @@ describe('key directory', () => {
     for (let i = 0; i < 3000; i++) d.set('c', `k${i}`, loc(i));
     const pages = new Map<number, Uint8Array>();
     let next = 100;
-    const sink = { pageId: () => next++, addPage: (p: { id: number; bytes: Uint8Array }) => void pages.set(p.id, p.bytes) };
+    const sink = {
+      pageId: () => next++,
+      addPage: (p: { id: number; bytes: Uint8Array }) => void pages.set(p.id, p.bytes),
+    };
     const base = await sealBase(sink, key, d, 50, {}, undefined, undefined, undefined, 256);
     const head = decodeSnapshot(readSnapshotSync(key, base.pages, base.bytes, (id) => pages.get(id)));
     const make = (swap: boolean) => {
       const lazy = new KeyDirectory();
       applySnapshot(lazy, head);
-      const source = partSource(head.header, () => key, (id) => pages.get(id));
+      const source = partSource(
+        head.header,
+        () => key,
+        (id) => pages.get(id),
+      );
       // Partition 0 given partition 1's rows (authentic, but not partition 0's).
       lazy.lazyBase({ ...source, load: (p) => source.load(swap && p === 0 ? 1 : p) }, base.partPages);
       return lazy;
@@ -189,12 +206,22 @@ describe('key directory', () => {
     const big = new KeyDirectory();
     for (let i = 0; i < 300_000; i++) big.set('c', `base-record-${i}`, loc(i));
     const bigPages = new Map<number, Uint8Array>();
-    const bigSink = { pageId: () => next++, addPage: (p: { id: number; bytes: Uint8Array }) => void bigPages.set(p.id, p.bytes) };
+    const bigSink = {
+      pageId: () => next++,
+      addPage: (p: { id: number; bytes: Uint8Array }) => void bigPages.set(p.id, p.bytes),
+    };
     const bigBase = await sealBase(bigSink, key, big, 50, {});
     const bigHead = decodeSnapshot(readSnapshotSync(key, bigBase.pages, bigBase.bytes, (id) => bigPages.get(id)));
     const lazy = new KeyDirectory();
     applySnapshot(lazy, bigHead);
-    lazy.lazyBase(partSource(bigHead.header, () => key, (id) => bigPages.get(id)), bigBase.partPages);
+    lazy.lazyBase(
+      partSource(
+        bigHead.header,
+        () => key,
+        (id) => bigPages.get(id),
+      ),
+      bigBase.partPages,
+    );
     const id = (i: number) => `n${i}`;
     for (let i = 0; i < 700_000; i++) lazy.set('c', id(i), loc(i));
     for (let i = 0; i < 700_000; i++) if (i % 10 !== 0) lazy.delete('c', id(i));
@@ -223,7 +250,10 @@ describe('key directory', () => {
     const refs: Record<string, LogPageRef[]> = {};
     const pages = new Map<number, Uint8Array>();
     let next = 1;
-    const sink = { pageId: () => next++, addPage: (p: { id: number; bytes: Uint8Array }) => void pages.set(p.id, p.bytes) };
+    const sink = {
+      pageId: () => next++,
+      addPage: (p: { id: number; bytes: Uint8Array }) => void pages.set(p.id, p.bytes),
+    };
     await logs.pushLogPage(1, refs, sink);
     logs.append(1, hashes.subarray(10 * 48));
     await logs.pushLogPage(1, refs, sink);
@@ -386,7 +416,8 @@ describe('opening from the persisted directory', () => {
     expect(await docs.get('d5')).toEqual({ text: 'changed after the base' });
     expect(await docs.get('d6')).toBeUndefined();
     expect(docs.has('fresh')).toBe(true);
-    for (let i = 0; i < 10_000; i += 37) if (i !== 6 && i !== 5) expect(await docs.get(`d${i}`)).toEqual({ text: `w${i % 1000 % 7}` });
+    for (let i = 0; i < 10_000; i += 37)
+      if (i !== 6 && i !== 5) expect(await docs.get(`d${i}`)).toEqual({ text: `w${(i % 1000) % 7}` });
     expect(directory.unloadedParts).toBe(0);
     await store.close();
     // What visits every record loads the partitions in steps, letting others run between them.
@@ -401,7 +432,12 @@ describe('opening from the persisted directory', () => {
     const hidden = docsOpener(medium, { recipient: r, signer }, schema, {
       wrap: (p) =>
         new Proxy(p, {
-          get: (t, k) => (k === 'blockingReads' ? false : typeof t[k as keyof typeof t] === 'function' ? (t[k as keyof typeof t] as (...a: unknown[]) => unknown).bind(t) : t[k as keyof typeof t]),
+          get: (t, k) =>
+            k === 'blockingReads'
+              ? false
+              : typeof t[k as keyof typeof t] === 'function'
+                ? (t[k as keyof typeof t] as (...a: unknown[]) => unknown).bind(t)
+                : t[k as keyof typeof t],
         }),
     });
     const eager = await hidden();

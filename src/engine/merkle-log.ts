@@ -192,7 +192,7 @@ export class MerkleLogs {
     if (size <= from) return;
     const leaves = await this.since(g, from);
     const refs = [...(logs[g] ?? [])];
-    for (let at = 0; from < size; ) {
+    for (let at = 0; from < size;) {
       const to = Math.min(size, from + LOG_PAGE_LEAVES);
       const id = sink.pageId();
       const hashes = leaves.subarray(at, at + (to - from) * HASH_BYTES);
