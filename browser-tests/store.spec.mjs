@@ -57,3 +57,47 @@ test('store on IndexedDB: create, write, reopen, refuse a wrong key and a second
     wrongKey: 'AUTH_FAILED',
   });
 });
+
+test('store on IndexedDB: a checkpoint persists the key directory in partitions, and a reopen reads them all', async ({
+  page,
+}) => {
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto('/');
+  const result = await page.evaluate(async () => {
+    const pqdb = await import('pqdb');
+    const name = `e2e-parts-${Math.random().toString(36).slice(2)}`;
+    const r = pqdb.generateRecipient();
+    const signer = pqdb.generateSigner();
+    const keys = {
+      recipients: [r.publicKey],
+      unlock: r.secretKey,
+      signer: signer.secretKey,
+      signerPublicKey: signer.publicKey,
+    };
+    const schema = { lemma: 'string', offset: 'integer' };
+    const store = await pqdb.openStore({ location: name, create: true, autoCheckpoint: false, ...keys });
+    const words = store.collection('synsets', { schema });
+    for (let b = 0; b < 10; b++)
+      await store.batch((tx) => {
+        for (let i = 0; i < 1000; i++) tx.put(words, `n${b * 1000 + i}`, { lemma: `w${b}-${i}`, offset: i });
+      });
+    await store.checkpoint(); // 10,000 rows: a base in 4 partitions
+    await words.put('late', { lemma: 'after the checkpoint', offset: -1 });
+    await words.delete('n7');
+    await store.close();
+    const again = await pqdb.openStore({ location: name, autoCheckpoint: false, ...keys });
+    const w2 = again.collection('synsets', { schema });
+    const sample = [];
+    for (const id of ['n0', 'n7', 'n4321', 'n9999', 'late']) sample.push((await w2.get(id))?.lemma ?? null);
+    const count = w2.size;
+    await again.close();
+    await pqdb.deleteStore(name);
+    return { sample, count };
+  });
+  expect(errors).toEqual([]);
+  expect(result).toEqual({
+    sample: ['w0-0', null, 'w4-321', 'w9-999', 'after the checkpoint'],
+    count: 10_000,
+  });
+});
