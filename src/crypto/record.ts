@@ -23,7 +23,7 @@ import { utf8, utf8Length, writeUtf8 } from '../_utf8';
 import { PqdbError } from '../errors';
 import { hkdf, expand } from '../kernels/hmac';
 import { sha384 } from '../kernels/sha2';
-import { gcm, gcmsiv, type AeadIntoRecord, type KeyedAead } from '../kernels/aead';
+import { openOnce, sealOnce, type AeadIntoRecord, type KeyedAead } from '../kernels/aead';
 import { suite as suiteOf, type Suite, type SuiteName } from './suites';
 import { concatBytes, getU64 } from '../_bytes';
 
@@ -284,7 +284,7 @@ export function sealRecord(
     // A per-record subkey goes through the one-shot form: it keeps no copy of `key` (wiped below).
     if (keyed !== undefined && key === dataKey)
       keyed.encrypt(nonceOf(address.sequence), plaintext, aad, out.subarray(at));
-    else (s.aead === 'gcm' ? gcm : gcmsiv)(key, nonceOf(address.sequence), aad).encrypt(plaintext, out.subarray(at));
+    else sealOnce(s.aead, key, nonceOf(address.sequence), aad, plaintext, out.subarray(at));
     return out;
   } finally {
     if (key !== dataKey) key.fill(0);
@@ -364,8 +364,7 @@ export function openRecord(
     }
     if (keyed !== undefined && key === dataKey)
       return { plaintext: keyed.decrypt(nonceOf(header.sequence), body, aad, into), header };
-    const aead = (s.aead === 'gcm' ? gcm : gcmsiv)(key, nonceOf(header.sequence), aad);
-    return { plaintext: aead.decrypt(body, into), header };
+    return { plaintext: openOnce(s.aead, key, nonceOf(header.sequence), aad, body, into), header };
   } finally {
     if (key !== dataKey) key.fill(0);
   }

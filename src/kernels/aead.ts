@@ -548,6 +548,37 @@ export function oneShot(mode: AeadMode, key: Uint8Array, nonce: Uint8Array, aad?
 }
 
 /**
+ * The one-shot seal and open for the record layer (src/crypto/record.ts), whose nonce and AAD are
+ * its own fresh arrays, built to the mode's rules: neither is checked or copied again (oneShot
+ * copies them because a caller may change its arrays before using the cipher).
+ * @internal
+ */
+export function sealOnce(
+  mode: AeadMode,
+  key: Uint8Array,
+  nonce: Uint8Array,
+  aad: Uint8Array,
+  plaintext: Uint8Array,
+  output?: Uint8Array,
+): Uint8Array {
+  bytes('key', key, KEY_BYTES);
+  return sealOneShot(mode, key, nonce, bytes('plaintext', plaintext), aad, output);
+}
+
+/** sealOnce's open. @internal @throws PqdbError AUTH_FAILED */
+export function openOnce(
+  mode: AeadMode,
+  key: Uint8Array,
+  nonce: Uint8Array,
+  aad: Uint8Array,
+  ciphertext: Uint8Array,
+  output?: Uint8Array,
+): Uint8Array {
+  bytes('key', key, KEY_BYTES);
+  return openOneShot(mode, key, nonce, bytes('ciphertext', ciphertext), aad, output);
+}
+
+/**
  * A record that fits the kernel buffers goes in with its key in one call (aead_seal_key: the key
  * is expanded, used and wiped inside it); a larger one streams under withKey.
  */

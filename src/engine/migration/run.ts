@@ -441,13 +441,27 @@ export class Migration {
     let step = 0;
     for (let page = this.#unverified.shift(); page !== undefined; page = this.#unverified.shift()) {
       let ok = true;
+      // One location object for the page's records (openIn reads it and keeps nothing of it).
+      const loc: Location = {
+        pageId: page.id,
+        generation: page.generation,
+        leafIndex: 0,
+        suite: 0,
+        offset: 0,
+        length: 0,
+        sequence: 0,
+        governance: '',
+      };
       for (const op of page.ops) {
         if (++step % VERIFY_STEP === 0) {
           await yieldToEventLoop();
           this.#ctx.live();
         }
         if (op.kind !== 'put') continue;
-        const loc = { ...op, pageId: page.id, generation: page.generation, leafIndex: 0, suite: 0 };
+        loc.offset = op.offset;
+        loc.length = op.length;
+        loc.sequence = op.sequence;
+        loc.governance = op.governance;
         try {
           const plaintext = this.#ctx.records.openIn(
             'verify',
