@@ -281,7 +281,8 @@ export function sealRecord(
       out.set(commitment, at);
       at += COMMITMENT_BYTES;
     }
-    // A per-record subkey goes through the one-shot form: it keeps no copy of `key` (wiped below).
+    // A per-record subkey (wiped below), or a data key with no keyed AEAD given, goes through the
+    // one-shot form, which keeps no copy of the key.
     if (keyed !== undefined && key === dataKey)
       keyed.encrypt(nonceOf(address.sequence), plaintext, aad, out.subarray(at));
     else sealOnce(s.aead, key, nonceOf(address.sequence), aad, plaintext, out.subarray(at));
