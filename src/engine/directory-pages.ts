@@ -135,11 +135,24 @@ export async function encodeSnapshot(
   const added: [number, PageInfo][] =
     changes !== undefined ? changes.added.map((id) => [id, directory.page(id)!]) : directory.pages();
   const dropped = changes?.dropped ?? [];
-  const header: SnapshotHeader = {
-    v: 1,
+  return serialise(snapshotHeader(1, kind, afterPage, govList, logs, pending, frontiers), cols, added, dropped);
+}
+
+/** A snapshot's header but for its collections and page counts (serialise sets them). */
+function snapshotHeader(
+  v: 1 | 2,
+  kind: SnapshotHeader['kind'],
+  afterPage: number,
+  governance: string[],
+  logs: Record<string, number>,
+  pending?: Record<string, string[]>,
+  frontiers?: Record<string, string[]>,
+): SnapshotHeader {
+  return {
+    v,
     kind,
     afterPage,
-    governance: govList,
+    governance,
     collections: [],
     added: 0,
     dropped: 0,
@@ -147,7 +160,6 @@ export async function encodeSnapshot(
     ...(frontiers !== undefined ? { frontiers } : {}),
     ...(pending !== undefined && Object.keys(pending).length > 0 ? { pending } : {}),
   };
-  return serialise(header, cols, added, dropped);
 }
 
 /** The snapshot of `header` (its collection list and page counts set here), its rows and page changes. */
@@ -281,19 +293,7 @@ export async function sealBase(
         }
         cols.push({ name: t.name, rows: r });
       }
-      const header: SnapshotHeader = {
-        v: 2,
-        kind: 'part',
-        afterPage,
-        governance: govList,
-        collections: [],
-        added: 0,
-        dropped: 0,
-        logs: {},
-        part: p,
-        bits,
-        base,
-      };
+      const header = { ...snapshotHeader(2, 'part', afterPage, govList, {}), part: p, bits, base };
       const { bytes } = serialise(header, cols, [], []);
       try {
         const ids = await sealSnapshot(sink, key, bytes, pause);
@@ -306,19 +306,7 @@ export async function sealBase(
       }
     }
   }
-  const header: SnapshotHeader = {
-    v: 2,
-    kind: 'base',
-    afterPage,
-    governance: [],
-    collections: [],
-    added: 0,
-    dropped: 0,
-    logs,
-    ...(frontiers !== undefined ? { frontiers } : {}),
-    ...(pending !== undefined && Object.keys(pending).length > 0 ? { pending } : {}),
-    parts,
-  };
+  const header = { ...snapshotHeader(2, 'base', afterPage, [], logs, pending, frontiers), parts };
   const { bytes } = serialise(header, [], directory.pages(), []);
   try {
     const pages = await sealSnapshot(sink, key, bytes, pause);
