@@ -402,6 +402,11 @@ export class DirectoryTable implements Iterable<[string, Location]> {
     for (let p = 0; p < parts.rows.length; p++)
       if (parts.loaded[p] === 0) ((rows += parts.rows[p]), (bytes += parts.bytes[p]));
     this.#parts = { ...parts, unloadedRows: rows, unloadedBytes: bytes, touched: new Set(), removed: new Map() };
+    // Room for every row of the base at once: loading partitions then never regrows the columns or
+    // rebuilds the index (memory the rows have not reached yet is not touched).
+    const need = this.#size + rows;
+    if (need > this.#idLen.length) this.#growRows(need);
+    this.#reserve(need);
   }
 
   /**
@@ -710,6 +715,34 @@ export function emptyRows(n: number, idBytes: number): Rows {
     governance: new Uint32Array(n),
     suite: new Uint8Array(n),
   };
+}
+
+/** The rows of `list` one after another, in fresh columns. */
+export function concatRows(list: readonly Rows[]): Rows {
+  let n = 0;
+  let idBytes = 0;
+  for (const r of list) ((n += r.n), (idBytes += r.ids.length));
+  const out = emptyRows(n, idBytes);
+  let at = 0;
+  let idAt = 0;
+  for (const r of list) {
+    out.ids.set(r.ids, idAt);
+    for (const k of [
+      'idLength',
+      'page',
+      'offset',
+      'length',
+      'leaf',
+      'generation',
+      'sequence',
+      'governance',
+      'suite',
+    ] as const)
+      (out[k] as Uint32Array).set(r[k] as Uint32Array, at);
+    at += r.n;
+    idAt += r.ids.length;
+  }
+  return out;
 }
 
 const EMPTY_TABLE = new DirectoryTable(new Interned());

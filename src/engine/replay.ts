@@ -15,7 +15,7 @@ import { recordLeafHashes, decodeCheckpoint, checkpointHash, type Checkpoint } f
 import { HASH_BYTES, type MerkleAppender } from '../crypto/merkle';
 import { concatBytes, equalBytes } from '../_bytes';
 import type { KeyRing } from './keys';
-import type { KeyDirectory } from './directory';
+import { checkPart, concatRows, type KeyDirectory, type Rows } from './directory';
 import type { MerkleLogs } from './merkle-log';
 import { b64, unb64, type Manifest } from './manifest';
 import type { CommitPage, Draft } from './commit';
@@ -354,6 +354,9 @@ async function loadDirectory(
   return { afterPage: ref.afterPage, pending: last.pending, logs: last.logs };
 }
 
+/** Partitions read together when a base is loaded whole at the open (~175 KB each). */
+const EAGER_PARTS = 16;
+
 /**
  * Takes the partitions of base `head`: loaded on first use where the page store reads synchronously
  * (node-fs, memory), else read and loaded now. Their pages join `named`.
@@ -380,21 +383,54 @@ async function loadParts(
     return;
   }
   const held = new Map<number, Uint8Array | undefined>();
-  directory.lazyBase(
-    partSource(head, key, (id) => {
-      const page = held.get(id);
-      held.delete(id);
-      return page;
-    }),
-    list,
-  );
-  // Read one partition's pages at a time and load it, so the store's pages are not all held at once.
-  for (let p = 0; p < head.parts!.pages.length; p++) {
-    const ids = head.parts!.pages[p];
-    for (let i = 0; i < ids.length; i++)
-      held.set(ids[i], await readRangeOf(pages, ids[i], 0, directoryPageBytes(head.parts!.bytes[p], i, ids.length)));
-    directory.loadPart(p);
+  const source = partSource(head, key, (id) => {
+    const page = held.get(id);
+    held.delete(id);
+    return page;
+  });
+  // Every partition is read (a few at a time, in one batch where the medium can), opened and
+  // checked as a lazy load checks it; then each table is built from all its rows in one pass, as a
+  // base loaded whole is. Partitions without rows are not read (as a lazy load never reads them).
+  const parts = head.parts!;
+  const tables = Object.values(parts.tables);
+  const rows = new Map<string, Rows[]>();
+  const governance: string[] = [];
+  const govIndex = new Map<string, number>();
+  const wipes: (() => void)[] = [];
+  try {
+    for (let from = 0; from < parts.pages.length; from += EAGER_PARTS) {
+      const wanted: number[] = [];
+      for (let p = from; p < Math.min(parts.pages.length, from + EAGER_PARTS); p++)
+        if (tables.some((t) => t.rows[p] > 0)) wanted.push(p);
+      const ids = wanted.flatMap((p) => parts.pages[p]);
+      const read = await readPagesOf(pages, ids);
+      ids.forEach((id, i) => held.set(id, read[i]));
+      for (const p of wanted) {
+        const part = source.load(p);
+        wipes.push(part.done);
+        checkPart(source, p, part.collections);
+        // The partition's governance numbers, in one list for all of them.
+        const map = part.governance.map((g) => {
+          let j = govIndex.get(g);
+          if (j === undefined) govIndex.set(g, (j = governance.push(g) - 1));
+          return j;
+        });
+        for (const { name, rows: r } of part.collections) {
+          for (let i = 0; i < r.n; i++) r.governance[i] = map[r.governance[i]];
+          let list = rows.get(name);
+          if (list === undefined) rows.set(name, (list = []));
+          list.push(r);
+        }
+      }
+    }
+    // Fresh columns (the partitions' plaintexts are wiped below), which the tables then own.
+    for (const name of Object.keys(parts.tables))
+      directory.table(name).applyRows(concatRows(rows.get(name) ?? []), governance, undefined, true);
+  } finally {
+    for (const wipe of wipes) wipe();
+    held.clear();
   }
+  directory.basePersisted(list);
 }
 
 /**

@@ -236,6 +236,32 @@ class IndexedDbPageStore extends BasePageStore {
     return value; // a fresh structured clone: the caller owns it
   }
 
+  /** Pages read in one transaction (their gets in flight together), each checked as readPage does. */
+  protected override async _readPages(ids: readonly number[]): Promise<(Uint8Array | undefined)[]> {
+    this.#live();
+    let values: unknown[];
+    try {
+      const tx = this.#db.transaction(PAGES, 'readonly');
+      values = await Promise.all(ids.map((id) => (this.#index.has(id) ? tx.store.get(id) : undefined)));
+      await tx.done;
+    } catch (e) {
+      throw mediumError(`indexeddb: read ${ids.length} pages`, e);
+    }
+    const out: (Uint8Array | undefined)[] = [];
+    for (let i = 0; i < ids.length; i++) {
+      const entry = this.#index.get(ids[i]);
+      const value = values[i];
+      if (entry === undefined || (value === undefined && !this.#index.has(ids[i]))) {
+        out.push(undefined); // absent, or deleted meanwhile
+        continue;
+      }
+      if (!(value instanceof Uint8Array) || value.length !== entry.length || (await crc32cAsync(value)) !== entry.crc)
+        throw corruption(`indexeddb "${this.#name}": page ${ids[i]}: checksum mismatch`);
+      out.push(value);
+    }
+    return out;
+  }
+
   /**
    * IndexedDB cannot read part of a value: a get structured-clones the whole stored Uint8Array. So
    * a range is the whole page, read and checked (length, CRC-32C) as readPage does, then copied.
