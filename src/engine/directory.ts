@@ -402,11 +402,6 @@ export class DirectoryTable implements Iterable<[string, Location]> {
     for (let p = 0; p < parts.rows.length; p++)
       if (parts.loaded[p] === 0) ((rows += parts.rows[p]), (bytes += parts.bytes[p]));
     this.#parts = { ...parts, unloadedRows: rows, unloadedBytes: bytes, touched: new Set(), removed: new Map() };
-    // Room for every row of the base at once: loading partitions then never regrows the columns or
-    // rebuilds the index (memory the rows have not reached yet is not touched).
-    const need = this.#size + rows;
-    if (need > this.#idLen.length) this.#growRows(need);
-    this.#reserve(need);
   }
 
   /**
