@@ -260,11 +260,6 @@ export async function sealBase(
   const parts: PartsHeader = { bits, base, pages: [], bytes: [], tables };
   const partPages: number[] = [];
   try {
-    await sealParts();
-  } finally {
-    for (const t of all) t.rows.ids.fill(0);
-  }
-  async function sealParts(): Promise<void> {
     for (let p = 0; p < n; p++) {
       const cols: { name: string; rows: Rows & { removed: Uint8Array } }[] = [];
       if (p > 0) await pause();
@@ -305,6 +300,8 @@ export async function sealBase(
         for (const c of cols) c.rows.ids.fill(0);
       }
     }
+  } finally {
+    for (const t of all) t.rows.ids.fill(0);
   }
   const header = { ...snapshotHeader(2, 'base', afterPage, [], logs, pending, frontiers), parts };
   const { bytes } = serialise(header, [], directory.pages(), []);

@@ -178,6 +178,8 @@ export class DirectoryTable implements Iterable<[string, Location]> {
   /** The key being looked up, as UTF-8. */
   #key = new Uint8Array(256);
   #keyLen = 0;
+  /** FNV-1a of the key buffer's id once computed (probing, inserting and partitioning share it), else -1. */
+  #keyHash = -1;
   /** The partitions of a lazily loaded base, while any is not loaded. */
   #parts?: TableParts;
 
@@ -547,6 +549,7 @@ export class DirectoryTable implements Iterable<[string, Location]> {
         }
         this.#key[i] = c;
       }
+    this.#keyHash = -1;
     if (ascii) {
       this.#keyLen = id.length;
       return;
@@ -560,10 +563,12 @@ export class DirectoryTable implements Iterable<[string, Location]> {
     if (len > this.#key.length) this.#key = new Uint8Array(len * 2);
     this.#key.set(src.subarray(at, at + len));
     this.#keyLen = len;
+    this.#keyHash = -1;
   }
 
   #hash(): number {
-    return fnv1a(this.#key, 0, this.#keyLen);
+    if (this.#keyHash < 0) this.#keyHash = fnv1a(this.#key, 0, this.#keyLen);
+    return this.#keyHash;
   }
 
   #find(id: string): number {

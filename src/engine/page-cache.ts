@@ -19,10 +19,6 @@ export class PageCache {
     this.#bound = bound;
   }
 
-  /**
-   * A commit page, from the cache or the page store (then cached).
-   * @throws PqdbError CORRUPTION when the page store has no such page.
-   */
   /** The cached page, its place in the LRU order refreshed; undefined when it is not cached. */
   #hit(pageId: number): Uint8Array | undefined {
     const hit = this.#cache.get(pageId);
@@ -33,6 +29,10 @@ export class PageCache {
     return hit;
   }
 
+  /**
+   * A commit page, from the cache or the page store (then cached).
+   * @throws PqdbError CORRUPTION when the page store has no such page.
+   */
   async get(pageId: number): Promise<Uint8Array> {
     const hit = this.#hit(pageId);
     if (hit !== undefined) return hit;

@@ -23,7 +23,6 @@ import { decodeLogPage, decodePage, pageGeneration, pageKey, pageKind, pageSalt,
 import {
   applySnapshot,
   decodeSnapshot,
-  directoryPageBytes,
   partSource,
   readSnapshot,
   openSnapshot,

@@ -229,11 +229,19 @@ class IndexedDbPageStore extends BasePageStore {
     } catch (e) {
       throw mediumError(`indexeddb: read page ${id}`, e);
     }
-    if (value === undefined && !this.#index.has(id)) return undefined; // deleted meanwhile
+    return this.#checked(id, entry, value);
+  }
+
+  /**
+   * The value read for page `id` (indexed as `entry`) once its length and CRC-32C match; undefined
+   * when the page was deleted meanwhile. A fresh structured clone: the caller owns it.
+   */
+  async #checked(id: number, entry: IndexEntry, value: unknown): Promise<Uint8Array | undefined> {
+    if (value === undefined && !this.#index.has(id)) return undefined;
     if (!(value instanceof Uint8Array) || value.length !== entry.length || (await crc32cAsync(value)) !== entry.crc) {
       throw corruption(`indexeddb "${this.#name}": page ${id}: checksum mismatch`);
     }
-    return value; // a fresh structured clone: the caller owns it
+    return value;
   }
 
   /** Pages read in one transaction (their gets in flight together), each checked as readPage does. */
@@ -250,14 +258,7 @@ class IndexedDbPageStore extends BasePageStore {
     const out: (Uint8Array | undefined)[] = [];
     for (let i = 0; i < ids.length; i++) {
       const entry = this.#index.get(ids[i]);
-      const value = values[i];
-      if (entry === undefined || (value === undefined && !this.#index.has(ids[i]))) {
-        out.push(undefined); // absent, or deleted meanwhile
-        continue;
-      }
-      if (!(value instanceof Uint8Array) || value.length !== entry.length || (await crc32cAsync(value)) !== entry.crc)
-        throw corruption(`indexeddb "${this.#name}": page ${ids[i]}: checksum mismatch`);
-      out.push(value);
+      out.push(entry === undefined ? undefined : await this.#checked(ids[i], entry, values[i]));
     }
     return out;
   }
