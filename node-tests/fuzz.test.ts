@@ -1,7 +1,8 @@
 // An adversarial fuzzer over a real store (DESIGN §11): a store is written in memory, then each case
 // damages a copy of its medium the way a storage attacker could — a bit flipped with the checksum
 // fixed, a page truncated, extended, dropped, duplicated or swapped, the manifest put back from an
-// older commit, its header rewritten with hostile JSON — and then opens, reads every record,
+// older commit, its header rewritten with hostile JSON, a page of one role copied over a page of
+// another — and then opens, reads every record,
 // searches, exports and verifies it. Every outcome must be the right data or a PqdbError; an older
 // manifest must be refused when the caller pins the commit counter. Seeded and bounded
 // (PQDB_FUZZ_CASES, default 240); `npm run bench:fuzz` runs many more.
@@ -16,6 +17,7 @@ import {
 } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
 import { crc32c } from '../src/storage/page-store';
+import { pageKind } from '../src/engine/page-format';
 import { Rng } from './cases/_util';
 
 const CASES = Number(process.env.PQDB_FUZZ_CASES ?? 240);
@@ -98,10 +100,10 @@ function reframeHeader(manifest: Uint8Array, edit: (h: Record<string, unknown>) 
 const HOSTILE: unknown[] = [null, 0, -1, 1e300, 'x', [], {}, [[0]], [[0, 'x']], [[0, []]], true, 2 ** 53];
 
 /** Damages `m` (a copy of the final store); returns what was done. */
-function mutate(rng: Rng, m: MemoryMedium, older: Snapshot[]): { what: string; pin?: number } {
+function mutate(rng: Rng, m: MemoryMedium, older: Snapshot[]): { what: string; pin?: number; changed?: boolean } {
   const ids = [...m.pages.keys()];
   const pick = () => ids[rng.int(ids.length)];
-  switch (rng.int(9)) {
+  switch (rng.int(10)) {
     case 0: {
       const id = pick();
       const b = m.pages.get(id)!.bytes.slice();
@@ -157,6 +159,24 @@ function mutate(rng: Rng, m: MemoryMedium, older: Snapshot[]): { what: string; p
         return { what: 'whole store from an older copy', pin };
       }
       return { what: 'older manifest over newer pages', pin };
+    }
+    case 8: {
+      // A page of one role (by its magic) copied over a page of another: the verifier and open must
+      // decide roles from the manifest and directory, never from the bytes (DESIGN §11).
+      const kinds = new Map<string, number[]>();
+      for (const id of ids) {
+        const kind = pageKind(m.pages.get(id)!.bytes) ?? 'other';
+        kinds.set(kind, [...(kinds.get(kind) ?? []), id]);
+      }
+      const roles = [...kinds.keys()];
+      const [from, to] = [roles[rng.int(roles.length)], roles[rng.int(roles.length)]];
+      const source = kinds.get(from)!,
+        target = kinds.get(to)!;
+      const [a, b] = [source[rng.int(source.length)], target[rng.int(target.length)]];
+      m.pages.set(b, m.pages.get(a)!);
+      // Every page of the medium is one the manifest or directory names: other bytes at its id
+      // must not pass the verifier, whether or not a read happens to touch them.
+      return { what: `${from} page over a ${to} page`, changed: a !== b };
     }
     default: {
       const key = ['v', 'storeId', 'commit', 'envelopes'][rng.int(4)];
@@ -224,7 +244,7 @@ describe('adversarial fuzzer', () => {
         const m = new MemoryMedium();
         for (const [id, p] of final.pages) m.pages.set(id, p);
         m.manifest = final.manifest;
-        const { what, pin } = i === 0 ? { what: 'none (the store as written)' } : mutate(rng, m, older);
+        const { what, pin, changed } = i === 0 ? { what: 'none (the store as written)' } : mutate(rng, m, older);
         const outcome = await attempt(m, model, pin);
         const row = (counts[what] ??= {} as Record<Outcome | 'verify-threw' | 'verify-ok', number>);
         row[outcome] = (row[outcome] ?? 0) + 1;
@@ -236,6 +256,7 @@ describe('adversarial fuzzer', () => {
           if (report.ok) row['verify-ok'] = (row['verify-ok'] ?? 0) + 1;
           if (report.ok && outcome !== 'correct' && outcome !== 'rollback-refused')
             bad.push(`case ${i} (${what}): verifyStore ok on a store that does not open right`);
+          if (report.ok && changed) bad.push(`case ${i} (${what}): verifyStore ok over a replaced page`);
         } catch (e) {
           row['verify-threw'] = (row['verify-threw'] ?? 0) + 1;
           bad.push(`case ${i} (${what}): verifyStore threw ${String(e)}`);
