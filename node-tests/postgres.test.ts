@@ -280,9 +280,10 @@ describe('postgres page store', () => {
     await expect(openPostgresPageStore({ connectionString, name: 'ok', maxConnections: 0 })).rejects.toThrow(
       RangeError,
     );
-    // A schema that does not exist: the tables cannot be made there.
+    // A schema that does not exist: no store there, and the tables cannot be made there.
     await expect(openPostgresPageStore({ connectionString, name: 'ok', schema: 'nowhere' })).rejects.toMatchObject({
-      code: 'IO_ERROR',
+      code: 'NOT_FOUND',
+      cause: { code: '3F000' },
     });
     await expect(
       openPostgresPageStore({ connectionString, name: 'ok', schema: 'nowhere', readOnly: true }),
