@@ -10,14 +10,15 @@
 // version when the transaction commits. The view of the store (manifest, version, page ids and
 // lengths) is changed only after COMMIT succeeded.
 //
-// One writer: a claim held by that connection's session (claimWriter): a session-level advisory
-// lock on a random key, named in the store's claim row, which only a role that may UPDATE the
-// manifest table can write; a second writer gets LOCKED, and a role that can merely connect cannot
-// keep the writer out. If the connection drops, PostgreSQL releases the lock and so the claim: the
-// writer then refuses every further commit (IO_ERROR, reopen the store), and a commit cut by it has
-// an unknown outcome, which a reopen settles. Read-only openers take no lock; they read a consistent snapshot of the
-// manifest and page list (one statement), refreshed on demand or on NOTIFY (`watch`); a refresh
-// brings the bytes of the first new pages with it, which a following Store reads next.
+// One writer: a claim held by that connection's session (postgres-claim.ts): a session-level
+// advisory lock on a random key, named in the store's claim row, which only a role that may UPDATE
+// the manifest table can write; a second writer gets LOCKED, and a role that can merely connect
+// cannot keep the writer out. If the connection drops, PostgreSQL releases the lock and so the
+// claim: the writer then refuses every further commit (IO_ERROR, reopen the store), and a commit
+// cut by it has an unknown outcome, which a reopen settles. Read-only openers take no claim; they
+// read a consistent snapshot of the manifest and page list (one statement), refreshed on demand or
+// on NOTIFY (`watch`); a refresh brings the bytes of the first new pages with it, which a following
+// Store reads next.
 //
 // Security caveats: the server sees only sealed bytes and may do anything with them (DESIGN.md
 // §11). Every page carries a CRC-32C column against accidents, not attackers; the engine's MACs
@@ -48,7 +49,6 @@ import {
   checkIdentifier,
   connectionLost,
   crcToSql,
-  claimRowOf,
   parseBytes,
   parseCrc,
   parseLength,
@@ -60,6 +60,7 @@ import {
   statements,
   type Statements,
 } from './postgres-sql';
+import { claimWriter, type Writer } from './postgres-claim';
 
 /** Per-row bytes `stats().storedBytes` adds to each page for the tuple and index (an estimate). */
 const ROW_OVERHEAD_BYTES = 64;
@@ -197,94 +198,6 @@ async function loadPg(): Promise<Pg> {
     return mod.default ?? mod;
   } catch (e) {
     throw new Error('pqdb/postgres needs the "pg" package (node-postgres): npm install pg', { cause: e });
-  }
-}
-
-/** The writer's connection: its session holds the store's claim (`key`, an advisory lock key). */
-interface Writer {
-  readonly client: Client;
-  readonly key: string;
-}
-
-/**
- * Connects the writer's connection, makes what is missing (the tables and the store's row, with
- * `create`) and claims the store on it: docs/postgres.md, "One writer". The session takes an
- * advisory lock on a fresh random key, then, holding the claim row locked, writes that key to it
- * unless the key already there is held by a session of a role that may UPDATE the manifest
- * table. Anyone who can connect can take an advisory lock, but only such a role can write the row;
- * a session that ends releases its lock, and with it the claim.
- */
-async function claimWriter(
-  pg: Pg,
-  config: ClientConfig,
-  sql: Statements,
-  name: string,
-  create: boolean,
-): Promise<Writer> {
-  const client = new pg.Client({ ...config, application_name: `pqdb writer ${name}` });
-  client.on('error', () => undefined); // replaced by the store's handler once open
-  const held = `postgres page store ${name} is held by another writer`;
-  try {
-    await client.connect();
-    if (create) await createTables(client, sql);
-    const claim = claimRowOf(name);
-    let key = '';
-    for (let attempt = 0; key === ''; attempt++) {
-      const random = new BigUint64Array(1);
-      globalThis.crypto.getRandomValues(random);
-      const candidate = String(random[0] >> 1n); // 0 … 2^63 - 1: a bigint, and ≥ 0 as the column requires
-      const r = await client.query('SELECT pg_try_advisory_lock($1::bigint) AS locked', [candidate]);
-      if (r.rows[0]?.locked === true) key = candidate;
-      else if (attempt >= 3) throw new PqdbError('LOCKED', held); // someone holds every key drawn
-    }
-    try {
-      if (create) await client.query(sql.insertManifestRow, [name]);
-      await client.query(sql.insertClaimRow, [claim, name]);
-      await client.query('BEGIN');
-      const row = await client.query(sql.lockClaim, [claim]);
-      if (row.rows.length === 0) throw new PqdbError('NOT_FOUND', `no pqdb store ${name} in ${sql.manifest}`);
-      const taken = await client.query(sql.takeClaim, [claim, key, sql.manifest]);
-      if (taken.rows.length !== 1) throw new PqdbError('LOCKED', held);
-      await client.query('COMMIT');
-    } catch (e) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      if (sqlState(e) === '42501') {
-        throw new PqdbError(
-          'READ_ONLY',
-          `postgres page store ${name}: this role may not write the store (it needs INSERT and UPDATE on ${sql.manifest}; docs/postgres.md): open it with readOnly: true`,
-          { cause: e },
-        );
-      }
-      throw e;
-    }
-    return { client, key };
-  } catch (e) {
-    await client.end().catch(() => undefined); // ends the session: its advisory lock goes with it
-    throw e;
-  }
-}
-
-/** Makes the tables when one is missing (needs CREATE on the schema). */
-async function createTables(c: Client, sql: Statements): Promise<void> {
-  const missing = async (): Promise<boolean> => {
-    const r = await c.query('SELECT to_regclass($1) IS NULL OR to_regclass($2) IS NULL AS missing', [
-      sql.pages,
-      sql.manifest,
-    ]);
-    return r.rows[0]?.missing === true;
-  };
-  for (let attempt = 0; await missing(); attempt++) {
-    await c.query('BEGIN');
-    try {
-      for (const statement of sql.create) await c.query(statement);
-      await c.query('COMMIT');
-    } catch (e) {
-      await c.query('ROLLBACK').catch(() => undefined);
-      // Two openers making the tables at once: CREATE TABLE IF NOT EXISTS of the one that commits
-      // second fails on the catalog's unique index; the tables are there then.
-      if (attempt < 3 && (sqlState(e) === '23505' || sqlState(e) === '42P07')) continue;
-      throw e;
-    }
   }
 }
 
