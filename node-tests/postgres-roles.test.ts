@@ -73,14 +73,18 @@ const failure = (p: Promise<unknown>): Promise<unknown> =>
   );
 
 beforeAll(async () => {
-  // The owner makes (and writes) the tables; the reader may only SELECT them; the squatter may
-  // only connect (every role may CONNECT to a database by default) and look into the schema.
+  // The owner makes (and writes) the tables; another writer role may write them; the reader may
+  // only SELECT them; the squatter may only connect (every role may CONNECT to a database by
+  // default) and look into the schema.
   await admin(`CREATE ROLE pqdb_owner LOGIN;
 CREATE ROLE pqdb_reader LOGIN;
 CREATE ROLE pqdb_squatter LOGIN;
+CREATE ROLE pqdb_writer LOGIN;
 CREATE SCHEMA ${SCHEMA} AUTHORIZATION pqdb_owner;
 GRANT USAGE ON SCHEMA ${SCHEMA} TO pqdb_reader, pqdb_squatter;
-ALTER DEFAULT PRIVILEGES FOR ROLE pqdb_owner IN SCHEMA ${SCHEMA} GRANT SELECT ON TABLES TO pqdb_reader;`);
+GRANT USAGE ON SCHEMA ${SCHEMA} TO pqdb_writer;
+ALTER DEFAULT PRIVILEGES FOR ROLE pqdb_owner IN SCHEMA ${SCHEMA} GRANT SELECT ON TABLES TO pqdb_reader;
+ALTER DEFAULT PRIVILEGES FOR ROLE pqdb_owner IN SCHEMA ${SCHEMA} GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO pqdb_writer;`);
 });
 
 describe('postgres page store: other roles of the database', () => {
@@ -113,8 +117,10 @@ describe('postgres page store: other roles of the database', () => {
     expect(keys).toHaveLength(1);
     const queued = await clientAs('pqdb_squatter');
     const waiting = queued.query('SELECT pg_advisory_lock($1::bigint)', [keys[0]]);
-    // One writer still: a second owner writer is LOCKED; readers need no claim.
+    // One writer still: a second writer, of this role or another one that may write, is LOCKED;
+    // readers need no claim.
     await expect(openAs('pqdb_owner', name)).rejects.toMatchObject({ name: 'PqdbError', code: 'LOCKED' });
+    await expect(openAs('pqdb_writer', name)).rejects.toMatchObject({ name: 'PqdbError', code: 'LOCKED' });
     const reader = await openAs('pqdb_reader', name, { readOnly: true });
     expect(await reader.listPages()).toEqual([1]);
     // The writer closes: the squatter now holds the key the claim row names, to no avail.
@@ -133,11 +139,19 @@ describe('postgres page store: other roles of the database', () => {
       `pqdb writer ${name}`,
     ]);
     await waiting2;
-    const w3 = await within(5000, () => openAs('pqdb_owner', name).catch(() => undefined));
+    const w3 = await within(5000, () => openAs('pqdb_writer', name).catch(() => undefined));
     await expect(w2.commit({ pages: [page(3)] })).rejects.toMatchObject({ code: 'IO_ERROR' });
     await w3.commit({ pages: [page(4)], manifest: bytes(4) });
     expect(await w3.listPages()).toEqual([1, 2, 4]);
     await expect(openAs('pqdb_owner', name)).rejects.toMatchObject({ code: 'LOCKED' });
+    await expect(openAs('pqdb_writer', name)).rejects.toMatchObject({ code: 'LOCKED' });
+    // Writers racing for a free claim: exactly one gets it.
+    await w3.close();
+    const raced = await Promise.allSettled(
+      ['pqdb_owner', 'pqdb_writer', 'pqdb_owner', 'pqdb_writer'].map((user) => openAs(user, name)),
+    );
+    expect(raced.filter((x) => x.status === 'fulfilled')).toHaveLength(1);
+    for (const x of raced) if (x.status === 'rejected') expect(x.reason).toMatchObject({ code: 'LOCKED' });
   });
 
   it('a SELECT-only role opens a store made before the claim read-only and follows it, cannot write it (READ_ONLY) nor keep the writer out', async () => {

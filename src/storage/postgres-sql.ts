@@ -56,8 +56,9 @@ export interface Statements {
   readonly lockClaim: string;
   /**
    * $1 claim row, $2 the new key, $3 the manifest table's name → one row when the claim was free
-   * and is now $2's: no session of a role that may UPDATE the manifest table holds the advisory
-   * lock named by the row (anyone can take an advisory lock; only such a role can write this row).
+   * and is now $2's: no session of a role that may UPDATE the manifest table (or of no role we can
+   * see) holds the advisory lock named by the row (anyone can take an advisory lock; only such a
+   * role can write this row).
    */
   readonly takeClaim: string;
   /** $1 store → version, manifest, crc. */
@@ -130,7 +131,7 @@ SELECT $1, 0 WHERE EXISTS (SELECT 1 FROM ${manifest} WHERE store = $2) ON CONFLI
     WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.pid <> pg_backend_pid()
       AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
       AND l.classid::bigint = c.version >> 32 AND l.objid::bigint = c.version & 4294967295
-      AND pg_catalog.has_table_privilege(a.usesysid, to_regclass($3::text), 'UPDATE'))
+      AND (a.usesysid IS NULL OR pg_catalog.has_table_privilege(a.usesysid, to_regclass($3::text), 'UPDATE')))
 RETURNING version`,
     selectManifest: `SELECT version, manifest, crc FROM ${manifest} WHERE store = $1`,
     listPages: `SELECT id, length(bytes) AS length FROM ${pages} WHERE store = $1 ORDER BY id`,
