@@ -185,7 +185,7 @@ describe('postgres page store: other roles of the database', () => {
     // As a writer: typed, and it leaves nothing behind that keeps the owner out.
     const err = await failure(openAs('pqdb_reader', name));
     expect(err).toMatchObject({ name: 'PqdbError', code: 'READ_ONLY', cause: { code: '42501' } });
-    const w = await openAs('pqdb_owner', name);
+    const w = await openAs('pqdb_owner', name, { create: false });
     expect(w.version).toBe(3);
     await w.commit({ pages: [page(3)], manifest: bytes(8) });
     await within(5000, () => (seen.includes(4) ? true : undefined));

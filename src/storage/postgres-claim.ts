@@ -65,6 +65,7 @@ export async function claimWriter(
       await client.query('COMMIT');
     } catch (e) {
       await client.query('ROLLBACK').catch(() => undefined);
+      if (sqlState(e) === '55P03') throw new PqdbError('LOCKED', held, { cause: e }); // another opener claims it now
       if (sqlState(e) === '42501') {
         throw new PqdbError(
           'READ_ONLY',

@@ -52,7 +52,10 @@ export interface Statements {
   readonly insertManifestRow: string;
   /** $1 claim row, $2 store: inserts the claim row (key 0) when the store exists and it does not. */
   readonly insertClaimRow: string;
-  /** $1 claim row → version (the claim's key), the row locked until the transaction ends. */
+  /**
+   * $1 claim row → version (the claim's key), the row locked until the transaction ends; 55P03
+   * when another opener is claiming the store right now (so no opener ever waits for another).
+   */
   readonly lockClaim: string;
   /**
    * $1 claim row, $2 the new key, $3 the manifest table's name → one row when the claim was free
@@ -123,7 +126,7 @@ export function statements(schema: string): Statements {
     insertManifestRow: `INSERT INTO ${manifest} (store, version) VALUES ($1, 0) ON CONFLICT (store) DO NOTHING`,
     insertClaimRow: `INSERT INTO ${manifest} (store, version)
 SELECT $1, 0 WHERE EXISTS (SELECT 1 FROM ${manifest} WHERE store = $2) ON CONFLICT (store) DO NOTHING`,
-    lockClaim: `SELECT version FROM ${manifest} WHERE store = $1 FOR UPDATE`,
+    lockClaim: `SELECT version FROM ${manifest} WHERE store = $1 FOR UPDATE NOWAIT`,
     // Compared as bigint, so that no value of the row (a negative or NULL key) fails the statement.
     takeClaim: `UPDATE ${manifest} AS c SET version = $2::bigint
  WHERE c.store = $1 AND NOT EXISTS (
