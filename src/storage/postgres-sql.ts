@@ -220,9 +220,10 @@ export function sqlState(e: unknown): string | undefined {
 }
 
 /**
- * True when `e` says the connection is gone (no SQLSTATE: a socket error or "Connection
- * terminated"; class 08 connection exception; class 57 operator intervention, such as
- * pg_terminate_backend or a server shutdown; 40003, statement completion unknown). A commit that fails so may or may not have landed.
+ * True when `e` says the connection is gone or the outcome is unknown (no SQLSTATE: a socket
+ * error or "Connection terminated"; class 08 connection exception; class 57 operator
+ * intervention, such as pg_terminate_backend or a server shutdown; 40003, statement completion
+ * unknown). A commit that fails so may or may not have landed.
  */
 export function connectionLost(e: unknown): boolean {
   if (e instanceof PqdbError || e instanceof TypeError || e instanceof RangeError) return false;
