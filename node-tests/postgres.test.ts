@@ -1,6 +1,6 @@
 // What only the postgres page store has, on a throwaway cluster (support/postgres.ts): the
 // compare-and-swap of the manifest version against a writer let in past the lock, create-only page
-// inserts, the advisory lock, read-only openers following the writer through LISTEN/NOTIFY, tampering
+// inserts, the writer's claim, read-only openers following the writer through LISTEN/NOTIFY, tampering
 // by the database's superuser, a connection cut in the middle of a commit, name checks, and the
 // GRANTs of docs/postgres.md run as written.
 import { afterEach, describe, it, expect } from 'vitest';
@@ -280,9 +280,10 @@ describe('postgres page store', () => {
     await expect(openPostgresPageStore({ connectionString, name: 'ok', maxConnections: 0 })).rejects.toThrow(
       RangeError,
     );
-    // A schema that does not exist: the tables cannot be made there.
+    // A schema that does not exist: no store there, and the tables cannot be made there.
     await expect(openPostgresPageStore({ connectionString, name: 'ok', schema: 'nowhere' })).rejects.toMatchObject({
-      code: 'IO_ERROR',
+      code: 'NOT_FOUND',
+      cause: { code: '3F000' },
     });
     await expect(
       openPostgresPageStore({ connectionString, name: 'ok', schema: 'nowhere', readOnly: true }),
@@ -294,7 +295,7 @@ describe('postgres page store', () => {
     expect((err as Error).cause).toBeInstanceOf(Error);
   });
 
-  it('docs/postgres.md: its SQL block, run as written, gives an application role that works and cannot UPDATE pages', async () => {
+  it('docs/postgres.md: its SQL block, run as written, gives an application role that works and cannot UPDATE pages, and a reader role that only reads', async () => {
     const docs = readFileSync(new URL('../docs/postgres.md', import.meta.url), 'utf8');
     const block = /<!-- grants -->\s*```sql\n([\s\S]*?)```/.exec(docs)?.[1];
     expect(block).toBeDefined();
@@ -315,6 +316,18 @@ describe('postgres page store', () => {
         await openPostgresPageStore({ connectionString: app, name: 'orders', schema: 'pqdb', readOnly: true }),
       );
       expect(await ro.listPages()).toEqual([2]);
+      // The reader role reads, and only that.
+      const reader = cluster().connectionFor({ database: 'pqdb_grants', user: 'pqdb_reader' });
+      const r2 = track(
+        await openPostgresPageStore({ connectionString: reader, name: 'orders', schema: 'pqdb', readOnly: true }),
+      );
+      expect(await r2.readPage(2)).toEqual(page(2).bytes);
+      await expect(
+        openPostgresPageStore({ connectionString: reader, name: 'orders', schema: 'pqdb' }),
+      ).rejects.toMatchObject({ code: 'READ_ONLY' });
+      await expect(
+        openPostgresPageStore({ connectionString: reader, name: 'other', schema: 'pqdb' }),
+      ).rejects.toMatchObject({ code: 'READ_ONLY' });
       const as = new pg.Client({ connectionString: app });
       await as.connect();
       try {

@@ -7,7 +7,7 @@
 // returns is checked for shape (bytea, ids in range, integer counters) and gives CORRUPTION
 // otherwise; whether the bytes are the store's own is for the engine's MACs to say.
 
-import { PqdbError } from '../errors';
+import { PqdbError, type PqdbErrorCode } from '../errors';
 import { MAX_PAGE_ID, corruption } from './page-store';
 
 /** Store names and schemas: a letter or `_`, then letters, digits and `_`, at most 48 characters. */
@@ -36,8 +36,11 @@ export const quoteIdent = (ident: string): string => `"${ident.replace(/"/g, '""
 /** The NOTIFY channel of store `name` (one per store name). */
 export const channelOf = (name: string): string => `pqdb_${name}`;
 
-/** The text the advisory lock key is derived from (`hashtextextended(text, 0)` on the server). */
-export const lockKeyText = (schema: string, name: string): string => `pqdb:${schema}.${name}`;
+/**
+ * The key of store `name`'s writer claim in the manifest table: a row no store can have (`:` is not
+ * in IDENTIFIER_RE), whose `version` holds the advisory lock key of the writer that claimed it.
+ */
+export const claimRowOf = (name: string): string => `${name}:writer`;
 
 /** The statements of one schema; every value is a parameter. */
 export interface Statements {
@@ -47,12 +50,26 @@ export interface Statements {
   readonly create: readonly string[];
   /** $1 store: inserts the store's manifest row (version 0, no manifest) unless it exists. */
   readonly insertManifestRow: string;
+  /** $1 claim row, $2 store: inserts the claim row (key 0) when the store exists and it does not. */
+  readonly insertClaimRow: string;
+  /**
+   * $1 claim row → version (the claim's key), the row locked until the transaction ends; 55P03
+   * when another opener is claiming the store right now (so no opener ever waits for another).
+   */
+  readonly lockClaim: string;
+  /**
+   * $1 claim row, $2 the new key, $3 the manifest table's name → one row when the claim was free
+   * and is now $2's: no session of a role that may UPDATE the manifest table (or of no role we can
+   * see) holds the advisory lock named by the row (anyone can take an advisory lock; only such a
+   * role can write this row).
+   */
+  readonly takeClaim: string;
   /** $1 store → version, manifest, crc. */
   readonly selectManifest: string;
   /** $1 store → id, length, in ascending id order. */
   readonly listPages: string;
   /**
-   * A view in one statement (one snapshot): $1 store, $2 the version known (-1: none), $3 the
+   * A view in one statement (one snapshot): $1 store, $2 the version known (NULL: none), $3 the
    * largest page id known, $4 how many ids past it to return with their bytes. The row whose id is
    * NULL has the version, same (the version is $2: the lists are NULL), the manifest (as bytes), its
    * crc, and the ids and lengths of the pages (bigint[], int[] by id); each other row is a page with
@@ -107,20 +124,32 @@ export function statements(schema: string): Statements {
 )`,
     ],
     insertManifestRow: `INSERT INTO ${manifest} (store, version) VALUES ($1, 0) ON CONFLICT (store) DO NOTHING`,
+    insertClaimRow: `INSERT INTO ${manifest} (store, version)
+SELECT $1, 0 WHERE EXISTS (SELECT 1 FROM ${manifest} WHERE store = $2) ON CONFLICT (store) DO NOTHING`,
+    lockClaim: `SELECT version FROM ${manifest} WHERE store = $1 FOR UPDATE NOWAIT`,
+    // Compared as bigint, so that no value of the row (a negative or NULL key) fails the statement.
+    takeClaim: `UPDATE ${manifest} AS c SET version = $2::bigint
+ WHERE c.store = $1 AND NOT EXISTS (
+   SELECT 1 FROM pg_catalog.pg_locks l JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
+    WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.pid <> pg_backend_pid()
+      AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
+      AND l.classid::bigint = c.version >> 32 AND l.objid::bigint = c.version & 4294967295
+      AND (a.usesysid IS NULL OR pg_catalog.has_table_privilege(a.usesysid, to_regclass($3::text), 'UPDATE')))
+RETURNING version`,
     selectManifest: `SELECT version, manifest, crc FROM ${manifest} WHERE store = $1`,
     listPages: `SELECT id, length(bytes) AS length FROM ${pages} WHERE store = $1 ORDER BY id`,
     snapshot: `WITH m AS (SELECT version, manifest, crc FROM ${manifest} WHERE store = $1)
-SELECT NULL::bigint AS id, m.version, m.version = $2::bigint AS same, m.manifest AS bytes, m.crc, p.ids, p.lengths
+SELECT NULL::bigint AS id, m.version, $2::bigint IS NOT NULL AND m.version = $2::bigint AS same, m.manifest AS bytes, m.crc, p.ids, p.lengths
   FROM m
   LEFT JOIN LATERAL (
     SELECT array_agg(id ORDER BY id) AS ids, array_agg(length(bytes) ORDER BY id) AS lengths
       FROM ${pages}
-     WHERE store = $1 AND m.version <> $2::bigint
+     WHERE store = $1 AND m.version IS DISTINCT FROM $2::bigint
   ) p ON true
 UNION ALL
 SELECT g.id, NULL, NULL, g.bytes, g.crc, NULL, NULL
   FROM ${pages} g, m
- WHERE g.store = $1 AND m.version <> $2::bigint AND g.id > $3::bigint AND g.id <= $3::bigint + $4::bigint`,
+ WHERE g.store = $1 AND m.version IS DISTINCT FROM $2::bigint AND g.id > $3::bigint AND g.id <= $3::bigint + $4::bigint`,
     readPage: `SELECT bytes, crc FROM ${pages} WHERE store = $1 AND id = $2`,
     readPages: `SELECT id, bytes, crc FROM ${pages} WHERE store = $1 AND id = ANY($2::bigint[])`,
     readRange: `SELECT substring(bytes from $3::integer + 1 for $4::integer) AS bytes, length(bytes) AS length FROM ${pages} WHERE store = $1 AND id = $2`,
@@ -191,27 +220,42 @@ export function sqlState(e: unknown): string | undefined {
 }
 
 /**
- * True when `e` says the connection is gone (no SQLSTATE: a socket error or "Connection
- * terminated"; class 08 connection exception; class 57 operator intervention, such as
- * pg_terminate_backend or a server shutdown). A commit that fails so may or may not have landed.
+ * True when `e` says the connection is gone or the outcome is unknown (no SQLSTATE: a socket
+ * error or "Connection terminated"; class 08 connection exception; class 57 operator
+ * intervention, such as pg_terminate_backend or a server shutdown; 40003, statement completion
+ * unknown). A commit that fails so may or may not have landed.
  */
 export function connectionLost(e: unknown): boolean {
   if (e instanceof PqdbError || e instanceof TypeError || e instanceof RangeError) return false;
   const state = sqlState(e);
-  return state === undefined || state.startsWith('08') || state.startsWith('57');
+  return state === undefined || state.startsWith('08') || state.startsWith('57') || state === '40003';
 }
 
 /**
- * Maps an error of the server or the driver to a PqdbError: a full disk (53100) is
- * QUOTA_EXCEEDED, a read-only server (25006) READ_ONLY, a missing table (42P01) NOT_FOUND,
- * anything else IO_ERROR with the original as `cause`. PqdbError, TypeError and RangeError pass.
+ * The code for a SQLSTATE (undefined: IO_ERROR). What pqdb sends is always well-formed, so a data
+ * exception (class 22), an integrity violation other than a duplicate page (class 23) or a column,
+ * type or function that does not fit (class 42) means the tables do not have the layout pqdb makes
+ * or hold values it never writes: CORRUPTION.
+ */
+function codeOf(state: string): PqdbErrorCode | undefined {
+  if (state === '53100') return 'QUOTA_EXCEEDED'; // disk full
+  if (state === '25006') return 'READ_ONLY'; // a read-only server (a standby, default_transaction_read_only)
+  if (state === '42P01' || state === '3F000' || state === '3D000') return 'NOT_FOUND'; // no table, schema, database
+  if (state === '23505' || state === '40001' || state === '40P01') return 'CONFLICT'; // nothing written
+  if (state === '55P03') return 'LOCKED'; // lock_timeout: another session holds a row this one needs
+  if (state === '42501') return undefined; // permission denied: IO_ERROR (a writer's claim: READ_ONLY)
+  if (state.startsWith('22') || state.startsWith('23') || state.startsWith('42')) return 'CORRUPTION';
+  return undefined;
+}
+
+/**
+ * Maps an error of the server or the driver to a PqdbError (codeOf; IO_ERROR for anything else:
+ * connection failures, permission denied, timeouts), with the original as `cause` and the
+ * SQLSTATE in the message. PqdbError, TypeError and RangeError pass.
  */
 export function sqlError(what: string, e: unknown): Error {
   if (e instanceof PqdbError || e instanceof TypeError || e instanceof RangeError) return e;
   const state = sqlState(e);
   const detail = `${what}: ${e instanceof Error ? e.message : String(e)}${state ? ` (SQLSTATE ${state})` : ''}`;
-  if (state === '53100') return new PqdbError('QUOTA_EXCEEDED', detail, { cause: e });
-  if (state === '25006') return new PqdbError('READ_ONLY', detail, { cause: e });
-  if (state === '42P01') return new PqdbError('NOT_FOUND', detail, { cause: e });
-  return new PqdbError('IO_ERROR', detail, { cause: e });
+  return new PqdbError((state && codeOf(state)) || 'IO_ERROR', detail, { cause: e });
 }

@@ -10,13 +10,15 @@
 // version when the transaction commits. The view of the store (manifest, version, page ids and
 // lengths) is changed only after COMMIT succeeded.
 //
-// One writer: a session-level advisory lock (pg_try_advisory_lock on a key derived from the schema
-// and the store name) taken on that connection and held while it lives; a second writer gets
-// LOCKED. If the connection drops, PostgreSQL releases the lock: the writer then refuses every
-// further commit (IO_ERROR, reopen the store), and a commit cut by it has an unknown outcome, which
-// a reopen settles. Read-only openers take no lock; they read a consistent snapshot of the
-// manifest and page list (one statement), refreshed on demand or on NOTIFY (`watch`); a refresh
-// brings the bytes of the first new pages with it, which a following Store reads next.
+// One writer: a claim held by that connection's session (postgres-claim.ts): a session-level
+// advisory lock on a random key, named in the store's claim row, which only a role that may UPDATE
+// the manifest table can write; a second writer gets LOCKED, and a role that can merely connect
+// cannot keep the writer out. If the connection drops, PostgreSQL releases the lock and so the
+// claim: the writer then refuses every further commit (IO_ERROR, reopen the store), and a commit
+// cut by it has an unknown outcome, which a reopen settles. Read-only openers take no claim; they
+// read a consistent snapshot of the manifest and page list (one statement), refreshed on demand or
+// on NOTIFY (`watch`); a refresh brings the bytes of the first new pages with it, which a following
+// Store reads next.
 //
 // Security caveats: the server sees only sealed bytes and may do anything with them (DESIGN.md
 // §11). Every page carries a CRC-32C column against accidents, not attackers; the engine's MACs
@@ -47,7 +49,6 @@ import {
   checkIdentifier,
   connectionLost,
   crcToSql,
-  lockKeyText,
   parseBytes,
   parseCrc,
   parseLength,
@@ -59,6 +60,7 @@ import {
   statements,
   type Statements,
 } from './postgres-sql';
+import { claimWriter, type Writer } from './postgres-claim';
 
 /** Per-row bytes `stats().storedBytes` adds to each page for the tuple and index (an estimate). */
 const ROW_OVERHEAD_BYTES = 64;
@@ -177,14 +179,14 @@ export async function openPostgresPageStore(options: PostgresPageStoreOptions): 
   const sql = statements(schema);
   const pool = new pg.Pool({ ...config, max });
   pool.on('error', () => undefined); // an idle connection that died: the pool replaces it on next use
-  let lock: Client | undefined;
+  let writer: Writer | undefined;
   try {
-    if (!readOnly) lock = await takeLock(pg, config, schema, name);
-    const store = new PgPageStore(pg, config, pool, sql, schema, name, lock);
-    await store.load(readOnly ? false : options.create !== false);
+    if (!readOnly) writer = await claimWriter(pg, config, sql, name, options.create !== false);
+    const store = new PgPageStore(pg, config, pool, sql, schema, name, writer);
+    await store.load();
     return store;
   } catch (e) {
-    await lock?.end().catch(() => undefined);
+    await writer?.client.end().catch(() => undefined);
     await pool.end().catch(() => undefined);
     throw sqlError(`postgres page store ${name}: open`, e);
   }
@@ -196,24 +198,6 @@ async function loadPg(): Promise<Pg> {
     return mod.default ?? mod;
   } catch (e) {
     throw new Error('pqdb/postgres needs the "pg" package (node-postgres): npm install pg', { cause: e });
-  }
-}
-
-/** Connects the writer's connection and takes the store's advisory lock on it. */
-async function takeLock(pg: Pg, config: ClientConfig, schema: string, name: string): Promise<Client> {
-  const client = new pg.Client({ ...config, application_name: `pqdb writer ${name}` });
-  client.on('error', () => undefined); // replaced by the store's handler once open
-  try {
-    await client.connect();
-    const r = await client.query('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked', [
-      lockKeyText(schema, name),
-    ]);
-    if (r.rows[0]?.locked !== true)
-      throw new PqdbError('LOCKED', `postgres page store ${schema}.${name} is held by another writer`);
-    return client;
-  } catch (e) {
-    await client.end().catch(() => undefined);
-    throw e;
   }
 }
 
@@ -235,7 +219,10 @@ class PgPageStore extends BasePageStore implements PostgresPageStore {
   readonly #pool: Pool;
   readonly #sql: Statements;
   readonly #schema: string;
+  /** The writer's connection, whose session holds the claim (undefined: read-only). */
   readonly #lock: Client | undefined;
+  /** The claim's advisory lock key (a bigint as text). */
+  readonly #key: string;
   #view: Snapshot = { version: 0, manifest: undefined, pages: new Map(), maxId: -1 };
   /** Ids the commit in flight deletes: a read that finds one gone is not CORRUPTION. */
   #deleting: ReadonlySet<number> = new Set();
@@ -256,7 +243,7 @@ class PgPageStore extends BasePageStore implements PostgresPageStore {
     sql: Statements,
     schema: string,
     name: string,
-    lock: Client | undefined,
+    writer: Writer | undefined,
   ) {
     super();
     this.#pg = pg;
@@ -265,8 +252,10 @@ class PgPageStore extends BasePageStore implements PostgresPageStore {
     this.#sql = sql;
     this.#schema = schema;
     this.name = name;
+    const lock = writer?.client;
     this.readOnly = lock === undefined;
     this.#lock = lock;
+    this.#key = writer?.key ?? '';
     const lost = (e?: unknown): void => {
       this.#failed ??= e ?? new Error('connection ended');
     };
@@ -283,48 +272,23 @@ class PgPageStore extends BasePageStore implements PostgresPageStore {
     return this.#view;
   }
 
-  /** Creates what is missing (writers with `create`), then takes the first snapshot. */
-  async load(create: boolean): Promise<void> {
-    if (create) await this.#create(this.#lock!);
-    const snap = await this.#snapshot(this.#lock ?? (this.#pool as Queryable), -1);
+  /** Takes the first snapshot. */
+  async load(): Promise<void> {
+    const snap = await this.#snapshot(this.#lock ?? (this.#pool as Queryable), null);
     if (snap === undefined || snap === null)
       throw new PqdbError('NOT_FOUND', `no pqdb store ${this.#schema}.${this.name} in this database`);
     this.#view = snap;
   }
 
-  async #create(c: Client): Promise<void> {
-    const sql = this.#sql;
-    const missing = async (): Promise<boolean> => {
-      const r = await c.query('SELECT to_regclass($1) IS NULL OR to_regclass($2) IS NULL AS missing', [
-        sql.pages,
-        sql.manifest,
-      ]);
-      return r.rows[0].missing === true;
-    };
-    if (await missing()) {
-      await c.query('BEGIN');
-      try {
-        // One DDL at a time across stores: CREATE TABLE IF NOT EXISTS races with itself.
-        await c.query("SELECT pg_advisory_xact_lock(hashtextextended('pqdb:ddl', 0))");
-        if (await missing()) for (const statement of sql.create) await c.query(statement);
-        await c.query('COMMIT');
-      } catch (e) {
-        await c.query('ROLLBACK').catch(() => undefined);
-        throw e;
-      }
-    }
-    await c.query(sql.insertManifestRow, [this.name]);
-  }
-
   /**
    * The manifest and page list in one statement (so one snapshot); undefined when the store has no
-   * manifest row, `null` when its version is still `known`. Readers also get the bytes of the first
+   * manifest row, `null` when its version is still `known` (null: none known). Readers also get the bytes of the first
    * pages past the largest id they know (FRESH_PAGES of them): the pages of the commits that woke
    * them, which a following Store reads next, without another round trip.
    */
-  async #snapshot(on: Queryable, known: number): Promise<Snapshot | undefined | null> {
-    const after = known < 0 || !this.readOnly ? MAX_PAGE_ID : this.#view.maxId;
-    const r = await on.query(this.#sql.snapshot, [this.name, String(known), String(after), String(FRESH_PAGES)]);
+  async #snapshot(on: Queryable, known: number | null): Promise<Snapshot | undefined | null> {
+    const after = known === null || !this.readOnly ? MAX_PAGE_ID : this.#view.maxId;
+    const r = await on.query(this.#sql.snapshot, [this.name, known, String(after), String(FRESH_PAGES)]);
     const row = r.rows.find((x) => x.id === null);
     if (row === undefined) return undefined;
     if (row.same === true) return null;
@@ -659,9 +623,7 @@ class PgPageStore extends BasePageStore implements PostgresPageStore {
     await this.#refreshing?.catch(() => undefined);
     if (this.#lock !== undefined) {
       if (this.#failed === undefined) {
-        await this.#lock
-          .query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [lockKeyText(this.#schema, this.name)])
-          .catch((e) => errors.push(e));
+        await this.#lock.query('SELECT pg_advisory_unlock($1::bigint)', [this.#key]).catch((e) => errors.push(e));
       }
       await this.#lock.end().catch(() => undefined); // ending the session releases the lock in any case
     }
