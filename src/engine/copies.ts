@@ -7,8 +7,10 @@
 // copy <id> of store <storeId>), so a copy opens only read-only (a restore, src/engine/restore.ts,
 // turns it into a live store under new keys). Pages are immutable and only a commit deletes them,
 // so the page set is read inside the commit queue: writes pause for the reads (not for the writes
-// to the destination, which follow outside it). A signed checkpoint is taken first when the newest
-// one does not cover the log: the copy verifies on its own (verifyStore) against the signer key.
+// to the destination, which follow outside it). The newest signed checkpoint covers the whole log
+// of the page set read (one is signed just before the reads when it does not: queued back to back,
+// no write comes between): the copy verifies on its own (verifyStore) against the signer key, and a
+// restore, which takes only what a checkpoint covers, gets every record of it.
 // Nothing is plaintext: the copy holds exactly the bytes the store holds.
 
 import { PqdbError } from '../errors';
@@ -129,30 +131,30 @@ async function backupInto(p: Parts, dest: CopyDestination): Promise<BackupResult
     );
   if ((await dest.pages.readManifest()) !== undefined)
     throw new PqdbError('CONFLICT', `the backup destination ${dest.label} already holds a store`);
-  const g = p.keys.current();
-  const last = p.checkpoints.list.at(-1);
-  if (last === undefined || last.generation !== g || last.size !== p.logs.size(g)) await p.checkpoints.checkpoint();
-
   // The page set at one commit, read inside the commit queue (writes wait for it).
   const id = randomId();
   let pausedMs = 0;
-  const snapshot = await p.pipeline.exclusive(async () => {
-    const t = performance.now();
-    p.live();
-    const m = cloneManifest(p.pipeline.manifest);
-    const ids = await p.pages.listPages();
-    const pages: { id: number; bytes: Uint8Array }[] = [];
-    for (const pageId of ids) {
-      const bytes = await p.pages.readPage(pageId);
-      if (bytes === undefined) throw new PqdbError('CORRUPTION', `page ${pageId} is listed but cannot be read`);
-      pages.push({ id: pageId, bytes });
-    }
-    const checkpoint = p.checkpoints.list.at(-1);
-    const held = heldRecords(p);
-    pausedMs = performance.now() - t;
-    return { m, pages, checkpoint, held };
-  });
+  const covered = () => {
+    const g = p.keys.current();
+    const last = p.checkpoints.list.at(-1);
+    return last !== undefined && last.generation === g && last.size === p.logs.size(g);
+  };
+  const read = () =>
+    p.pipeline.exclusive(async () => {
+      const t = performance.now();
+      p.live();
+      if (!covered()) return undefined; // a write came between the checkpoint and the reads
+      const taken = await readSnapshot(p);
+      pausedMs = performance.now() - t;
+      return taken;
+    });
+  // A checkpoint and the reads queued back to back (nothing is queued between them): the reads see
+  // the log the checkpoint signed. Without a write queued, the reads alone may do.
+  const signedThenRead = async () => (await Promise.all([p.checkpoints.checkpoint(), read()]))[1];
+  const snapshot = (covered() ? await read() : undefined) ?? (await signedThenRead());
+  if (snapshot === undefined) throw new PqdbError('CONFLICT', 'the store changed between its checkpoint and the copy');
   const time = new Date().toISOString();
+
   const entry: CopyRecord = {
     id,
     kind: 'backup',
@@ -193,6 +195,19 @@ async function backupInto(p: Parts, dest: CopyDestination): Promise<BackupResult
     pausedMs,
     tookMs: performance.now() - started,
   };
+}
+
+/** The store's manifest, pages, newest checkpoint and live records as they stand (in the commit queue). */
+async function readSnapshot(p: Parts) {
+  const m = cloneManifest(p.pipeline.manifest);
+  const ids = await p.pages.listPages();
+  const pages: { id: number; bytes: Uint8Array }[] = [];
+  for (const pageId of ids) {
+    const bytes = await p.pages.readPage(pageId);
+    if (bytes === undefined) throw new PqdbError('CORRUPTION', `page ${pageId} is listed but cannot be read`);
+    pages.push({ id: pageId, bytes });
+  }
+  return { m, pages, checkpoint: p.checkpoints.list.at(-1), held: heldRecords(p) };
 }
 
 /** The inventory, oldest first. */
