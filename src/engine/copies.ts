@@ -131,28 +131,24 @@ async function backupInto(p: Parts, dest: CopyDestination): Promise<BackupResult
     );
   if ((await dest.pages.readManifest()) !== undefined)
     throw new PqdbError('CONFLICT', `the backup destination ${dest.label} already holds a store`);
-  // The page set at one commit, read inside the commit queue (writes wait for it).
+  // The page set at one commit, read inside the commit queue (writes wait for it), right after a
+  // checkpoint (unless the newest one covers the log): queued back to back, nothing comes between
+  // them, so the newest checkpoint signs the whole log of the pages read.
   const id = randomId();
   let pausedMs = 0;
-  const covered = () => {
+  const signing = p.checkpoints.checkpoint(true);
+  signing.catch(() => undefined); // rethrown by the reads
+  const snapshot = await p.pipeline.exclusive(async () => {
+    const last = await signing; // settled already: it ran before this task
+    const t = performance.now();
+    p.live();
     const g = p.keys.current();
-    const last = p.checkpoints.list.at(-1);
-    return last !== undefined && last.generation === g && last.size === p.logs.size(g);
-  };
-  const read = () =>
-    p.pipeline.exclusive(async () => {
-      const t = performance.now();
-      p.live();
-      if (!covered()) return undefined; // a write came between the checkpoint and the reads
-      const taken = await readSnapshot(p);
-      pausedMs = performance.now() - t;
-      return taken;
-    });
-  // A checkpoint and the reads queued back to back (nothing is queued between them): the reads see
-  // the log the checkpoint signed. Without a write queued, the reads alone may do.
-  const signedThenRead = async () => (await Promise.all([p.checkpoints.checkpoint(), read()]))[1];
-  const snapshot = (covered() ? await read() : undefined) ?? (await signedThenRead());
-  if (snapshot === undefined) throw new PqdbError('CONFLICT', 'the store changed between its checkpoint and the copy');
+    if (p.checkpoints.list.at(-1) !== last || last.generation !== g || last.size !== p.logs.size(g))
+      throw new PqdbError('CORRUPTION', 'the newest checkpoint does not sign the log it was taken of');
+    const taken = await readSnapshot(p);
+    pausedMs = performance.now() - t;
+    return taken;
+  });
   const time = new Date().toISOString();
 
   const entry: CopyRecord = {

@@ -164,7 +164,7 @@ export class Migration {
     // new generation opens (no write comes between): the records a migration leaves in it (withheld,
     // failed) stay covered by a checkpoint, which new checkpoints, of the new generation, are not.
     const { checkpoints } = this.#ctx;
-    const signed = checkpoints.canSign ? checkpoints.checkpoint().then(() => undefined) : undefined;
+    const signed = checkpoints.canSign ? checkpoints.checkpoint(true).then(() => undefined) : undefined;
     signed?.catch(() => undefined); // #prepare's task rethrows it
     const run = this.#prepare(target.id, options.collection, chunk, signed).then(() => this.#runPhases());
     this.#run = run;
