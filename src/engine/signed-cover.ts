@@ -52,7 +52,10 @@ export class SignedCover {
       const c = verifyCheckpoint(signed, trusted);
       if (c === undefined || c.generation !== g || !equalBytes(c.storeId, p.storeId))
         throw new PqdbError('AUTH_FAILED', `the last checkpoint of generation ${g} is not signed by the trusted key`);
-      if (c.size === 0) continue;
+      if (c.size === 0) {
+        cover.#signed.set(g, { size: 0, leaves: new Uint8Array(0) }); // signs the empty log: covers nothing
+        continue;
+      }
       const tree = await p.logs.tree(g, c.size);
       if (!equalBytes(tree.root(), c.root))
         throw new PqdbError('CORRUPTION', `the log of generation ${g} does not give the root its checkpoint signs`);
