@@ -32,6 +32,8 @@ import { authorityAllows, currentPolicy } from './authority';
 import { destinationOf, heldRecords, randomId, type CopyDestination } from './copies';
 import { verifyStore, type VerifyReport } from './verify';
 import { SignedCover, type UnsignedReason } from './signed-cover';
+
+export type { UnsignedReason } from './signed-cover';
 import { partsOf, type Parts } from './parts';
 import { Store } from './store';
 import type { Locations, StoreOptions } from './store-options';
@@ -104,9 +106,13 @@ const REFUSED_LISTED = 1000;
 
 /**
  * Verifies a managed copy and makes a new store of it under new keys and current authority.
- * @throws PqdbError CORRUPTION (the copy does not verify, or its checkpoint is not in the live
- * chain), AUTH_FAILED (a copy of another store), AUTHORITY_DENIED (the copy was retired), CONFLICT
- * (the target holds a store), ROLLBACK (a given policy older than the one in force), NOT_FOUND;
+ * Only record versions a checkpoint by the trusted signer covers are taken from the copy; the others
+ * come from the live store, or are refused (counted in `unsigned`, listed in `refused`).
+ * @throws PqdbError CORRUPTION (the copy does not verify, its checkpoint is not in the live chain,
+ * or its key directory names a covered leaf that is not the version it points at), AUTH_FAILED (a
+ * copy of another store), AUTHORITY_DENIED (the copy was retired), CONFLICT
+ * (the target holds a store), ROLLBACK (a given policy older than the one in force or the copy's),
+ * NOT_FOUND;
  * TypeError for bad options (no trusted signer key, no target).
  */
 export async function restoreStoreWith(
