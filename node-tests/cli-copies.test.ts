@@ -192,8 +192,11 @@ describe('pqdb restore', () => {
       location: 'plain',
       copy: 'bk1',
       restored: 5,
+      fromLive: 0,
       withheld: 0,
       deleted: 0,
+      unsigned: 0,
+      refused: [],
       copyId,
       sourceStoreId: storeId,
       verify: { ok: true }, // record versions are opened by the restore itself, not by the verifier
@@ -241,6 +244,31 @@ describe('pqdb restore', () => {
     }
     for (const x of ['x1', 'x2', 'x3', 'x4']) expect(existsSync(file(x)), x).toBe(false);
     expect(copiesOf('store')[0].restores).toHaveLength(1);
+  });
+
+  it('a fork written past the last signed checkpoint: its records come from --live, else are refused', async () => {
+    // The store's files copied, then written by a holder of the store secret, who cannot sign.
+    cpSync(file('store'), file('fork'), { recursive: true });
+    const fork = await openStore({ location: file('fork'), unlock: keyOf('alice') });
+    try {
+      await fork.collection('words', { schema: { lemma: 'string' } }).put('w2', { lemma: 'forged' });
+    } finally {
+      await fork.close();
+    }
+    expect(ok(['restore', 'fork', 'fork-alone', ...U, '--trusted-signer', 'signer.pub'])).toMatch(
+      /^pqdb restore: fork-alone: restored 1, withheld 2, deleted 0, refused 1 \(past the last signed checkpoint\)\n/,
+    );
+    fails(['get', 'fork-alone', 'words', 'w2', ...U], /no record "w2"/, 1);
+    const live = await openStore({ location: file('store'), unlock: keyOf('alice') });
+    try {
+      for (let i = 0; i < 3; i++)
+        await live.collection('words', { schema: { lemma: 'string' } }).put('w9', { lemma: `late ${i}` }); // the live store goes on
+    } finally {
+      await live.close();
+    }
+    const r = json<Record<string, unknown>>(['restore', 'fork', 'fork-live', '--live', 'store', ...U, ...S]);
+    expect(r).toMatchObject({ restored: 1, fromLive: 1, withheld: 2, unsigned: 0, refused: [] });
+    expect(ok(['get', 'fork-live', 'words', 'w2', ...U])).toBe('{"lemma":"word 2"}\n');
   });
 });
 

@@ -115,3 +115,190 @@ describe('restore edge cases (node-fs)', () => {
     }
   });
 });
+
+describe('a fork written past the last signed checkpoint (node-fs)', () => {
+  // A removed recipient still holds the store secret: it copies the store's files from a commit
+  // both share, writes forged values and widens a record's scope past the last checkpoint (it
+  // cannot sign one), and offers its fork as a copy. Nothing it wrote may enter the new store.
+  const policyKey = generateSigner();
+  const sign = (version: number, rules: { scope: string; allow: string[] }[]) =>
+    signPolicy({ version, rules } as never, policyKey.secretKey, policyKey.publicKey);
+  const gov = { authorityPublicKey: [policyKey.publicKey] };
+  const schema = { v: 'string' } as const;
+
+  async function forked() {
+    const live = await nodeFsStoreFixture();
+    const store = await live.open({ ...options, ...gov });
+    await store.setPolicy(
+      sign(1, [
+        { scope: 'hr', allow: ['read', 'write'] },
+        { scope: '*', allow: ['read', 'write', 'migrate', 'restore'] },
+      ]),
+    );
+    const docs = store.collection('d', { schema });
+    await docs.put('a', { v: 'a1' });
+    await docs.put('s', { v: 'secret' }, { governance: { scope: 'hr' } });
+    await store.checkpoint();
+    await store.close();
+    const fork = await live.copy();
+    const attacker = await fork.open({ ...options, create: false, signer: undefined, signerPublicKey: undefined });
+    const fd = attacker.collection('d', { schema });
+    await fd.put('a', { v: 'forged' });
+    await fd.put('s', { v: 'secret' }, { governance: { scope: 'ops' } }); // past the restore gate
+    await fd.put('n', { v: 'planted' });
+    await attacker.close();
+    return { live, fork };
+  }
+
+  it('with the live store: the forged records come from the live store or stay out', async () => {
+    const { live, fork } = await forked();
+    const target = await nodeFsStoreFixture();
+    try {
+      const store = await live.open({ ...options, ...gov, create: false });
+      // The live store goes on writing (its commit number passes the fork's).
+      for (let i = 0; i < 5; i++) await store.collection('d', { schema }).put('z', { v: `z${i}` });
+      const r2 = await restoreStore(fork.dir, { location: target.dir, unlock: r.secretKey, live: store });
+      const back = r2.store.collection('d', { schema });
+      expect((await back.get('a'))?.v).toBe('a1'); // the live value, not the forged one
+      expect(back.has('s')).toBe(false); // hr may not be restored: the widened scope is not signed
+      expect(back.has('n')).toBe(false); // not in the live store: deleted (never there)
+      expect(r2).toMatchObject({ restored: 0, fromLive: 1, withheld: 1, unsigned: 0 });
+      await r2.store.close();
+      await store.close();
+    } finally {
+      for (const p of [live, fork, target]) await p.dispose();
+    }
+  });
+
+  it('without the live store: records past the last signed checkpoint are refused and counted', async () => {
+    const { live, fork } = await forked();
+    const target = await nodeFsStoreFixture();
+    try {
+      const r2 = await restoreStore(fork.dir, {
+        location: target.dir,
+        unlock: r.secretKey,
+        trustedSigner: s.publicKey,
+      });
+      const back = r2.store.collection('d', { schema });
+      expect(back.has('a') || back.has('s') || back.has('n')).toBe(false);
+      expect(r2).toMatchObject({ restored: 0, fromLive: 0, unsigned: 3 });
+      expect(r2.refused.map((x) => `${x.id}:${x.reason}`).sort()).toEqual([
+        'a:past-checkpoint',
+        'n:past-checkpoint',
+        's:past-checkpoint',
+      ]);
+      await r2.store.close();
+    } finally {
+      for (const p of [live, fork, target]) await p.dispose();
+    }
+  });
+});
+
+describe('the policy a restore takes (node-fs)', () => {
+  it('without the live store, a policy older than the copy’s own is refused (ROLLBACK)', async () => {
+    const policyKey = generateSigner();
+    const sign = (version: number) =>
+      signPolicy(
+        { version, rules: [{ scope: '*', allow: ['read', 'write', 'migrate', 'restore'] }] } as never,
+        policyKey.secretKey,
+        policyKey.publicKey,
+      );
+    const [live, copy, target] = [await nodeFsStoreFixture(), await nodeFsStoreFixture(), await nodeFsStoreFixture()];
+    try {
+      const store = await live.open({ ...options, authorityPublicKey: [policyKey.publicKey] });
+      await store.setPolicy(sign(1));
+      await store.setPolicy(sign(2));
+      await store.collection('d', { schema: { v: 'string' } }).put('a', { v: 'a' });
+      await store.backup(copy.dir);
+      await store.close();
+      const base = { location: target.dir, unlock: r.secretKey, trustedSigner: s.publicKey };
+      await expect(restoreStore(copy.dir, { ...base, policy: sign(1) })).rejects.toMatchObject({ code: 'ROLLBACK' });
+      const ok = await restoreStore(copy.dir, { ...base, policy: sign(3) });
+      expect(ok.store.policy()?.version).toBe(3);
+      await ok.store.close();
+    } finally {
+      for (const p of [live, copy, target]) await p.dispose();
+    }
+  });
+});
+
+describe('what a restore takes after compaction and migration (node-fs)', () => {
+  const schema = { v: 'string' } as const;
+  const quiet = { ...options, autoCheckpoint: false as const };
+
+  it('records compaction re-sealed after the last checkpoint come from the live store, or are refused', async () => {
+    const [live, target, again] = [await nodeFsStoreFixture(), await nodeFsStoreFixture(), await nodeFsStoreFixture()];
+    let raw: NodeFsStoreFixture | undefined;
+    try {
+      const store = await live.open(quiet);
+      const docs = store.collection('d', { schema });
+      await store.batch((tx) => {
+        for (let i = 0; i < 10; i++) tx.put(docs, `k${i}`, { v: `v${i}` });
+      });
+      for (let i = 0; i < 8; i++) await docs.put(`k${i}`, { v: `w${i}` }); // the first page is mostly dead
+      await store.checkpoint();
+      const moved = await store.compact({ minDeadFraction: 0.5 });
+      expect(moved.recordsMoved).toBeGreaterThan(0);
+      await store.close();
+      raw = await live.copy(); // the store's files as they are: no checkpoint since the compaction
+      const reopened = await live.open({ ...quiet, create: false });
+      const withLive = await restoreStore(raw.dir, { location: target.dir, unlock: r.secretKey, live: reopened });
+      expect(withLive).toMatchObject({ fromLive: moved.recordsMoved, unsigned: 0 });
+      expect(withLive.restored + withLive.fromLive).toBe(10);
+      const back = withLive.store.collection('d', { schema });
+      for (let i = 0; i < 10; i++) expect((await back.get(`k${i}`))?.v).toBe(i < 8 ? `w${i}` : `v${i}`);
+      await withLive.store.close();
+      await reopened.close();
+      const alone = await restoreStore(raw.dir, {
+        location: again.dir,
+        unlock: r.secretKey,
+        trustedSigner: s.publicKey,
+      });
+      expect(alone).toMatchObject({ restored: 10 - moved.recordsMoved, fromLive: 0, unsigned: moved.recordsMoved });
+      expect(alone.refused.every((x) => x.reason === 'past-checkpoint')).toBe(true);
+      await alone.store.close();
+    } finally {
+      for (const p of [live, target, again, ...(raw ? [raw] : [])]) await p.dispose();
+    }
+  });
+
+  it('records a migration leaves in the old generation stay covered: a copy restores them without the live store', async () => {
+    const policyKey = generateSigner();
+    const policy = signPolicy(
+      {
+        version: 1,
+        rules: [
+          { scope: 'hr', allow: ['read', 'write', 'restore'] },
+          { scope: '*', allow: ['read', 'write', 'migrate', 'restore'] },
+        ],
+      } as never,
+      policyKey.secretKey,
+      policyKey.publicKey,
+    );
+    const [live, copy, target] = [await nodeFsStoreFixture(), await nodeFsStoreFixture(), await nodeFsStoreFixture()];
+    try {
+      const store = await live.open({ ...quiet, authorityPublicKey: [policyKey.publicKey] });
+      await store.setPolicy(policy);
+      const docs = store.collection('d', { schema });
+      await store.checkpoint();
+      // Written after the old generation's last checkpoint; hr may not migrate: it stays there.
+      for (let i = 0; i < 6; i++)
+        await docs.put(`k${i}`, { v: `v${i}` }, { governance: { scope: i < 3 ? 'hr' : 'ops' } });
+      const status = await store.migrate({ to: 'cnsa2-gcm-hkdf384-commit' });
+      expect(status).toMatchObject({ withheld: 3, copied: 3 });
+      await store.backup(copy.dir);
+      await store.close();
+      const r2 = await restoreStore(copy.dir, {
+        location: target.dir,
+        unlock: r.secretKey,
+        trustedSigner: s.publicKey,
+      });
+      expect(r2).toMatchObject({ restored: 6, unsigned: 0, fromLive: 0 });
+      const back = r2.store.collection('d', { schema });
+      for (let i = 0; i < 6; i++) expect((await back.get(`k${i}`))?.v).toBe(`v${i}`);
+      await r2.store.close();
+    } finally {
+      for (const p of [live, copy, target]) await p.dispose();
+    }
+  });
+});

@@ -139,6 +139,8 @@ export function copiesCases(factory: StoreFixtureFactory, api: CopiesApi): Store
         await pages.close();
         ok(report.ok && report.complete, `the copy verifies: ${JSON.stringify(report.problems)} ${report.skipped}`);
         ok(report.counts.signaturesVerified >= 1, 'with a signed checkpoint');
+        // Its newest checkpoint covers every record it holds: a restore takes each of them.
+        ok(report.counts.uncheckpointed === 0, `${report.counts.uncheckpointed} records past the copy's checkpoint`);
         // A prefix: the records written before the copy's commit, in write order, and no later one.
         const held = report.counts.collections.docs;
         ok(held === b.copy.records && held >= 60 && held < 60 + written, `a prefix (${held} of ${60 + written})`);

@@ -209,9 +209,11 @@ export const restore: Verb = {
   help: `  Verifies the managed copy in the directory <copy> (every page, record, checkpoint signature and
   proof, against the trusted signer key) and re-seals its records into a new store at
   <new-location> (made if missing; one that holds a store is refused: CONFLICT) under fresh keys
-  and a new store id. Prints the records restored, withheld (the policy does not allow restoring
-  their scope) and deleted (gone from the live store since the copy), the new store's id, the
-  verification time and the total time.
+  and a new store id. Only record versions a checkpoint by the trusted signer covers are taken from
+  the copy; any other (written after the last signed checkpoint) is taken from the --live store,
+  else refused. Prints the records restored, taken from the live store, withheld (the policy does
+  not allow restoring their scope), deleted (gone from the live store since the copy) and refused
+  (not signed), the new store's id, the verification time and the total time.
   --live LOCATION        the live store the copy was made of, opened for writing (its writer lock):
                          the copy must be of it, in its chain and not retired (AUTH_FAILED,
                          CORRUPTION, AUTHORITY_DENIED); its policy, deletions, recipients and suite
@@ -223,8 +225,8 @@ export const restore: Verb = {
   --trusted-signer FILE  the ML-DSA-87 public key the copy's checkpoints are signed with (default:
                          the --signer's public half, else --signer-public)
   --signer FILE          also sign the new store's first checkpoint
-  --json                 print { location, copy, storeId, restored, withheld, deleted, copyId,
-                         sourceStoreId, copyCommit, verify, tookMs }
+  --json                 print { location, copy, storeId, restored, fromLive, withheld, deleted,
+                         unsigned, refused, copyId, sourceStoreId, copyCommit, verify, tookMs }
 ${UNLOCK_HELP}
 ${SIGNER_HELP}`,
   positionals: { min: 2, max: 2 },
@@ -266,7 +268,10 @@ ${SIGNER_HELP}`,
         ...(policy !== undefined ? { policy } : {}),
         ...(recipients !== undefined ? { recipients } : {}),
         onProgress: (p) =>
-          (step ??= countProgress(args.progress, 'restore', 'records'))(p.restored + p.withheld + p.deleted, p.total),
+          (step ??= countProgress(args.progress, 'restore', 'records'))(
+            p.restored + p.fromLive + p.withheld + p.deleted + p.unsigned,
+            p.total,
+          ),
       });
       const storeId = r.store.info().storeId;
       await r.store.close();
@@ -275,7 +280,9 @@ ${SIGNER_HELP}`,
         args,
         { location, copy: copyDir, storeId, ...report, ...(liveLocation !== undefined && { live: liveLocation }) },
         [
-          `pqdb restore: ${location}: restored ${count(r.restored)}, withheld ${count(r.withheld)}, deleted ${count(r.deleted)}`,
+          `pqdb restore: ${location}: restored ${count(r.restored)}, withheld ${count(r.withheld)}, deleted ${count(r.deleted)}` +
+            (r.fromLive > 0 ? `, taken from the live store ${count(r.fromLive)}` : '') +
+            (r.unsigned > 0 ? `, refused ${count(r.unsigned)} (past the last signed checkpoint)` : ''),
           `  new store ${storeId}, from ${r.copyId !== undefined ? `copy ${r.copyId}` : 'a copy'} of store ${r.sourceStoreId} at commit ${r.copyCommit}`,
           `  copy verified in ${seconds(r.verify.ms)}; took ${seconds(r.tookMs)}${liveLocation !== undefined ? `; recorded in the inventory of ${liveLocation}` : ''}`,
         ].join('\n'),

@@ -109,13 +109,20 @@ export class Checkpoints {
   }
 
   /**
-   * Signs a checkpoint of the current generation's log and stores it durably.
+   * Signs a checkpoint of the current generation's log and stores it durably. `unlessCovered`: not
+   * when the newest checkpoint already signs the whole log as it stands when the task runs (then
+   * that one is returned, and nothing is written).
    * @throws TypeError without signer keys; whatever the commit throws.
    */
-  checkpoint(): Promise<SignedCheckpoint> {
+  checkpoint(unlessCovered = false): Promise<SignedCheckpoint> {
     return this.#pipeline.run(async (draft) => {
       if (!this.canSign) throw new TypeError('checkpoints need the "signer" and "signerPublicKey" options');
       const g = this.#keys.current();
+      const newest = this.#list.at(-1);
+      if (unlessCovered && newest?.generation === g && newest.size === this.#logs.size(g)) {
+        draft.discard();
+        return newest;
+      }
       // The root comes from the generation's compact range, kept current by every commit: no
       // rehashing of the log, however long it is.
       const last = this.#list.at(-1);

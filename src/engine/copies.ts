@@ -7,8 +7,10 @@
 // copy <id> of store <storeId>), so a copy opens only read-only (a restore, src/engine/restore.ts,
 // turns it into a live store under new keys). Pages are immutable and only a commit deletes them,
 // so the page set is read inside the commit queue: writes pause for the reads (not for the writes
-// to the destination, which follow outside it). A signed checkpoint is taken first when the newest
-// one does not cover the log: the copy verifies on its own (verifyStore) against the signer key.
+// to the destination, which follow outside it). The newest signed checkpoint covers the whole log
+// of the page set read (one is signed just before the reads when it does not: queued back to back,
+// no write comes between): the copy verifies on its own (verifyStore) against the signer key, and a
+// restore, which takes only what a checkpoint covers, gets every record of it.
 // Nothing is plaintext: the copy holds exactly the bytes the store holds.
 
 import { PqdbError } from '../errors';
@@ -129,30 +131,26 @@ async function backupInto(p: Parts, dest: CopyDestination): Promise<BackupResult
     );
   if ((await dest.pages.readManifest()) !== undefined)
     throw new PqdbError('CONFLICT', `the backup destination ${dest.label} already holds a store`);
-  const g = p.keys.current();
-  const last = p.checkpoints.list.at(-1);
-  if (last === undefined || last.generation !== g || last.size !== p.logs.size(g)) await p.checkpoints.checkpoint();
-
-  // The page set at one commit, read inside the commit queue (writes wait for it).
+  // The page set at one commit, read inside the commit queue (writes wait for it), right after a
+  // checkpoint (unless the newest one covers the log): queued back to back, nothing comes between
+  // them, so the newest checkpoint signs the whole log of the pages read.
   const id = randomId();
   let pausedMs = 0;
+  const signing = p.checkpoints.checkpoint(true);
+  signing.catch(() => undefined); // rethrown by the reads
   const snapshot = await p.pipeline.exclusive(async () => {
+    const last = await signing; // settled already: it ran before this task
     const t = performance.now();
     p.live();
-    const m = cloneManifest(p.pipeline.manifest);
-    const ids = await p.pages.listPages();
-    const pages: { id: number; bytes: Uint8Array }[] = [];
-    for (const pageId of ids) {
-      const bytes = await p.pages.readPage(pageId);
-      if (bytes === undefined) throw new PqdbError('CORRUPTION', `page ${pageId} is listed but cannot be read`);
-      pages.push({ id: pageId, bytes });
-    }
-    const checkpoint = p.checkpoints.list.at(-1);
-    const held = heldRecords(p);
+    const g = p.keys.current();
+    if (p.checkpoints.list.at(-1) !== last || last.generation !== g || last.size !== p.logs.size(g))
+      throw new PqdbError('CORRUPTION', 'the newest checkpoint does not sign the log it was taken of');
+    const taken = await readSnapshot(p);
     pausedMs = performance.now() - t;
-    return { m, pages, checkpoint, held };
+    return taken;
   });
   const time = new Date().toISOString();
+
   const entry: CopyRecord = {
     id,
     kind: 'backup',
@@ -193,6 +191,19 @@ async function backupInto(p: Parts, dest: CopyDestination): Promise<BackupResult
     pausedMs,
     tookMs: performance.now() - started,
   };
+}
+
+/** The store's manifest, pages, newest checkpoint and live records as they stand (in the commit queue). */
+async function readSnapshot(p: Parts) {
+  const m = cloneManifest(p.pipeline.manifest);
+  const ids = await p.pages.listPages();
+  const pages: { id: number; bytes: Uint8Array }[] = [];
+  for (const pageId of ids) {
+    const bytes = await p.pages.readPage(pageId);
+    if (bytes === undefined) throw new PqdbError('CORRUPTION', `page ${pageId} is listed but cannot be read`);
+    pages.push({ id: pageId, bytes });
+  }
+  return { m, pages, checkpoint: p.checkpoints.list.at(-1), held: heldRecords(p) };
 }
 
 /** The inventory, oldest first. */

@@ -4,6 +4,10 @@
 // in the live chain and that it was not retired (when the live store is given), and then makes a
 // *new* store of its records:
 //
+//   - only what the trusted signer signed is taken from the copy (src/engine/signed-cover.ts): a
+//     record version whose leaf no checkpoint by the trusted key covers — written after the last
+//     one, by a fork or by the store's own writes — comes from the live store when one is given,
+//     and is refused (counted, with its reason) when not;
 //   - each record is re-sealed under the new store's fresh key generation (new roots, a new store
 //     id): no (key, nonce) pair of the copy is used again;
 //   - the current policy decides (the live store's, or one given that is at least as new, never
@@ -27,6 +31,9 @@ import { b64, hex, unb64, type CopyRecord, type Manifest } from './manifest';
 import { authorityAllows, currentPolicy } from './authority';
 import { destinationOf, heldRecords, randomId, type CopyDestination } from './copies';
 import { verifyStore, type VerifyReport } from './verify';
+import { SignedCover, type UnsignedReason } from './signed-cover';
+
+export type { UnsignedReason } from './signed-cover';
 import { partsOf, type Parts } from './parts';
 import { Store } from './store';
 import type { Locations, StoreOptions } from './store-options';
@@ -56,14 +63,30 @@ export interface RestoreOptions extends Omit<
    */
   trustedSigner?: Uint8Array;
   /** Records restored so far, as the work proceeds. */
-  onProgress?: (p: { restored: number; withheld: number; deleted: number; total: number }) => void;
+  onProgress?: (p: {
+    restored: number;
+    fromLive: number;
+    withheld: number;
+    deleted: number;
+    unsigned: number;
+    total: number;
+  }) => void;
 }
 
 /** What restoreStore did; `store` is the new store, open (close it when done). */
 export interface RestoreResult {
   store: Store;
-  /** Records re-sealed into the new store. */
+  /** Records re-sealed into the new store from the copy (versions a trusted checkpoint covers). */
   restored: number;
+  /**
+   * Records whose version in the copy no trusted checkpoint covers, re-sealed from the live store's
+   * version instead (with `live` only).
+   */
+  fromLive: number;
+  /** Records whose version in the copy no trusted checkpoint covers and that no live store gave: not restored. */
+  unsigned: number;
+  /** Those records and why (the first 1000). */
+  refused: { collection: string; id: string; reason: UnsignedReason }[];
   /** Records the current policy does not allow restoring. */
   withheld: number;
   /** Records deleted from the live store since the copy was made. */
@@ -78,12 +101,18 @@ export interface RestoreResult {
 }
 
 const BATCH = 1000;
+/** Refused records listed in the result at most (all are counted). */
+const REFUSED_LISTED = 1000;
 
 /**
  * Verifies a managed copy and makes a new store of it under new keys and current authority.
- * @throws PqdbError CORRUPTION (the copy does not verify, or its checkpoint is not in the live
- * chain), AUTH_FAILED (a copy of another store), AUTHORITY_DENIED (the copy was retired), CONFLICT
- * (the target holds a store), ROLLBACK (a given policy older than the one in force), NOT_FOUND;
+ * Only record versions a checkpoint by the trusted signer covers are taken from the copy; the others
+ * come from the live store, or are refused (counted in `unsigned`, listed in `refused`).
+ * @throws PqdbError CORRUPTION (the copy does not verify, its checkpoint is not in the live chain,
+ * or its key directory names a covered leaf that is not the version it points at), AUTH_FAILED (a
+ * copy of another store), AUTHORITY_DENIED (the copy was retired), CONFLICT
+ * (the target holds a store), ROLLBACK (a given policy older than the one in force or the copy's),
+ * NOT_FOUND;
  * TypeError for bad options (no trusted signer key, no target).
  */
 export async function restoreStoreWith(
@@ -125,9 +154,12 @@ export async function restoreStoreWith(
     const sm = src.pipeline.manifest;
     const lm = live?.pipeline.manifest;
     const inventoried = lm !== undefined ? checkAgainstLive(sm, lm, src, live!) : undefined;
+    // What the trusted signer signed: the one thing of the copy a restore takes as it is.
+    const cover = await SignedCover.of(src, trusted);
 
-    // Current authority: the live store's policy, or a newer one given; never an older one.
-    const authority = currentAuthority(lm ?? sm, options.policy);
+    // Current authority: the live store's policy, or a newer one given; never an older one, nor one
+    // older than the copy's own.
+    const authority = currentAuthority(lm ?? sm, options.policy, sm);
     const gate = { authority } as Manifest;
     const registry = (lm ?? sm).registry;
     const active = registry.find((r) => r.state === 'active')?.suite ?? sm.defaultSuite;
@@ -159,7 +191,8 @@ export async function restoreStoreWith(
     // The records, re-sealed under the new store's keys.
     await src.directory.loadAllInSteps(yieldToEventLoop);
     const held = heldRecords(src);
-    const counts = { restored: 0, withheld: 0, deleted: 0, total: held.records };
+    const counts = { restored: 0, fromLive: 0, withheld: 0, deleted: 0, unsigned: 0, total: held.records };
+    const refused: RestoreResult['refused'] = [];
     const tp = partsOf(target);
     for (const [name, entries] of [...src.directory.collections()].sort(([a], [b]) => (a < b ? -1 : 1))) {
       const meta = sm.collections[name];
@@ -193,23 +226,38 @@ export async function restoreStoreWith(
         onProgress?.({ ...counts });
       };
       for (const [id, loc] of entries) {
-        if (live !== undefined && !live.directory.has(name, id)) {
+        const now = live?.directory.get(name, id);
+        if (live !== undefined && now === undefined) {
           counts.deleted++;
           continue;
         }
-        if (!authorityAllows(gate, 'restore', loc.governance)) {
+        // The copy's version when a trusted checkpoint covers it, else the live store's (whose
+        // governance then decides), else none.
+        const page = await src.cache.get(loc.pageId);
+        const reason = cover.check(name, id, loc, page);
+        if (reason !== undefined && now === undefined) {
+          counts.unsigned++;
+          if (refused.length < REFUSED_LISTED) refused.push({ collection: name, id, reason });
+          continue;
+        }
+        const governance = reason === undefined ? loc.governance : now!.governance;
+        if (!authorityAllows(gate, 'restore', governance)) {
           counts.withheld++;
           continue;
         }
-        const plaintext = await src.records.open('copy', name, id, loc);
+        const plaintext =
+          reason === undefined
+            ? src.records.openIn('copy', page, name, id, loc)
+            : await live!.records.open('copy', name, id, now!);
         try {
           decodeValue(schema, plaintext); // what the new store will hold must decode as its schema says
         } catch (e) {
           plaintext.fill(0);
           throw e;
         }
-        batch.push({ id, plaintext, governance: loc.governance });
-        counts.restored++;
+        batch.push({ id, plaintext, governance });
+        if (reason === undefined) counts.restored++;
+        else counts.fromLive++;
         if (batch.length >= BATCH) {
           await flush();
           await yieldToEventLoop();
@@ -250,6 +298,7 @@ export async function restoreStoreWith(
     const result: RestoreResult = {
       store: target,
       ...restoredCounts,
+      refused,
       ...(sm.copy !== undefined ? { copyId: sm.copy.id } : {}),
       sourceStoreId: sm.storeId,
       copyCommit: sm.commit,
@@ -296,17 +345,28 @@ function checkAgainstLive(sm: Manifest, lm: Manifest, src: Parts, live: Parts): 
   return entry;
 }
 
-/** The pinned keys and the signed policy that decide: the newest of the one in force and the one given. */
-function currentAuthority(m: Manifest, given: Uint8Array | undefined): Manifest['authority'] {
+/**
+ * The pinned keys and the signed policy that decide: the newest of the one in force (`m`: the live
+ * store's, else the copy's) and the one given, which may not be older than the copy's own either.
+ */
+function currentAuthority(m: Manifest, given: Uint8Array | undefined, copy: Manifest): Manifest['authority'] {
   const a = m.authority;
   if (given === undefined) return a;
   if (!(given instanceof Uint8Array)) throw new TypeError('"policy" expected the signed policy bytes');
   if (a === undefined)
     throw new PqdbError('AUTHORITY_DENIED', 'the store pins no authority key: a policy cannot be given');
   const next = verifyPolicy(given, a.keys.map(unb64));
-  const now = currentPolicy(m)?.policy;
-  if (now !== undefined && next.version < now.version)
-    throw new PqdbError('ROLLBACK', `policy version ${next.version} is older than the version ${now.version} in force`);
+  for (const [held, what] of [
+    [m, 'in force'],
+    [copy, 'the copy holds'],
+  ] as const) {
+    const now = currentPolicy(held)?.policy;
+    if (now !== undefined && next.version < now.version)
+      throw new PqdbError(
+        'ROLLBACK',
+        `policy version ${next.version} is older than the version ${now.version} ${what}`,
+      );
+  }
   return { keys: a.keys, policy: b64(given) };
 }
 

@@ -160,7 +160,13 @@ export class Migration {
     const denied = this.#denied(authority, names, target.id, 'new');
     if (denied !== undefined) return Promise.reject(denied);
     this.#hooks = hooks;
-    const run = this.#prepare(target.id, options.collection, chunk).then(() => this.#runPhases());
+    // With signer keys the old generation's log is signed to its end first, queued right before the
+    // new generation opens (no write comes between): the records a migration leaves in it (withheld,
+    // failed) stay covered by a checkpoint, which new checkpoints, of the new generation, are not.
+    const { checkpoints } = this.#ctx;
+    const signed = checkpoints.canSign ? checkpoints.checkpoint(true).then(() => undefined) : undefined;
+    signed?.catch(() => undefined); // #prepare's task rethrows it
+    const run = this.#prepare(target.id, options.collection, chunk, signed).then(() => this.#runPhases());
     this.#run = run;
     return run;
   }
@@ -232,9 +238,13 @@ export class Migration {
     return [...wanted.values()];
   }
 
-  /** Opens generation g+1 under the target suite and records the migration, in one commit. */
-  #prepare(to: number, collection: string | undefined, chunkRecords: number): Promise<void> {
-    return this.#ctx.pipeline.run((draft) => {
+  /**
+   * Opens generation g+1 under the target suite and records the migration, in one commit; not when
+   * `signed` (the old generation's last checkpoint, queued just before) failed.
+   */
+  #prepare(to: number, collection: string | undefined, chunkRecords: number, signed?: Promise<void>): Promise<void> {
+    return this.#ctx.pipeline.run(async (draft) => {
+      await signed; // settled already: it ran before this task
       const m = draft.manifest;
       const state = draft.registry.state(to);
       if (state === 'quarantined' || state === 'retired') draft.registry.checkWrite(to); // refuses
