@@ -208,8 +208,11 @@ export interface Manifest {
   migrations?: MigrationRecord[];
   /** Retired key generations: roots destroyed, commit pages deleted; their logs and checkpoints stay. */
   retired?: number[];
-  /** The pinned authority public keys and the current signed policy, base64 (docs/authority.md). */
-  authority?: { keys: string[]; policy?: string };
+  /**
+   * The pinned authority public keys, the threshold of the first policy and the domain the store
+   * pins (both optional), and the current signed policy, base64 (docs/authority.md).
+   */
+  authority?: { keys: string[]; policy?: string; threshold?: number; domain?: string };
   /** The managed copies inventory, oldest first. */
   copies?: CopyRecord[];
   /** Set in a managed copy's manifest only: which copy of which store this is (it opens read-only). */
