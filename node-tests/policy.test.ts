@@ -290,6 +290,19 @@ describe('thresholds follow TUF: the version in force and the new one (#27)', ()
     const plain = await create();
     expect((await plain.store.setPolicy(cosign(v1, b))).version).toBe(1);
     await plain.close();
+    // A pinned threshold the sealed manifest holds is checked as it is read.
+    const medium = new MemoryMedium();
+    let storage = await openMemoryPageStore({ medium });
+    const opts = { storage, recipients: [r.publicKey], unlock: r.secretKey };
+    const bad = await openStore({ ...opts, create: true, authorityPublicKey: keys });
+    await partsOf(bad).pipeline.run((draft) => {
+      draft.manifest.authority = { ...draft.manifest.authority!, threshold: 4 };
+    });
+    await bad.close();
+    await storage.close();
+    storage = await openMemoryPageStore({ medium });
+    await expect(openStore({ ...opts, storage })).rejects.toMatchObject({ code: 'CORRUPTION' });
+    await storage.close();
     await expect(create({ authorityThreshold: 4 })).rejects.toThrow(RangeError);
     await expect(create({ authorityThreshold: 0 })).rejects.toThrow(RangeError);
     await expect(create({ authorityPublicKey: undefined, authorityThreshold: 1 })).rejects.toThrow(TypeError);

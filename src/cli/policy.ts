@@ -1,5 +1,6 @@
 // The authority policy verbs (DESIGN §9, docs/authority.md), a group under `pqdb policy`:
-//   sign <policy> --authority-key FILE…    signs a policy document (JSON) with authority keys
+//   sign <policy> --authority-key FILE…    signs a policy document (JSON) with authority keys;
+//                                          --store ID… / --domain NAME name the stores it governs
 //   set <location> <signed> --unlock FILE  installs a signed policy in a store (store.setPolicy)
 //   show <location> --unlock FILE          prints the policy in force (store.policy) and the pins
 // A signed policy ("PQAP" …, src/crypto/policy.ts) is written as base64 on one line by default, like
@@ -12,8 +13,9 @@
 // adds to those (for a threshold whose keys are kept apart). Caveats: sign checks that the document
 // is well-formed and that each FILE.pub is the public half of FILE (its SHA-3 hash, which FIPS 204
 // keeps in the secret key as tr), not that the keys are the ones a store pins: `set` checks that,
-// with the signatures, the threshold, the expiry and the version. The secret keys are wiped after
-// signing; the base64 text they were read from cannot be. Node only.
+// with the signatures, the thresholds, the expiry, the stores named and the version. --out writes a
+// new file only (_files.ts: an existing file or a symbolic link is refused). The secret keys are
+// wiped after signing; the base64 text they were read from cannot be. Node only.
 
 /// <reference types="node" />
 import { readFileSync } from 'node:fs';

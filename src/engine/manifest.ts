@@ -549,6 +549,9 @@ function checkManifest(h: ManifestHeader, b: unknown): Manifest {
     if (keys.length === 0 || keys.length > 16) corrupt('has a bad authority key list');
     keys.forEach((k) => base64(k, 'authority key'));
     if (b.authority.policy !== undefined) base64(b.authority.policy, 'authority policy');
+    if (b.authority.threshold !== undefined) int(b.authority.threshold, 1, keys.length, 'authority threshold');
+    if (b.authority.domain !== undefined && str(b.authority.domain, 'authority domain') === '')
+      corrupt('has a bad authority domain');
   }
   if (b.copies !== undefined) list(b.copies, 'copy list').forEach(checkCopy);
   if (b.copy !== undefined) {
