@@ -90,6 +90,7 @@ function policyDocument(version) {
       },
       { scope: '*', allow: ['read'] },
     ],
+    domain: 'bench',
   };
 }
 
@@ -126,7 +127,7 @@ async function loadStore(dir, data, keys, o, { policy }) {
     signer: keys.signer.secretKey,
     signerPublicKey: keys.signer.publicKey,
     autoCheckpoint: false,
-    ...(policy !== undefined ? { authorityPublicKey: keys.authority.publicKey } : {}),
+    ...(policy !== undefined ? { authorityPublicKey: keys.authority.publicKey, authorityDomain: 'bench' } : {}),
   });
   // The policy is in force before the first write: every put goes through the write gate.
   if (policy !== undefined) await store.setPolicy(policy);

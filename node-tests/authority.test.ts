@@ -21,9 +21,10 @@ describe('an older signed policy put back in the medium', () => {
       recipients: [r.publicKey],
       unlock: r.secretKey,
       authorityPublicKey: authority.publicKey,
+      authorityDomain: 'app',
     };
     const sign = (version: number, allow: ('read' | 'write')[]) =>
-      signPolicy({ version, rules: [{ scope: '*', allow }] }, authority.secretKey, authority.publicKey);
+      signPolicy({ version, rules: [{ scope: '*', allow }], domain: 'app' }, authority.secretKey, authority.publicKey);
     let store = await f.open(options);
     await store.setPolicy(sign(1, ['read', 'write']));
     const docs = store.collection('d', { schema: { v: 'string' } });

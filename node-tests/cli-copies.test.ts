@@ -55,7 +55,18 @@ beforeAll(async () => {
   const auth = generateSigner();
   write('auth', auth.secretKey);
   write('auth.pub', auth.publicKey);
-  const init = ['init', 'store', '--recipient', 'alice.pub', ...U, ...S, '--authority', 'auth.pub'];
+  const init = [
+    'init',
+    'store',
+    '--recipient',
+    'alice.pub',
+    ...U,
+    ...S,
+    '--authority',
+    'auth.pub',
+    '--authority-domain',
+    'cli',
+  ];
   storeId = json<{ storeId: string }>(init).storeId;
   const lines = [1, 2, 3].map((i) => JSON.stringify({ id: `w${i}`, value: { lemma: `word ${i}` } }));
   writeFileSync(file('words.jsonl'), `${lines.join('\n')}\n`);
@@ -148,7 +159,7 @@ describe('pqdb restore', () => {
         ],
       }),
     );
-    ok(['policy', 'sign', 'policy.json', '--authority-key', 'auth', '--out', 'policy.signed']);
+    ok(['policy', 'sign', 'policy.json', '--authority-key', 'auth', '--domain', 'cli', '--out', 'policy.signed']);
     ok(['policy', 'set', 'store', 'policy.signed', ...U]);
 
     const out = ok(['restore', 'bk1', 'restored', '--live', 'store', ...U, ...S]);

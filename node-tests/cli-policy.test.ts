@@ -6,7 +6,7 @@
 // policy in force unchanged.
 import { cliIn } from './support/cli';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore, verifyPolicy } from '../src/node';
@@ -20,7 +20,13 @@ const fails = (args: string[], message: RegExp, input?: string): void => void fa
 const U = ['--unlock', 'alice'];
 const file = (name: string) => join(dir, name);
 const keyOf = (name: string) => new Uint8Array(Buffer.from(readFileSync(file(name), 'utf8').trim(), 'base64'));
-const policyFile = (name: string, doc: unknown) => writeFileSync(file(name), JSON.stringify(doc));
+/** Writes a policy document; one that names no store names the domain the test stores pin. */
+const policyFile = (name: string, doc: Record<string, unknown>) =>
+  writeFileSync(
+    file(name),
+    JSON.stringify(doc.stores !== undefined || doc.domain !== undefined ? doc : { ...doc, domain: 'cli' }),
+  );
+const D = ['--authority-domain', 'cli'];
 const RULES = [
   { scope: 'billing', allow: ['read', 'write'] },
   { scope: 'billing', purposes: ['audit'], allow: ['read'] },
@@ -33,7 +39,7 @@ beforeAll(() => {
   ok(['keygen', '--out', 'alice']);
   authId = (JSON.parse(ok(['keygen', '--out', 'auth', '--signer', '--json'])) as { id: string }).id;
   ok(['keygen', '--out', 'other', '--signer']);
-  ok(['init', 'store', '--recipient', 'alice.pub', ...U, '--authority', 'auth.pub']);
+  ok(['init', 'store', '--recipient', 'alice.pub', ...U, '--authority', 'auth.pub', ...D]);
   ok(['init', 'plain', '--recipient', 'alice.pub', ...U]);
 });
 
@@ -52,8 +58,8 @@ describe('pqdb init --authority', () => {
   });
 
   it('takes several keys, repeated or comma-separated; refuses a secret key and a key named twice', () => {
-    expect(ok(['init', 'two', '--recipient', 'alice.pub', ...U, '--authority', 'auth.pub,other.pub'])).toContain(
-      '2 authority key(s) pinned',
+    expect(ok(['init', 'two', '--recipient', 'alice.pub', ...U, '--authority', 'auth.pub,other.pub', ...D])).toContain(
+      '2 authority key(s) pinned, domain cli',
     );
     fails(['init', 'x1', '--recipient', 'alice.pub', ...U, '--authority', 'auth'], /--authority auth: .*secret key/);
     fails(
@@ -91,6 +97,7 @@ describe('pqdb policy sign, set, show', () => {
       [
         'policy version 1, threshold 1, expires 2099-01-01T00:00:00.000Z',
         `signed by: ${authId}`,
+        'domain: cli',
         `authority keys pinned: ${authId}`,
         'rules:',
         '  billing: read, write',
@@ -108,6 +115,7 @@ describe('pqdb policy sign, set, show', () => {
         expires: '2099-01-01T00:00:00.000Z',
         expired: false,
         threshold: 1,
+        domain: 'cli',
         signers: [authId],
         rules: RULES,
       },
@@ -142,7 +150,10 @@ describe('pqdb policy sign, set, show', () => {
   });
 
   it('signs stdin to stdout (base64, nothing else), or --raw bytes; set reads either, and "-"', () => {
-    const b64 = ok(['policy', 'sign', '-', '--authority-key', 'auth'], JSON.stringify({ version: 2, rules: RULES }));
+    const b64 = ok(
+      ['policy', 'sign', '-', '--authority-key', 'auth'],
+      JSON.stringify({ version: 2, rules: RULES, domain: 'cli' }),
+    );
     expect(b64).toMatch(/^[A-Za-z0-9+/]+=*\n$/);
     expect(ok(['policy', 'set', 'store', '-', ...U, '--json'], b64)).toMatch(/"version": 2/);
     policyFile('v3b.json', { version: 3, rules: [{ scope: '*', allow: ['read'] }] });
@@ -192,6 +203,80 @@ describe('pqdb policy sign, set, show', () => {
     );
     fails(['policy', 'sign', '-', '--authority-key', 'auth'], /neither a JSON document nor a signed policy/, 'no\n');
     fails(['policy', 'sign', 'v2.json'], /at least one --authority-key FILE is required/);
+  });
+
+  it('--store and --domain name the stores a policy governs; a policy for another store is AUTHORITY_DENIED', () => {
+    const { storeId } = JSON.parse(
+      ok(['init', 'byid', '--recipient', 'alice.pub', ...U, '--authority', 'auth.pub', '--json']),
+    ) as { storeId: string };
+    writeFileSync(file('named.json'), JSON.stringify({ version: 1, rules: RULES }));
+    ok(['policy', 'sign', 'named.json', '--authority-key', 'auth', '--domain', 'cli', '--out', 'named.cli']);
+    fails(
+      ['policy', 'set', 'byid', 'named.cli', ...U],
+      /^pqdb: \[AUTHORITY_DENIED\] policy version 1 does not govern this store/,
+    );
+    ok(['policy', 'sign', 'named.json', '--authority-key', 'auth', '--out', 'named.none']);
+    fails(['policy', 'set', 'byid', 'named.none', ...U], /^pqdb: \[AUTHORITY_DENIED\] .*names no store/);
+    const other = 'ab'.repeat(16);
+    ok([
+      'policy',
+      'sign',
+      'named.json',
+      '--authority-key',
+      'auth',
+      '--store',
+      `${other},${storeId}`,
+      '--out',
+      'named.id',
+    ]);
+    ok(['policy', 'set', 'byid', 'named.id', ...U]);
+    expect(ok(['policy', 'show', 'byid', ...U])).toContain(`stores: ${[other, storeId].sort().join(', ')}\n`);
+    fails(['policy', 'sign', 'named.id', '--authority-key', 'other', '--store', storeId], /not of a signed policy/);
+    fails(['policy', 'sign', 'named.json', '--authority-key', 'auth', '--store', 'nope'], /store ids of 32 hex digits/);
+  });
+
+  it('init --authority-threshold: the first policy needs that many of the pinned keys', () => {
+    ok([
+      'init',
+      'thr',
+      '--recipient',
+      'alice.pub',
+      ...U,
+      '--authority',
+      'auth.pub,other.pub',
+      ...D,
+      '--authority-threshold',
+      '2',
+    ]);
+    policyFile('thr.json', { version: 1, rules: RULES });
+    ok(['policy', 'sign', 'thr.json', '--authority-key', 'auth', '--out', 'thr1']);
+    fails(
+      ['policy', 'set', 'thr', 'thr1', ...U],
+      /^pqdb: \[AUTH_FAILED\] policy version 1 needs 2 authority signatures/,
+    );
+    ok(['policy', 'sign', 'thr1', '--authority-key', 'other', '--out', 'thr2']);
+    ok(['policy', 'set', 'thr', 'thr2', ...U]);
+    fails(
+      ['init', 'thr3', '--recipient', 'alice.pub', ...U, '--authority', 'auth.pub', '--authority-threshold', '2'],
+      /exceeds/,
+    );
+    fails(['init', 'thr4', '--recipient', 'alice.pub', ...U, '--authority-domain', 'cli'], /need --authority FILE/);
+  });
+
+  it('sign --out refuses a symbolic link (and an existing file): the link target is never written', () => {
+    policyFile('link.json', { version: 9, rules: RULES });
+    writeFileSync(file('victim'), 'keep\n');
+    symlinkSync('victim', file('link'));
+    fails(
+      ['policy', 'sign', 'link.json', '--authority-key', 'auth', '--out', 'link'],
+      /^pqdb: \[IO_ERROR\] cannot write link/,
+    );
+    expect(readFileSync(file('victim'), 'utf8')).toBe('keep\n');
+    symlinkSync('nowhere', file('dangling'));
+    fails(['policy', 'sign', 'link.json', '--authority-key', 'auth', '--raw', '--out', 'dangling'], /\[IO_ERROR\]/);
+    expect(existsSync(file('nowhere'))).toBe(false);
+    fails(['policy', 'sign', 'link.json', '--authority-key', 'auth', '--out', 'victim'], /\[IO_ERROR\]/);
+    expect(readFileSync(file('victim'), 'utf8')).toBe('keep\n');
   });
 
   it('--help lists the group; its usage, a missing or unknown word and missing arguments are usage errors', () => {

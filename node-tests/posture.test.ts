@@ -328,6 +328,7 @@ describe.each(ADAPTERS)('store.posture() on a %s store', (_name, make) => {
       signerPublicKey: signer.publicKey,
       autoCheckpoint: false,
       authorityPublicKey: authority.publicKey,
+      authorityDomain: 'posture',
     });
     await store.collection('notes', { schema: { title: 'string' } }).put('a', { title: 'x' });
     await store.checkpoint();
@@ -347,13 +348,17 @@ describe.each(ADAPTERS)('store.posture() on a %s store', (_name, make) => {
     expect(dependsOn(bom, 'store')).toEqual(expect.arrayContaining([signerRef, authorityRef]));
 
     const rules = [{ scope: '*', allow: ['read', 'write', 'migrate', 'restore'] as const }];
-    await store.setPolicy(signPolicy({ version: 1, rules }, authority.secretKey, authority.publicKey));
+    await store.setPolicy(
+      signPolicy({ version: 1, rules, domain: 'posture' }, authority.secretKey, authority.publicKey),
+    );
     bom = checked(store, [...secrets, ...signerKeys]);
     expect(props(bom.metadata.component)).toMatchObject({ 'pqdb:policy-version': '1', 'pqdb:policy-threshold': '1' });
     expect(bom.metadata.properties).toContainEqual({ name: 'pqdb:policy-version', value: '1' });
     expect(props(byRef(bom, authorityRef))['pqdb:signed-current-policy']).toBe('true');
     const expires = '2099-01-01T00:00:00.000Z';
-    await store.setPolicy(signPolicy({ version: 2, rules, expires }, authority.secretKey, authority.publicKey));
+    await store.setPolicy(
+      signPolicy({ version: 2, rules, expires, domain: 'posture' }, authority.secretKey, authority.publicKey),
+    );
     bom = checked(store, [...secrets, ...signerKeys]);
     expect(props(bom.metadata.component)).toMatchObject({ 'pqdb:policy-version': '2', 'pqdb:policy-expires': expires });
     await store.close();

@@ -97,12 +97,13 @@ async function postures(): Promise<{ boms: Record<string, unknown>; copyId: stri
     signer: signer.secretKey,
     signerPublicKey: signer.publicKey,
     authorityPublicKey: authority.publicKey,
+    authorityDomain: 'posture',
   });
   const boms: Record<string, unknown> = {};
   try {
     await store.setPolicy(
       pqdb.signPolicy(
-        { version: 1, rules: [{ scope: '*', allow: ['read', 'write', 'migrate', 'restore'] }] },
+        { version: 1, rules: [{ scope: '*', allow: ['read', 'write', 'migrate', 'restore'] }], domain: 'posture' },
         authority.secretKey,
         authority.publicKey,
       ),

@@ -9,9 +9,13 @@ import { summary, type Summary } from './_util';
 
 type KeyPair = { publicKey: Uint8Array; secretKey: Uint8Array };
 
+/** The authority domain the stores of governedKeys pin, and their policies name. */
+export const TEST_DOMAIN = 'pqdb-tests';
+
 /**
  * A case file's keys: a recipient, an authority whose key the stores pin (and, with `signer`,
- * checkpoint signer keys), the create options naming them, and a signer of policy documents.
+ * checkpoint signer keys), the create options naming them (and the authority domain the stores pin),
+ * and a signer of policy documents (naming that domain unless the document names stores or one).
  */
 export function governedKeys<D>(
   api: {
@@ -30,8 +34,13 @@ export function governedKeys<D>(
     unlock: recipient.secretKey,
     ...(keys !== undefined ? { signer: keys.secretKey, signerPublicKey: keys.publicKey } : {}),
     authorityPublicKey: authority.publicKey,
+    authorityDomain: TEST_DOMAIN,
   };
-  const sign = (doc: D) => api.signPolicy(doc, authority.secretKey, authority.publicKey);
+  const sign = (doc: D) => {
+    const d = doc as { stores?: unknown; domain?: unknown };
+    const named = d.stores !== undefined || d.domain !== undefined ? doc : ({ ...doc, domain: TEST_DOMAIN } as D);
+    return api.signPolicy(named, authority.secretKey, authority.publicKey);
+  };
   return { recipient, authority, ...(keys !== undefined ? { signer: keys } : {}), options, sign };
 }
 

@@ -245,5 +245,35 @@ export function authorityCases(factory: StoreFixtureFactory, api: AuthorityApi):
         await code(open(store).get('b1'), 'AUTHORITY_DENIED', 'billing stays revoked');
       }),
     },
+    {
+      name: 'a policy names the stores it governs: one for another store or domain is refused, after reopen too',
+      run: withStore(factory, async (openStore) => {
+        let store = await openStore(options);
+        const rules = [{ scope: '*', allow: [...ALL] }];
+        const elsewhere = 'f'.repeat(32);
+        await code(
+          store.setPolicy(sign({ version: 1, rules, domain: 'elsewhere' })),
+          'AUTHORITY_DENIED',
+          'another domain',
+        );
+        await code(
+          store.setPolicy(sign({ version: 1, rules, stores: [elsewhere] })),
+          'AUTHORITY_DENIED',
+          'another store',
+        );
+        ok(store.policy() === undefined, 'no policy installed');
+        const { storeId } = store.info();
+        await store.setPolicy(sign({ version: 1, rules, stores: [elsewhere, storeId] }));
+        await store.setPolicy(sign({ version: 2, rules })); // the domain the store pins
+        await store.close();
+        store = await openStore({ ...options, create: false });
+        ok(store.policy()?.version === 2, 'version 2 in force after reopen');
+        await code(
+          store.setPolicy(sign({ version: 3, rules, domain: 'elsewhere' })),
+          'AUTHORITY_DENIED',
+          'after reopen',
+        );
+      }),
+    },
   ];
 }

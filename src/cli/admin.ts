@@ -14,7 +14,7 @@ import { authorityKeys, keyFrom } from './_keys';
 import { signerKeyId } from '../crypto/proofs';
 import { UsageError } from './_report';
 import { openCliStore, requireSigner, requireUnlock } from './_store';
-import { KEY_OPTIONS, str, type Verb } from './_verb';
+import { KEY_OPTIONS, str, whole, type Verb } from './_verb';
 import { verify as verifyStoreAt } from './verify';
 import { verifySealedFiles } from './export';
 import { migrate as migrateStore } from './migrate';
@@ -29,7 +29,7 @@ const KEYS_HELP = `  --unlock FILE          or PQDB_UNLOCK          recipient se
 export const init: Verb = {
   name: 'init',
   synopsis:
-    '<location> --recipient FILE... --unlock FILE [--suite SUITE] [--authority FILE...] [--signer FILE] [--json]',
+    '<location> --recipient FILE... --unlock FILE [--suite SUITE] [--authority FILE... [--authority-threshold N] [--authority-domain NAME]] [--signer FILE] [--json]',
   summary: 'creates a file store whose keys are wrapped to the recipients',
   help: `  Creates a store in the directory <location> (made if missing; an existing store is refused).
   --recipient FILE   a recipient public key (keygen's PREFIX.pub); repeat for more recipients
@@ -39,6 +39,10 @@ export const init: Verb = {
   --authority FILE   an authority's ML-DSA-87 public key (keygen --signer's PREFIX.pub), pinned for
                      good: only policies it signs are accepted (pqdb policy set); repeat or
                      separate with commas for several (a policy's threshold counts them)
+  --authority-threshold N   how many of them must sign the first policy (default 1; each later
+                     version needs the threshold of the version in force)
+  --authority-domain NAME   a domain the store pins: policies naming it govern the store (else a
+                     policy must name the store id, pqdb policy sign --store)
   --signer FILE      also sign a first checkpoint
 ${KEYS_HELP}`,
   positionals: { min: 1, max: 1 },
@@ -46,6 +50,8 @@ ${KEYS_HELP}`,
     recipient: { type: 'string', multiple: true },
     suite: { type: 'string' },
     authority: { type: 'string', multiple: true },
+    'authority-threshold': { type: 'string' },
+    'authority-domain': { type: 'string' },
     ...KEY_OPTIONS,
   },
   async run({ positionals: [location], values, keys }) {
@@ -61,6 +67,14 @@ ${KEYS_HELP}`,
     }
     const recipients = files.map((f) => keyFrom('recipient', f, undefined)!);
     const authority = authorityKeys(values.authority as string[] | undefined);
+    const threshold = whole(values, 'authority-threshold');
+    const domain = str(values, 'authority-domain');
+    if (authority === undefined && (threshold !== undefined || domain !== undefined))
+      throw new UsageError('--authority-threshold and --authority-domain need --authority FILE');
+    if (threshold !== undefined && threshold > authority!.length)
+      throw new UsageError(`--authority-threshold ${threshold} exceeds the ${authority!.length} authority key(s)`);
+    if (domain !== undefined && (domain === '' || domain.length > 256))
+      throw new UsageError('--authority-domain expected a name of 1 to 256 characters');
     // The engine wraps the root to the recipients only; a creator key that is none of them would
     // make a store it cannot open again.
     if (!recipients.some((r) => publicKeysOf(unlock).some((p) => equalBytes(p, r))))
@@ -78,6 +92,8 @@ ${KEYS_HELP}`,
         signer: keys.signer,
         signerPublicKey: keys.signerPublicKey,
         ...(authority !== undefined ? { authorityPublicKey: authority } : {}),
+        ...(threshold !== undefined ? { authorityThreshold: threshold } : {}),
+        ...(domain !== undefined ? { authorityDomain: domain } : {}),
         autoCheckpoint: false,
       });
     } catch (e) {
@@ -95,9 +111,16 @@ ${KEYS_HELP}`,
         ...(authority !== undefined && {
           authorityKeys: authority.map((k) => Buffer.from(signerKeyId(k)).toString('hex')),
         }),
+        ...(threshold !== undefined && { authorityThreshold: threshold }),
+        ...(domain !== undefined && { authorityDomain: domain }),
         ...(checkpoint && { checkpoint: info.checkpoint }),
       };
-      const pinned = authority !== undefined ? `, ${authority.length} authority key(s) pinned` : '';
+      const pinned =
+        authority !== undefined
+          ? `, ${authority.length} authority key(s) pinned${threshold !== undefined ? ` (threshold ${threshold})` : ''}${
+              domain !== undefined ? `, domain ${domain}` : ''
+            }`
+          : '';
       process.stdout.write(
         values.json === true
           ? `${JSON.stringify(out, null, 2)}\n`

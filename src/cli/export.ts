@@ -7,7 +7,8 @@
 // file holds the record its name says. Node only.
 
 /// <reference types="node" />
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { writeNew } from './_files';
 import { basename, join } from 'node:path';
 import { verifySealed } from '../crypto/proofs';
 import { PqdbError } from '../errors';
@@ -24,15 +25,6 @@ export const SEALED_SUFFIX = '.sealed';
 /** The file name of record `id`'s sealed export. */
 export function sealedFileName(id: string): string {
   return `${encodeURIComponent(id)}${SEALED_SUFFIX}`;
-}
-
-/** Writes `data` to a new file; an existing one is an error. */
-function writeNew(file: string, data: string | Uint8Array): void {
-  try {
-    writeFileSync(file, data, { flag: 'wx' });
-  } catch (e) {
-    throw new PqdbError('IO_ERROR', `cannot write ${file}: ${(e as Error).message}`, { cause: e });
-  }
 }
 
 export const exportVerb: Verb = {

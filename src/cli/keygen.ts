@@ -9,7 +9,8 @@
 // base64 strings cannot be. Node only.
 
 /// <reference types="node" />
-import { existsSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, unlinkSync } from 'node:fs';
+import { writeNew } from './_files';
 import { generateRecipient, recipientId } from '../crypto/envelope';
 import { ml_dsa87 } from '../kernels/mldsa';
 import { PqdbError } from '../errors';
@@ -41,9 +42,9 @@ export const keygen: Verb = {
       if (existsSync(f)) throw new PqdbError('IO_ERROR', `${f} exists: keygen never overwrites a key file`);
     const pair = signer ? ml_dsa87.keygen() : generateRecipient(type);
     try {
-      writeFileSync(out, `${Buffer.from(pair.secretKey).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+      writeNew(out, `${Buffer.from(pair.secretKey).toString('base64')}\n`, 0o600);
       try {
-        writeFileSync(pub, `${Buffer.from(pair.publicKey).toString('base64')}\n`, { mode: 0o644, flag: 'wx' });
+        writeNew(pub, `${Buffer.from(pair.publicKey).toString('base64')}\n`, 0o644);
       } catch (e) {
         unlinkSync(out); // both files or neither
         throw e;

@@ -1,5 +1,6 @@
 // The authority policy verbs (DESIGN §9, docs/authority.md), a group under `pqdb policy`:
-//   sign <policy> --authority-key FILE…    signs a policy document (JSON) with authority keys
+//   sign <policy> --authority-key FILE…    signs a policy document (JSON) with authority keys;
+//                                          --store ID… / --domain NAME name the stores it governs
 //   set <location> <signed> --unlock FILE  installs a signed policy in a store (store.setPolicy)
 //   show <location> --unlock FILE          prints the policy in force (store.policy) and the pins
 // A signed policy ("PQAP" …, src/crypto/policy.ts) is written as base64 on one line by default, like
@@ -12,15 +13,17 @@
 // adds to those (for a threshold whose keys are kept apart). Caveats: sign checks that the document
 // is well-formed and that each FILE.pub is the public half of FILE (its SHA-3 hash, which FIPS 204
 // keeps in the secret key as tr), not that the keys are the ones a store pins: `set` checks that,
-// with the signatures, the threshold, the expiry and the version. The secret keys are wiped after
-// signing; the base64 text they were read from cannot be. Node only.
+// with the signatures, the thresholds, the expiry, the stores named and the version. --out writes a
+// new file only (_files.ts: an existing file or a symbolic link is refused). The secret keys are
+// wiped after signing; the base64 text they were read from cannot be. Node only.
 
 /// <reference types="node" />
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { signPolicy, type Policy, type PolicyDocument } from '../crypto/policy';
 import { signerKeyId } from '../crypto/proofs';
 import { unb64 } from '../engine/manifest';
 import { PqdbError } from '../errors';
+import { writeNew } from './_files';
 import { authorityKeys, keyPairFile } from './_keys';
 import { UsageError } from './_report';
 import { openCliStore, requireUnlock } from './_store';
@@ -93,6 +96,8 @@ function reportOf(p: Policy, now = Date.now()) {
     version: p.version,
     ...(p.expires !== undefined ? { expires: p.expires, expired: Date.parse(p.expires) <= now } : {}),
     threshold: p.threshold ?? 1,
+    ...(p.stores !== undefined ? { stores: p.stores } : {}),
+    ...(p.domain !== undefined ? { domain: p.domain } : {}),
     signers: p.signers,
     rules: p.rules,
   };
@@ -100,21 +105,32 @@ function reportOf(p: Policy, now = Date.now()) {
 
 export const policySign: Verb = {
   name: 'policy sign',
-  synopsis: '<policy> --authority-key FILE... [--out FILE] [--raw] [--json]',
+  synopsis: '<policy> --authority-key FILE... [--store ID...] [--domain NAME] [--out FILE] [--raw] [--json]',
   summary: 'signs a policy document (JSON) with authority keys; base64 on one line, or --raw',
   help: `  Signs the policy document in the file <policy> ("-": stdin), JSON:
     { "version": 1, "rules": [{ "scope": "billing", "purposes": ["audit"],
       "allow": ["read", "write", "migrate", "restore"] }], "expires": "2030-01-01T00:00:00Z",
-      "threshold": 1 }
-  (docs/authority.md); a <policy> already signed gets the new signatures added to its own.
+      "threshold": 1, "stores": ["<store id>"], "domain": "prod" }
+  (docs/authority.md); a <policy> already signed gets the new signatures added to its own. A store
+  installs only a policy naming it: its id (pqdb init prints it) in "stores", or the domain it
+  pins (init --authority-domain) in "domain".
   --authority-key FILE   an authority secret key (keygen --signer), its public half in FILE.pub;
                          repeat or separate with commas to sign with several (a threshold)
-  --out FILE             write the signed policy to FILE (else to stdout, and nothing else)
+  --store ID             add a store id to the document's "stores"; repeat or separate with commas
+  --domain NAME          set the document's "domain"
+  --out FILE             write the signed policy to FILE, a new file (an existing file or a
+                         symbolic link is refused); else to stdout, and nothing else
   --raw                  write its bytes ("PQAP" …) instead of base64 on one line
   --json                 print { version, threshold, signatures, signedBy, out } (without --out,
                          also "signed": the base64)`,
   positionals: { min: 1, max: 1 },
-  options: { 'authority-key': { type: 'string', multiple: true }, out: { type: 'string' }, raw: { type: 'boolean' } },
+  options: {
+    'authority-key': { type: 'string', multiple: true },
+    store: { type: 'string', multiple: true },
+    domain: { type: 'string' },
+    out: { type: 'string' },
+    raw: { type: 'boolean' },
+  },
   async run(args) {
     const { values } = args;
     const files = ((values['authority-key'] as string[] | undefined) ?? [])
@@ -138,6 +154,22 @@ export const policySign: Verb = {
         const why = (e as Error).message.replace(/\s+/g, ' ');
         throw new UsageError(`<policy>: neither a JSON document nor a signed policy (${why})`, { cause: e });
       }
+    const stores = ((values.store as string[] | undefined) ?? []).flatMap((o) => o.split(',').map((s) => s.trim()));
+    const domain = str(values, 'domain');
+    if (stores.length > 0 || domain !== undefined) {
+      if (signed !== undefined)
+        throw new UsageError('--store and --domain name stores of a document, not of a signed policy');
+      if (doc === null || typeof doc !== 'object' || Array.isArray(doc))
+        throw new UsageError('<policy>: expected a JSON object');
+      const named = doc as { stores?: unknown };
+      doc = {
+        ...doc,
+        ...(stores.length > 0
+          ? { stores: [...(Array.isArray(named.stores) ? (named.stores as string[]) : []), ...stores] }
+          : {}),
+        ...(domain !== undefined ? { domain } : {}),
+      };
+    }
     const signedBy: string[] = [];
     for (const file of files) {
       const pair = keyPairFile('authority-key', file);
@@ -150,7 +182,7 @@ export const policySign: Verb = {
     }
     const result = signed!;
     const text = `${Buffer.from(result).toString('base64')}\n`;
-    if (out !== undefined) writeFileSync(out, raw ? result : text);
+    if (out !== undefined) writeNew(out, raw ? result : text);
     else if (values.json !== true) {
       process.stdout.write(raw ? result : text);
       return 0;
@@ -181,8 +213,10 @@ export const policySet: Verb = {
   help: `  Installs the signed policy in the file <signed> ("-": stdin; raw or base64, what pqdb policy
   sign writes) in the store at <location>, in one commit, and prints the version now in force.
   Refused, with nothing changed, when the store pins no authority key (AUTHORITY_DENIED), the
-  pinned keys did not sign it to its threshold (AUTH_FAILED), it has expired (AUTHORITY_DENIED),
-  or its version is not the current one + 1 (ROLLBACK: not newer; CONFLICT: skips one).
+  pinned keys did not sign it to its threshold and to the threshold of the version in force
+  (AUTH_FAILED), it has expired or does not name the store or the domain it pins
+  (AUTHORITY_DENIED), or its version is not the current one + 1 (ROLLBACK: not newer; CONFLICT:
+  skips one).
 ${STORE_HELP}`,
   positionals: { min: 2, max: 2 },
   options: { authority: { type: 'string', multiple: true }, unlock: KEY_OPTIONS.unlock },
@@ -236,6 +270,8 @@ ${STORE_HELP}`,
                 : `expires ${shown.expires}${shown.expired === true ? ' (expired)' : ''}`
             }`,
         ...(shown !== null ? [`signed by: ${shown.signers.join(', ')}`] : []),
+        ...(shown?.stores !== undefined ? [`stores: ${shown.stores.join(', ')}`] : []),
+        ...(shown?.domain !== undefined ? [`domain: ${shown.domain}`] : []),
         `authority keys pinned: ${pinned.length > 0 ? pinned.join(', ') : 'none (pqdb init --authority pins them)'}`,
         ...(shown !== null ? ['rules:', ...shown.rules.map(ruleLine)] : []),
       ];

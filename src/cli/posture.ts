@@ -6,8 +6,7 @@
 // Exit status: 0 written; 2 a usage error, a store that cannot be opened, an --out file that exists.
 
 /// <reference types="node" />
-import { writeFileSync } from 'node:fs';
-import { PqdbError } from '../errors';
+import { writeNew } from './_files';
 import type { Keys } from './_keys';
 import { cannotOpen } from './_report';
 import { openCliStore, requireUnlock } from './_store';
@@ -43,11 +42,7 @@ export async function posture(
     process.stdout.write(text);
     return 0;
   }
-  try {
-    writeFileSync(out, text, { flag: 'wx' });
-  } catch (e) {
-    throw new PqdbError('IO_ERROR', `cannot write ${out}: ${(e as Error).message}`, { cause: e });
-  }
+  writeNew(out, text);
   const storeId = opened.manifest.storeId;
   const report = { location, storeId, out, serialNumber: bom.serialNumber, components: bom.components.length };
   process.stdout.write(

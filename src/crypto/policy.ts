@@ -2,10 +2,12 @@
 // scope which purposes, may be read, written, migrated and restored. A policy is a JSON document
 // signed with ML-DSA-87 under its own FIPS 204 context by one or more authority keys; a store pins
 // the authority's public keys at creation and accepts a policy only with version exactly previous
-// + 1 (TUF's rule), before its expiry, signed by at least `threshold` of the pinned keys.
+// + 1 (TUF's rule), before its expiry, signed by at least `threshold` of the pinned keys — its own
+// threshold and that of the version in force — and naming the store (or the domain it pins).
 //
 // Signed form (all integers big-endian):
-//   "PQAP" ‖ u8 version 1 ‖ be32 body length ‖ body (UTF-8 JSON, canonical: keys in a fixed order)
+//   "PQAP" ‖ u8 version 1 ‖ be32 body length ‖ body (UTF-8 JSON, canonical: keys in a fixed order,
+//   exactly the bytes signPolicy writes; any other spelling of the same document is refused)
 //   ‖ u8 signature count ‖ count × (key id 16 = SHA-384(public key)[0, 16) ‖ ML-DSA-87 signature 4627)
 // Each signature covers "PQAP" ‖ version ‖ length ‖ body, with context "pqdb authority policy v1".
 //
@@ -37,10 +39,17 @@ export interface PolicyDocument {
   /** 1 for the first policy, then exactly the previous version + 1. */
   version: number;
   rules: readonly PolicyRule[];
-  /** Expiry as an ISO 8601 date-time; an expired policy is refused and stops deciding. */
+  /**
+   * Expiry as an RFC 3339 date-time with `Z` or an offset (signed in UTC, with milliseconds); an
+   * expired policy is refused and stops deciding.
+   */
   expires?: string;
-  /** How many distinct pinned authority keys must sign (default 1). */
+  /** How many distinct pinned authority keys must sign this version and the next one (default 1). */
   threshold?: number;
+  /** The ids (32 hex digits, `store.info().storeId`) of the stores this policy governs. */
+  stores?: readonly string[];
+  /** A domain name: the policy governs every store that pins this domain (`authorityDomain`). */
+  domain?: string;
 }
 
 /** A policy verified against the pinned authority keys. */
@@ -61,6 +70,8 @@ const MAX_BODY_BYTES = 1 << 20;
 const MAX_RULES = 4096;
 const MAX_NAME_CHARS = 256;
 const MAX_SIGNATURES = 16;
+const MAX_STORES = 1024;
+const FIELDS = ['version', 'rules', 'expires', 'threshold', 'stores', 'domain'];
 const dec = new TextDecoder('utf-8', { fatal: true });
 
 const BIT: Record<PolicyOperation, number> = { read: 1, write: 2, migrate: 4, restore: 8 };
@@ -70,8 +81,7 @@ const hex = (b: Uint8Array): string => Array.from(b, (x) => x.toString(16).padSt
 function canonical(doc: unknown, what: (m: string) => never): PolicyDocument {
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) what('expected an object');
   const d = doc as Record<string, unknown>;
-  for (const k of Object.keys(d))
-    if (!['version', 'rules', 'expires', 'threshold'].includes(k)) what(`unknown field "${k}"`);
+  for (const k of Object.keys(d)) if (!FIELDS.includes(k)) what(`unknown field "${k}"`);
   if (!Number.isSafeInteger(d.version) || (d.version as number) < 1) what('"version" expected an integer >= 1');
   if (!Array.isArray(d.rules) || d.rules.length > MAX_RULES) what(`"rules" expected an array of at most ${MAX_RULES}`);
   const name = (v: unknown, field: string): string => {
@@ -107,9 +117,9 @@ function canonical(doc: unknown, what: (m: string) => never): PolicyDocument {
   });
   let expires: string | undefined;
   if (d.expires !== undefined) {
-    if (typeof d.expires !== 'string' || Number.isNaN(Date.parse(d.expires)))
-      what('"expires" expected an ISO 8601 date-time');
-    expires = new Date(Date.parse(d.expires as string)).toISOString();
+    const at = typeof d.expires === 'string' ? rfc3339(d.expires) : undefined;
+    if (at === undefined) what('"expires" expected an RFC 3339 date-time with Z or an offset (2030-01-01T00:00:00Z)');
+    expires = new Date(at!).toISOString();
   }
   let threshold: number | undefined;
   if (d.threshold !== undefined) {
@@ -117,12 +127,72 @@ function canonical(doc: unknown, what: (m: string) => never): PolicyDocument {
       what(`"threshold" expected an integer from 1 to ${MAX_SIGNATURES}`);
     threshold = d.threshold as number;
   }
+  let stores: string[] | undefined;
+  if (d.stores !== undefined) {
+    if (!Array.isArray(d.stores) || d.stores.length === 0 || d.stores.length > MAX_STORES)
+      what(`"stores" expected a non-empty array of at most ${MAX_STORES} store ids`);
+    for (const id of d.stores as unknown[])
+      if (typeof id !== 'string' || !/^[0-9a-f]{32}$/.test(id)) what('"stores" expected store ids of 32 hex digits');
+    stores = [...new Set(d.stores as string[])].sort();
+  }
+  const domain = d.domain !== undefined ? name(d.domain, '"domain"') : undefined;
   return {
     version: d.version as number,
     rules,
     ...(expires !== undefined ? { expires } : {}),
     ...(threshold !== undefined ? { threshold } : {}),
+    ...(stores !== undefined ? { stores } : {}),
+    ...(domain !== undefined ? { domain } : {}),
   };
+}
+
+const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
+
+/**
+ * The instant (ms since 1970) of an RFC 3339 date-time with `Z` or a numeric offset, its calendar
+ * checked (month lengths, leap years; no leap second); undefined for anything else (no Date.parse:
+ * it reads "1" as 2001, rolls 31 February into March and reads an offset-less time as local).
+ */
+export function rfc3339(text: string): number | undefined {
+  const m = RFC3339.exec(text);
+  if (m === null) return undefined;
+  const [y, mo, d, h, mi, s] = m.slice(1, 7).map(Number);
+  const leap = y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+  if (mo < 1 || mo > 12 || d < 1 || d > (mo === 2 && leap ? 29 : DAYS[mo - 1]) || h > 23 || mi > 59 || s > 59)
+    return undefined;
+  let offset = 0;
+  if (m[8] === undefined) {
+    const oh = Number(m[10]);
+    const om = Number(m[11]);
+    if (oh > 23 || om > 59) return undefined;
+    offset = (m[9] === '-' ? -1 : 1) * (oh * 60 + om);
+  }
+  const ms = m[7] === undefined ? 0 : Math.floor(Number(`0${m[7]}`) * 1000);
+  const day = new Date(0);
+  day.setUTCFullYear(y, mo - 1, d); // Date.UTC maps years 0-99 to 1900-1999
+  day.setUTCHours(h, mi, s, ms);
+  return day.getTime() - offset * 60_000;
+}
+
+/** The canonical body of a document (signPolicy writes it; verifyPolicy accepts only it). */
+const bodyOf = (doc: PolicyDocument): Uint8Array => utf8(JSON.stringify(doc));
+
+/**
+ * The document of a signed body, accepted only in its canonical form: a repeated key (JSON.parse
+ * keeps the last, other readers the first), another key order, spacing or spelling of a value is
+ * refused, so every reader sees the one document that was signed.
+ */
+function documentOf(body: Uint8Array, what: (m: string) => never): PolicyDocument {
+  let json: unknown;
+  try {
+    json = JSON.parse(dec.decode(body));
+  } catch {
+    what('the body is not JSON');
+  }
+  const doc = canonical(json, what);
+  if (!equalBytes(bodyOf(doc), body)) what('the body is not in canonical form');
+  return doc;
 }
 
 function signedPart(body: Uint8Array): Uint8Array {
@@ -136,8 +206,9 @@ function signedPart(body: Uint8Array): Uint8Array {
 
 /**
  * Signs a policy document with an authority's ML-DSA-87 key (from `generateSigner()`); with
- * `previous`, adds a signature to an already signed policy (for a threshold of signers).
- * @throws TypeError for a malformed document
+ * `previous`, adds a signature to an already signed policy (for a threshold of signers), after
+ * checking its body again (`doc` is then not used).
+ * @throws TypeError for a malformed document; PqdbError CORRUPTION for a malformed `previous`
  * @example
  * const signed = signPolicy({ version: 2, rules: [{ scope: 'billing', allow: ['read', 'write'] }] }, authority.secretKey, authority.publicKey);
  */
@@ -150,16 +221,19 @@ export function signPolicy(
   let body: Uint8Array;
   let sigs: Uint8Array[] = [];
   if (previous !== undefined) {
+    // The body is checked again before anything is added to it: a co-signer signs only a
+    // document that verifyPolicy will read the same way.
     const p = parse(bytes('previous', previous));
+    documentOf(p.body, (m) => {
+      throw new PqdbError('CORRUPTION', `signed policy: ${m}`);
+    });
     body = p.body;
     sigs = p.signatures.map((s) => s.raw);
   } else {
-    body = utf8(
-      JSON.stringify(
-        canonical(doc, (m) => {
-          throw new TypeError(`policy: ${m}`);
-        }),
-      ),
+    body = bodyOf(
+      canonical(doc, (m) => {
+        throw new TypeError(`policy: ${m}`);
+      }),
     );
   }
   const id = signerKeyId(publicKey);
@@ -229,13 +303,7 @@ export function verifyPolicy(
     if (ml_dsa87.verify(s.signature, p.message, key.key, { context: CONTEXT })) signers.add(hex(key.id));
   }
   if (signers.size === 0) throw new PqdbError('AUTH_FAILED', 'the policy is not signed by a pinned authority key');
-  let json: unknown;
-  try {
-    json = JSON.parse(dec.decode(p.body));
-  } catch {
-    throw new PqdbError('CORRUPTION', 'signed policy: the body is not JSON');
-  }
-  const doc = canonical(json, (m) => {
+  const doc = documentOf(p.body, (m) => {
     throw new PqdbError('CORRUPTION', `signed policy: ${m}`);
   });
   if (signers.size < (doc.threshold ?? 1))
@@ -249,11 +317,19 @@ export function verifyPolicy(
 }
 
 /**
- * Checks that `next` may replace `current` (undefined: no policy yet): its version is exactly the
- * current one + 1 (1 for the first).
- * @throws PqdbError ROLLBACK for a version not above the current one, CONFLICT for one that skips
+ * Checks that `next` (verified under the pinned keys) may replace `current` (undefined: no policy
+ * yet): its version is exactly the current one + 1 (1 for the first), and the pinned keys that
+ * signed it meet the threshold in force — the current policy's, or `pinnedThreshold` (the
+ * store's, default 1) for the first — as well as its own (verifyPolicy checked that). So one key
+ * holder cannot lower a threshold of several alone: lowering it takes the old threshold.
+ * @throws PqdbError ROLLBACK for a version not above the current one, CONFLICT for one that skips,
+ * AUTH_FAILED for too few signers
  */
-export function checkSuccessor(current: Pick<Policy, 'version'> | undefined, next: Pick<Policy, 'version'>): void {
+export function checkSuccessor(
+  current: Pick<Policy, 'version' | 'threshold'> | undefined,
+  next: Pick<Policy, 'version' | 'signers'>,
+  pinnedThreshold = 1,
+): void {
   const want = (current?.version ?? 0) + 1;
   if (next.version < want)
     throw new PqdbError(
@@ -262,6 +338,14 @@ export function checkSuccessor(current: Pick<Policy, 'version'> | undefined, nex
     );
   if (next.version > want)
     throw new PqdbError('CONFLICT', `policy version ${next.version} skips: the current version is ${want - 1}`);
+  const needed = current === undefined ? pinnedThreshold : (current.threshold ?? 1);
+  if (next.signers.length < needed)
+    throw new PqdbError(
+      'AUTH_FAILED',
+      `policy version ${next.version} needs ${needed} authority signatures (the threshold ${
+        current === undefined ? 'the store pins' : `of version ${current.version} in force`
+      }), ${next.signers.length} of the pinned keys signed it`,
+    );
 }
 
 /** A compiled policy: a decision per (operation, scope, purpose) is a Map lookup and a bit test. */

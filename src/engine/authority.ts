@@ -1,8 +1,10 @@
 // Current authority in the store (DESIGN §9, docs/authority.md): the authority keys pinned at
-// creation and the signed policy in force, both in the sealed manifest body. A new policy is
-// accepted only if the pinned keys signed it (to its threshold), it has not expired, and its version
-// is exactly the current one + 1; an older signed policy put back cannot replace a newer one, and
-// the manifest that names the current one is itself sealed and rollback-pinned.
+// creation (with, optionally, a threshold for the first policy and a domain) and the signed policy
+// in force, all in the sealed manifest body. A new policy is accepted only if the pinned keys signed
+// it to its own threshold and to the threshold in force, it has not expired, it names this store
+// (or the domain it pins), and its version is exactly the current one + 1; an older signed policy
+// put back cannot replace a newer one, and the manifest that names the current one is itself sealed
+// and rollback-pinned.
 
 import { PqdbError } from '../errors';
 import { equalBytes } from '../_bytes';
@@ -17,6 +19,30 @@ export function authorityKeysOf(option: Uint8Array | readonly Uint8Array[] | und
   if (keys.length === 0 || keys.length > 16 || keys.some((k) => !(k instanceof Uint8Array) || k.length !== 2592))
     throw new TypeError('"authorityPublicKey" expected 1 to 16 ML-DSA-87 public keys (Uint8Array of length 2592)');
   return keys;
+}
+
+/** The pinned threshold and domain given to openStore at creation, checked. */
+export function pinnedOptions(
+  keys: Uint8Array[] | undefined,
+  threshold: unknown,
+  domain: unknown,
+): { threshold?: number; domain?: string } {
+  if (threshold === undefined && domain === undefined) return {};
+  if (keys === undefined)
+    throw new TypeError(
+      '"authorityThreshold" and "authorityDomain" need "authorityPublicKey" (the keys they apply to)',
+    );
+  if (
+    threshold !== undefined &&
+    (!Number.isSafeInteger(threshold) || (threshold as number) < 1 || (threshold as number) > keys.length)
+  )
+    throw new RangeError(`"authorityThreshold" expected an integer from 1 to ${keys.length} (the pinned keys)`);
+  if (domain !== undefined && (typeof domain !== 'string' || domain.length === 0 || domain.length > 256))
+    throw new TypeError('"authorityDomain" expected a non-empty string of at most 256 characters');
+  return {
+    ...(threshold !== undefined ? { threshold: threshold as number } : {}),
+    ...(domain !== undefined ? { domain: domain as string } : {}),
+  };
 }
 
 /**
@@ -43,6 +69,59 @@ const byEntry = new WeakMap<object, InForce>();
 /** Per signed form, with the keys it was verified under: a copied entry is not verified again. */
 const bySigned = new Map<string, { keys: readonly string[]; inForce: InForce }>();
 
+/** The threshold the store pins for its first policy (default 1), checked as read. */
+function pinnedThresholdOf(a: NonNullable<Manifest['authority']>): number {
+  const t = a.threshold ?? 1;
+  if (!Number.isSafeInteger(t) || t < 1 || t > a.keys.length)
+    throw new PqdbError('CORRUPTION', 'the manifest has a bad authority threshold');
+  return t;
+}
+
+/**
+ * Whether `policy` names the store of `manifest`: its id in `stores`, or the domain the store pins.
+ * A policy naming neither governs no store (policies signed before stores were named are kept
+ * where they are installed, never installed anew).
+ */
+export function policyGoverns(policy: Pick<Policy, 'stores' | 'domain'>, manifest: Manifest): boolean {
+  const domain = manifest.authority?.domain;
+  return (
+    (policy.stores?.includes(manifest.storeId) ?? false) ||
+    (policy.domain !== undefined && typeof domain === 'string' && policy.domain === domain)
+  );
+}
+
+const notGoverned = (policy: Policy, manifest: Manifest) => {
+  const domain = manifest.authority?.domain;
+  return new PqdbError(
+    'AUTHORITY_DENIED',
+    `policy version ${policy.version} does not govern this store: it names ${
+      policy.stores === undefined && policy.domain === undefined
+        ? 'no store'
+        : [
+            ...(policy.stores !== undefined ? [`stores ${policy.stores.join(', ')}`] : []),
+            ...(policy.domain !== undefined ? [`domain ${JSON.stringify(policy.domain)}`] : []),
+          ].join(' and ')
+    }; this store is ${manifest.storeId}${domain !== undefined ? `, domain ${JSON.stringify(domain)}` : ', no domain'}`,
+  );
+};
+
+/**
+ * The policy in force of a store being opened: its signatures verified, and bound to this store. A
+ * policy that names stores or a domain must name this one — unless the store was made by a restore,
+ * which applies the live store's policy (docs/authority.md). One that names none was installed
+ * before policies named stores and stays in force where it is.
+ * @throws PqdbError AUTHORITY_DENIED for a policy of other stores, AUTH_FAILED, CORRUPTION
+ */
+export function openedPolicy(manifest: Manifest): Policy | undefined {
+  const inForce = currentPolicy(manifest);
+  if (inForce === undefined) return undefined;
+  const p = inForce.policy;
+  const named = p.stores !== undefined || p.domain !== undefined;
+  const restored = (manifest.copies ?? []).some((c) => c.kind === 'restore');
+  if (named && !restored && !policyGoverns(p, manifest)) throw notGoverned(p, manifest);
+  return p;
+}
+
 /** The policy in force (its signatures verified once per signed form and keys), or undefined. */
 export function currentPolicy(manifest: Manifest): InForce | undefined {
   const a = manifest.authority;
@@ -68,8 +147,11 @@ export function currentPolicy(manifest: Manifest): InForce | undefined {
 }
 
 /**
- * Verifies `signed` as the successor of the policy in force and writes it into the draft manifest.
- * @throws PqdbError AUTHORITY_DENIED (no pinned key, or expired), AUTH_FAILED, ROLLBACK, CONFLICT, CORRUPTION
+ * Verifies `signed` as the successor of the policy in force and writes it into the draft manifest:
+ * signed by the pinned keys to its own threshold and to the one in force (the store's pinned
+ * threshold for the first), naming this store or the domain it pins, version current + 1.
+ * @throws PqdbError AUTHORITY_DENIED (no pinned key, expired, or not naming this store),
+ * AUTH_FAILED, ROLLBACK, CONFLICT, CORRUPTION
  */
 export function installPolicy(manifest: Manifest, signed: Uint8Array, now = Date.now()): Policy {
   const a = manifest.authority;
@@ -79,14 +161,17 @@ export function installPolicy(manifest: Manifest, signed: Uint8Array, now = Date
       'this store pins no authority key: it was created without authorityPublicKey',
     );
   const next = verifyPolicy(signed, a.keys.map(unb64), now);
-  checkSuccessor(currentPolicy(manifest)?.policy, next);
-  manifest.authority = { keys: a.keys, policy: b64(signed) };
+  checkSuccessor(currentPolicy(manifest)?.policy, next, pinnedThresholdOf(a));
+  if (!policyGoverns(next, manifest)) throw notGoverned(next, manifest);
+  manifest.authority = { ...a, policy: b64(signed) };
   return next;
 }
 
 /** The manifest entry a new store starts with. */
-export const pinnedAuthority = (keys: Uint8Array[] | undefined): Manifest['authority'] =>
-  keys === undefined ? undefined : { keys: keys.map(b64) };
+export const pinnedAuthority = (
+  keys: Uint8Array[] | undefined,
+  pinned: { threshold?: number; domain?: string } = {},
+): Manifest['authority'] => (keys === undefined ? undefined : { keys: keys.map(b64), ...pinned });
 
 /** A governance state's scope and purpose, by its canonical text (parsed once per distinct state). */
 const fields = new Map<string, { scope?: string; purpose?: string }>();

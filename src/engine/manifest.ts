@@ -208,8 +208,11 @@ export interface Manifest {
   migrations?: MigrationRecord[];
   /** Retired key generations: roots destroyed, commit pages deleted; their logs and checkpoints stay. */
   retired?: number[];
-  /** The pinned authority public keys and the current signed policy, base64 (docs/authority.md). */
-  authority?: { keys: string[]; policy?: string };
+  /**
+   * The pinned authority public keys, the threshold of the first policy and the domain the store
+   * pins (both optional), and the current signed policy, base64 (docs/authority.md).
+   */
+  authority?: { keys: string[]; policy?: string; threshold?: number; domain?: string };
   /** The managed copies inventory, oldest first. */
   copies?: CopyRecord[];
   /** Set in a managed copy's manifest only: which copy of which store this is (it opens read-only). */
@@ -546,6 +549,9 @@ function checkManifest(h: ManifestHeader, b: unknown): Manifest {
     if (keys.length === 0 || keys.length > 16) corrupt('has a bad authority key list');
     keys.forEach((k) => base64(k, 'authority key'));
     if (b.authority.policy !== undefined) base64(b.authority.policy, 'authority policy');
+    if (b.authority.threshold !== undefined) int(b.authority.threshold, 1, keys.length, 'authority threshold');
+    if (b.authority.domain !== undefined && str(b.authority.domain, 'authority domain') === '')
+      corrupt('has a bad authority domain');
   }
   if (b.copies !== undefined) list(b.copies, 'copy list').forEach(checkCopy);
   if (b.copy !== undefined) {

@@ -74,6 +74,16 @@ export interface StoreOptions {
    */
   authorityPublicKey?: Uint8Array | readonly Uint8Array[];
   /**
+   * With `authorityPublicKey` at creation: how many of the pinned keys must sign the first policy
+   * (default 1; later versions need the threshold of the version in force).
+   */
+  authorityThreshold?: number;
+  /**
+   * With `authorityPublicKey` at creation: a domain the store pins. A policy governs the stores it
+   * names in `stores` (their ids) and those pinning the `domain` it names (docs/authority.md).
+   */
+  authorityDomain?: string;
+  /**
    * @internal How this platform opens and deletes stores by location name (set by openStore in the
    * Node and browser entries): backups and restores to a directory or database name use it.
    */

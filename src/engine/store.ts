@@ -30,7 +30,15 @@ import { LexicalStore } from './lexical-store';
 import { Migration, type AuthorityCheck, type MigrateOptions, type MigrationStatus } from './migration/run';
 import { retireGenerations } from './retire';
 import { exportSealed } from './exports';
-import { authorityKeysOf, checkPinnedKeys, currentPolicy, installPolicy, pinnedAuthority } from './authority';
+import {
+  authorityKeysOf,
+  checkPinnedKeys,
+  currentPolicy,
+  installPolicy,
+  openedPolicy,
+  pinnedAuthority,
+  pinnedOptions,
+} from './authority';
 import { authorityAllows, authorityDenied } from './authority';
 import { storePosture, type Cbom } from './posture';
 import type { Policy } from '../crypto/policy';
@@ -194,7 +202,11 @@ export class Store {
       const registry = new Registry({ active: suite.id });
       const storeId = hex(keys.storeKey(STORE_ID_LABEL, 16));
       const manifest = newManifest(storeId, keys.records(), registry.records(), suite.id, recipients);
-      manifest.authority = pinnedAuthority(authorityKeysOf(options.authorityPublicKey));
+      const pinned = authorityKeysOf(options.authorityPublicKey);
+      manifest.authority = pinnedAuthority(
+        pinned,
+        pinnedOptions(pinned, options.authorityThreshold, options.authorityDomain),
+      );
       const store = new Store(pages, keys, manifest, registry, options);
       await store.#p.pipeline.run(() => undefined); // the first manifest
       return store;
@@ -216,7 +228,7 @@ export class Store {
           `this is managed copy ${manifest.copy.id} of store ${manifest.storeId}: open it with readOnly, or make a live store of it with restoreStore`,
         );
       checkPinnedKeys(manifest, authorityKeysOf(options.authorityPublicKey));
-      currentPolicy(manifest); // its signatures, once
+      openedPolicy(manifest); // its signatures, once, and that it governs this store
     } catch (e) {
       keys.close();
       throw e;
@@ -393,8 +405,9 @@ export class Store {
   }
 
   /**
-   * Installs a signed authority policy (docs/authority.md): signed by the keys pinned at creation,
-   * not expired, version exactly the current one + 1. Resolves with the policy now in force.
+   * Installs a signed authority policy (docs/authority.md): signed by the keys pinned at creation to
+   * its threshold and the one in force, not expired, naming this store (or the domain it pins),
+   * version exactly the current one + 1. Resolves with the policy now in force.
    */
   setPolicy(signed: Uint8Array): Promise<Policy> {
     let installed!: Policy;
