@@ -122,8 +122,8 @@ describe('a fork written past the last signed checkpoint (node-fs)', () => {
   // cannot sign one), and offers its fork as a copy. Nothing it wrote may enter the new store.
   const policyKey = generateSigner();
   const sign = (version: number, rules: { scope: string; allow: string[] }[]) =>
-    signPolicy({ version, rules } as never, policyKey.secretKey, policyKey.publicKey);
-  const gov = { authorityPublicKey: [policyKey.publicKey] };
+    signPolicy({ version, rules, domain: 'pqdb-tests' } as never, policyKey.secretKey, policyKey.publicKey);
+  const gov = { authorityPublicKey: [policyKey.publicKey], authorityDomain: 'pqdb-tests' };
   const schema = { v: 'string' } as const;
 
   async function forked() {
@@ -195,17 +195,21 @@ describe('a fork written past the last signed checkpoint (node-fs)', () => {
 });
 
 describe('the policy a restore takes (node-fs)', () => {
-  it('without the live store, a policy older than the copy’s own is refused (ROLLBACK)', async () => {
+  it('without the live store, a policy older than the copy’s own, or of other stores, is refused', async () => {
     const policyKey = generateSigner();
-    const sign = (version: number) =>
+    const sign = (version: number, domain = 'pqdb-tests') =>
       signPolicy(
-        { version, rules: [{ scope: '*', allow: ['read', 'write', 'migrate', 'restore'] }] } as never,
+        { version, domain, rules: [{ scope: '*', allow: ['read', 'write', 'migrate', 'restore'] }] } as never,
         policyKey.secretKey,
         policyKey.publicKey,
       );
     const [live, copy, target] = [await nodeFsStoreFixture(), await nodeFsStoreFixture(), await nodeFsStoreFixture()];
     try {
-      const store = await live.open({ ...options, authorityPublicKey: [policyKey.publicKey] });
+      const store = await live.open({
+        ...options,
+        authorityPublicKey: [policyKey.publicKey],
+        authorityDomain: 'pqdb-tests',
+      });
       await store.setPolicy(sign(1));
       await store.setPolicy(sign(2));
       await store.collection('d', { schema: { v: 'string' } }).put('a', { v: 'a' });
@@ -213,8 +217,15 @@ describe('the policy a restore takes (node-fs)', () => {
       await store.close();
       const base = { location: target.dir, unlock: r.secretKey, trustedSigner: s.publicKey };
       await expect(restoreStore(copy.dir, { ...base, policy: sign(1) })).rejects.toMatchObject({ code: 'ROLLBACK' });
+      // Signed by the same authority for another domain: it governs other stores, not this one.
+      await expect(restoreStore(copy.dir, { ...base, policy: sign(3, 'elsewhere') })).rejects.toMatchObject({
+        code: 'AUTHORITY_DENIED',
+      });
       const ok = await restoreStore(copy.dir, { ...base, policy: sign(3) });
       expect(ok.store.policy()?.version).toBe(3);
+      // The restored store pins the same domain: the next version for it installs there too.
+      await ok.store.setPolicy(sign(4));
+      expect(ok.store.policy()?.version).toBe(4);
       await ok.store.close();
     } finally {
       for (const p of [live, copy, target]) await p.dispose();
@@ -267,6 +278,7 @@ describe('what a restore takes after compaction and migration (node-fs)', () => 
     const policy = signPolicy(
       {
         version: 1,
+        domain: 'pqdb-tests',
         rules: [
           { scope: 'hr', allow: ['read', 'write', 'restore'] },
           { scope: '*', allow: ['read', 'write', 'migrate', 'restore'] },
@@ -277,7 +289,11 @@ describe('what a restore takes after compaction and migration (node-fs)', () => 
     );
     const [live, copy, target] = [await nodeFsStoreFixture(), await nodeFsStoreFixture(), await nodeFsStoreFixture()];
     try {
-      const store = await live.open({ ...quiet, authorityPublicKey: [policyKey.publicKey] });
+      const store = await live.open({
+        ...quiet,
+        authorityPublicKey: [policyKey.publicKey],
+        authorityDomain: 'pqdb-tests',
+      });
       await store.setPolicy(policy);
       const docs = store.collection('d', { schema });
       await store.checkpoint();

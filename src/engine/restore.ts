@@ -28,7 +28,7 @@ import { equalBytes } from '../_bytes';
 import type { PageStore } from '../storage/page-store';
 import { decodeValue, compileSchema } from './codec';
 import { b64, hex, unb64, type CopyRecord, type Manifest } from './manifest';
-import { authorityAllows, currentPolicy } from './authority';
+import { authorityAllows, currentPolicy, policyGoverns } from './authority';
 import { destinationOf, heldRecords, randomId, type CopyDestination } from './copies';
 import { verifyStore, type VerifyReport } from './verify';
 import { SignedCover, type UnsignedReason } from './signed-cover';
@@ -286,8 +286,7 @@ export async function restoreStoreWith(
     };
     await tp.pipeline.run((draft) => {
       const m = draft.manifest;
-      if (authority !== undefined)
-        m.authority = { keys: authority.keys, ...(authority.policy !== undefined ? { policy: authority.policy } : {}) };
+      if (authority !== undefined) m.authority = { ...authority }; // keys, policy, pinned threshold and domain alike
       m.copies = [...(m.copies ?? []), entry];
       applyRegistry(draft.registry, registry, tp, m);
     });
@@ -356,6 +355,12 @@ function currentAuthority(m: Manifest, given: Uint8Array | undefined, copy: Mani
   if (a === undefined)
     throw new PqdbError('AUTHORITY_DENIED', 'the store pins no authority key: a policy cannot be given');
   const next = verifyPolicy(given, a.keys.map(unb64));
+  // A policy signed for other stores never governs this one's restore (DESIGN §11).
+  if (!policyGoverns(next, m))
+    throw new PqdbError(
+      'AUTHORITY_DENIED',
+      `policy version ${next.version} does not govern store ${m.storeId}: it names no store or domain of it`,
+    );
   for (const [held, what] of [
     [m, 'in force'],
     [copy, 'the copy holds'],
@@ -367,7 +372,7 @@ function currentAuthority(m: Manifest, given: Uint8Array | undefined, copy: Mani
         `policy version ${next.version} is older than the version ${now.version} ${what}`,
       );
   }
-  return { keys: a.keys, policy: b64(given) };
+  return { ...a, policy: b64(given) };
 }
 
 /** The live registry's states on the new store: a suite quarantined or retired there is here too. */
