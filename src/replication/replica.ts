@@ -40,6 +40,11 @@ export interface ReplicaStatus {
   connected: boolean;
   /** The last failure (a refused commit, a lost session), if any. */
   lastError?: string;
+  /**
+   * A catch-up under way: the pages (and their bytes) received ahead of the commit they belong to,
+   * held until that commit arrives and is verified.
+   */
+  catchUp?: { pages: number; bytes: number };
 }
 
 export interface ReplicaOptions {
@@ -89,6 +94,8 @@ export class Replica {
   #session: MessageSession | undefined;
   #closed = false;
   #lastError: string | undefined;
+  /** Pages and bytes received ahead of their commit in the current session. */
+  #ahead = { pages: 0, bytes: 0 };
   /** Reads under way per store (a replaced store stays open for them). */
   readonly #reads = new Map<Store, number>();
   #loop: Promise<void>;
@@ -156,6 +163,7 @@ export class Replica {
       lagMs: lagCommits > 0 && this.#pendingSince > 0 ? Math.max(0, Date.now() - this.#pendingSince) : 0,
       connected: this.#session !== undefined,
       ...(this.#lastError !== undefined ? { lastError: this.#lastError } : {}),
+      ...(this.#ahead.pages > 0 ? { catchUp: { ...this.#ahead } } : {}),
     };
   }
 
@@ -273,6 +281,7 @@ export class Replica {
     let ended: unknown;
     let ahead: CommitMessage['pages'] = []; // pages sent ahead of their commit
     let aheadBytes = 0;
+    this.#ahead = { pages: 0, bytes: 0 };
     // A session silent for idleMs (applying aside) is lost: a cut link may never end it otherwise.
     const idleMs = this.#options.idleTimeoutMs ?? IDLE_TIMEOUT_MS;
     let heard = Date.now();
@@ -301,11 +310,16 @@ export class Replica {
             if (aheadBytes > MAX_AHEAD_BYTES)
               throw new PqdbError('CORRUPTION', 'the primary sent too many pages ahead');
             ahead.push(...m.pages);
+            this.#ahead = { pages: ahead.length, bytes: aheadBytes };
           } else if (m.type === MSG_COMMIT) {
             this.#note(m.commit, m.time);
-            queue.push({ ...m, pages: [...ahead, ...m.pages] });
+            // A catch-up names among its drops the pages it sent ahead that a later commit deleted.
+            const dropped = new Set(m.deletes);
+            const before = ahead.filter((p) => !dropped.has(p.id));
+            queue.push({ ...m, pages: [...before, ...m.pages] });
             ahead = [];
             aheadBytes = 0;
+            this.#ahead = { pages: 0, bytes: 0 };
           } else throw new PqdbError('CORRUPTION', `the primary sent a message of type ${m.type}`);
           wake?.();
         }
@@ -332,6 +346,7 @@ export class Replica {
         await session.send(encodeMessage({ type: MSG_APPLIED, applied: this.#applied }));
       }
     } finally {
+      this.#ahead = { pages: 0, bytes: 0 };
       clearInterval(watchdog);
       await Promise.resolve(session.close()).catch(() => undefined);
       await reader;
