@@ -50,7 +50,11 @@ export interface ReplicaStatus {
 export interface ReplicaOptions {
   /** A recipient secret key of the store (it verifies what it is sent; it writes nothing). */
   unlock: Uint8Array;
-  /** The store id the replica follows (default: the one of the first commit it verifies). */
+  /**
+   * The store id the replica follows (32 hex digits). Without it the replica pins the store id of
+   * the first commit it applies (kept in its own manifest, with its watermark): from then on a
+   * commit of any other store is refused with AUTH_FAILED, before anything of it is staged.
+   */
   storeId?: string;
   /** Opens a session to the primary (a new one after each loss). */
   connect(): Promise<MessageSession>;
@@ -88,6 +92,8 @@ export class Replica {
   /** The page store view #store reads through. */
   #view: StagedPages | undefined;
   #applied = 0;
+  /** The store this replica follows: the storeId option, else the id of the first commit it applied. */
+  #storeId: string | undefined;
   #watermark = 0;
   #primaryTime = 0;
   #pendingSince = 0;
@@ -112,6 +118,7 @@ export class Replica {
     this.#store = opened?.store;
     this.#view = opened?.view;
     this.#applied = opened?.store.info().commit ?? 0;
+    this.#storeId = options.storeId?.toLowerCase() ?? opened?.store.info().storeId;
     this.#watermark = this.#applied;
     this.#loop = this.#run(first);
   }
@@ -123,6 +130,11 @@ export class Replica {
    */
   static async open(pages: PageStore, options: ReplicaOptions): Promise<Replica> {
     if (options.idleTimeoutMs !== undefined) integer('idleTimeoutMs', options.idleTimeoutMs, 1, 2 ** 31 - 1);
+    if (
+      options.storeId !== undefined &&
+      (typeof options.storeId !== 'string' || !/^[0-9a-f]{32}$/i.test(options.storeId))
+    )
+      throw new TypeError('"storeId" expected a string of 32 hex digits');
     // The first session's handshake and hello run while the replica's own store opens, so the
     // primary's catch-up is on its way meanwhile. The hello names the commit of the manifest as
     // stored, before it authenticates: it only tells the primary where to start (what arrives is
@@ -357,13 +369,21 @@ export class Replica {
    * Verifies commits `ms` (in order) staged over the replica's pages, then persists them (pages
    * and the last manifest in one commit). Commits that fail verification are refused; the replica
    * stays at its watermark.
-   * @throws PqdbError ROLLBACK (older than applied), CONFLICT (a gap: not the next commit), and what
-   * opening the staged store throws (AUTH_FAILED, CORRUPTION)
+   * @throws PqdbError AUTH_FAILED (a commit of another store than the pinned one), ROLLBACK (older
+   * than applied), CONFLICT (a gap: not the next commit), and what opening the staged store throws
+   * (AUTH_FAILED, CORRUPTION)
    */
   async #apply(ms: readonly CommitMessage[]): Promise<void> {
     const staged = new StagedPages(this.#pages);
     let at = this.#applied;
     for (const m of ms) {
+      // The header's store id is checked again when the manifest authenticates (the open below).
+      const { storeId } = readManifest(m.manifest).header;
+      if (this.#storeId !== undefined && storeId !== this.#storeId)
+        throw new PqdbError(
+          'AUTH_FAILED',
+          `the primary sent a commit of store ${storeId}, but this replica follows store ${this.#storeId}`,
+        );
       if (m.commit < at || (m.commit === at && !m.snapshot))
         throw new PqdbError('ROLLBACK', `the primary sent commit ${m.commit}, but the replica is at ${at}`);
       if (!m.snapshot && m.commit !== at + 1)
@@ -374,7 +394,7 @@ export class Replica {
       at = m.commit;
     }
     if (await this.#take(staged, ms, at)) return;
-    const storeId = this.#options.storeId ?? this.#store?.info().storeId;
+    const storeId = this.#storeId;
     const verified = await Store.open(staged, {
       unlock: this.#options.unlock,
       readOnly: true,
@@ -389,6 +409,7 @@ export class Replica {
       throw e;
     }
     staged.settle();
+    this.#storeId ??= verified.info().storeId; // pinned from here on
     const old = this.#store;
     this.#store = verified;
     this.#view = staged;
