@@ -16,6 +16,7 @@ import type { Schema } from '../engine/codec';
 import { StagedPages } from './staged';
 import { prepareFollow } from '../engine/follow';
 import { partsOf } from '../engine/parts';
+import { checkShipped } from './_check';
 import {
   decodeMessage,
   encodeMessage,
@@ -403,7 +404,10 @@ export class Replica {
     });
     try {
       if (verified.info().commit !== at) throw new PqdbError('CORRUPTION', `the staged store is not at commit ${at}`);
-      await this.#pages.commit({ ...(await staged.batch()), transfer: true });
+      // Every shipped page opens under the verified keys before it is kept (the open does not read
+      // the commit pages its persisted directory covers).
+      const batch = await staged.batch();
+      await this.#pages.commit({ ...batch, pages: checkShipped(partsOf(verified), batch.pages), transfer: true });
     } catch (e) {
       await verified.close();
       throw e;
