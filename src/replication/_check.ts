@@ -1,13 +1,15 @@
 // Shipped pages opened before a replica persists them (docs/replication.md, "Verified before it is
 // applied"). Opening a store on a staged commit reads the pages its manifest, checkpoints and key
 // directory name, and replays the commit pages past the directory; the commit pages the persisted
-// directory already covers are not read then (a read opens them later). Without this check a
-// primary that is trusted but misbehaves could plant a damaged copy of such a page: the replica
-// would keep it, and a read of it would fail (never return something wrong) even after the honest
-// primary is back. So every shipped page is opened here under the keys of the store just verified:
+// directory already covers are not read then (a read opens them later; those past it the open
+// replays, and their leaf hashes, record bytes included, must give the manifest's log heads).
+// Without this check a primary that is trusted but misbehaves could plant a damaged copy of a
+// covered page: the replica would keep it, and a read of it would fail (never return something
+// wrong) even after the honest primary is back. So every shipped page is opened here under the keys of the store just verified:
 //
-//   commit page   its sealed index (AES-GCM-SIV under its generation's page key, bound to its id),
-//                 then every record version in it (its AEAD, and the sequence its index names)
+//   commit page   one the directory covers: its sealed index (AES-GCM-SIV under its generation's
+//                 page key, bound to its id), then every record version in it (its AEAD, and the
+//                 sequence its index names)
 //   index page    every part (AES-GCM-SIV under its generation's lexical key, bound to its id)
 //   log page      its head against the range the manifest names (leaf hashes: no AEAD; the
 //                 proofs and checkpoint roots they give are what authenticates them)
@@ -45,6 +47,7 @@ export function checkShipped(p: Parts, pages: readonly Page[]): Page[] {
     for (const { pageId, from, to } of refs) logs.set(pageId, { g: Number(g), from, to });
   const indexes = new Map<number, string>();
   for (const [name, { pageId }] of Object.entries(m.indexes ?? {})) indexes.set(pageId, name);
+  const after = m.directory?.afterPage ?? 0;
   const kept: Page[] = [];
   for (const page of pages) {
     const { id, bytes } = page;
@@ -59,8 +62,10 @@ export function checkShipped(p: Parts, pages: readonly Page[]): Page[] {
         decodeIndexPage(id, p.keys.generationKey(indexPageGeneration(bytes), 'lexical', lexicalKey), index, bytes).fill(
           0,
         );
-      else if (pageKind(bytes) === 'commit') openCommitPage(p, id, bytes);
-      else if (pageKind(bytes) === undefined) throw new PqdbError('CORRUPTION', 'it is not a pqdb page');
+      else if (pageKind(bytes) === 'commit') {
+        // Past the directory the open replayed it: its leaves, record bytes included, gave the heads.
+        if (id <= after) openCommitPage(p, id, bytes);
+      } else if (pageKind(bytes) === undefined) throw new PqdbError('CORRUPTION', 'it is not a pqdb page');
     } catch (e) {
       if (e instanceof PqdbError) throw new PqdbError(e.code, `${where} does not open: ${e.message}`, { cause: e });
       throw e;
