@@ -226,17 +226,8 @@ export async function listen(options: ListenOptions): Promise<Listener> {
       sockets.delete(socket);
       pending.delete(socket);
     });
-    const transport = socketTransport(socket);
-    const watched: Transport = {
-      write: (chunk) => transport.write(chunk),
-      read: async () => {
-        const chunk = await transport.read();
-        if (chunk !== null && chunk.length > 0) entry.spoke = true;
-        return chunk;
-      },
-      close: () => transport.close(),
-    };
-    handshakeServer(watched, config).then(
+    socket.once('data', () => void (entry.spoke = true));
+    handshakeServer(socketTransport(socket), config).then(
       (session) => {
         pending.delete(socket);
         if (closing) return void session.close();
