@@ -16,7 +16,8 @@
 // follow opens the replica itself (as openReplica does, src/replication/node.ts) so that it sees
 // its sessions: a first handshake refused with AUTH_FAILED (the primary does not trust this
 // identity, or it is not the pinned key), or a fresh replica's first commit whose manifest does not
-// open with --unlock, ends the verb with one line and status 2 instead of being retried for ever;
+// open with --unlock (or is of another store than --store-id), ends the verb with one line and
+// status 2 instead of being retried for ever;
 // other losses and refusals are retried with backoff and shown in the status line. `--once` waits for the primary to report its commit (a STATUS or COMMIT
 // message) and exits when the replica has applied it; `--timeout MS` bounds that wait. Records/s
 // counts record writes (puts and deletes: the leaves the store's Merkle logs grew by), read from
@@ -256,6 +257,8 @@ interface Link {
   reported: boolean;
   /** The first COMMIT's manifest has been opened with the --unlock key (a fresh replica only). */
   keyChecked: boolean;
+  /** --store-id: a fresh replica's first COMMIT of another store is a refusal. */
+  storeId?: string;
   refused?: PqdbError;
   /** Called once `refused` is set. */
   onRefused(): void;
@@ -304,6 +307,9 @@ function watchedConnect(
           link.keyChecked = true;
           const m = decodeMessage(bytes);
           try {
+            const got = m.type === MSG_COMMIT ? readManifest(m.manifest).header.storeId : undefined;
+            if (got !== undefined && link.storeId !== undefined && got !== link.storeId)
+              refuse(link, `${primary} serves store ${got}, not --store-id ${link.storeId}`, undefined);
             if (m.type === MSG_COMMIT) unlockManifest(m.manifest, unlock).keys.close();
           } catch (e) {
             // Anything else (a damaged manifest) the replica refuses and reports itself.
@@ -331,14 +337,19 @@ async function openFollower(
   location: string,
   unlock: Uint8Array,
   options: Parameters<typeof connect>[0],
+  storeId: string | undefined,
   onRefused: () => void,
 ): Promise<{ pages: PageStore; replica: Replica; link: Link }> {
   const pages = await openNodeFsPageStore(location, { create: true });
   try {
-    // A replica that holds a commit has opened it with --unlock already (Replica.open).
+    // A replica that holds a commit has opened it with --unlock (and --store-id) already (Replica.open).
     const keyChecked = (await pages.readManifest()) !== undefined;
-    const link: Link = { sessions: 0, reported: false, keyChecked, onRefused };
-    const replica = await Replica.open(pages, { unlock, connect: watchedConnect(link, options, unlock) });
+    const link: Link = { sessions: 0, reported: false, keyChecked, onRefused, ...(storeId ? { storeId } : {}) };
+    const replica = await Replica.open(pages, {
+      unlock,
+      connect: watchedConnect(link, options, unlock),
+      ...(storeId !== undefined ? { storeId } : {}),
+    });
     return { pages, replica, link };
   } catch (e) {
     await pages.close();
@@ -355,7 +366,7 @@ function replicaLine(s: ReplicaStatus, recordsPerSecond: number): string {
 export const replicateFollow: Verb = {
   name: 'replicate follow',
   synopsis:
-    '<location> --unlock FILE --identity FILE --primary HOST:PORT --primary-key FILE [--once [--timeout MS]] [--json]',
+    '<location> --unlock FILE --identity FILE --primary HOST:PORT --primary-key FILE [--store-id ID] [--once [--timeout MS]] [--json]',
   summary: 'follows a primary into a replica directory, verifying every commit before applying it',
   help: `  Follows the primary at HOST:PORT into the directory <location> (made if missing; after a restart
   it resumes from the commit it holds): each commit the primary ships is verified (manifest,
@@ -371,6 +382,9 @@ export const replicateFollow: Verb = {
                        the primary trusts: pqdb keygen --signer)
   --primary HOST:PORT  the primary ([IPv6]:PORT for an IPv6 address)
   --primary-key FILE   the primary's ML-DSA-87 public key (its --identity FILE.pub)
+  --store-id ID        the store to follow (32 hex digits, as replicate serve prints it): a primary
+                       serving another store is refused (exit 2), as is a replica directory
+                       holding another; without it the replica pins the store of its first commit
   --once               exit 0 once the primary has reported its commit and the replica has
                        applied it (130 for a signal before)
   --timeout MS         with --once: exit 1 when not caught up after MS ms
@@ -384,6 +398,7 @@ ${UNLOCK_HELP}`,
     identity: { type: 'string' },
     primary: { type: 'string' },
     'primary-key': { type: 'string' },
+    'store-id': { type: 'string' },
     once: { type: 'boolean' },
     timeout: { type: 'string' },
     unlock: KEY_OPTIONS.unlock,
@@ -399,6 +414,9 @@ ${UNLOCK_HELP}`,
     if (keyFile === undefined)
       throw new UsageError("--primary-key FILE is required (the primary's public key: its --identity FILE.pub)");
     const serverPublicKey = publicKeyFile('primary-key', keyFile);
+    const storeId = str(values, 'store-id')?.toLowerCase();
+    if (storeId !== undefined && !/^[0-9a-f]{32}$/.test(storeId))
+      throw new UsageError(`--store-id expected 32 hex digits, got "${storeId}"`);
     const once = values.once === true;
     const timeout = whole(values, 'timeout', 1);
     if (timeout !== undefined && !once) throw new UsageError('--timeout MS is for --once');
@@ -407,7 +425,7 @@ ${UNLOCK_HELP}`,
     try {
       let opened;
       try {
-        opened = await openFollower(location, unlock, { host, port, identity, serverPublicKey }, () =>
+        opened = await openFollower(location, unlock, { host, port, identity, serverPublicKey }, storeId, () =>
           stop.abort('refused'),
         );
       } catch (e) {

@@ -112,6 +112,15 @@ export interface ServeReplicationOptions {
   identity: { publicKey: Uint8Array; secretKey: Uint8Array };
   /** The replicas' ML-DSA-87 public keys: no other peer completes a handshake. */
   trustedPeers: readonly Uint8Array[];
+  /**
+   * Connections not yet authenticated the server holds at once (default 32). One that arrives at
+   * the bound ends the oldest (a silent one first), so idle connections cannot keep a replica out.
+   */
+  maxHandshakes?: number;
+  /** The same bound per source address (an IPv4 address, an IPv6 /64; default 4). */
+  maxHandshakesPerSource?: number;
+  /** Each handshake must finish within this (default 10,000 ms). */
+  handshakeTimeoutMs?: number;
 }
 
 /** A replication server: its port, how many replicas follow, and close(). */

@@ -67,13 +67,13 @@ export interface Pages {
 
 export type Message = Hello | CommitMessage | Status | Applied | Pages;
 
-/** `m` as messages no bigger than about PAGES_PER_MESSAGE_BYTES plus its manifest: PAGES…, then COMMIT. */
-export function splitCommit(m: CommitMessage): Uint8Array[] {
+/** `m` as messages of about `perMessage` page bytes at most (plus the manifest, or one larger page): PAGES…, then COMMIT. */
+export function splitCommit(m: CommitMessage, perMessage = PAGES_PER_MESSAGE_BYTES): Uint8Array[] {
   const out: Uint8Array[] = [];
   let batch: CommitMessage['pages'] = [];
   let n = 0;
   for (const p of m.pages) {
-    if (n + p.bytes.length > PAGES_PER_MESSAGE_BYTES && batch.length > 0) {
+    if (n + p.bytes.length > perMessage && batch.length > 0) {
       out.push(encodeMessage({ type: MSG_PAGES, pages: batch }));
       batch = [];
       n = 0;

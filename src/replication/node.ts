@@ -18,6 +18,11 @@ export async function servePrimary(parts: Parts, options: ServeReplicationOption
       port: options.port ?? 0,
       identity: options.identity,
       trustedPeers: options.trustedPeers,
+      ...(options.maxHandshakes !== undefined ? { maxHandshakes: options.maxHandshakes } : {}),
+      ...(options.maxHandshakesPerSource !== undefined
+        ? { maxHandshakesPerSource: options.maxHandshakesPerSource }
+        : {}),
+      ...(options.handshakeTimeoutMs !== undefined ? { handshakeTimeoutMs: options.handshakeTimeoutMs } : {}),
       onSession: (session) => primary.accept(session),
     });
     return {

@@ -4,18 +4,22 @@
 // the page set of its current commit (pages, deletes, the sealed manifest), and from then on ships
 // every durable commit as the commit pipeline's `applied` hook sees it. Page bytes and manifests
 // are the store's own sealed bytes: nothing is decrypted or re-encrypted here, and no key is sent.
-// A replica that falls too far behind (its send queue past a bound) is dropped; it reconnects and
-// catches up from its own watermark.
+// A catch-up of any size streams in bounded messages, each read only once the replica's queue has
+// drained (back-pressure), so it never meets the queue bound; a live replica that falls too far
+// behind (its send queue past the bound) is dropped, reconnects and catches up from its watermark.
 
 import type { Parts } from '../engine/parts';
 import type { AppliedCommit } from '../engine/commit';
+import { integer } from '../_args';
 import {
   decodeMessage,
   encodeMessage,
   splitCommit,
   MSG_COMMIT,
   MSG_HELLO,
+  MSG_PAGES,
   MSG_STATUS,
+  PAGES_PER_MESSAGE_BYTES,
   type CommitMessage,
   type Message,
 } from './messages';
@@ -27,8 +31,23 @@ export interface MessageSession {
   close(): Promise<void> | void;
 }
 
-/** Bytes queued to one replica before it is dropped as too slow. */
+/** How far a primary lets one replica's send queue grow, and how a catch-up streams (docs/replication.md). */
+export interface PrimaryLimits {
+  /** Bytes queued to one replica before it is dropped as too slow (default 256 MiB). */
+  maxQueuedBytes?: number;
+  /**
+   * A catch-up reads its next pages only once the replica's queue is below this (default 16 MiB),
+   * and queues at most this many page bytes at a time. At most half of maxQueuedBytes.
+   */
+  lowWaterBytes?: number;
+  /** Page bytes per catch-up message (default PAGES_PER_MESSAGE_BYTES, 4 MiB). */
+  messageBytes?: number;
+}
+
 const MAX_QUEUED_BYTES = 256 << 20;
+const LOW_WATER_BYTES = 16 << 20;
+/** Catch-up rounds outside the commit queue before the last one reads what is left inside it. */
+const MAX_ROUNDS = 8;
 /** How often an idle primary tells its replicas its commit and time. */
 export const STATUS_INTERVAL_MS = 500;
 
@@ -38,17 +57,36 @@ interface Follower {
   queued: number;
   live: boolean;
   closed: boolean;
+  /** Called when `queued` falls or the follower is dropped (a catch-up waiting to send more). */
+  drained?: () => void;
 }
+
+type Page = { id: number; bytes: Uint8Array };
 
 /** Ships the store of `parts` to every session handed to `accept`; `close` ends them all. */
 export class Primary {
   readonly #p: Parts;
   readonly #followers = new Set<Follower>();
   readonly #timer: ReturnType<typeof setInterval>;
+  readonly #maxQueued: number;
+  readonly #lowWater: number;
+  readonly #messageBytes: number;
   #closed = false;
 
-  constructor(parts: Parts) {
+  constructor(parts: Parts, limits: PrimaryLimits = {}) {
     this.#p = parts;
+    this.#maxQueued =
+      limits.maxQueuedBytes === undefined
+        ? MAX_QUEUED_BYTES
+        : integer('maxQueuedBytes', limits.maxQueuedBytes, 2, 2 ** 40);
+    this.#lowWater =
+      limits.lowWaterBytes === undefined
+        ? Math.min(LOW_WATER_BYTES, this.#maxQueued >> 1)
+        : integer('lowWaterBytes', limits.lowWaterBytes, 1, this.#maxQueued >> 1);
+    this.#messageBytes =
+      limits.messageBytes === undefined
+        ? PAGES_PER_MESSAGE_BYTES
+        : integer('messageBytes', limits.messageBytes, 1, PAGES_PER_MESSAGE_BYTES);
     parts.pipeline.hook({ applied: (c) => this.#ship(c) });
     this.#timer = setInterval(() => this.#status(), STATUS_INTERVAL_MS);
     (this.#timer as { unref?: () => void }).unref?.();
@@ -69,9 +107,13 @@ export class Primary {
     try {
       const hello = decodeMessage(await session.receive());
       if (hello.type !== MSG_HELLO) throw new TypeError('expected a hello');
+      // Acknowledgements and progress come meanwhile (and are not needed): read until the session ends.
+      const reading = (async () => {
+        for (;;) decodeMessage(await session.receive());
+      })();
+      reading.catch(() => this.#drop(f));
       await this.#catchUp(f, new Set(hello.pageIds), hello.applied);
-      // Then only acknowledgements come (and are not needed): read until the session ends.
-      for (;;) decodeMessage(await session.receive());
+      await reading;
     } catch {
       // The session ended, or the replica sent something it should not have: drop it.
     } finally {
@@ -79,38 +121,103 @@ export class Primary {
     }
   }
 
-  /** The pages the replica lacks of the current commit, and from then on every commit. */
-  #catchUp(f: Follower, held: Set<number>, applied: number): Promise<void> {
+  /**
+   * The pages the replica lacks of the current commit, and from then on every commit. The pages
+   * stream in bounded messages, the next read only once the replica's queue has drained below the
+   * low-water mark, outside the commit queue (commits go on meanwhile); a round inside the queue
+   * then sends what the replica still lacks of the commit current by then, with its manifest and
+   * the pages to drop, and makes the replica live. Pages sent ahead that a later commit deleted
+   * are named among the drops.
+   */
+  async #catchUp(f: Follower, held: Set<number>, applied: number): Promise<void> {
     const { pipeline, pages } = this.#p;
-    return pipeline.exclusive(async () => {
-      // The installed manifest, as sealed: authenticated when the store opened or written by its
-      // own commit, never read back from the medium.
-      const manifest = pipeline.sealedManifest;
-      if (manifest === undefined) return void (f.live = true); // nothing committed yet
-      const ids = await pages.listPages();
-      const have = new Set(ids);
-      const missing: { id: number; bytes: Uint8Array }[] = [];
-      for (const id of ids)
-        if (!held.has(id)) {
-          const bytes = await pages.readPage(id);
-          if (bytes !== undefined) missing.push({ id, bytes });
+    const sent = new Set<number>();
+    for (let round = 0; !f.closed; round++) {
+      await this.#drained(f);
+      if (f.closed) return;
+      const rest = await pipeline.exclusive(async () => {
+        // The installed manifest, as sealed: authenticated when the store opened or written by its
+        // own commit, never read back from the medium.
+        const manifest = pipeline.sealedManifest;
+        if (manifest === undefined) return void (f.live = true); // nothing committed yet
+        const ids = await pages.listPages();
+        const missing = ids.filter((id) => !held.has(id) && !sent.has(id));
+        // Up to the low-water mark read here; the rest (if any) streams outside the queue.
+        const batch: Page[] = [];
+        let bytes = 0;
+        let i = 0;
+        for (; i < missing.length && (bytes <= this.#lowWater || round >= MAX_ROUNDS); i++) {
+          const page = await pages.readPage(missing[i]);
+          if (page === undefined) continue;
+          batch.push({ id: missing[i], bytes: page });
+          bytes += page.length;
         }
-      const deletes = [...held].filter((id) => !have.has(id));
-      const commit = pipeline.manifest.commit;
-      if (commit !== applied || missing.length > 0 || deletes.length > 0)
-        for (const bytes of splitCommit({
-          type: MSG_COMMIT,
-          commit,
-          time: Date.now(),
-          snapshot: true,
-          pages: missing,
-          deletes,
-          manifest,
-        }))
-          this.#sendBytes(f, bytes);
-      else this.#send(f, { type: MSG_STATUS, commit, time: Date.now() });
-      f.live = true; // still inside the queue: the next commit's hook ships to it
-    });
+        if (i < missing.length) {
+          this.#sendPages(f, batch, sent);
+          return missing.slice(i);
+        }
+        const have = new Set(ids);
+        const deletes = [...held, ...sent].filter((id) => !have.has(id));
+        const commit = pipeline.manifest.commit;
+        if (commit !== applied || batch.length > 0 || sent.size > 0 || deletes.length > 0)
+          for (const m of splitCommit(
+            { type: MSG_COMMIT, commit, time: Date.now(), snapshot: true, pages: batch, deletes, manifest },
+            this.#messageBytes,
+          ))
+            this.#sendBytes(f, m);
+        else this.#send(f, { type: MSG_STATUS, commit, time: Date.now() });
+        f.live = true; // still inside the queue: the next commit's hook ships to it
+      });
+      if (rest === undefined) return;
+      await this.#stream(f, rest, sent);
+    }
+  }
+
+  /**
+   * Sends pages `ids` ahead, reading each batch only once the queue is below the low-water mark. A
+   * page gone meanwhile (a later commit deleted it) or unreadable here is left for the last round.
+   */
+  async #stream(f: Follower, ids: readonly number[], sent: Set<number>): Promise<void> {
+    const { pages } = this.#p;
+    let batch: Page[] = [];
+    let bytes = 0;
+    for (const id of ids) {
+      if (f.closed) return;
+      if (bytes === 0) await this.#drained(f);
+      const page = await pages.readPage(id).catch(() => undefined);
+      if (page === undefined) continue;
+      batch.push({ id, bytes: page });
+      bytes += page.length;
+      if (bytes >= this.#lowWater) {
+        this.#sendPages(f, batch, sent);
+        batch = [];
+        bytes = 0;
+      }
+    }
+    this.#sendPages(f, batch, sent);
+  }
+
+  /** Queues `batch` as PAGES messages of at most messageBytes each (but one page), noting them sent. */
+  #sendPages(f: Follower, batch: readonly Page[], sent: Set<number>): void {
+    let part: Page[] = [];
+    let n = 0;
+    const flush = () => {
+      if (part.length > 0) this.#send(f, { type: MSG_PAGES, pages: part });
+      part = [];
+      n = 0;
+    };
+    for (const p of batch) {
+      if (n + p.bytes.length > this.#messageBytes) flush();
+      part.push(p);
+      n += p.bytes.length;
+      sent.add(p.id);
+    }
+    flush();
+  }
+
+  /** Resolves once `f`'s queue is at or below the low-water mark, or `f` is dropped. */
+  async #drained(f: Follower): Promise<void> {
+    while (!f.closed && f.queued > this.#lowWater) await new Promise<void>((r) => (f.drained = r));
   }
 
   /** `applied` hook: every durable commit to every live replica, in commit order. */
@@ -125,7 +232,7 @@ export class Primary {
       deletes: [...c.deletes],
       manifest: c.sealedManifest,
     };
-    const messages = splitCommit(m);
+    const messages = splitCommit(m, this.#messageBytes);
     for (const f of this.#followers) if (f.live) for (const bytes of messages) this.#sendBytes(f, bytes);
   }
 
@@ -143,12 +250,15 @@ export class Primary {
   /** Queues `bytes` to `f` without waiting for the network (commits never wait for replicas). */
   #sendBytes(f: Follower, bytes: Uint8Array): void {
     if (f.closed) return;
-    if (f.queued + bytes.length > MAX_QUEUED_BYTES) return this.#drop(f); // it catches up on reconnect
+    if (f.queued + bytes.length > this.#maxQueued) return this.#drop(f); // it catches up on reconnect
     f.queued += bytes.length;
     f.queue = f.queue
       .then(() => f.session.send(bytes))
       .then(
-        () => void (f.queued -= bytes.length),
+        () => {
+          f.queued -= bytes.length;
+          f.drained?.();
+        },
         () => this.#drop(f),
       );
   }
@@ -156,6 +266,7 @@ export class Primary {
   #drop(f: Follower): void {
     if (f.closed) return;
     f.closed = true;
+    f.drained?.();
     this.#followers.delete(f);
     void Promise.resolve(f.session.close()).catch(() => undefined);
   }

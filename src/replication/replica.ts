@@ -16,6 +16,7 @@ import type { Schema } from '../engine/codec';
 import { StagedPages } from './staged';
 import { prepareFollow } from '../engine/follow';
 import { partsOf } from '../engine/parts';
+import { checkShipped } from './_check';
 import {
   decodeMessage,
   encodeMessage,
@@ -40,12 +41,21 @@ export interface ReplicaStatus {
   connected: boolean;
   /** The last failure (a refused commit, a lost session), if any. */
   lastError?: string;
+  /**
+   * A catch-up under way: the pages (and their bytes) received ahead of the commit they belong to,
+   * held until that commit arrives and is verified.
+   */
+  catchUp?: { pages: number; bytes: number };
 }
 
 export interface ReplicaOptions {
   /** A recipient secret key of the store (it verifies what it is sent; it writes nothing). */
   unlock: Uint8Array;
-  /** The store id the replica follows (default: the one of the first commit it verifies). */
+  /**
+   * The store id the replica follows (32 hex digits). Without it the replica pins the store id of
+   * the first commit it applies (kept in its own manifest, with its watermark): from then on a
+   * commit of any other store is refused with AUTH_FAILED, before anything of it is staged.
+   */
   storeId?: string;
   /** Opens a session to the primary (a new one after each loss). */
   connect(): Promise<MessageSession>;
@@ -83,12 +93,16 @@ export class Replica {
   /** The page store view #store reads through. */
   #view: StagedPages | undefined;
   #applied = 0;
+  /** The store this replica follows: the storeId option, else the id of the first commit it applied. */
+  #storeId: string | undefined;
   #watermark = 0;
   #primaryTime = 0;
   #pendingSince = 0;
   #session: MessageSession | undefined;
   #closed = false;
   #lastError: string | undefined;
+  /** Pages and bytes received ahead of their commit in the current session. */
+  #ahead = { pages: 0, bytes: 0 };
   /** Reads under way per store (a replaced store stays open for them). */
   readonly #reads = new Map<Store, number>();
   #loop: Promise<void>;
@@ -105,6 +119,7 @@ export class Replica {
     this.#store = opened?.store;
     this.#view = opened?.view;
     this.#applied = opened?.store.info().commit ?? 0;
+    this.#storeId = options.storeId?.toLowerCase() ?? opened?.store.info().storeId;
     this.#watermark = this.#applied;
     this.#loop = this.#run(first);
   }
@@ -116,6 +131,11 @@ export class Replica {
    */
   static async open(pages: PageStore, options: ReplicaOptions): Promise<Replica> {
     if (options.idleTimeoutMs !== undefined) integer('idleTimeoutMs', options.idleTimeoutMs, 1, 2 ** 31 - 1);
+    if (
+      options.storeId !== undefined &&
+      (typeof options.storeId !== 'string' || !/^[0-9a-f]{32}$/i.test(options.storeId))
+    )
+      throw new TypeError('"storeId" expected a string of 32 hex digits');
     // The first session's handshake and hello run while the replica's own store opens, so the
     // primary's catch-up is on its way meanwhile. The hello names the commit of the manifest as
     // stored, before it authenticates: it only tells the primary where to start (what arrives is
@@ -156,6 +176,7 @@ export class Replica {
       lagMs: lagCommits > 0 && this.#pendingSince > 0 ? Math.max(0, Date.now() - this.#pendingSince) : 0,
       connected: this.#session !== undefined,
       ...(this.#lastError !== undefined ? { lastError: this.#lastError } : {}),
+      ...(this.#ahead.pages > 0 ? { catchUp: { ...this.#ahead } } : {}),
     };
   }
 
@@ -273,6 +294,7 @@ export class Replica {
     let ended: unknown;
     let ahead: CommitMessage['pages'] = []; // pages sent ahead of their commit
     let aheadBytes = 0;
+    this.#ahead = { pages: 0, bytes: 0 };
     // A session silent for idleMs (applying aside) is lost: a cut link may never end it otherwise.
     const idleMs = this.#options.idleTimeoutMs ?? IDLE_TIMEOUT_MS;
     let heard = Date.now();
@@ -301,11 +323,16 @@ export class Replica {
             if (aheadBytes > MAX_AHEAD_BYTES)
               throw new PqdbError('CORRUPTION', 'the primary sent too many pages ahead');
             ahead.push(...m.pages);
+            this.#ahead = { pages: ahead.length, bytes: aheadBytes };
           } else if (m.type === MSG_COMMIT) {
             this.#note(m.commit, m.time);
-            queue.push({ ...m, pages: [...ahead, ...m.pages] });
+            // A catch-up names among its drops the pages it sent ahead that a later commit deleted.
+            const dropped = new Set(m.deletes);
+            const before = ahead.filter((p) => !dropped.has(p.id));
+            queue.push({ ...m, pages: [...before, ...m.pages] });
             ahead = [];
             aheadBytes = 0;
+            this.#ahead = { pages: 0, bytes: 0 };
           } else throw new PqdbError('CORRUPTION', `the primary sent a message of type ${m.type}`);
           wake?.();
         }
@@ -332,6 +359,7 @@ export class Replica {
         await session.send(encodeMessage({ type: MSG_APPLIED, applied: this.#applied }));
       }
     } finally {
+      this.#ahead = { pages: 0, bytes: 0 };
       clearInterval(watchdog);
       await Promise.resolve(session.close()).catch(() => undefined);
       await reader;
@@ -342,13 +370,21 @@ export class Replica {
    * Verifies commits `ms` (in order) staged over the replica's pages, then persists them (pages
    * and the last manifest in one commit). Commits that fail verification are refused; the replica
    * stays at its watermark.
-   * @throws PqdbError ROLLBACK (older than applied), CONFLICT (a gap: not the next commit), and what
-   * opening the staged store throws (AUTH_FAILED, CORRUPTION)
+   * @throws PqdbError AUTH_FAILED (a commit of another store than the pinned one), ROLLBACK (older
+   * than applied), CONFLICT (a gap: not the next commit), and what opening the staged store throws
+   * (AUTH_FAILED, CORRUPTION)
    */
   async #apply(ms: readonly CommitMessage[]): Promise<void> {
     const staged = new StagedPages(this.#pages);
     let at = this.#applied;
     for (const m of ms) {
+      // The header's store id is checked again when the manifest authenticates (the open below).
+      const { storeId } = readManifest(m.manifest).header;
+      if (this.#storeId !== undefined && storeId !== this.#storeId)
+        throw new PqdbError(
+          'AUTH_FAILED',
+          `the primary sent a commit of store ${storeId}, but this replica follows store ${this.#storeId}`,
+        );
       if (m.commit < at || (m.commit === at && !m.snapshot))
         throw new PqdbError('ROLLBACK', `the primary sent commit ${m.commit}, but the replica is at ${at}`);
       if (!m.snapshot && m.commit !== at + 1)
@@ -359,7 +395,7 @@ export class Replica {
       at = m.commit;
     }
     if (await this.#take(staged, ms, at)) return;
-    const storeId = this.#options.storeId ?? this.#store?.info().storeId;
+    const storeId = this.#storeId;
     const verified = await Store.open(staged, {
       unlock: this.#options.unlock,
       readOnly: true,
@@ -368,12 +404,16 @@ export class Replica {
     });
     try {
       if (verified.info().commit !== at) throw new PqdbError('CORRUPTION', `the staged store is not at commit ${at}`);
-      await this.#pages.commit({ ...(await staged.batch()), transfer: true });
+      // Every shipped page opens under the verified keys before it is kept (the open does not read
+      // the commit pages its persisted directory covers).
+      const batch = await staged.batch();
+      await this.#pages.commit({ ...batch, pages: checkShipped(partsOf(verified), batch.pages), transfer: true });
     } catch (e) {
       await verified.close();
       throw e;
     }
     staged.settle();
+    this.#storeId ??= verified.info().storeId; // pinned from here on
     const old = this.#store;
     this.#store = verified;
     this.#view = staged;

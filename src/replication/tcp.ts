@@ -2,9 +2,11 @@
 // runs the server handshake for each connection, and a client connect. Backpressure both ways: a
 // write resolves when the socket's buffer has room again ('drain'), and a socket whose received but
 // unread bytes pass HIGH_WATER_BYTES is paused until the channel has read them. A listener runs at
-// most `maxHandshakes` handshakes at once (each costs it an ML-DSA-87 signature before the client
-// has proved anything) and drops further connections until one finishes; each handshake has its
-// deadline (channel.ts). Security caveat: TCP adds nothing to the channel's guarantees; everything
+// most `maxHandshakes` handshakes at once, and `maxHandshakesPerSource` from one address (each
+// costs it an ML-DSA-87 signature before the client has proved anything); a connection that
+// arrives at a bound ends the oldest unauthenticated one (a silent one first), so connections held
+// open until their deadline cannot keep a trusted peer out; each handshake has its deadline
+// (channel.ts). Security caveat: TCP adds nothing to the channel's guarantees; everything
 // on the socket is a channel record (docs/replication.md).
 
 import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
@@ -29,6 +31,7 @@ import {
  */
 const HIGH_WATER_BYTES = 4 << 20;
 const DEFAULT_MAX_HANDSHAKES = 32;
+const DEFAULT_MAX_HANDSHAKES_PER_SOURCE = 4;
 /** How long a closed transport waits for its last bytes to be taken before it destroys the socket. */
 const CLOSE_GRACE_MS = 5_000;
 
@@ -135,8 +138,40 @@ export interface ListenOptions extends ServerOptions {
   onSession(session: Session): void | Promise<void>;
   /** Called with each failed handshake or onSession error (default: ignored). */
   onError?(error: unknown): void;
-  /** Handshakes run at once; further connections are dropped until one finishes (default 32). */
+  /**
+   * Handshakes (connections not yet authenticated) run at once (default 32). A connection that
+   * arrives at the bound ends the oldest one, one that has sent nothing first.
+   */
   maxHandshakes?: number;
+  /**
+   * Handshakes run at once from one source (an IPv4 address, an IPv6 /64; default 4, at most
+   * maxHandshakes). A connection from a source at its bound ends that source's oldest one.
+   */
+  maxHandshakesPerSource?: number;
+}
+
+/** A handshake under way: its socket, its source, whether the peer has sent anything yet. */
+interface Pending {
+  socket: Socket;
+  source: string;
+  spoke: boolean;
+}
+
+/** The source a connection counts against: its IPv4 address, or the /64 of its IPv6 address. */
+export function sourceOf(address: string | undefined): string {
+  if (address === undefined) return '';
+  const v4 = /^(?:::ffff:)?(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (v4 !== null) return v4[1];
+  const [head, tail = ''] = address.toLowerCase().split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === '' ? [] : tail.split(':');
+  const groups = address.includes('::')
+    ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right]
+    : left;
+  return groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':');
 }
 
 export interface Listener {
@@ -162,21 +197,39 @@ export async function listen(options: ListenOptions): Promise<Listener> {
     options.maxHandshakes === undefined
       ? DEFAULT_MAX_HANDSHAKES
       : integer('maxHandshakes', options.maxHandshakes, 1, 2 ** 16);
-  let handshakes = 0;
+  const perSource =
+    options.maxHandshakesPerSource === undefined
+      ? Math.min(DEFAULT_MAX_HANDSHAKES_PER_SOURCE, max)
+      : integer('maxHandshakesPerSource', options.maxHandshakesPerSource, 1, max);
   let closing = false;
   const sockets = new Map<Socket, Session | undefined>();
+  /** Handshakes under way, oldest first. */
+  const pending = new Map<Socket, Pending>();
+
+  /** Ends the oldest handshake of `among` (one that has sent nothing first) to make room. */
+  const evict = (among: Pending[]): void => {
+    const victim = among.find((p) => !p.spoke) ?? among[0];
+    pending.delete(victim.socket);
+    victim.socket.destroy();
+  };
 
   const server: Server = createServer((socket) => {
-    if (closing || handshakes >= max) {
-      socket.destroy();
-      return;
-    }
-    handshakes++;
+    if (closing) return void socket.destroy();
+    const source = sourceOf(socket.remoteAddress);
+    const mine = [...pending.values()].filter((p) => p.source === source);
+    if (mine.length >= perSource) evict(mine);
+    else if (pending.size >= max) evict([...pending.values()]);
+    const entry: Pending = { socket, source, spoke: false };
+    pending.set(socket, entry);
     sockets.set(socket, undefined);
-    socket.on('close', () => sockets.delete(socket));
+    socket.on('close', () => {
+      sockets.delete(socket);
+      pending.delete(socket);
+    });
+    socket.once('data', () => void (entry.spoke = true));
     handshakeServer(socketTransport(socket), config).then(
       (session) => {
-        handshakes--;
+        pending.delete(socket);
         if (closing) return void session.close();
         sockets.set(socket, session);
         Promise.resolve()
@@ -187,7 +240,7 @@ export async function listen(options: ListenOptions): Promise<Listener> {
           });
       },
       (e: unknown) => {
-        handshakes--;
+        pending.delete(socket);
         onError(e);
       },
     );
