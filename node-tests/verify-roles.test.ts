@@ -1,0 +1,198 @@
+// Page roles come from the authenticated manifest and key directory, never from a page's magic
+// (DESIGN §11): a page the directory lists as a live commit page must open as one. A storage
+// attacker copies one stored page's bytes over another's (checksums made to match): the verifier
+// must report it, and every read of the store must either give the value written or fail with a
+// PqdbError. The seeded sweep below checks the general property on sampled swaps: whenever a
+// record cannot be read back, verifyStore is not ok.
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { generateRecipient, generateSigner } from '../src/node';
+import { verifyStore } from '../src/index';
+import { PqdbError } from '../src/errors';
+import { pageKind } from '../src/engine/page-format';
+import { unlockManifest, type Manifest } from '../src/engine/manifest';
+import type { Store, StoreOptions } from '../src/engine/store';
+import { memoryStoreFixture, nodeFsStoreFixture, replacePage, type NodeStoreFixture } from './support/store-fixtures';
+
+const recipient = generateRecipient('classical');
+const signer = generateSigner();
+const schema = { lemma: 'string', gloss: 'string' } as const;
+const options = (extra: Partial<StoreOptions> = {}): StoreOptions => ({
+  recipients: [recipient.publicKey],
+  unlock: recipient.secretKey,
+  signer: signer.secretKey,
+  signerPublicKey: signer.publicKey,
+  autoCheckpoint: false,
+  ...extra,
+});
+const value = (i: number, round: string) => ({ lemma: `word${i}`, gloss: `gloss ${i} ${round}` });
+const RECORDS = 26;
+
+/**
+ * A store with a persisted key directory (two checkpoints), a lexical index, a migration to
+ * another suite in chunks (several commit pages), and commits after the last checkpoint.
+ * Returns the values each id must read back as.
+ */
+async function fill(f: NodeStoreFixture): Promise<Map<string, { lemma: string; gloss: string }>> {
+  const expected = new Map<string, { lemma: string; gloss: string }>();
+  const store = await f.open(options({ create: true }));
+  try {
+    const words = store.collection('words', { schema, index: { text: ['lemma', 'gloss'] } });
+    for (let c = 0; c < 3; c++)
+      await store.batch((tx) => {
+        for (let i = c * 9; i < Math.min(RECORDS, c * 9 + 9); i++) {
+          tx.put(words, `w${i}`, value(i, 'first'));
+          expected.set(`w${i}`, value(i, 'first'));
+        }
+      });
+    await words.search('gloss');
+    await store.checkpoint();
+    await store.migrate({ to: 'gcmsiv-hkdf256', chunkRecords: 7 });
+    await store.checkpoint();
+    for (const i of [3, 11]) {
+      await words.put(`w${i}`, value(i, 'after'));
+      expected.set(`w${i}`, value(i, 'after'));
+    }
+  } finally {
+    await store.close();
+  }
+  return expected;
+}
+
+/** Each stored page's role, from the authenticated manifest (the partitions: directory pages it does not name). */
+async function roles(f: NodeStoreFixture): Promise<Map<number, string>> {
+  const pages = await f.pages();
+  try {
+    const { manifest } = unlockManifest((await pages.readManifest())!, recipient.secretKey) as { manifest: Manifest };
+    const heads = new Set((manifest.directory?.snapshots ?? []).flatMap((s) => s.pages));
+    const out = new Map<number, string>();
+    for (const id of await pages.listPages()) {
+      const kind = pageKind((await pages.readPage(id))!)!;
+      out.set(id, kind === 'directory' ? (heads.has(id) ? 'directory' : 'partition') : kind);
+    }
+    return out;
+  } finally {
+    await pages.close();
+  }
+}
+
+/** How reading every record back went: how many failed (each with a PqdbError), or a wrong value. */
+async function readBack(
+  f: NodeStoreFixture,
+  expected: Map<string, { lemma: string; gloss: string }>,
+): Promise<{ failed: number; wrong: string[]; untyped: string[] }> {
+  const wrong: string[] = [];
+  const untyped: string[] = [];
+  let failed = 0;
+  const typed = (e: unknown, what: string) => {
+    failed++;
+    if (!(e instanceof PqdbError)) untyped.push(`${what}: ${String(e)}`);
+  };
+  let store: Store;
+  try {
+    store = await f.open(options({ readOnly: true }));
+  } catch (e) {
+    typed(e, 'open');
+    return { failed: expected.size, wrong, untyped };
+  }
+  try {
+    let words: ReturnType<Store['collection']>;
+    try {
+      words = store.collection('words', { schema, index: { text: ['lemma', 'gloss'] } });
+    } catch (e) {
+      typed(e, 'collection');
+      return { failed: expected.size, wrong, untyped };
+    }
+    for (const [id, v] of expected) {
+      try {
+        const got = (await words.get(id)) as { lemma: string; gloss: string } | undefined;
+        if (got?.lemma !== v.lemma || got?.gloss !== v.gloss) wrong.push(`${id}: ${JSON.stringify(got)}`);
+      } catch (e) {
+        typed(e, id);
+      }
+    }
+  } finally {
+    await store.close().catch(() => undefined);
+  }
+  return { failed, wrong, untyped };
+}
+
+const verified = async (f: NodeStoreFixture) => {
+  const pages = await f.pages();
+  try {
+    return await verifyStore(pages, { unlock: recipient.secretKey, signerPublicKey: signer.publicKey });
+  } finally {
+    await pages.close();
+  }
+};
+
+/** Copies stored page `from` over stored page `to` (checksum matching). */
+async function swap(f: NodeStoreFixture, from: number, to: number): Promise<void> {
+  const bytes = (await f.storedPages()).get(from)!;
+  await replacePage(f, to, bytes);
+}
+
+/** A fresh memory location holding a copy of `source`'s medium. */
+async function copyOf(source: Awaited<ReturnType<typeof memoryStoreFixture>>) {
+  const f = await memoryStoreFixture();
+  for (const [id, p] of source.medium.pages) f.medium.pages.set(id, { bytes: p.bytes.slice(), crc: p.crc });
+  f.medium.manifest = { ...source.medium.manifest!, bytes: source.medium.manifest!.bytes.slice() };
+  return f;
+}
+
+describe('page roles come from the manifest and the key directory', () => {
+  let base: Awaited<ReturnType<typeof memoryStoreFixture>>;
+  let expected: Map<string, { lemma: string; gloss: string }>;
+  let role: Map<number, string>;
+  const ofRole = (r: string) => [...role].filter(([, x]) => x === r).map(([id]) => id);
+
+  beforeAll(async () => {
+    base = await memoryStoreFixture();
+    expected = await fill(base);
+    role = await roles(base);
+  });
+  afterAll(() => base.dispose());
+
+  it('the store verifies and reads back (the baseline the swaps start from)', async () => {
+    for (const r of ['commit', 'directory', 'partition', 'log', 'index', 'checkpoint'])
+      expect(ofRole(r).length, r).toBeGreaterThan(0);
+    expect(ofRole('commit').length).toBeGreaterThanOrEqual(4);
+    expect((await verified(base)).ok).toBe(true);
+    expect(await readBack(base, expected)).toEqual({ failed: 0, wrong: [], untyped: [] });
+  });
+
+  for (const from of ['directory', 'partition', 'log', 'index', 'checkpoint', 'commit'])
+    it(`a ${from} page copied over each live commit page is reported, and reads fail typed`, async () => {
+      const source = ofRole(from)[0];
+      for (const target of ofRole('commit')) {
+        if (target === source) continue;
+        const f = await copyOf(base);
+        try {
+          await swap(f, source, target);
+          const report = await verified(f);
+          expect(report.ok, `${from} page ${source} over commit page ${target}`).toBe(false);
+          const read = await readBack(f, expected);
+          expect(read.wrong).toEqual([]);
+          expect(read.untyped).toEqual([]);
+        } finally {
+          await f.dispose();
+        }
+      }
+    });
+
+  for (const to of ['directory', 'partition', 'log', 'index', 'checkpoint'])
+    it(`a commit page copied over each ${to} page is reported, and reads fail typed`, async () => {
+      for (const target of ofRole(to)) {
+        const f = await copyOf(base);
+        try {
+          await swap(f, ofRole('commit')[0], target);
+          expect((await verified(f)).ok, `commit page over ${to} page ${target}`).toBe(false);
+          const read = await readBack(f, expected);
+          expect(read.wrong).toEqual([]);
+          expect(read.untyped).toEqual([]);
+        } finally {
+          await f.dispose();
+        }
+      }
+    });
+});
