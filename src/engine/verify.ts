@@ -43,8 +43,8 @@ import {
   root as merkleRoot,
 } from '../crypto/merkle';
 import { KeyRing, leafBlind } from './keys';
-import { decodeSnapshot, openSnapshot, partSource, DIRECTORY_KEY_LABEL } from './directory-pages';
-import { checkPart } from './directory';
+import type { PageInfo } from './directory';
+import { directoryRoles } from './verify/directory';
 import { fromHex, hex, readManifest, unb64, unlockManifest, type Manifest, type ManifestHeader } from './manifest';
 import {
   decodePage,
@@ -143,6 +143,7 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
   const started = performance.now();
   const problems: VerifyProblem[] = [];
   const skipped: string[] = [];
+  const notes: string[] = [];
   const fail = (where: string, e: unknown, code = 'CORRUPTION') =>
     problems.push({
       where,
@@ -174,7 +175,7 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       counts,
       skipped,
       problems,
-      notes: [...pages.recovery.actions],
+      notes: [...pages.recovery.actions, ...notes],
       ms: performance.now() - started,
     };
   };
@@ -230,10 +231,13 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
     for (const [name, { pageId }] of Object.entries(manifest.indexes ?? {})) special.set(pageId, `index:${name}`);
     const checkpointPages = manifest.checkpointPages ?? [];
     checkpointPages.forEach((pageId, i) => special.set(pageId, `checkpoint:${i}`));
-    const snapshots = (manifest as Manifest).directory?.snapshots ?? [];
-    const snapshotPages = snapshots.map((s) => s.pages.map(() => undefined as Uint8Array | undefined));
+    // The persisted key directory first: it gives the roles of the pages it covers.
+    const directory = keys !== undefined ? (manifest as Manifest).directory : undefined;
+    directory?.snapshots.forEach((s, i) => s.pages.forEach((pageId, k) => special.set(pageId, `directory:${i}:${k}`)));
+    const roles = keys !== undefined ? await directoryRoles(pages, directory, keys, fail) : undefined;
+    for (const pageId of roles?.parts ?? []) if (!special.has(pageId)) special.set(pageId, 'part');
     const partPages = new Map<number, Uint8Array>();
-    snapshots.forEach((s, i) => s.pages.forEach((pageId, k) => special.set(pageId, `directory:${i}:${k}`)));
+    let unnamed = 0;
     const signedCheckpoints: (Uint8Array | undefined)[] = checkpointPages.map(() => undefined);
     let ids: number[] = [];
     try {
@@ -255,16 +259,28 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
         counts.pages++;
         continue; // written by a commit that never completed: never acknowledged, not part of the store
       }
+      const role = special.get(pageId);
       let page: Uint8Array | undefined;
-      try {
-        page = await pages.readPage(pageId);
-        if (page === undefined) throw new PqdbError('CORRUPTION', `page ${pageId} is listed but unreadable`);
-      } catch (e) {
-        fail(`page ${pageId}`, e);
+      if (roles?.heads.has(pageId) === true) {
+        page = roles.heads.get(pageId); // read by the directory step (and reported there when it failed)
+        if (page === undefined) continue;
+      } else
+        try {
+          page = await pages.readPage(pageId);
+          if (page === undefined) throw new PqdbError('CORRUPTION', `page ${pageId} is listed but unreadable`);
+        } catch (e) {
+          fail(`page ${pageId}`, e);
+          continue;
+        }
+      counts.pages++;
+      // A page below the directory's end that neither the manifest nor the directory names is not
+      // part of the store (open ignores it too): a superseded log, index or checkpoint page, or a
+      // deleted page put back. It is never taken for a commit page.
+      const info = roles?.covered.get(pageId);
+      if (role === undefined && roles !== undefined && info === undefined && pageId <= roles.afterPage) {
+        unnamed++;
         continue;
       }
-      counts.pages++;
-      const role = special.get(pageId);
       try {
         if (role?.startsWith('log:')) {
           const [, g, i, from, to] = role.split(':').map(Number);
@@ -273,11 +289,10 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
         } else if (role?.startsWith('checkpoint:')) {
           signedCheckpoints[Number(role.slice(11))] = page;
         } else if (role?.startsWith('directory:')) {
-          const [, i, k] = role.split(':').map(Number);
-          snapshotPages[i][k] = page;
+          counts.directoryPages++; // opened by the directory step
+        } else if (role === 'part' || (keys === undefined && pageKind(page) === 'directory')) {
+          // A base's partition (checked below); without the key, found by its kind (unauthenticated).
           counts.directoryPages++;
-        } else if (pageKind(page) === 'directory') {
-          counts.directoryPages++; // a base's partition (placed by its head below), or a stray page
           partPages.set(pageId, page);
         } else if (role?.startsWith('index:')) {
           const name = role.slice(6);
@@ -290,10 +305,13 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
               page,
             ).fill(0);
         } else {
+          // A live commit page (the directory lists it, or it was written after the directory): it
+          // must open as one under its generation's page key, and be what the directory kept.
           counts.commitPages++;
-          const g = pageGeneration(page);
           if (keys === undefined) continue;
+          const g = info?.generation ?? pageGeneration(page);
           const ops = decodePage(pageId, keys.generationKey(g, 'page', pageKey), page);
+          if (info !== undefined) checkListed(pageId, page, info);
           if (options.decryptRecords !== false) checkRecords(pageId, g, page, ops, keys);
           // Every operation is a leaf, a delete too (its leaf has no record).
           const salt = pageSalt(page);
@@ -328,51 +346,15 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       }
     }
     options.onProgress?.({ phase: 'pages', done: ids.length, total: ids.length });
-    // The persisted key directory: each snapshot's pages open under the store key and decode, and
-    // every commit page it names is there but for those the manifest lists as dropped since.
-    const covered = new Set<number>();
-    snapshots.forEach((s, i) => {
-      const got = snapshotPages[i];
-      if (keys === undefined || got.some((p) => p === undefined)) return;
-      try {
-        const plain = openSnapshot(keys.storeKey(DIRECTORY_KEY_LABEL), s.pages, got as Uint8Array[]);
-        let snap: ReturnType<typeof decodeSnapshot>;
-        try {
-          snap = decodeSnapshot(plain);
-          let rows = snap.collections.reduce((n, c) => n + c.rows.n, 0);
-          const parts = snap.header.parts;
-          if (parts !== undefined) {
-            // A base in partitions: each opens and passes what loading it checks.
-            const source = partSource(
-              snap.header,
-              () => keys.storeKey(DIRECTORY_KEY_LABEL),
-              (id) => partPages.get(id),
-            );
-            for (let p = 0; p < parts.pages.length; p++) {
-              const part = source.load(p);
-              try {
-                checkPart(source, p, part.collections);
-                for (const c of part.collections) rows += c.rows.n;
-              } finally {
-                part.done();
-              }
-            }
-          }
-          if (snap.header.kind !== s.kind || rows !== s.rows)
-            throw new PqdbError('CORRUPTION', 'the persisted key directory does not match the manifest');
-        } finally {
-          plain.fill(0);
-        }
-        for (const [id] of snap.added) covered.add(id);
-        for (const id of snap.dropped) covered.delete(id);
-      } catch (e) {
-        fail(`directory snapshot ${i}`, e);
-      }
-    });
-    for (const id of (manifest as Manifest).directory?.dropped ?? []) covered.delete(id);
-    for (const id of covered)
+    // Each base's partitions, and every commit page the directory lists is there but for those the
+    // manifest lists as dropped since.
+    roles?.checkParts((id) => partPages.get(id));
+    partPages.clear();
+    for (const id of roles?.covered.keys() ?? [])
       if (!listed.has(id))
         fail(`page ${id}`, new PqdbError('CORRUPTION', `commit page ${id} the key directory names is missing`));
+    if (unnamed > 0)
+      notes.push(`${unnamed} page(s) the manifest and the key directory do not name are not part of the store`);
     for (const [g, parts] of logParts) {
       const refs = manifest.logs![g];
       const contiguous = refs.every((r, i) => r.from === (i === 0 ? 0 : refs[i - 1].to));
@@ -618,6 +600,16 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
     keys?.close();
   }
   return report();
+
+  /** A listed commit page is the one the directory kept: its generation, length and commit salt. */
+  function checkListed(pageId: number, page: Uint8Array, info: PageInfo): void {
+    if (
+      pageGeneration(page) !== info.generation ||
+      page.length !== info.bytes ||
+      !equalBytes(pageSalt(page), info.salt)
+    )
+      throw new PqdbError('CORRUPTION', `commit page ${pageId} is not the page the key directory lists`);
+  }
 
   function checkRecords(pageId: number, g: number, page: Uint8Array, ops: IndexedOp[], ring: KeyRing): void {
     for (const op of ops) {
