@@ -13,6 +13,7 @@ import { pageKind } from '../src/engine/page-format';
 import { unlockManifest, type Manifest } from '../src/engine/manifest';
 import type { Store, StoreOptions } from '../src/engine/store';
 import { memoryStoreFixture, nodeFsStoreFixture, replacePage, type NodeStoreFixture } from './support/store-fixtures';
+import { Rng } from './cases/_util';
 
 const recipient = generateRecipient('classical');
 const signer = generateSigner();
@@ -195,4 +196,93 @@ describe('page roles come from the manifest and the key directory', () => {
         }
       }
     });
+});
+
+/** Cases of the seeded sweep (PQDB_ROLE_CASES; every ordered pair of page ids when it is larger). */
+const CASES = Number(process.env.PQDB_ROLE_CASES ?? 120);
+const SEED = Number(process.env.PQDB_ROLE_SEED ?? 20261206);
+
+describe('a seeded sweep of page copies: no verifier pass over a store whose reads fail', () => {
+  it(`${CASES} sampled (page, other page id) pairs`, async () => {
+    const base = await memoryStoreFixture();
+    try {
+      const expected = await fill(base);
+      const role = await roles(base);
+      const ids = [...role.keys()];
+      const pairs = ids.flatMap((from) => ids.filter((to) => to !== from).map((to) => [from, to] as const));
+      // A seeded Fisher–Yates shuffle, then the first CASES pairs.
+      const rng = new Rng(SEED);
+      for (let i = pairs.length - 1; i > 0; i--) {
+        const j = rng.int(i + 1);
+        [pairs[i], pairs[j]] = [pairs[j], pairs[i]];
+      }
+      const bad: string[] = [];
+      const tally = { cases: 0, readsFailed: 0, verifyFailed: 0 };
+      for (const [from, to] of pairs.slice(0, CASES)) {
+        const what = `${role.get(from)} page ${from} over ${role.get(to)} page ${to}`;
+        const f = await copyOf(base);
+        try {
+          await swap(f, from, to);
+          let ok: boolean | undefined;
+          try {
+            ok = (await verified(f)).ok;
+          } catch (e) {
+            bad.push(`${what}: verifyStore threw ${String(e)}`);
+          }
+          const read = await readBack(f, expected);
+          tally.cases++;
+          if (read.failed > 0) tally.readsFailed++;
+          if (ok === false) tally.verifyFailed++;
+          if (read.failed > 0 && ok === true) bad.push(`${what}: ${read.failed} read(s) fail, yet verifyStore is ok`);
+          for (const w of read.wrong) bad.push(`${what}: wrong data ${w}`);
+          for (const u of read.untyped) bad.push(`${what}: not a PqdbError: ${u}`);
+        } finally {
+          await f.dispose();
+        }
+      }
+      console.log(`page-copy sweep (seed ${SEED}, ${pairs.length} pairs): ${JSON.stringify(tally)}`);
+      expect(bad).toEqual([]);
+      expect(tally.cases).toBe(Math.min(CASES, pairs.length));
+      expect(tally.readsFailed).toBeGreaterThan(0); // the sweep reaches pages that reads depend on
+    } finally {
+      await base.dispose();
+    }
+  }, 120_000);
+});
+
+describe('pqdb verify (node-fs)', () => {
+  it('fails (exit 1) on a directory page copied over a live commit page the directory covers', async () => {
+    const f = await nodeFsStoreFixture();
+    try {
+      await fill(f);
+      const role = await roles(f);
+      const pages = await f.pages();
+      let afterPage: number;
+      try {
+        afterPage = (unlockManifest((await pages.readManifest())!, recipient.secretKey).manifest as Manifest).directory!
+          .afterPage;
+      } finally {
+        await pages.close();
+      }
+      // The migration's last commit page before the checkpoint: one the directory covers (open does not read it).
+      const target = Math.max(...[...role].filter(([id, r]) => r === 'commit' && id <= afterPage).map(([id]) => id));
+      const head = [...role].find(([, r]) => r === 'directory')![0];
+      const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
+      const run = () =>
+        spawnSync(process.execPath, ['bin/pqdb.mjs', 'verify', f.dir, '--json'], {
+          encoding: 'utf8',
+          env: { ...process.env, PQDB_UNLOCK: b64(recipient.secretKey), PQDB_SIGNER_PUBLIC: b64(signer.publicKey) },
+        });
+      const good = run();
+      expect(good.status, good.stdout).toBe(0);
+      await swap(f, head, target);
+      const r = run();
+      expect(r.status, r.stdout).toBe(1);
+      const report = JSON.parse(r.stdout);
+      expect(report.ok).toBe(false);
+      expect(report.problems).toContainEqual(expect.objectContaining({ where: `page ${target}`, code: 'CORRUPTION' }));
+    } finally {
+      await f.dispose();
+    }
+  }, 60_000);
 });
