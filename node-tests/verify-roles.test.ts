@@ -181,6 +181,34 @@ describe('page roles come from the manifest and the key directory', () => {
       }
     });
 
+  it('open refuses any other page in the place of a commit page written after the persisted directory', async () => {
+    const pages = await base.pages();
+    let afterPage: number;
+    try {
+      const { manifest } = unlockManifest((await pages.readManifest())!, recipient.secretKey) as { manifest: Manifest };
+      afterPage = manifest.directory!.afterPage;
+    } finally {
+      await pages.close();
+    }
+    const late = ofRole('commit').filter((id) => id > afterPage);
+    expect(late.length).toBeGreaterThan(0);
+    for (const from of ['directory', 'partition', 'log', 'index', 'checkpoint'])
+      for (const target of late) {
+        const f = await copyOf(base);
+        try {
+          await swap(f, ofRole(from)[0], target);
+          await expect(f.open(options({ readOnly: true })), `${from} page over commit page ${target}`).rejects.toThrow(
+            expect.objectContaining({
+              code: 'CORRUPTION',
+              message: `commit page ${target} holds a ${from === 'partition' ? 'directory' : from} page`,
+            }),
+          );
+        } finally {
+          await f.dispose();
+        }
+      }
+  });
+
   for (const to of ['directory', 'partition', 'log', 'index', 'checkpoint'])
     it(`a commit page copied over each ${to} page is reported, and reads fail typed`, async () => {
       for (const target of ofRole(to)) {
