@@ -314,3 +314,34 @@ describe('pqdb verify (node-fs)', () => {
     }
   }, 60_000);
 });
+
+describe('a page nothing names, below the directory end', () => {
+  it('is noted, not taken for a commit page, by open and the verifier alike', async () => {
+    const f = await memoryStoreFixture();
+    try {
+      const store = await f.open(options({ create: true }));
+      const words = store.collection('words', { schema, index: { text: ['lemma', 'gloss'] } });
+      for (let i = 0; i < 6; i++) await words.put(`w${i}`, value(i, 'first'));
+      await words.search('gloss');
+      await store.checkpoint();
+      const before = await f.raw.pages();
+      await words.put('w9', value(9, 'late'));
+      await store.checkpoint(); // a new index page and log page; the old ones go
+      await store.close();
+      const now = await f.raw.pages();
+      const gone = [...before].filter(([id, b]) => !now.has(id) && pageKind(b) !== 'commit');
+      expect(gone.length).toBeGreaterThan(0);
+      for (const [id, bytes] of gone) await f.raw.setPage(id, bytes); // superseded pages put back
+      const report = await verified(f);
+      expect(report.problems).toEqual([]);
+      expect(report.notes).toContain(
+        `${gone.length} page(s) the manifest and the key directory do not name are not part of the store`,
+      );
+      const again = await f.open(options({ readOnly: true }));
+      expect(again.recovery.actions.some((a) => a.startsWith(`${gone.length} page(s) the manifest`))).toBe(true);
+      expect((await again.collection('words', { schema }).get('w9'))?.gloss).toBe('gloss 9 late');
+    } finally {
+      await f.dispose();
+    }
+  });
+});
