@@ -3,11 +3,14 @@
 // application of one commit page that every later commit goes through (src/engine/store.ts wires
 // it as an `applied` hook), so the state after a commit and after a reopen cannot differ.
 //
-// Pages and manifest change only together (atomic PageStore commits), so the live commit pages are
-// the stored pages below `nextPageId` that the manifest does not name as log, index or checkpoint
-// pages; pages at or above it were written by a commit whose manifest never landed (never
-// acknowledged) and are dropped, or only reported when opened read-only. A log, index or checkpoint
-// page below it that the manifest does not name is reported and left alone.
+// Pages and manifest change only together (atomic PageStore commits), so a page's role comes from
+// the manifest and the persisted key directory, never from its magic bytes: the live commit pages
+// are those the directory lists (up to its `afterPage`, not read here) and the stored pages after
+// `afterPage` and below `nextPageId` that the manifest does not name as log, index, checkpoint or
+// directory pages — each of those must open as a commit page. Pages at or above `nextPageId` were
+// written by a commit whose manifest never landed (never acknowledged) and are dropped, or only
+// reported when opened read-only. A page up to `afterPage` that neither the manifest nor the
+// directory names (a superseded page put back) is reported and left alone.
 
 import { PqdbError } from '../errors';
 import { readPagesOf, readRangeOf, type PageStore } from '../storage/page-store';
@@ -206,13 +209,14 @@ export async function replay(
       const bytes = read[k];
       read[k] = undefined;
       if (bytes === undefined) throw new PqdbError('CORRUPTION', `commit page ${pageId} is missing`);
+      // Its place makes it a live commit page, whatever its first bytes say: the engine never
+      // leaves another page there, so a log, index, checkpoint or directory page in it was put there.
       const kind = pageKind(bytes);
-      if (kind !== 'commit' && kind !== undefined) {
-        // A log, index or checkpoint page the manifest does not name holds no record: it is left
-        // as it is (a restore or a replica may list pages it does not use).
-        unreferenced++;
-        continue;
-      }
+      if (kind !== 'commit')
+        throw new PqdbError(
+          'CORRUPTION',
+          `commit page ${pageId} holds ${kind === undefined ? 'no pqdb page' : `a ${kind} page`}`,
+        );
       const generation = pageGeneration(bytes);
       const ops = decodePage(pageId, keys.generationKey(generation, 'page', pageKey), bytes);
       applyCommitPage(target, { id: pageId, generation, bytes, ops }, known.get(generation));

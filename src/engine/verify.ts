@@ -3,22 +3,28 @@
 //
 //   - structure: the manifest parses; every page passes its checksum and framing; log pages hold
 //     what the manifest names;
-//   - with the recipient secret key: the manifest MAC; every commit page's sealed index opens; every
-//     stored record version decrypts and carries the sequence its index names; each generation's
-//     Merkle leaves, recomputed from the records, equal the persisted log; lexical index pages open;
+//   - with the recipient secret key: the manifest MAC; each page's role comes from the manifest and
+//     the persisted key directory (verify/directory.ts), never from its magic bytes, so every page
+//     the directory lists as a live commit page, and every page after it the manifest does not name,
+//     must open as a commit page under its generation's page key (and be the page the directory
+//     kept: generation, length, commit salt); every stored record version decrypts and carries the
+//     sequence its index names; each generation's Merkle leaves, recomputed from the records, equal
+//     the persisted log (verify/log.ts); the directory's snapshots and partitions and the lexical
+//     index pages open;
 //   - with the trusted signer public key: every checkpoint's ML-DSA-87 signature;
 //   - always: checkpoints belong to this store, chain by hash, grow within a generation; each
 //     checkpoint's root equals the root of the leaves it covers; a consistency proof between every
 //     consecutive pair of one generation verifies; an inclusion proof for every live record covered
 //     by a checkpoint verifies against the root of its generation's last checkpoint.
 //
-// Roots and consistency proofs come from one MerkleAppender pass per generation (walkLog below);
+// Roots and consistency proofs come from one MerkleAppender pass per generation (walkLog);
 // inclusion proofs from one MerkleHashTree per generation, at its last checkpoint's size, dropped
 // before the next generation's: time and memory stay linear in the log however many checkpoints
 // sign it.
 //
 // Nothing is written: the engine's commit path is never called. Without a key, the checks needing
-// it are reported as skipped (and the report is not `complete`).
+// it are reported as skipped (and the report is not `complete`), and pages are found by their kind
+// (verify/unkeyed.ts): nothing then says what a page should be.
 
 import { PqdbError } from '../errors';
 import type { PageStore } from '../storage/page-store';
@@ -37,14 +43,15 @@ import {
   MerkleAppender,
   MerkleHashTree,
   HASH_BYTES,
-  consistencyProofFromFrontier,
-  verifyConsistency,
   verifyInclusionOfHash,
   root as merkleRoot,
 } from '../crypto/merkle';
 import { KeyRing, leafBlind } from './keys';
-import { decodeSnapshot, openSnapshot, partSource, DIRECTORY_KEY_LABEL } from './directory-pages';
-import { checkPart } from './directory';
+import type { PageInfo } from './directory';
+import { directoryRoles } from './verify/directory';
+import { onPersisted, inOrder, walkLog, type CheckpointEntry, type LogWalk } from './verify/log';
+import { viewOfPages, type View } from './verify/unkeyed';
+import type { VerifyProblem, VerifyReport } from './verify/report';
 import { fromHex, hex, readManifest, unb64, unlockManifest, type Manifest, type ManifestHeader } from './manifest';
 import {
   decodePage,
@@ -56,7 +63,6 @@ import {
   indexPageGeneration,
   pageKind,
   pageSalt,
-  logPageRange,
   type IndexedOp,
 } from './page-format';
 import { concatBytes, equalBytes } from '../_bytes';
@@ -84,54 +90,8 @@ export interface VerifyOptions {
   onProgress?: (p: { phase: 'pages' | 'proofs'; done: number; total: number }) => void;
 }
 
-export interface VerifyProblem {
-  /** Where: "manifest", "page 12", "checkpoint 3", "generation 1", "record words/cat". */
-  where: string;
-  /** A PqdbError code (CORRUPTION, AUTH_FAILED, …) or "MISMATCH" for a failed cross-check. */
-  code: string;
-  message: string;
-}
-
-export interface VerifyReport {
-  /** True when no check failed. */
-  ok: boolean;
-  /** True when ok and no check was skipped for want of a key. */
-  complete: boolean;
-  storeId?: string;
-  storage: string;
-  /** What was checked, with counts. */
-  counts: {
-    pages: number;
-    commitPages: number;
-    logPages: number;
-    indexPages: number;
-    /** Pages of the persisted key directory, each authenticated and decoded (with the key). */
-    directoryPages: number;
-    /** Record versions decrypted (every put ever stored, superseded ones included). */
-    recordsDecrypted: number;
-    /** Live records per collection (known with the secret key). */
-    collections: Record<string, number>;
-    /** Merkle leaves per generation (recomputed with the key, else as persisted). */
-    leaves: Record<string, number>;
-    checkpoints: number;
-    signaturesVerified: number;
-    consistencyProofs: number;
-    /**
-     * Live records proven included in their generation's last signed root: by the root of the
-     * log recomputed from the records, with an explicit inclusion proof checked for a sample.
-     */
-    inclusionProofs: number;
-    /** Live records written after the last checkpoint of their generation (not yet signed). */
-    uncheckpointed: number;
-  };
-  /** Checks not run, and why. */
-  skipped: string[];
-  /** Failed checks. */
-  problems: VerifyProblem[];
-  /** What a writer would repair on opening (an interrupted commit), reported by the page store. */
-  notes: string[];
-  ms: number;
-}
+export type { VerifyProblem, VerifyReport } from './verify/report';
+export { formatVerifyReport } from './verify/report';
 
 /**
  * Verifies a store on `pages` (open it read-only: see openNodeFsPageStore's `readOnly`). Never
@@ -143,6 +103,7 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
   const started = performance.now();
   const problems: VerifyProblem[] = [];
   const skipped: string[] = [];
+  const notes: string[] = [];
   const fail = (where: string, e: unknown, code = 'CORRUPTION') =>
     problems.push({
       where,
@@ -174,7 +135,7 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       counts,
       skipped,
       problems,
-      notes: [...pages.recovery.actions],
+      notes: [...pages.recovery.actions, ...notes],
       ms: performance.now() - started,
     };
   };
@@ -230,10 +191,13 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
     for (const [name, { pageId }] of Object.entries(manifest.indexes ?? {})) special.set(pageId, `index:${name}`);
     const checkpointPages = manifest.checkpointPages ?? [];
     checkpointPages.forEach((pageId, i) => special.set(pageId, `checkpoint:${i}`));
-    const snapshots = (manifest as Manifest).directory?.snapshots ?? [];
-    const snapshotPages = snapshots.map((s) => s.pages.map(() => undefined as Uint8Array | undefined));
+    // The persisted key directory first: it gives the roles of the pages it covers.
+    const directory = keys !== undefined ? (manifest as Manifest).directory : undefined;
+    directory?.snapshots.forEach((s, i) => s.pages.forEach((pageId, k) => special.set(pageId, `directory:${i}:${k}`)));
+    const roles = keys !== undefined ? await directoryRoles(pages, directory, keys, fail) : undefined;
+    for (const pageId of roles?.parts ?? []) if (!special.has(pageId)) special.set(pageId, 'part');
     const partPages = new Map<number, Uint8Array>();
-    snapshots.forEach((s, i) => s.pages.forEach((pageId, k) => special.set(pageId, `directory:${i}:${k}`)));
+    let unnamed = 0;
     const signedCheckpoints: (Uint8Array | undefined)[] = checkpointPages.map(() => undefined);
     let ids: number[] = [];
     try {
@@ -255,16 +219,28 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
         counts.pages++;
         continue; // written by a commit that never completed: never acknowledged, not part of the store
       }
+      const role = special.get(pageId);
       let page: Uint8Array | undefined;
-      try {
-        page = await pages.readPage(pageId);
-        if (page === undefined) throw new PqdbError('CORRUPTION', `page ${pageId} is listed but unreadable`);
-      } catch (e) {
-        fail(`page ${pageId}`, e);
+      if (roles?.heads.has(pageId) === true) {
+        page = roles.heads.get(pageId); // read by the directory step (and reported there when it failed)
+        if (page === undefined) continue;
+      } else
+        try {
+          page = await pages.readPage(pageId);
+          if (page === undefined) throw new PqdbError('CORRUPTION', `page ${pageId} is listed but unreadable`);
+        } catch (e) {
+          fail(`page ${pageId}`, e);
+          continue;
+        }
+      counts.pages++;
+      // A page below the directory's end that neither the manifest nor the directory names is not
+      // part of the store (open ignores it too): a superseded log, index or checkpoint page, or a
+      // deleted page put back. It is never taken for a commit page.
+      const info = roles?.covered.get(pageId);
+      if (role === undefined && roles !== undefined && info === undefined && pageId <= roles.afterPage) {
+        unnamed++;
         continue;
       }
-      counts.pages++;
-      const role = special.get(pageId);
       try {
         if (role?.startsWith('log:')) {
           const [, g, i, from, to] = role.split(':').map(Number);
@@ -273,11 +249,10 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
         } else if (role?.startsWith('checkpoint:')) {
           signedCheckpoints[Number(role.slice(11))] = page;
         } else if (role?.startsWith('directory:')) {
-          const [, i, k] = role.split(':').map(Number);
-          snapshotPages[i][k] = page;
+          counts.directoryPages++; // opened by the directory step
+        } else if (role === 'part' || (keys === undefined && pageKind(page) === 'directory')) {
+          // A base's partition (checked below); without the key, found by its kind (unauthenticated).
           counts.directoryPages++;
-        } else if (pageKind(page) === 'directory') {
-          counts.directoryPages++; // a base's partition (placed by its head below), or a stray page
           partPages.set(pageId, page);
         } else if (role?.startsWith('index:')) {
           const name = role.slice(6);
@@ -290,10 +265,13 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
               page,
             ).fill(0);
         } else {
+          // A live commit page (the directory lists it, or it was written after the directory): it
+          // must open as one under its generation's page key, and be what the directory kept.
           counts.commitPages++;
-          const g = pageGeneration(page);
           if (keys === undefined) continue;
+          const g = info?.generation ?? pageGeneration(page);
           const ops = decodePage(pageId, keys.generationKey(g, 'page', pageKey), page);
+          if (info !== undefined) checkListed(pageId, page, info);
           if (options.decryptRecords !== false) checkRecords(pageId, g, page, ops, keys);
           // Every operation is a leaf, a delete too (its leaf has no record).
           const salt = pageSalt(page);
@@ -328,51 +306,15 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       }
     }
     options.onProgress?.({ phase: 'pages', done: ids.length, total: ids.length });
-    // The persisted key directory: each snapshot's pages open under the store key and decode, and
-    // every commit page it names is there but for those the manifest lists as dropped since.
-    const covered = new Set<number>();
-    snapshots.forEach((s, i) => {
-      const got = snapshotPages[i];
-      if (keys === undefined || got.some((p) => p === undefined)) return;
-      try {
-        const plain = openSnapshot(keys.storeKey(DIRECTORY_KEY_LABEL), s.pages, got as Uint8Array[]);
-        let snap: ReturnType<typeof decodeSnapshot>;
-        try {
-          snap = decodeSnapshot(plain);
-          let rows = snap.collections.reduce((n, c) => n + c.rows.n, 0);
-          const parts = snap.header.parts;
-          if (parts !== undefined) {
-            // A base in partitions: each opens and passes what loading it checks.
-            const source = partSource(
-              snap.header,
-              () => keys.storeKey(DIRECTORY_KEY_LABEL),
-              (id) => partPages.get(id),
-            );
-            for (let p = 0; p < parts.pages.length; p++) {
-              const part = source.load(p);
-              try {
-                checkPart(source, p, part.collections);
-                for (const c of part.collections) rows += c.rows.n;
-              } finally {
-                part.done();
-              }
-            }
-          }
-          if (snap.header.kind !== s.kind || rows !== s.rows)
-            throw new PqdbError('CORRUPTION', 'the persisted key directory does not match the manifest');
-        } finally {
-          plain.fill(0);
-        }
-        for (const [id] of snap.added) covered.add(id);
-        for (const id of snap.dropped) covered.delete(id);
-      } catch (e) {
-        fail(`directory snapshot ${i}`, e);
-      }
-    });
-    for (const id of (manifest as Manifest).directory?.dropped ?? []) covered.delete(id);
-    for (const id of covered)
+    // Each base's partitions, and every commit page the directory lists is there but for those the
+    // manifest lists as dropped since.
+    roles?.checkParts((id) => partPages.get(id));
+    partPages.clear();
+    for (const id of roles?.covered.keys() ?? [])
       if (!listed.has(id))
         fail(`page ${id}`, new PqdbError('CORRUPTION', `commit page ${id} the key directory names is missing`));
+    if (unnamed > 0)
+      notes.push(`${unnamed} page(s) the manifest and the key directory do not name are not part of the store`);
     for (const [g, parts] of logParts) {
       const refs = manifest.logs![g];
       const contiguous = refs.every((r, i) => r.from === (i === 0 ? 0 : refs[i - 1].to));
@@ -619,6 +561,16 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
   }
   return report();
 
+  /** A listed commit page is the one the directory kept: its generation, length and commit salt. */
+  function checkListed(pageId: number, page: Uint8Array, info: PageInfo): void {
+    if (
+      pageGeneration(page) !== info.generation ||
+      page.length !== info.bytes ||
+      !equalBytes(pageSalt(page), info.salt)
+    )
+      throw new PqdbError('CORRUPTION', `commit page ${pageId} is not the page the key directory lists`);
+  }
+
   function checkRecords(pageId: number, g: number, page: Uint8Array, ops: IndexedOp[], ring: KeyRing): void {
     for (const op of ops) {
       if (op.kind !== 'put') continue;
@@ -631,190 +583,4 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       }
     }
   }
-}
-
-/**
- * `kept` (a persisted log) with the leaves of `parts` (commit pages in page order) after it: the
- * pages whose first leaf is in `kept` must match it there, at increasing places (pages between
- * them were compacted away); the rest, in order, are its tail. Undefined when they do not fit.
- */
-function onPersisted(
-  kept: Uint8Array,
-  parts: readonly Uint8Array[],
-): { all: Uint8Array; starts: number[] } | undefined {
-  const n = kept.length / HASH_BYTES;
-  const key = (b: Uint8Array, i: number) => String.fromCharCode(...b.subarray(i * HASH_BYTES, i * HASH_BYTES + 16));
-  const at = new Map<string, number>();
-  for (let i = 0; i < n; i++) at.set(key(kept, i), i);
-  let cursor = 0;
-  let end = n;
-  const tail: Uint8Array[] = [];
-  const starts: number[] = [];
-  for (const h of parts) {
-    const k = h.length / HASH_BYTES;
-    if (tail.length === 0 && k > 0) {
-      const i = at.get(key(h, 0));
-      if (i !== undefined) {
-        if (i < cursor || i + k > n || !equalBytes(h, kept.subarray(i * HASH_BYTES, (i + k) * HASH_BYTES)))
-          return undefined;
-        starts.push(i);
-        cursor = i + k;
-        continue;
-      }
-    }
-    starts.push(tail.length === 0 && k === 0 ? cursor : end);
-    end += k;
-    tail.push(h);
-  }
-  return { all: concatBytes([kept, ...tail]), starts };
-}
-
-/** The leaves of `parts` back to back, and where each starts. */
-function inOrder(parts: readonly Uint8Array[]): { all: Uint8Array; starts: number[] } {
-  const starts: number[] = [];
-  let at = 0;
-  for (const h of parts) {
-    starts.push(at);
-    at += h.length / HASH_BYTES;
-  }
-  return { all: concatBytes(parts), starts };
-}
-
-/** What the verifier needs of a manifest. */
-type View = Pick<Manifest, 'nextPageId' | 'logs' | 'indexes' | 'checkpointPages' | 'retired'>;
-
-/**
- * Without a recipient secret key the manifest's body is sealed: the pages are classified by their
- * kind instead (checkpoint pages in page order, log pages by the range their head names; index pages
- * are counted). Nothing here is authenticated; checkpoint signatures are, with the signer's key.
- */
-async function viewOfPages(pages: PageStore): Promise<View> {
-  const logs: Record<string, { pageId: number; from: number; to: number }[]> = {};
-  const checkpointPages: number[] = [];
-  const indexes: Record<string, { pageId: number; afterPage: number }> = {};
-  let last = 0;
-  for (const pageId of await pages.listPages().catch(() => [] as number[])) {
-    const page = await pages.readPage(pageId).catch(() => undefined);
-    last = Math.max(last, pageId);
-    if (page === undefined) continue;
-    const kind = pageKind(page);
-    if (kind === 'checkpoint') checkpointPages.push(pageId);
-    else if (kind === 'index') indexes[`(index page ${pageId})`] = { pageId, afterPage: 0 };
-    else if (kind === 'log') {
-      const range = logPageRange(page);
-      if (range !== undefined) (logs[range.generation] ??= []).push({ pageId, from: range.from, to: range.to });
-    }
-  }
-  for (const refs of Object.values(logs)) refs.sort((a, b) => a.from - b.from);
-  return { nextPageId: last + 1, logs, indexes, checkpointPages, retired: [] };
-}
-
-/** A decoded checkpoint: its place in signing order and the one signed before it in its generation. */
-interface CheckpointEntry {
-  index: number;
-  c: Checkpoint;
-  before?: Checkpoint;
-}
-
-/** What one pass over a generation's log found. */
-interface LogWalk {
-  /** The recomputed root at every signed size the log holds. */
-  roots: Map<number, Uint8Array>;
-  /** By checkpoint index: whether the consistency proof from its predecessor's size verifies. */
-  consistent: Map<number, boolean>;
-}
-
-/**
- * One MerkleAppender pass over a generation's log (48·n bytes of leaf hashes) that yields the root
- * at each size its checkpoints sign as the pass reaches it (sizes the log does not hold are left to
- * the caller). For each checkpoint whose recomputed root is its signed root and whose predecessor
- * in the generation signs no more leaves, it builds the RFC 9162 consistency proof between the two
- * sizes from the log (consistencyProofFromFrontier: the compact range saved at the older size, the
- * leaves since) and verifies it against both signed roots.
- *
- * Memory: 48 bytes per distinct size, and the compact ranges of sizes a later checkpoint still needs
- * (one at a time while sizes grow): no tree. Time: the pass hashes each leaf once; the proofs hash
- * the leaves between each pair once more, which sums to the log again while sizes grow (a shrink,
- * itself reported, can make later pairs overlap).
- */
-function walkLog(log: Uint8Array, checkpoints: readonly CheckpointEntry[]): LogWalk {
-  const held = log.length / HASH_BYTES;
-  const inLog = checkpoints.filter(({ c }) => c.size <= held);
-  const sizes = [...new Set(inLog.map(({ c }) => c.size))].sort((x, y) => x - y);
-  // Each consistency pair is built once the pass reaches its newer size; the compact range at its
-  // older size is kept from there until the last pair that needs it.
-  const pairsAt = new Map<number, CheckpointEntry[]>();
-  const lastUse = new Map<number, number>();
-  for (const e of inLog) {
-    if (e.before === undefined || e.before.size > e.c.size) continue;
-    let at = pairsAt.get(e.c.size);
-    if (at === undefined) pairsAt.set(e.c.size, (at = []));
-    at.push(e);
-    lastUse.set(e.before.size, Math.max(lastUse.get(e.before.size) ?? 0, e.c.size));
-  }
-  const dropAt = new Map<number, number[]>();
-  for (const [old, last] of lastUse) {
-    let at = dropAt.get(last);
-    if (at === undefined) dropAt.set(last, (at = []));
-    at.push(old);
-  }
-  const roots = new Map<number, Uint8Array>();
-  const consistent = new Map<number, boolean>();
-  const frontiers = new Map<number, Uint8Array[]>();
-  const appender = new MerkleAppender();
-  for (const size of sizes) {
-    appender.appendHashes(log.subarray(appender.size * HASH_BYTES, size * HASH_BYTES));
-    const root = appender.root();
-    roots.set(size, root);
-    if (lastUse.has(size)) frontiers.set(size, appender.frontier());
-    for (const { index, c, before } of pairsAt.get(size) ?? []) {
-      if (!equalBytes(root, c.root)) continue; // the caller reports the root
-      const old = before!.size;
-      const proof = consistencyProofFromFrontier(
-        old,
-        frontiers.get(old)!,
-        log.subarray(old * HASH_BYTES, size * HASH_BYTES),
-      );
-      consistent.set(index, verifyConsistency(old, size, before!.root, c.root, proof));
-    }
-    for (const old of dropAt.get(size) ?? []) frontiers.delete(old);
-  }
-  return { roots, consistent };
-}
-
-/** A short readable summary of a report (what `pqdb verify` prints). */
-export function formatVerifyReport(r: VerifyReport, location = ''): string {
-  const n = (x: number) => x.toLocaleString('en-US');
-  const c = r.counts;
-  const lines = [`pqdb verify ${location}`.trimEnd(), `  store          ${r.storeId ?? '(unknown)'} (${r.storage})`];
-  lines.push(
-    `  pages          ${n(c.pages)} read: ${n(c.commitPages)} commit, ${n(c.logPages)} log, ${n(c.checkpoints)} checkpoint, ${n(c.indexPages)} lexical index, ${n(c.directoryPages)} directory`,
-  );
-  if (c.recordsDecrypted > 0 || Object.keys(c.collections).length > 0) {
-    const cols = Object.entries(c.collections)
-      .map(([k, v]) => `${k} ${n(v)}`)
-      .join(', ');
-    lines.push(`  records        ${n(c.recordsDecrypted)} versions decrypted; live: ${cols || 'none'}`);
-  }
-  const leaves = Object.entries(c.leaves)
-    .map(([g, v]) => `generation ${g}: ${n(v)}`)
-    .join(', ');
-  lines.push(`  Merkle log     ${leaves || 'empty'}`);
-  lines.push(
-    `  checkpoints    ${n(c.checkpoints)}, ${n(c.signaturesVerified)} signatures verified, ${n(c.consistencyProofs)} consistency proofs`,
-  );
-  lines.push(
-    `  inclusion      ${n(c.inclusionProofs)} live records proven${c.uncheckpointed > 0 ? `, ${n(c.uncheckpointed)} written after the last checkpoint` : ''}`,
-  );
-  for (const s of r.skipped) lines.push(`  skipped        ${s}`);
-  for (const s of r.notes) lines.push(`  note           ${s}`);
-  for (const p of r.problems.slice(0, 50)) lines.push(`  PROBLEM        ${p.where}: [${p.code}] ${p.message}`);
-  if (r.problems.length > 50) lines.push(`  …and ${n(r.problems.length - 50)} more problems`);
-  const verdict = !r.ok
-    ? `FAILED: ${n(r.problems.length)} problem(s)`
-    : r.complete
-      ? 'OK: every check holds'
-      : 'OK as far as checked (checks skipped, see above)';
-  lines.push(`${verdict} (${(r.ms / 1000).toFixed(2)} s)`);
-  return lines.join('\n');
 }
