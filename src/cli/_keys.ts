@@ -81,7 +81,7 @@ function readKeyFile(file: string): { raw: Buffer; mode: number } {
  * One key from a file (raw bytes of an accepted length, else base64 text) or from an environment
  * variable's base64; the file wins. Returns undefined when neither is given. A secret key file
  * that others may read or change gets a warning on stderr once the key is read (`option`, the
- * option named in it, is `name` by default; undefined: no warning, the caller warns).
+ * option named in it, is `name` by default; false: no warning, the caller warns).
  * @throws UsageError for text that is not base64 or a key of the wrong length; the file system's
  * error when the file cannot be read.
  * @example
@@ -91,7 +91,7 @@ export function keyFrom(
   name: KeyName,
   file: string | undefined,
   env: string | undefined,
-  option: KeyName | undefined = name,
+  option: KeyName | false = name,
 ): Uint8Array | undefined {
   const lengths: readonly number[] = LENGTHS[name];
   let text: string | undefined = env;
@@ -100,7 +100,7 @@ export function keyFrom(
     const read = readKeyFile(file);
     mode = read.mode;
     if (lengths.includes(read.raw.length)) {
-      if (option !== undefined) warnUnprotected(option, file, mode);
+      if (option !== false) warnUnprotected(option, file, mode);
       return new Uint8Array(read.raw);
     }
     text = read.raw.toString('latin1');
@@ -111,7 +111,7 @@ export function keyFrom(
   const key = new Uint8Array(Buffer.from(clean, 'base64'));
   if (!lengths.includes(key.length))
     throw new UsageError(`--${name}: expected a key of ${lengths.join(' or ')} bytes, got ${key.length}`);
-  if (file !== undefined && option !== undefined) warnUnprotected(option, file, mode);
+  if (file !== undefined && option !== false) warnUnprotected(option, file, mode);
   return key;
 }
 
@@ -243,7 +243,7 @@ export function keyPairFile(
     }
   };
   const publicKey = named(() => keyFrom('signer-public', `${file}.pub`, undefined)!, `${file}.pub:`);
-  const secretKey = named(() => keyFrom('signer', file, undefined, undefined)!, 'the secret key:');
+  const secretKey = named(() => keyFrom('signer', file, undefined, false)!, 'the secret key:');
   if (!equalBytes(secretKey.subarray(64, 128), shake256(publicKey, { dkLen: 64 }))) {
     secretKey.fill(0);
     throw new UsageError(`--${name} ${file}: ${file}.pub is not the public half of this secret key`);
