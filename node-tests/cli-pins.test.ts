@@ -49,6 +49,7 @@ describe('the pin options', () => {
     ok(['init', 'store', '--recipient', 'alice.pub', ...U, '--pin-file', 'app.pin']);
     const first = pinOf('app.pin');
     expect(first.storeId).toMatch(/^[0-9a-f]{32}$/);
+    fails(['init', 'other', '--recipient', 'alice.pub', ...U, '--pin-file', 'app.pin'], /app\.pin already pins store /);
     cpSync(file('store'), file('old'), { recursive: true }); // an older copy of the whole store
     ok(['put', 'store', 'c', 'a', '{"w":"cat"}', '--schema', 'w:string', ...U, '--pin-file', 'app.pin']);
     const second = pinOf('app.pin');

@@ -62,6 +62,8 @@ ${KEYS_HELP}`,
     } catch (e) {
       throw new UsageError(`--suite: ${(e as Error).message}`, { cause: e });
     }
+    const kept = keys.pin?.storeId;
+    if (kept !== undefined) throw new UsageError(`--pin-file ${keys.pin?.file} already pins store ${kept}`);
     const recipients = recipientKeys(files, unlock);
     const authority = authorityKeys(values.authority as string[] | undefined);
     // The engine wraps the root to the recipients only; a creator key that is none of them would
@@ -200,7 +202,8 @@ export const verify: Verb = {
                         (pqdb export --sealed): each is checked against --signer-public
   --quiet               print nothing when every check holds
 ${KEYS_HELP}
-${PIN_HELP} (with --unlock)
+${PIN_HELP}
+                         (the three pin options need --unlock)
   exit status: 0 all checks hold, 1 a check failed, 2 usage error or unreadable store,
                3 no failure but checks skipped for want of a key`,
   positionals: { min: 1, max: 1 },
@@ -272,7 +275,8 @@ export const status: Verb = {
   --unlock it authenticates the manifest and also shows suites, collections with their record
   counts, checkpoints and the migration.
 ${KEYS_HELP}
-${PIN_HELP} (with --unlock)`,
+${PIN_HELP}
+                         (the three pin options need --unlock)`,
   positionals: { min: 1, max: 1 },
   options: { unlock: KEY_OPTIONS.unlock, ...PIN_OPTIONS },
   run: ({ positionals: [location], values, keys }) => statusOf(location, { json: values.json === true }, keys),
