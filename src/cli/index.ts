@@ -152,7 +152,7 @@ async function run(argv: string[]): Promise<number> {
   }
   let pin;
   try {
-    // A verb that opens a store declares --pin-file (and --store-id, --min-commit when it opens one it did not make).
+    // Verbs that open a store declare --pin-file (and, but for init, --store-id and --min-commit).
     if (verb.options['pin-file'] === PIN_OPTIONS['pin-file'])
       pin = pinFrom({
         'store-id': str(values, 'store-id'),
