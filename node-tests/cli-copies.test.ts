@@ -48,9 +48,10 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'pqdb-cli-copies-'));
   ok(['keygen', '--out', 'alice']);
   ok(['keygen', '--out', 'signer', '--signer']);
-  // Keys only the refusals and the policy need, written as keygen writes them (base64 on one line).
+  // Keys only the refusals and the policy need, written as keygen writes them (base64 on one line,
+  // mode 0600: a secret key file others may read gets a warning).
   const write = (name: string, key: Uint8Array) =>
-    writeFileSync(file(name), `${Buffer.from(key).toString('base64')}\n`);
+    writeFileSync(file(name), `${Buffer.from(key).toString('base64')}\n`, { mode: 0o600 });
   write('bob.pub', generateRecipient().publicKey);
   const auth = generateSigner();
   write('auth', auth.secretKey);

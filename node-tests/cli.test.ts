@@ -71,7 +71,7 @@ beforeAll(async () => {
     join(garbage, 'MANIFEST'),
     Uint8Array.from({ length: 300 }, (_, i) => (i * 167 + 13) & 0xff),
   );
-  writeFileSync(join(base, 'unlock.b64'), unlock);
+  writeFileSync(join(base, 'unlock.b64'), unlock, { mode: 0o600 }); // a secret key file others may read gets a warning
   notADirectory = join(base, 'plain-file');
   writeFileSync(notADirectory, 'not a store\n');
 });

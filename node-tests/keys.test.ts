@@ -3,6 +3,8 @@
 import { describe, it, expect } from 'vitest';
 import { KeyRing } from '../src/engine/keys';
 import { generateRecipient, sealRecord, openRecord, readEnvelope } from '../src/record-api';
+import { isX25519PublicKey } from '../src/crypto/envelope';
+import { openStore, openMemoryPageStore } from '../src/index';
 
 const authFailed = expect.objectContaining({ code: 'AUTH_FAILED' });
 const address = { collection: 'c', id: 'r', generation: 1, sequence: 1 };
@@ -65,5 +67,48 @@ describe('key ring', () => {
     expect(c.key.every((x) => x === 0)).toBe(true);
     expect(() => c.aead.encrypt(new Uint8Array(12), new Uint8Array(1))).toThrow(TypeError);
     expect(() => ring.aeadFor(2, g)).toThrow(expect.objectContaining({ code: 'NOT_OPEN' }));
+  });
+
+  it('refuses a recipient secret key given for a public key, and writes nothing then', async () => {
+    const invalidKey = expect.objectContaining({ code: 'INVALID_KEY' });
+    const alice = generateRecipient('hybrid');
+    // Seeds whose secret key, read as an X25519 u-coordinate, is not a public key (31 in 32 are),
+    // and one that is (so only knowing its owner tells it apart).
+    const seeds = Array.from({ length: 200 }, (_, i) => new Uint8Array(32).fill(i + 1));
+    const shaped = (yes: boolean) => seeds.find((s) => isX25519PublicKey(s) === yes)!;
+    const bob = generateRecipient('classical', shaped(false));
+    const carol = generateRecipient('classical', shaped(true));
+    const dave = generateRecipient('hybrid', shaped(true));
+    for (const r of [alice, bob, carol, dave]) expect(isX25519PublicKey(r.publicKey.subarray(-32))).toBe(true);
+    expect(isX25519PublicKey(new Uint8Array(32))).toBe(false); // u = 0, a low-order point
+    expect(isX25519PublicKey(new Uint8Array(32).fill(0xff))).toBe(false); // not below p
+    // A secret key of a recipient the call names, or of none it knows (refused by its shape).
+    for (const recipients of [
+      [alice.publicKey, alice.secretKey],
+      [carol.publicKey, carol.secretKey],
+      [alice.publicKey, bob.secretKey],
+      [dave.secretKey, dave.publicKey],
+    ]) {
+      expect(() => new KeyRing().createGeneration(2, recipients)).toThrow(invalidKey);
+      const storage = await openMemoryPageStore();
+      await expect(openStore({ storage, create: true, recipients, unlock: alice.secretKey })).rejects.toThrow(
+        invalidKey,
+      );
+      expect(await storage.readManifest()).toBeUndefined();
+    }
+    // addRecipient: the secret key of a recipient of the store, or one of the wrong shape.
+    const storage = await openMemoryPageStore();
+    const store = await openStore({
+      storage,
+      create: true,
+      recipients: [alice.publicKey, carol.publicKey],
+      unlock: alice.secretKey,
+    });
+    const before = store.info().commit;
+    for (const k of [alice.secretKey, carol.secretKey, bob.secretKey])
+      await expect(store.addRecipient(k)).rejects.toThrow(invalidKey);
+    expect(store.info().commit).toBe(before);
+    await store.addRecipient(bob.publicKey);
+    await store.close();
   });
 });

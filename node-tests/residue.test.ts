@@ -32,6 +32,10 @@ const seen = vi.hoisted(() => ({
   expanded: [] as { info: Uint8Array; out: Uint8Array }[],
   /** X25519 scalars the hybrid passed to its provider's X25519 and the shared secrets it got back. */
   x25519: [] as Uint8Array[],
+  /** Outputs of one-call HKDF (the engine's key derivations), with a copy taken when made. */
+  hkdf: [] as { info: string; out: Uint8Array; value: Uint8Array }[],
+  /** Roots unwrapped from key envelopes (the store secret S and the generation roots R_g). */
+  roots: [] as { out: Uint8Array; value: Uint8Array }[],
   on: false,
 }));
 
@@ -63,7 +67,23 @@ vi.mock('../src/kernels/hmac', async (importOriginal) => {
     if (seen.on) seen.expanded.push({ info: new Uint8Array(info ?? new Uint8Array(0)), out });
     return out;
   };
-  return { ...m, expand };
+  const hkdf: typeof m.hkdf = (hash, ikm, salt, info, length) => {
+    const out = m.hkdf(hash, ikm, salt, info, length);
+    const label = new TextDecoder().decode(info ?? new Uint8Array(0)).replace(/[^ -~].*$/s, '');
+    if (seen.on) seen.hkdf.push({ info: label, out, value: out.slice() });
+    return out;
+  };
+  return { ...m, expand, hkdf };
+});
+
+vi.mock('../src/crypto/envelope', async (importOriginal) => {
+  const m = await importOriginal<typeof import('../src/crypto/envelope')>();
+  const unwrapRoot: typeof m.unwrapRoot = (envelope, secretKey) => {
+    const out = m.unwrapRoot(envelope, secretKey);
+    if (seen.on) seen.roots.push({ out, value: out.slice() });
+    return out;
+  };
+  return { ...m, unwrapRoot };
 });
 
 const rng = new Rng(2718);
@@ -240,6 +260,59 @@ describe('the engine’s one-shot ciphers', () => {
     const holders: string[] = [];
     for (const c of seen.ciphers) holders.push(...(await buffersHolding(c.cipher, [c.value])));
     expect(holders).toEqual([]);
+  });
+});
+
+describe('a closed store', () => {
+  it('keeps no copy of S, of a root R_g or of a key derived from them, also after a failed open', async () => {
+    const recipient = generateRecipient();
+    const medium = new MemoryMedium();
+    const open = async (extra: { create?: boolean; minCommit?: number } = {}) => {
+      const storage = await openMemoryPageStore({ medium });
+      try {
+        return await openStore({ storage, recipients: [recipient.publicKey], unlock: recipient.secretKey, ...extra });
+      } catch (e) {
+        await storage.close();
+        throw e;
+      }
+    };
+    const options = { schema: { w: 'string' }, index: { text: ['w'] } } as const;
+    seen.hkdf.length = 0;
+    seen.roots.length = 0;
+    const closed: object[] = [];
+    seen.on = true;
+    try {
+      let store = await open({ create: true });
+      await store.batch((tx) => tx.put(store.collection('c', options), 'a', { w: 'cat' }));
+      await store.close();
+      closed.push(store);
+      store = await open();
+      const c = store.collection('c', options);
+      expect(await c.get('a')).toEqual({ w: 'cat' });
+      expect((await c.search('cat')).length).toBe(1);
+      await store.batch((tx) => tx.put(c, 'b', { w: 'dog' }));
+      await store.close();
+      closed.push(store);
+      // Opens that fail after the store secret was unlocked: a rollback pin, a page gone missing.
+      await expect(open({ minCommit: 99 })).rejects.toMatchObject({ code: 'ROLLBACK' });
+      medium.pages.clear();
+      await expect(open()).rejects.toMatchObject({ code: 'CORRUPTION' });
+    } finally {
+      seen.on = false;
+    }
+    const labels = new Set(seen.hkdf.map((h) => h.info));
+    for (const l of ['pqdb manifest key v2', 'pqdb store id v1', 'pqdb page key v1']) expect(labels).toContain(l);
+    // S and R_1, unwrapped at each open; K_manifest from each open and each commit.
+    expect(seen.roots.length).toBeGreaterThanOrEqual(6);
+    const needles = [
+      ...seen.roots.map((r) => r.value),
+      ...seen.hkdf.filter((h) => h.info === 'pqdb manifest key v2').map((h) => h.value),
+    ];
+    const left = [...seen.roots, ...seen.hkdf]
+      .filter((b) => !isZero(b.out))
+      .map((b) => ('info' in b ? b.info : 'root'));
+    expect(left).toEqual([]);
+    for (const store of closed) expect(await buffersHolding(store, needles)).toEqual([]);
   });
 });
 

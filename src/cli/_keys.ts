@@ -3,12 +3,17 @@
 // wins over the variable. `pqdb keygen` writes key files as base64 on one line (keygen.ts); a
 // signer's public half is read from `FILE.pub` beside `--signer FILE` unless given itself. Caveat: the bytes read from a file or decoded from base64 are copied into
 // the returned keys; the caller owns them and wipes them with `wipeKeys` in a `finally`. Strings
-// (the environment, a base64 file's text) cannot be wiped.
+// (the environment, a base64 file's text) cannot be wiped. A secret key file that others may read
+// or change (mode bits 0077 set, as ssh checks) is used, with one warning line on stderr. A
+// recipient key file that holds a secret key (one with FILE.pub beside it, the --unlock key, or 32
+// bytes that are no X25519 public key) is refused.
 
 /// <reference types="node" />
-import { existsSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, statSync } from 'node:fs';
 import { shake256 } from '../kernels/sha3';
 import { equalBytes } from '../_bytes';
+import { isX25519PublicKey } from '../crypto/envelope';
+import type { StorePin } from './_pin';
 import { UsageError } from './_report';
 
 /**
@@ -40,23 +45,65 @@ export interface Keys {
   signerPublicKey?: Uint8Array;
   /** ML-DSA-87 secret key: migrate signs its checkpoint. */
   signer?: Uint8Array;
+  /** What the store opened must be (--store-id, --min-commit, --pin-file: _pin.ts). */
+  pin?: StorePin;
+}
+
+/** The key options whose FILE holds a secret key. */
+const SECRET_KEYS: ReadonlySet<KeyName> = new Set(['unlock', 'signer', 'authority-key', 'identity']);
+const warned = new Set<string>();
+
+/**
+ * Warns (once per file) when the file of secret key option `--<option>` has mode bits 0077 set.
+ * @example
+ * warnUnprotected('unlock', 'alice', statSync('alice').mode);
+ */
+function warnUnprotected(option: KeyName, file: string, mode: number): void {
+  if (!SECRET_KEYS.has(option) || (mode & 0o077) === 0 || process.platform === 'win32' || warned.has(file)) return;
+  warned.add(file);
+  process.stderr.write(
+    `pqdb: warning: UNPROTECTED SECRET KEY FILE ${file} (--${option}): mode 0${(mode & 0o777).toString(8)} lets others read or change it; chmod 600 ${file}\n`,
+  );
+}
+
+/** The bytes of a key file and its mode (from the same open file). */
+function readKeyFile(file: string): { raw: Buffer; mode: number } {
+  const fd = openSync(file, 'r');
+  try {
+    const mode = fstatSync(fd).mode;
+    return { raw: readFileSync(fd), mode };
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**
  * One key from a file (raw bytes of an accepted length, else base64 text) or from an environment
- * variable's base64; the file wins. Returns undefined when neither is given.
+ * variable's base64; the file wins. Returns undefined when neither is given. A secret key file
+ * that others may read or change gets a warning on stderr once the key is read (`option`, the
+ * option named in it, is `name` by default; false: no warning, the caller warns).
  * @throws UsageError for text that is not base64 or a key of the wrong length; the file system's
  * error when the file cannot be read.
  * @example
  * const unlock = keyFrom('unlock', values.unlock, process.env.PQDB_UNLOCK || undefined);
  */
-export function keyFrom(name: KeyName, file: string | undefined, env: string | undefined): Uint8Array | undefined {
+export function keyFrom(
+  name: KeyName,
+  file: string | undefined,
+  env: string | undefined,
+  option: KeyName | false = name,
+): Uint8Array | undefined {
   const lengths: readonly number[] = LENGTHS[name];
   let text: string | undefined = env;
+  let mode = 0;
   if (file !== undefined) {
-    const raw = readFileSync(file);
-    if (lengths.includes(raw.length)) return new Uint8Array(raw);
-    text = raw.toString('latin1');
+    const read = readKeyFile(file);
+    mode = read.mode;
+    if (lengths.includes(read.raw.length)) {
+      if (option !== false) warnUnprotected(option, file, mode);
+      return new Uint8Array(read.raw);
+    }
+    text = read.raw.toString('latin1');
   }
   if (text === undefined) return undefined;
   const clean = text.replace(/\s+/g, '');
@@ -64,7 +111,29 @@ export function keyFrom(name: KeyName, file: string | undefined, env: string | u
   const key = new Uint8Array(Buffer.from(clean, 'base64'));
   if (!lengths.includes(key.length))
     throw new UsageError(`--${name}: expected a key of ${lengths.join(' or ')} bytes, got ${key.length}`);
+  if (file !== undefined && option !== false) warnUnprotected(option, file, mode);
   return key;
+}
+
+/**
+ * The recipient public keys `--recipient FILE...` name (hybrid 1,600 bytes or X25519 32 bytes).
+ * @throws UsageError for a file that holds a secret key: one with FILE.pub beside it (keygen's
+ * secret half), the --unlock key itself, or 32 bytes that are no X25519 public key; as `keyFrom`.
+ * @example
+ * const recipients = recipientKeys(['alice.pub', 'bob.pub'], unlock);
+ */
+export function recipientKeys(files: readonly string[], unlock?: Uint8Array): Uint8Array[] {
+  const keys: Uint8Array[] = [];
+  for (const f of files) {
+    const key = keyFrom('recipient', f, undefined)!;
+    const beside = existsSync(`${f}.pub`);
+    if (key.length === 32 && (beside || (unlock !== undefined && equalBytes(key, unlock)) || !isX25519PublicKey(key))) {
+      key.fill(0);
+      throw new UsageError(`--recipient ${f}: a secret key, not a public key${beside ? ` (give ${f}.pub)` : ''}`);
+    }
+    keys.push(key);
+  }
+  return keys;
 }
 
 /**
@@ -174,11 +243,12 @@ export function keyPairFile(
     }
   };
   const publicKey = named(() => keyFrom('signer-public', `${file}.pub`, undefined)!, `${file}.pub:`);
-  const secretKey = named(() => keyFrom('signer', file, undefined)!, 'the secret key:');
+  const secretKey = named(() => keyFrom('signer', file, undefined, false)!, 'the secret key:');
   if (!equalBytes(secretKey.subarray(64, 128), shake256(publicKey, { dkLen: 64 }))) {
     secretKey.fill(0);
     throw new UsageError(`--${name} ${file}: ${file}.pub is not the public half of this secret key`);
   }
+  warnUnprotected(name, file, statSync(file).mode); // a pair refused above needs no warning
   return { secretKey, publicKey };
 }
 

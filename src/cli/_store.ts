@@ -3,8 +3,8 @@
 // is needed the first time a collection is written (put, import) and must agree with the stored one
 // after. The text fields a search indexes are, in order: `--fields`, the fields of the collection's
 // persisted index (written at a checkpoint), every string field of the schema. A store is opened
-// through the Node entry, so it reaches other stores by directory (backups, the copies it retires).
-// Node only.
+// through the Node entry, so it reaches other stores by directory (backups, the copies it retires),
+// and pinned to what the verb's --store-id, --min-commit and --pin-file give (_pin.ts). Node only.
 
 /// <reference types="node" />
 import { openNodeFsPageStore } from '../storage/node-fs';
@@ -15,6 +15,7 @@ import type { Schema } from '../engine/codec';
 import type { PageStore } from '../storage/page-store';
 import { PqdbError } from '../errors';
 import type { Keys } from './_keys';
+import { recordPin } from './_pin';
 import { UsageError } from './_report';
 import { parseSchema } from './_values';
 
@@ -23,6 +24,48 @@ export interface OpenedStore {
   store: Store;
   manifest: Manifest;
   pages: PageStore;
+  /** Records the commit reached in the pin file (if the verb has one) and closes the store. */
+  close(): Promise<void>;
+}
+
+/**
+ * The open options the verb's pin gives: the store id it must have, the commit it must have reached.
+ * @example
+ * await openStore({ storage, unlock, ...pinned(keys) });
+ */
+export function pinned(keys: Keys): { storeId?: string; minCommit?: number } {
+  const { storeId, minCommit } = keys.pin ?? {};
+  return { ...(storeId !== undefined && { storeId }), ...(minCommit !== undefined && { minCommit }) };
+}
+
+/**
+ * Checks the manifest `raw` against the verb's pin without opening the store (verify): it must
+ * authenticate under the recipient secret key, be the pinned store and have reached the pinned
+ * commit. Returns its id and commit.
+ * @throws UsageError without the recipient secret key; PqdbError NOT_FOUND, AUTH_FAILED (another
+ * store), ROLLBACK (an older copy), as unlockManifest.
+ */
+export function checkPin(raw: Uint8Array | undefined, keys: Keys): { storeId: string; commit: number } {
+  const unlock = requireUnlock(keys);
+  if (raw === undefined) throw new PqdbError('NOT_FOUND', 'no store here');
+  const { manifest, keys: ring } = unlockManifest(raw, unlock, pinned(keys));
+  ring.close();
+  const min = keys.pin?.minCommit;
+  if (min !== undefined && manifest.commit < min)
+    throw new PqdbError(
+      'ROLLBACK',
+      `the store is at commit ${manifest.commit}, older than the ${min} it was known to reach: an older copy of it`,
+    );
+  return { storeId: manifest.storeId, commit: manifest.commit };
+}
+
+/**
+ * Records the store's id and commit in the verb's pin file, if it has one.
+ * @throws as recordPin (_pin.ts).
+ */
+export function notePin(keys: Keys, store: Store): void {
+  const { storeId, commit } = store.info();
+  recordPin(keys.pin, { storeId, commit });
 }
 
 /**
@@ -30,8 +73,9 @@ export interface OpenedStore {
  * signer public key when it was given, and the signer secret key too when writing; with
  * `authority`, the authority public keys the store must pin. The caller closes it.
  * @throws UsageError without the recipient secret key; PqdbError from the page store and the open
- * (NOT_FOUND for a directory without a store, AUTH_FAILED for a key that does not open it or
- * authority keys it does not pin, LOCKED).
+ * (NOT_FOUND for a directory without a store, AUTH_FAILED for a key that does not open it, another
+ * store than the pinned one or authority keys it does not pin, ROLLBACK for a store older than the
+ * pinned commit, LOCKED).
  * @example
  * const { store } = await openCliStore('./data/app', keys, { write: true });
  */
@@ -42,24 +86,36 @@ export async function openCliStore(
 ): Promise<OpenedStore> {
   const unlock = requireUnlock(keys);
   const pages = await openNodeFsPageStore(location, { create: false, readOnly: !options.write });
+  let store: Store | undefined;
   try {
     const raw = await pages.readManifest();
     if (raw === undefined) throw new PqdbError('NOT_FOUND', `no store at ${location} (pqdb init makes one)`);
-    const opened = unlockManifest(raw, unlock);
+    const pin = pinned(keys);
+    const opened = unlockManifest(raw, unlock, pin);
     opened.keys.close();
-    const store = await openStore({
+    store = await openStore({
       storage: pages,
       unlock,
       readOnly: !options.write,
       storeId: opened.manifest.storeId,
+      ...pin,
       ...(options.write && keys.signer !== undefined ? { signer: keys.signer } : {}),
       ...(keys.signerPublicKey !== undefined ? { signerPublicKey: keys.signerPublicKey } : {}),
       ...(options.authority !== undefined ? { authorityPublicKey: options.authority } : {}),
       autoCheckpoint: false,
     });
-    return { store, manifest: opened.manifest, pages };
+    notePin(keys, store);
+    const s = store;
+    const close = async () => {
+      try {
+        notePin(keys, s);
+      } finally {
+        await s.close();
+      }
+    };
+    return { store, manifest: opened.manifest, pages, close };
   } catch (e) {
-    await pages.close();
+    await (store ?? pages).close();
     throw e;
   }
 }

@@ -10,10 +10,11 @@ import { suite as suiteOf, DEFAULT_SUITE, type SuiteName } from '../crypto/suite
 import { PqdbError } from '../errors';
 import { equalBytes } from '../_bytes';
 import { ml_kem1024_x25519 } from '../crypto/kem';
-import { authorityKeys, keyFrom } from './_keys';
+import { authorityKeys, recipientKeys } from './_keys';
+import { PIN_HELP, PIN_OPTIONS } from './_pin';
 import { signerKeyId } from '../crypto/proofs';
 import { UsageError } from './_report';
-import { openCliStore, requireSigner, requireUnlock } from './_store';
+import { notePin, openCliStore, requireSigner, requireUnlock } from './_store';
 import { KEY_OPTIONS, str, whole, type Verb } from './_verb';
 import { verify as verifyStoreAt } from './verify';
 import { verifySealedFiles } from './export';
@@ -44,6 +45,7 @@ export const init: Verb = {
   --authority-domain NAME   a domain the store pins: policies naming it govern the store (else a
                      policy must name the store id, pqdb policy sign --store)
   --signer FILE      also sign a first checkpoint
+  --pin-file FILE    write the new store's id and commit to FILE (the pin later verbs check)
 ${KEYS_HELP}`,
   positionals: { min: 1, max: 1 },
   options: {
@@ -52,6 +54,7 @@ ${KEYS_HELP}`,
     authority: { type: 'string', multiple: true },
     'authority-threshold': { type: 'string' },
     'authority-domain': { type: 'string' },
+    'pin-file': PIN_OPTIONS['pin-file'],
     ...KEY_OPTIONS,
   },
   async run({ positionals: [location], values, keys }) {
@@ -65,7 +68,9 @@ ${KEYS_HELP}`,
     } catch (e) {
       throw new UsageError(`--suite: ${(e as Error).message}`, { cause: e });
     }
-    const recipients = files.map((f) => keyFrom('recipient', f, undefined)!);
+    const kept = keys.pin?.storeId;
+    if (kept !== undefined) throw new UsageError(`--pin-file ${keys.pin?.file} already pins store ${kept}`);
+    const recipients = recipientKeys(files, unlock);
     const authority = authorityKeys(values.authority as string[] | undefined);
     const threshold = whole(values, 'authority-threshold');
     const domain = str(values, 'authority-domain');
@@ -102,6 +107,7 @@ ${KEYS_HELP}`,
     }
     try {
       const checkpoint = keys.signer !== undefined ? await store.checkpoint() : undefined;
+      notePin(keys, store);
       const info = store.info();
       const out = {
         location,
@@ -149,13 +155,15 @@ export const checkpoint: Verb = {
   help: `  Signs a checkpoint (store id, generation, size, root, previous hash) and persists it with the
   changed search indexes; prints its generation, size and hash (the hash is what
   pqdb verify --expect-checkpoint takes).
-${KEYS_HELP}`,
+${KEYS_HELP}
+${PIN_HELP}`,
   positionals: { min: 1, max: 1 },
-  options: { ...KEY_OPTIONS },
+  options: { ...KEY_OPTIONS, ...PIN_OPTIONS },
   async run({ positionals: [location], values, keys }) {
     requireUnlock(keys);
     requireSigner(keys);
-    const { store } = await openCliStore(location, keys, { write: true });
+    const opened = await openCliStore(location, keys, { write: true });
+    const { store } = opened;
     try {
       await store.checkpoint();
       const cp = store.info().checkpoint!;
@@ -167,7 +175,7 @@ ${KEYS_HELP}`,
       );
       return 0;
     } finally {
-      await store.close();
+      await opened.close();
     }
   },
 };
@@ -179,15 +187,17 @@ export const compactVerb: Verb = {
   help: `  Moves the live records of commit pages whose dead bytes (updated, deleted, migrated records)
   are at least --min-dead of the page (default 0.5) into new pages, one atomic commit per page,
   deletes the old pages and lets the page store reclaim their bytes; prints bytes before and after.
-${KEYS_HELP}`,
+${KEYS_HELP}
+${PIN_HELP}`,
   positionals: { min: 1, max: 1 },
-  options: { ...KEY_OPTIONS, 'min-dead': { type: 'string' } },
+  options: { ...KEY_OPTIONS, 'min-dead': { type: 'string' }, ...PIN_OPTIONS },
   async run({ positionals: [location], values, keys }) {
     requireUnlock(keys);
     const minDead = values['min-dead'] === undefined ? undefined : Number(values['min-dead']);
     if (minDead !== undefined && !(minDead >= 0 && minDead <= 1))
       throw new UsageError('--min-dead expected a fraction between 0 and 1');
-    const { store } = await openCliStore(location, keys, { write: true });
+    const opened = await openCliStore(location, keys, { write: true });
+    const { store } = opened;
     try {
       const r = await store.compact({ minDeadFraction: minDead });
       const mib = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
@@ -198,7 +208,7 @@ ${KEYS_HELP}`,
       );
       return 0;
     } finally {
-      await store.close();
+      await opened.close();
     }
   },
 };
@@ -215,6 +225,8 @@ export const verify: Verb = {
                         (pqdb export --sealed): each is checked against --signer-public
   --quiet               print nothing when every check holds
 ${KEYS_HELP}
+${PIN_HELP}
+                         (the three pin options need --unlock)
   exit status: 0 all checks hold, 1 a check failed, 2 usage error or unreadable store,
                3 no failure but checks skipped for want of a key`,
   positionals: { min: 1, max: 1 },
@@ -224,9 +236,12 @@ ${KEYS_HELP}
     sealed: { type: 'boolean' },
     unlock: KEY_OPTIONS.unlock,
     'signer-public': KEY_OPTIONS['signer-public'],
+    ...PIN_OPTIONS,
   },
-  run: ({ positionals: [location], values, keys, progress }) =>
-    values.sealed === true
+  run: async ({ positionals: [location], values, keys, progress }) => {
+    if (values.sealed === true && keys.pin !== undefined)
+      throw new UsageError('--store-id, --min-commit and --pin-file are for a store, not --sealed exports');
+    return values.sealed === true
       ? verifySealedFiles(location, values, keys)
       : verifyStoreAt(
           location,
@@ -237,7 +252,8 @@ ${KEYS_HELP}
             progress,
           },
           keys,
-        ),
+        );
+  },
 };
 
 export const migrate: Verb = {
@@ -248,7 +264,8 @@ export const migrate: Verb = {
   cnsa2-gcm-hkdf384-commit) while the store stays usable; resumes an unfinished migration;
   Ctrl-C pauses it (exit 130); prints the accounting; --retire then retires the older key
   generations (their pages deleted, their roots destroyed). With --signer it signs its checkpoint.
-${KEYS_HELP}`,
+${KEYS_HELP}
+${PIN_HELP}`,
   positionals: { min: 1, max: 1 },
   options: {
     to: { type: 'string' },
@@ -256,6 +273,7 @@ ${KEYS_HELP}`,
     chunk: { type: 'string' },
     retire: { type: 'boolean' },
     ...KEY_OPTIONS,
+    ...PIN_OPTIONS,
   },
   run: ({ positionals: [location], values, keys, progress }) =>
     migrateStore(
@@ -279,9 +297,11 @@ export const status: Verb = {
   help: `  Reads the manifest without keys (store id, commit, key generations: unauthenticated); with
   --unlock it authenticates the manifest and also shows suites, collections with their record
   counts, checkpoints and the migration.
-${KEYS_HELP}`,
+${KEYS_HELP}
+${PIN_HELP}
+                         (the three pin options need --unlock)`,
   positionals: { min: 1, max: 1 },
-  options: { unlock: KEY_OPTIONS.unlock },
+  options: { unlock: KEY_OPTIONS.unlock, ...PIN_OPTIONS },
   run: ({ positionals: [location], values, keys }) => statusOf(location, { json: values.json === true }, keys),
 };
 
@@ -295,9 +315,15 @@ export const posture: Verb = {
   --out FILE   write it to the new file FILE (an existing file is refused) and print one line
                (--json: { location, storeId, out, serialNumber, components })
   --unlock FILE          or PQDB_UNLOCK          recipient secret key: decrypt and authenticate
-  --signer-public FILE   or PQDB_SIGNER_PUBLIC   the checkpoint signer's public key, listed in the BOM`,
+  --signer-public FILE   or PQDB_SIGNER_PUBLIC   the checkpoint signer's public key, listed in the BOM
+${PIN_HELP}`,
   positionals: { min: 1, max: 1 },
-  options: { out: { type: 'string' }, unlock: KEY_OPTIONS.unlock, 'signer-public': KEY_OPTIONS['signer-public'] },
+  options: {
+    out: { type: 'string' },
+    unlock: KEY_OPTIONS.unlock,
+    'signer-public': KEY_OPTIONS['signer-public'],
+    ...PIN_OPTIONS,
+  },
   run: ({ positionals: [location], values, keys }) =>
     postureOf(location, { out: str(values, 'out'), json: values.json === true }, keys),
 };

@@ -19,10 +19,11 @@ import { resolve } from 'node:path';
 import { restoreStore } from '../node';
 import type { ManagedCopy } from '../engine/store';
 import { PqdbError } from '../errors';
-import { keyFrom } from './_keys';
+import { keyFrom, recipientKeys } from './_keys';
 import { countProgress } from './_progress';
 import { UsageError } from './_report';
 import { openCliStore, requireSigner, requireUnlock, type OpenedStore } from './_store';
+import { PIN_HELP, PIN_OPTIONS } from './_pin';
 import { KEY_OPTIONS, str, type Verb, type VerbArgs, type VerbGroup } from './_verb';
 import { readSigned } from './policy';
 import { publicKeysOf } from './admin';
@@ -50,7 +51,7 @@ async function withStore<T>(
   try {
     return await fn(opened);
   } finally {
-    await opened.store.close();
+    await opened.close();
   }
 }
 
@@ -67,9 +68,10 @@ export const backup: Verb = {
   time taken. Takes the store's writer lock.
   --json   print { location, copy, pages, bytes, pausedMs, tookMs }
 ${UNLOCK_HELP}
-${SIGNER_HELP}`,
+${SIGNER_HELP}
+${PIN_HELP}`,
   positionals: { min: 2, max: 2 },
-  options: { ...KEY_OPTIONS },
+  options: { ...KEY_OPTIONS, ...PIN_OPTIONS },
   async run(args) {
     const [location, destination] = args.positionals;
     requireUnlock(args.keys);
@@ -131,9 +133,10 @@ export const copiesList: Verb = {
   suites, records and commit; the restores made from it and its retirement follow its row. Opens
   the store read-only.
   --json   print { location, copies: [...] } (store.copies())
-${UNLOCK_HELP}`,
+${UNLOCK_HELP}
+${PIN_HELP}`,
   positionals: { min: 1, max: 1 },
-  options: { unlock: KEY_OPTIONS.unlock },
+  options: { unlock: KEY_OPTIONS.unlock, ...PIN_OPTIONS },
   async run(args) {
     const [location] = args.positionals;
     return withStore(location, args, false, async ({ store }) => {
@@ -173,9 +176,10 @@ export const copiesRetire: Verb = {
   Refused: a copy retired already (CONFLICT), an id not in the inventory (NOT_FOUND). Takes the
   store's writer lock.
   --json   print { location, copy, deleted }
-${UNLOCK_HELP}`,
+${UNLOCK_HELP}
+${PIN_HELP}`,
   positionals: { min: 2, max: 2 },
-  options: { unlock: KEY_OPTIONS.unlock },
+  options: { unlock: KEY_OPTIONS.unlock, ...PIN_OPTIONS },
   async run(args) {
     const [location, id] = args.positionals;
     return withStore(location, args, true, async ({ store }) => {
@@ -248,7 +252,7 @@ ${SIGNER_HELP}`,
         "the copy's signer public key is required (--trusted-signer FILE, --signer FILE or --signer-public FILE)",
       );
     const files = (values.recipient as string[] | undefined) ?? [];
-    const recipients = files.length > 0 ? files.map((f) => keyFrom('recipient', f, undefined)!) : undefined;
+    const recipients = files.length > 0 ? recipientKeys(files, unlock) : undefined;
     // The new store is made for its recipients only; a key that is none of them could not open it.
     if (recipients !== undefined && !recipients.some((r) => publicKeysOf(unlock).some((p) => equalBytes(p, r))))
       throw new UsageError('the --unlock key is not the secret key of any --recipient');

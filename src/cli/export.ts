@@ -16,6 +16,7 @@ import type { Keys } from './_keys';
 import { countProgress } from './_progress';
 import { UsageError } from './_report';
 import { collectionOf, openCliStore, requireSigner, requireUnlock } from './_store';
+import { PIN_HELP, PIN_OPTIONS } from './_pin';
 import { valueToJson } from './_values';
 import { KEY_OPTIONS, str, type Verb } from './_verb';
 
@@ -42,7 +43,8 @@ export const exportVerb: Verb = {
   --json           with --out FILE: print { collection, out, records }; with --sealed:
                    { collection, dir, files, checkpoint }
   --unlock FILE    or PQDB_UNLOCK: the recipient secret key
-  --signer FILE    or PQDB_SIGNER: the ML-DSA-87 secret key (public half from FILE.pub)`,
+  --signer FILE    or PQDB_SIGNER: the ML-DSA-87 secret key (public half from FILE.pub)
+${PIN_HELP}`,
   positionals: { min: 2, max: 2 },
   options: {
     format: { type: 'string' },
@@ -50,6 +52,7 @@ export const exportVerb: Verb = {
     sealed: { type: 'boolean' },
     prefix: { type: 'string' },
     ...KEY_OPTIONS,
+    ...PIN_OPTIONS,
   },
   async run({ positionals: [location, name], values, keys, progress }) {
     const format = str(values, 'format') ?? 'jsonl';
@@ -99,7 +102,7 @@ export const exportVerb: Verb = {
       );
       return 0;
     } finally {
-      await opened.store.close();
+      await opened.close();
     }
   },
 };

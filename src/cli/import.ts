@@ -18,6 +18,7 @@ import { PqdbError } from '../errors';
 import { countProgress } from './_progress';
 import { UsageError } from './_report';
 import { collectionOf, openCliStore, requireSigner, requireUnlock, splitList } from './_store';
+import { PIN_HELP, PIN_OPTIONS } from './_pin';
 import { csvRows, parseSchema, valueFromCsv, valueFromJson } from './_values';
 import { KEY_OPTIONS, str, whole, type Verb } from './_verb';
 
@@ -133,7 +134,8 @@ export const importVerb: Verb = {
   --index FIELDS    string fields to keep in the search index (persisted at the checkpoint)
   --signer FILE     sign a checkpoint after the last batch (its public half from FILE.pub)
   --json            print { collection, records, commits, ms, checkpoint? }
-  --unlock FILE     or PQDB_UNLOCK: the recipient secret key`,
+  --unlock FILE     or PQDB_UNLOCK: the recipient secret key
+${PIN_HELP}`,
   positionals: { min: 3, max: 3 },
   options: {
     format: { type: 'string' },
@@ -142,6 +144,7 @@ export const importVerb: Verb = {
     batch: { type: 'string' },
     index: { type: 'string' },
     ...KEY_OPTIONS,
+    ...PIN_OPTIONS,
   },
   async run({ positionals: [location, name, file], values, keys, progress }) {
     const format = str(values, 'format');
@@ -242,7 +245,7 @@ export const importVerb: Verb = {
       );
       return 0;
     } finally {
-      await opened.store.close();
+      await opened.close();
     }
   },
 };

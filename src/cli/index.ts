@@ -13,7 +13,8 @@
 // from outside the store: --unlock FILE or PQDB_UNLOCK (the recipient secret key), --signer FILE or
 // PQDB_SIGNER (the ML-DSA-87 secret key; its public half from FILE.pub), --signer-public FILE or
 // PQDB_SIGNER_PUBLIC; a FILE holds the raw key bytes or their base64, the variables base64. The
-// policy verbs load their authority keys themselves (policy.ts).
+// policy verbs load their authority keys themselves (policy.ts). A verb that opens a store takes
+// --store-id, --min-commit and --pin-file too (_pin.ts), read here into the keys' pin.
 //
 // Exit status: 0 success; 1 a check failed, a record was not found or a migration failed; 2 a usage
 // error (one line: `pqdb: <what> (see pqdb <verb> --help)`) or any failure (one line, `pqdb: [CODE]
@@ -26,7 +27,8 @@
 import { VERSION } from '../index';
 import { loadKeys, wipeKeys, type Keys } from './_keys';
 import { UsageError, errorText } from './_report';
-import { KEY_OPTIONS, groupUsage, parseVerb, verbUsage, type Verb, type VerbGroup } from './_verb';
+import { KEY_OPTIONS, groupUsage, parseVerb, str, verbUsage, type Verb, type VerbGroup } from './_verb';
+import { PIN_OPTIONS, pinFrom } from './_pin';
 import { keygen } from './keygen';
 import { init, checkpoint, compactVerb, verify, migrate, status, posture } from './admin';
 import { put, get, del, scan, search } from './records';
@@ -148,6 +150,19 @@ async function run(argv: string[]): Promise<number> {
     process.stdout.write(`${verbUsage(verb)}\n`);
     return 0;
   }
+  let pin;
+  try {
+    // Verbs that open a store declare --pin-file (and, but for init, --store-id and --min-commit).
+    if (verb.options['pin-file'] === PIN_OPTIONS['pin-file'])
+      pin = pinFrom({
+        'store-id': str(values, 'store-id'),
+        'min-commit': str(values, 'min-commit'),
+        'pin-file': str(values, 'pin-file'),
+      });
+  } catch (e) {
+    if (e instanceof UsageError) return usageError(e.message, verb);
+    throw e;
+  }
   let keys: Keys = {};
   const declared = (Object.keys(KEY_ENV) as (keyof typeof KEY_ENV)[]).filter((k) => verb.options[k] === KEY_OPTIONS[k]);
   if (declared.length > 0) {
@@ -160,6 +175,7 @@ async function run(argv: string[]): Promise<number> {
       return 2;
     }
   }
+  if (pin !== undefined) keys.pin = pin;
   const progress = values.json !== true && (values.progress === true || process.stderr.isTTY === true);
   try {
     return await verb.run({ positionals, values, keys, progress });

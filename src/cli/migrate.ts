@@ -14,6 +14,7 @@ import { PqdbError } from '../errors';
 import type { Keys } from './_keys';
 import { migrationProgress } from './_progress';
 import { UsageError, cannotOpen, errorText, formatAccounting } from './_report';
+import { notePin, pinned } from './_store';
 
 /** The options of `pqdb migrate` (strings as given on the command line). */
 export interface MigrateOptions {
@@ -49,11 +50,18 @@ export async function migrate(location: string, options: MigrateOptions, keys: K
   let store: Store;
   try {
     const pages = await openNodeFsPageStore(location, { create: false });
-    store = await Store.open(pages, { unlock, signer, signerPublicKey, autoCheckpoint: false }).catch(async (e) => {
+    const opening = { unlock, signer, signerPublicKey, autoCheckpoint: false as const, ...pinned(keys) };
+    store = await Store.open(pages, opening).catch(async (e) => {
       await pages.close();
       throw e;
     });
   } catch (e) {
+    return cannotOpen('migrate', location, e);
+  }
+  try {
+    notePin(keys, store);
+  } catch (e) {
+    await store.close();
     return cannotOpen('migrate', location, e);
   }
   const tty = options.progress === true && !options.json;
@@ -114,6 +122,10 @@ export async function migrate(location: string, options: MigrateOptions, keys: K
     return e instanceof RangeError || e instanceof TypeError ? 2 : 1;
   } finally {
     process.off('SIGINT', onSigint);
-    await store.close();
+    try {
+      notePin(keys, store);
+    } finally {
+      await store.close();
+    }
   }
 }

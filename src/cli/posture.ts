@@ -34,7 +34,7 @@ export async function posture(
   try {
     bom = opened.store.posture();
   } finally {
-    await opened.store.close();
+    await opened.close();
   }
   const text = `${JSON.stringify(bom, null, 2)}\n`;
   const { out } = options;

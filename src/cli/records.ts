@@ -16,6 +16,7 @@ import { collectionOf, openCliStore, requireUnlock, searchFields, splitList, typ
 import { parseValue, valueToJson } from './_values';
 import { KEY_OPTIONS, str, whole, type Verb, type VerbArgs } from './_verb';
 import type { Keys } from './_keys';
+import { PIN_HELP, PIN_OPTIONS } from './_pin';
 
 const UNLOCK_HELP = '  --unlock FILE   or PQDB_UNLOCK: the recipient secret key';
 
@@ -31,7 +32,7 @@ async function withStore<T>(
   try {
     return await fn(opened);
   } finally {
-    await opened.store.close();
+    await opened.close();
   }
 }
 
@@ -48,9 +49,10 @@ export const put: Verb = {
                     yet: name:type,… (types string, number, integer, boolean, bytes; "?" makes a
                     field optional) or a JSON object; later puts must give the same or none
   --index FIELDS    string fields to keep in the search index while writing (comma-separated)
-${UNLOCK_HELP}`,
+${UNLOCK_HELP}
+${PIN_HELP}`,
   positionals: { min: 3, max: 4 },
-  options: { schema: { type: 'string' }, index: { type: 'string' }, unlock: KEY_OPTIONS.unlock },
+  options: { schema: { type: 'string' }, index: { type: 'string' }, unlock: KEY_OPTIONS.unlock, ...PIN_OPTIONS },
   async run(args) {
     const [location, name, id, json] = args.positionals;
     const text = json === undefined || json === '-' ? readFileSync(0, 'utf8') : json;
@@ -76,9 +78,10 @@ export const get: Verb = {
   summary: "prints one record's value as JSON",
   help: `  Prints the value stored under <id> as one line of JSON; exit status 1 when there is none.
   --json   print { collection, id, found, value }
-${UNLOCK_HELP}`,
+${UNLOCK_HELP}
+${PIN_HELP}`,
   positionals: { min: 3, max: 3 },
-  options: { unlock: KEY_OPTIONS.unlock },
+  options: { unlock: KEY_OPTIONS.unlock, ...PIN_OPTIONS },
   async run(args) {
     const [location, name, id] = args.positionals;
     return withStore(location, args.keys, false, async (opened) => {
@@ -100,9 +103,10 @@ export const del: Verb = {
   help: `  Deletes the record stored under <id> (a delete is a leaf of the Merkle log too); exit status 1
   when there is none.
   --json   print { collection, id, deleted }
-${UNLOCK_HELP}`,
+${UNLOCK_HELP}
+${PIN_HELP}`,
   positionals: { min: 3, max: 3 },
-  options: { unlock: KEY_OPTIONS.unlock },
+  options: { unlock: KEY_OPTIONS.unlock, ...PIN_OPTIONS },
   async run(args) {
     const [location, name, id] = args.positionals;
     return withStore(location, args.keys, true, async (opened) => {
@@ -137,9 +141,10 @@ export const scan: Verb = {
   --prefix P   only ids starting with P
   --limit N    at most N records
   --json       print { collection, prefix, count, records: [{ id, value }] }
-${UNLOCK_HELP}`,
+${UNLOCK_HELP}
+${PIN_HELP}`,
   positionals: { min: 2, max: 2 },
-  options: { prefix: { type: 'string' }, limit: { type: 'string' }, unlock: KEY_OPTIONS.unlock },
+  options: { prefix: { type: 'string' }, limit: { type: 'string' }, unlock: KEY_OPTIONS.unlock, ...PIN_OPTIONS },
   async run(args) {
     const [location, name] = args.positionals;
     const limit = whole(args.values, 'limit', 0);
@@ -166,7 +171,8 @@ export const search: Verb = {
   --fields F       the string fields to index (comma-separated); default: those of the
                    persisted index, else every string field of the schema
   --json           print { collection, query, mode, count, records: [{ id, value }] }
-${UNLOCK_HELP}`,
+${UNLOCK_HELP}
+${PIN_HELP}`,
   positionals: { min: 3, max: 3 },
   options: {
     mode: { type: 'string' },
@@ -174,6 +180,7 @@ ${UNLOCK_HELP}`,
     limit: { type: 'string' },
     fields: { type: 'string' },
     unlock: KEY_OPTIONS.unlock,
+    ...PIN_OPTIONS,
   },
   async run(args) {
     const [location, name, query] = args.positionals;

@@ -13,7 +13,8 @@ import { readManifest, unlockManifest, type Manifest, type MigrationRecord } fro
 import { suite as suiteOf } from '../crypto/suites';
 import { PqdbError } from '../errors';
 import type { Keys } from './_keys';
-import { cannotOpen, formatAccounting } from './_report';
+import { cannotOpen, formatAccounting, UsageError } from './_report';
+import { notePin, pinned } from './_store';
 
 /**
  * Runs `pqdb status`; returns the exit status. The caller owns `keys` (and wipes them).
@@ -23,6 +24,10 @@ import { cannotOpen, formatAccounting } from './_report';
  */
 export async function status(location: string, options: { json?: boolean }, keys: Keys): Promise<number> {
   const { unlock } = keys;
+  if (keys.pin !== undefined && unlock === undefined)
+    throw new UsageError(
+      '--store-id, --min-commit and --pin-file need --unlock (the header alone is not authenticated)',
+    );
   let pages;
   try {
     pages = await openNodeFsPageStore(location, { readOnly: true, create: false });
@@ -37,13 +42,17 @@ export async function status(location: string, options: { json?: boolean }, keys
     let counts: Record<string, number> | undefined;
     let migration: MigrationStatus | undefined;
     if (unlock !== undefined) {
-      const opened = unlockManifest(raw, unlock);
+      const opened = unlockManifest(raw, unlock, pinned(keys));
       opened.keys.close();
       m = opened.manifest;
-      const store = await Store.open(pages, { unlock, readOnly: true, storeId: header.storeId });
-      counts = store.info().collections;
-      migration = store.migration();
-      await store.close();
+      const store = await Store.open(pages, { unlock, readOnly: true, storeId: header.storeId, ...pinned(keys) });
+      try {
+        counts = store.info().collections;
+        migration = store.migration();
+        notePin(keys, store);
+      } finally {
+        await store.close();
+      }
     }
     // Without the key only the header is readable: the store id, the commit counter and which key
     // generations have envelopes; the rest of the manifest is sealed.

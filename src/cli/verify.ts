@@ -11,8 +11,10 @@ import { openNodeFsPageStore } from '../storage/node-fs';
 import { verifyStore, formatVerifyReport } from '../engine/verify';
 import { PqdbError } from '../errors';
 import type { Keys } from './_keys';
+import { recordPin } from './_pin';
 import { verifyProgress } from './_progress';
 import { errorText } from './_report';
+import { checkPin } from './_store';
 
 /**
  * Runs `pqdb verify`; returns the exit status. The caller owns `keys` (and wipes them).
@@ -37,6 +39,20 @@ export async function verify(
     return e instanceof PqdbError && e.code === 'CORRUPTION' ? 1 : 2;
   }
   try {
+    let seen: { storeId: string; commit: number } | undefined;
+    if (keys.pin !== undefined)
+      try {
+        seen = checkPin(await pages.readManifest(), keys);
+      } catch (e) {
+        if (!(e instanceof PqdbError)) throw e;
+        const problem = { where: 'manifest', code: e.code, message: e.message };
+        if (options.json)
+          process.stdout.write(
+            `${JSON.stringify({ ok: false, complete: false, location, problems: [problem] }, null, 2)}\n`,
+          );
+        else process.stderr.write(`pqdb verify: ${location}: ${errorText(e)}\n`);
+        return 1;
+      }
     const pin = options['expect-checkpoint'];
     const report = await verifyStore(pages, {
       unlock: keys.unlock,
@@ -44,6 +60,7 @@ export async function verify(
       ...(pin !== undefined ? { expectCheckpoint: /^\d+$/.test(pin) ? Number(pin) : pin } : {}),
       onProgress: verifyProgress(options.progress === true && !options.json && !options.quiet),
     });
+    if (seen !== undefined && report.ok) recordPin(keys.pin, seen);
     if (options.json) process.stdout.write(`${JSON.stringify({ location, ...report }, null, 2)}\n`);
     else if (!options.quiet || !report.ok) process.stdout.write(`${formatVerifyReport(report, location)}\n`);
     return !report.ok ? 1 : report.complete ? 0 : 3;

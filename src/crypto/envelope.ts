@@ -48,9 +48,48 @@ export function recipientId(publicKey: Uint8Array): Uint8Array {
   return sha384(bytes('publicKey', publicKey)).slice(0, 16);
 }
 
+const P = 2n ** 255n - 19n;
+/** The order of Curve25519's prime-order subgroup (RFC 7748 §4.1). */
+const Q = 2n ** 252n + 27742317777372353535851937790883648493n;
+
+/**
+ * Whether 32 bytes can be an X25519 public key: the canonical u-coordinate (below p, so the top bit
+ * clear) of a point of Curve25519's prime-order subgroup other than the identity, as X25519(k, 9) is
+ * for every scalar k (a clamped scalar is a multiple of the cofactor). Tested by [Q]·u = ∞ with the
+ * RFC 7748 §5 ladder (a point of the twist never passes: the twist's order is prime to Q). A random
+ * string passes with probability about 1/32, so a recipient secret key (32 random bytes, either
+ * kind) given for an X25519 public key is refused 31 times out of 32. Not constant time: for public
+ * keys (and a secret key given by mistake, which is refused).
+ */
+export function isX25519PublicKey(pk: Uint8Array): boolean {
+  if (bytes('publicKey', pk).length !== 32) return false;
+  let u = 0n;
+  for (let i = 31; i >= 0; i--) u = (u << 8n) | BigInt(pk[i]);
+  if (u === 0n || u >= P) return false;
+  const m = (x: bigint) => ((x % P) + P) % P;
+  let [x2, z2, x3, z3] = [1n, 0n, u, 1n];
+  for (let t = 252n; t >= 0n; t--) {
+    if (((Q >> t) & 1n) === 1n) [x2, z2, x3, z3] = [x3, z3, x2, z2];
+    const [a, b, c, d] = [x2 + z2, x2 - z2, x3 + z3, x3 - z3];
+    const [aa, bb, da, cb] = [m(a * a), m(b * b), m(d * a), m(c * b)];
+    const e = aa - bb;
+    [x3, z3] = [m((da + cb) ** 2n), m(u * m((da - cb) ** 2n))];
+    [x2, z2] = [m(aa * bb), m(e * (aa + 121665n * e))];
+    if (((Q >> t) & 1n) === 1n) [x2, z2, x3, z3] = [x3, z3, x2, z2];
+  }
+  return z2 === 0n;
+}
+
 function typeOfPublicKey(pk: Uint8Array): number {
   if (pk.length === H.publicKey) return ENVELOPE_HYBRID;
-  if (pk.length === 32) return ENVELOPE_CLASSICAL;
+  if (pk.length === 32) {
+    if (!isX25519PublicKey(pk))
+      throw new PqdbError(
+        'INVALID_KEY',
+        'an X25519 recipient public key is a point of the prime-order subgroup, and this is none (a recipient secret key given for its public key?)',
+      );
+    return ENVELOPE_CLASSICAL;
+  }
   throw new RangeError(
     `"publicKey" expected a hybrid (${H.publicKey} bytes) or X25519 (32 bytes) public key, got length=${pk.length}`,
   );

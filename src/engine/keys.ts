@@ -42,6 +42,16 @@ export function storeKey(secret: Uint8Array, label: string, length = 32): Uint8A
   return hkdf(sha384, secret, new Uint8Array(0), enc.encode(label), length);
 }
 
+/** `use(key)` for the key storeKey(secret, label, length), wiped once `use` returns or throws. */
+export function withStoreKey<T>(secret: Uint8Array, label: string, use: (key: Uint8Array) => T, length = 32): T {
+  const key = storeKey(secret, label, length);
+  try {
+    return use(key);
+  } finally {
+    key.fill(0);
+  }
+}
+
 /**
  * The blind of the leaves of a commit page with commit salt `salt`: HMAC-SHA384 under a key from
  * the store secret, cut to 32 bytes (src/crypto/proofs.ts BLIND_BYTES). Published leaf hashes are
@@ -77,6 +87,18 @@ function publicKeysOf(secretKey: Uint8Array): Uint8Array[] {
   bytes('secretKey', secretKey, 32);
   // A 32-byte secret may be either kind: try both ids (the hybrid id needs an ML-KEM key generation).
   return [ml_kem1024_x25519.getPublicKey(secretKey), x25519.getPublicKey(secretKey)];
+}
+
+/**
+ * Refuses a recipient secret key given where a public key belongs (it would sit in the manifest
+ * every recipient reads, its owner locked out): a 32-byte key whose public key, taking it for a
+ * hybrid seed or an X25519 scalar, has a recipient id in `ids` (a recipient of the store or of the
+ * same call). Any other secret key is refused by wrapRoot's X25519 shape check 31 times out of 32.
+ * @throws PqdbError INVALID_KEY
+ */
+function refuseSecretKey(name: string, key: Uint8Array, ids: ReadonlySet<string>): void {
+  if (bytes(name, key).length === 32 && publicKeysOf(key).some((pk) => ids.has(hexOf(recipientId(pk)))))
+    throw new PqdbError('INVALID_KEY', `"${name}" is a recipient's secret key, not a public key`);
 }
 
 /**
@@ -435,6 +457,9 @@ export class KeyringDraft {
     const s = suiteOf(suiteName);
     if (!Array.isArray(recipients) || recipients.length === 0)
       throw new RangeError('"recipients" expected at least one public key');
+    const ids = this.#recipientIds();
+    recipients.forEach((pk, i) => ids.add(hexOf(recipientId(bytes(`recipients[${i}]`, pk)))));
+    recipients.forEach((pk, i) => refuseSecretKey(`recipients[${i}]`, pk, ids));
     const wrapAll = (root: Uint8Array, generation: number) =>
       recipients.map((pk, i) => wrapRoot(root, bytes(`recipients[${i}]`, pk), s.id, generation));
     if (!this.#records.some((r) => r.generation === STORE_GENERATION)) {
@@ -465,6 +490,7 @@ export class KeyringDraft {
    */
   addRecipient(publicKey: Uint8Array): void {
     const id = hexOf(recipientId(bytes('publicKey', publicKey)));
+    refuseSecretKey('publicKey', publicKey, this.#recipientIds());
     this.#records = this.#records.map((r) => {
       if (r.envelopes.some((e) => hexOf(readEnvelope(e).recipientId) === id)) return r;
       const root = this.#rootOf(r.generation);
@@ -489,6 +515,12 @@ export class KeyringDraft {
         throw new RangeError(`removing this recipient would leave generation ${r.generation} unreadable`);
       return { ...r, envelopes: keep };
     });
+  }
+
+  /** The recipient ids of the store secret's envelopes (every recipient has one). */
+  #recipientIds(): Set<string> {
+    const store = this.#records.find((r) => r.generation === STORE_GENERATION);
+    return new Set((store?.envelopes ?? []).map((e) => hexOf(readEnvelope(e).recipientId)));
   }
 
   /** Leaves generations out (retirement): installing the draft destroys their roots. */

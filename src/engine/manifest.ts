@@ -18,7 +18,7 @@
 import { PqdbError } from '../errors';
 import { gcmsiv } from '../kernels/aead';
 import { suites } from '../crypto/suites';
-import { KeyRing, openStoreSecret, storeKey, type GenerationRecord } from './keys';
+import { KeyRing, openStoreSecret, withStoreKey, type GenerationRecord } from './keys';
 import type { RegistryRecord } from './registry';
 import { compileSchema, type Schema } from './codec';
 
@@ -389,9 +389,9 @@ export function unlockManifest(
   const secret = openStoreSecret(sealed.storeEnvelopes, secretKey);
   let keys: KeyRing | undefined;
   try {
-    if (hex(storeKey(secret, STORE_ID_LABEL, 16)) !== sealed.header.storeId)
+    if (withStoreKey(secret, STORE_ID_LABEL, hex, 16) !== sealed.header.storeId)
       throw new PqdbError('AUTH_FAILED', 'the manifest does not authenticate');
-    const manifest = sealed.open(storeKey(secret, MANIFEST_KEY_LABEL));
+    const manifest = withStoreKey(secret, MANIFEST_KEY_LABEL, (k) => sealed.open(k));
     keys = new KeyRing(generationRecords(manifest), options.keyCacheSize);
     keys.unlock(secretKey, secret);
     return { manifest, keys };

@@ -197,19 +197,21 @@ export class Store {
         throw new RangeError('"recipients" expected at least one public key to create a store');
       const suite = suiteOf(options.suite ?? DEFAULT_SUITE);
       const keys = new KeyRing([], options.keyCacheSize);
-      keys.createGeneration(suite.id, recipients);
-      keys.unlock(options.unlock); // the creator must be able to open what it creates
-      const registry = new Registry({ active: suite.id });
-      const storeId = hex(keys.storeKey(STORE_ID_LABEL, 16));
-      const manifest = newManifest(storeId, keys.records(), registry.records(), suite.id, recipients);
-      const pinned = authorityKeysOf(options.authorityPublicKey);
-      manifest.authority = pinnedAuthority(
-        pinned,
-        pinnedOptions(pinned, options.authorityThreshold, options.authorityDomain),
-      );
-      const store = new Store(pages, keys, manifest, registry, options);
-      await store.#p.pipeline.run(() => undefined); // the first manifest
-      return store;
+      return Store.#wipingOnFailure(keys, async (made) => {
+        keys.createGeneration(suite.id, recipients);
+        keys.unlock(options.unlock); // the creator must be able to open what it creates
+        const registry = new Registry({ active: suite.id });
+        const storeId = hex(keys.storeKey(STORE_ID_LABEL, 16));
+        const manifest = newManifest(storeId, keys.records(), registry.records(), suite.id, recipients);
+        const pinned = authorityKeysOf(options.authorityPublicKey);
+        manifest.authority = pinnedAuthority(
+          pinned,
+          pinnedOptions(pinned, options.authorityThreshold, options.authorityDomain),
+        );
+        const store = made(new Store(pages, keys, manifest, registry, options));
+        await store.#p.pipeline.run(() => undefined); // the first manifest
+        return store;
+      });
     }
     if (options.storeId !== undefined && typeof options.storeId !== 'string')
       throw new TypeError('"storeId" expected a string of 32 hex digits');
@@ -221,7 +223,7 @@ export class Store {
         `the store is at commit ${manifest.commit}, older than the ${options.minCommit} it was known to reach: an older copy of it`,
       );
     }
-    try {
+    return Store.#wipingOnFailure(keys, async (made) => {
       if (manifest.copy !== undefined && options.readOnly !== true)
         throw new PqdbError(
           'READ_ONLY',
@@ -229,19 +231,32 @@ export class Store {
         );
       checkPinnedKeys(manifest, authorityKeysOf(options.authorityPublicKey));
       openedPolicy(manifest); // its signatures, once, and that it governs this store
+      const registry = new Registry({ records: manifest.registry });
+      const store = made(new Store(pages, keys, manifest, registry, options, raw));
+      const found = await replay(pages, manifest, keys, store.#target, store.#readOnly);
+      store.#checkpointList.push(...found.checkpoints);
+      store.#recovered = found.recovered;
+      if (found.pending !== undefined) store.#p.lexical.restorePending(found.pending);
+      if (found.persistedLogs !== undefined) store.#p.checkpoints.notePersisted(found.persistedLogs);
+      // An unfinished migration resumes where its durable cursor stands.
+      if (manifest.migration !== undefined && !store.#readOnly) store.#migration.resume();
+      return store;
+    });
+  }
+
+  /**
+   * Runs an open that has unlocked `keys`; when it fails, wipes them (and the signer key of the
+   * store `made`, if one was made) before rethrowing. The page store stays with the caller.
+   */
+  static async #wipingOnFailure(keys: KeyRing, open: (made: (s: Store) => Store) => Promise<Store>): Promise<Store> {
+    let store: Store | undefined;
+    try {
+      return await open((s) => (store = s));
     } catch (e) {
       keys.close();
+      if (store !== undefined) store.#p.checkpoints.close();
       throw e;
     }
-    const store = new Store(pages, keys, manifest, new Registry({ records: manifest.registry }), options, raw);
-    const found = await replay(pages, manifest, keys, store.#target, store.#readOnly);
-    store.#checkpointList.push(...found.checkpoints);
-    store.#recovered = found.recovered;
-    if (found.pending !== undefined) store.#p.lexical.restorePending(found.pending);
-    if (found.persistedLogs !== undefined) store.#p.checkpoints.notePersisted(found.persistedLogs);
-    // An unfinished migration resumes where its durable cursor stands.
-    if (manifest.migration !== undefined && !store.#readOnly) store.#migration.resume();
-    return store;
   }
 
   /** Opens a read-only store on `view` that follows the writer (follower.ts). */
