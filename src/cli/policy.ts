@@ -27,6 +27,7 @@ import { writeNew } from './_files';
 import { authorityKeys, keyPairFile } from './_keys';
 import { UsageError } from './_report';
 import { openCliStore, requireUnlock } from './_store';
+import { PIN_HELP, PIN_OPTIONS } from './_pin';
 import { KEY_OPTIONS, str, type Verb, type VerbArgs, type VerbGroup } from './_verb';
 
 const MAGIC = 'PQAP';
@@ -35,7 +36,8 @@ const HEAD_BYTES = 9;
 
 const STORE_HELP = `  --authority FILE   the authority public key(s) the store must pin (else AUTH_FAILED); repeat
                      or separate with commas
-  --unlock FILE      or PQDB_UNLOCK: the recipient secret key`;
+  --unlock FILE      or PQDB_UNLOCK: the recipient secret key
+${PIN_HELP}`;
 
 const keyIdHex = (publicKey: Uint8Array): string => Buffer.from(signerKeyId(publicKey)).toString('hex');
 
@@ -219,13 +221,14 @@ export const policySet: Verb = {
   skips one).
 ${STORE_HELP}`,
   positionals: { min: 2, max: 2 },
-  options: { authority: { type: 'string', multiple: true }, unlock: KEY_OPTIONS.unlock },
+  options: { authority: { type: 'string', multiple: true }, unlock: KEY_OPTIONS.unlock, ...PIN_OPTIONS },
   async run(args) {
     const [location, file] = args.positionals;
     requireUnlock(args.keys);
     const signed = readSigned(file);
     const authority = authorityKeys(args.values.authority as string[] | undefined);
-    const { store } = await openCliStore(location, args.keys, { write: true, authority });
+    const opened = await openCliStore(location, args.keys, { write: true, authority });
+    const { store } = opened;
     try {
       const p = await store.setPolicy(signed);
       const { commit } = store.info();
@@ -236,7 +239,7 @@ ${STORE_HELP}`,
       );
       return 0;
     } finally {
-      await store.close();
+      await opened.close();
     }
   },
 };
@@ -251,12 +254,13 @@ export const policyShow: Verb = {
   --json   print { location, authorityKeys, policy } (policy null when none)
 ${STORE_HELP}`,
   positionals: { min: 1, max: 1 },
-  options: { authority: { type: 'string', multiple: true }, unlock: KEY_OPTIONS.unlock },
+  options: { authority: { type: 'string', multiple: true }, unlock: KEY_OPTIONS.unlock, ...PIN_OPTIONS },
   async run(args) {
     const [location] = args.positionals;
     requireUnlock(args.keys);
     const authority = authorityKeys(args.values.authority as string[] | undefined);
-    const { store, manifest } = await openCliStore(location, args.keys, { write: false, authority });
+    const opened = await openCliStore(location, args.keys, { write: false, authority });
+    const { store, manifest } = opened;
     try {
       const pinned = (manifest.authority?.keys ?? []).map((k) => keyIdHex(unb64(k)));
       const p = store.policy();
@@ -278,7 +282,7 @@ ${STORE_HELP}`,
       print(args, { location, authorityKeys: pinned, policy: shown }, lines.join('\n'));
       return 0;
     } finally {
-      await store.close();
+      await opened.close();
     }
   },
 };

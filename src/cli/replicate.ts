@@ -40,6 +40,7 @@ import { PqdbError } from '../errors';
 import { keyPairFile, publicKeyFile, publicKeyFiles } from './_keys';
 import { UsageError, cannotOpen } from './_report';
 import { openCliStore, requireSigner, requireUnlock } from './_store';
+import { PIN_HELP, PIN_OPTIONS } from './_pin';
 import { KEY_OPTIONS, str, whole, type Verb, type VerbArgs, type VerbGroup } from './_verb';
 
 /** How often a status line is printed. */
@@ -181,7 +182,8 @@ export const replicateServe: Verb = {
   --json            one JSON object per line: { event: "listening", host, port, storeId, commit },
                     { event: "status", time, commit, followers: { connected, live },
                     recordsPerSecond }, { event: "closed", signal, commit }
-${UNLOCK_HELP}`,
+${UNLOCK_HELP}
+${PIN_HELP}`,
   positionals: { min: 1, max: 1 },
   options: {
     identity: { type: 'string' },
@@ -189,6 +191,7 @@ ${UNLOCK_HELP}`,
     host: { type: 'string' },
     port: { type: 'string' },
     ...KEY_OPTIONS,
+    ...PIN_OPTIONS,
   },
   async run(args) {
     const [location] = args.positionals;
