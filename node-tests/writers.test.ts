@@ -4,8 +4,10 @@
 // by the compare-and-swap of the commit counter: whichever writer was overtaken gets CONFLICT and
 // writes nothing, and every acknowledged put survives.
 import { describe, it, expect, afterEach } from 'vitest';
-import { mkdtempSync, rmSync, unlinkSync, existsSync } from 'node:fs';
-import { fork } from 'node:child_process';
+import { mkdtempSync, rmSync, unlinkSync, existsSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore, generateRecipient, openNodeFsPageStore } from '../src/node';
@@ -96,5 +98,192 @@ describe('a second writer', () => {
     expect([await c.get('a1'), await c.get('b1')]).toEqual([{ n: 1 }, { n: 2 }]);
     expect(c.has('a2')).toBe(false);
     await again.close();
+  });
+});
+
+// Two writers the host lock does not reach: each in a network namespace of its own (a container
+// sharing the volume), with LOCK deleted behind the first one's back. They start their puts at the
+// same instant; whichever links the next MANIFEST first wins, the other gets CONFLICT at its first
+// commit. Every acknowledged put of the winner must survive and the store must open, for writing
+// and read-only, after every trial.
+const unshareWorks = (() => {
+  if (process.platform !== 'linux') return false;
+  try {
+    return spawnSync('unshare', ['-n', 'true']).status === 0;
+  } catch {
+    return false;
+  }
+})();
+const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+
+interface RaceChild {
+  proc: ChildProcess;
+  netns: string;
+  next: () => Promise<Record<string, unknown>>;
+}
+
+async function raceChild(): Promise<RaceChild> {
+  const proc = spawn(
+    'unshare',
+    [
+      '-n',
+      process.execPath,
+      fileURLToPath(new URL('./support/race-writer.mjs', import.meta.url)),
+      hex(r.publicKey),
+      hex(r.secretKey),
+    ],
+    { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] },
+  );
+  const inbox: Record<string, unknown>[] = [];
+  const waiting: ((m: Record<string, unknown>) => void)[] = [];
+  proc.on('message', (m: Record<string, unknown>) => {
+    const w = waiting.shift();
+    if (w) w(m);
+    else inbox.push(m);
+  });
+  const next = () =>
+    new Promise<Record<string, unknown>>((resolve) => {
+      const m = inbox.shift();
+      if (m) resolve(m);
+      else waiting.push(resolve);
+    });
+  const ready = await next();
+  return { proc, netns: String(ready.netns), next };
+}
+
+describe.skipIf(!unshareWorks)('two writers in separate network namespaces, started at one instant', () => {
+  it('the overtaken one gets CONFLICT and loses only its own commit; every acknowledged put survives', async () => {
+    const [a, b] = await Promise.all([raceChild(), raceChild()]);
+    try {
+      expect(a.netns).not.toBe(b.netns); // the host lock of one does not reach the other
+      const TRIALS = 8;
+      const PUTS = 60;
+      for (let t = 0; t < TRIALS; t++) {
+        const dir = mkdtempSync(join(tmpdir(), 'pqdb-race-'));
+        dirs.push(dir);
+        const seed = await open(dir, true);
+        await seed.collection('race', { schema: { w: 'string', i: 'integer' } }).put('seed', { w: 'seed', i: 0 });
+        await seed.close();
+        a.proc.send({ op: 'open', dir });
+        expect(await a.next()).toEqual({ opened: true });
+        unlinkSync(join(dir, 'LOCK')); // deleted behind the live holder's back
+        b.proc.send({ op: 'open', dir });
+        expect(await b.next()).toEqual({ opened: true }); // let in: another namespace, no LOCK
+        const done = [a.next(), b.next()];
+        a.proc.send({ op: 'go', n: PUTS, tag: 'a' }); // the start barrier: both wait for this
+        b.proc.send({ op: 'go', n: PUTS, tag: 'b' });
+        const [ra, rb] = (await Promise.all(done)) as { acked: number[]; error?: string }[];
+        const [winner, loser, wtag, ltag] =
+          ra.acked.length >= rb.acked.length ? [ra, rb, 'a', 'b'] : [rb, ra, 'b', 'a'];
+        const where = `trial ${t}: a acked ${ra.acked.length} (${ra.error ?? 'no error'}), b acked ${rb.acked.length} (${rb.error ?? 'no error'})`;
+        expect(winner.acked.length, where).toBe(PUTS);
+        expect(winner.error, where).toBeUndefined();
+        expect(loser.acked, where).toEqual([]); // its first commit was the one overtaken
+        expect(loser.error, where).toBe('CONFLICT');
+
+        const check = async (s: Awaited<ReturnType<typeof open>>) => {
+          const c = s.collection('race', { schema: { w: 'string', i: 'integer' } });
+          expect(await c.get('seed')).toEqual({ w: 'seed', i: 0 });
+          for (const i of winner.acked) expect(await c.get(`${wtag}-${i}`), where).toEqual({ w: wtag, i });
+          expect(c.has(`${ltag}-0`), where).toBe(false);
+          await s.close();
+        };
+        await check(await openStore({ location: dir, readOnly: true, recipients: [r.publicKey], unlock: r.secretKey }));
+        await check(await open(dir));
+      }
+    } finally {
+      for (const c of [a, b]) c.proc.send({ op: 'exit' });
+    }
+  }, 60_000);
+});
+
+const isRoot = process.platform === 'linux' && process.getuid?.() === 0;
+
+describe.skipIf(!isRoot)('another local user', () => {
+  it('cannot lock the owner out: the host lock is named from a key only the owner can read', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pqdb-writers-')); // 0700, root's
+    dirs.push(dir);
+    await (await open(dir, true)).close();
+    // The name the host lock had, from stat() of the directory alone: anyone could bind it first.
+    const s = statSync(dir, { bigint: true });
+    const oldName = `\0pqdb-${createHash('sha256').update(`pqdb node-fs lock v1\0${s.dev}\0${s.ino}`).digest('hex').slice(0, 40)}`;
+    const squatter = spawn(
+      'runuser',
+      [
+        '-u',
+        'nobody',
+        '--',
+        process.execPath,
+        '-e',
+        `const fs = require('node:fs');
+         let key = 'unreadable';
+         try { fs.readFileSync(process.argv[2] + '/LOCK.key'); key = 'read'; } catch (e) { key = e.code; }
+         const srv = require('node:net').createServer();
+         srv.on('error', (e) => { console.log('error ' + e.code); process.exit(1); });
+         srv.listen({ path: Buffer.from(process.argv[1], 'hex').toString('latin1'), exclusive: true },
+           () => console.log('bound ' + process.getuid() + ' ' + key));`,
+        Buffer.from(oldName, 'latin1').toString('hex'),
+        dir,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    try {
+      const line = await new Promise<string>((resolve) =>
+        squatter.stdout!.once('data', (d) => resolve(String(d).trim())),
+      );
+      expect(line).toBe('bound 65534 EACCES'); // nobody holds the old name and cannot read the key
+      const w = await open(dir); // the owner still opens for writing…
+      await w.collection('c', { schema }).put('k', { n: 1 });
+      const ro = await openStore({ location: dir, readOnly: true, recipients: [r.publicKey], unlock: r.secretKey });
+      expect(await ro.collection('c', { schema }).get('k')).toEqual({ n: 1 }); // …and read-only
+      await ro.close();
+      await w.close();
+    } finally {
+      squatter.kill('SIGKILL');
+    }
+  });
+});
+
+describe('a read-only open', () => {
+  it('needs no lock: it opens and reads while a writer in another process holds the store, and does not block it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pqdb-writers-'));
+    dirs.push(dir);
+    await (await open(dir, true)).close();
+    const child = fork(new URL('./support/crash-writer.mjs', import.meta.url), [
+      dir,
+      '0',
+      hex(r.publicKey),
+      hex(r.secretKey),
+      '1',
+    ]);
+    const acks: number[] = [];
+    const waiters: [number, () => void][] = [];
+    child.on('message', (m: { acked?: number }) => {
+      if (m.acked === undefined) return;
+      acks.push(m.acked);
+      for (const [n, go] of waiters.splice(0))
+        if (acks.length >= n) go();
+        else waiters.push([n, go]);
+    });
+    const acked = (n: number) =>
+      new Promise<void>((resolve) => (acks.length >= n ? resolve() : waiters.push([n, resolve])));
+    try {
+      await acked(3);
+      await expect(open(dir)).rejects.toMatchObject({ code: 'LOCKED' }); // a second writer is still refused
+      const ro = await openStore({ location: dir, readOnly: true, recipients: [r.publicKey], unlock: r.secretKey });
+      const seen = acks.length;
+      const c = ro.collection('crash', { schema: { round: 'integer', i: 'integer', payload: 'string' } });
+      for (let i = 0; i < seen; i++) expect(await c.get(`r0-${i}`)).toMatchObject({ round: 0, i });
+      await acked(seen + 5); // the writer goes on committing while the reader is open
+      const again = await openStore({ location: dir, readOnly: true, recipients: [r.publicKey], unlock: r.secretKey });
+      const c2 = again.collection('crash', { schema: { round: 'integer', i: 'integer', payload: 'string' } });
+      expect(await c2.get(`r0-${seen + 4}`)).toMatchObject({ round: 0, i: seen + 4 }); // a later view sees later commits
+      await again.close();
+      await ro.close();
+    } finally {
+      const exited = new Promise((resolve) => child.on('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    }
   });
 });

@@ -26,9 +26,7 @@ export const LOCK_KEY_TMP_RE = /^LOCK\.key\.tmp-[0-9a-f]{16}$/;
 export type HostLockResult = { release: () => Promise<void> } | 'held' | 'unsupported';
 
 const randomHex = (bytes: number): string =>
-  Array.from(globalThis.crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, '0')).join(
-    '',
-  );
+  Array.from(globalThis.crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, '0')).join('');
 
 /** The store's lock key: read from LOCK.key, or made (readable by the owner only) when missing. */
 async function lockKey(dir: string): Promise<string> {

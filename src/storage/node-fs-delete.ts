@@ -21,7 +21,11 @@ import { LOCK_KEY, LOCK_KEY_TMP_RE } from './host-lock';
 
 /** Files of a store other than MANIFEST and LOCK: segments, numbered and temporary manifests, the lock key. */
 const storeFile = (n: string): boolean =>
-  SEGMENT_RE.test(n) || MANIFEST_FILE_RE.test(n) || MANIFEST_TMP_RE.test(n) || n === LOCK_KEY || LOCK_KEY_TMP_RE.test(n);
+  SEGMENT_RE.test(n) ||
+  MANIFEST_FILE_RE.test(n) ||
+  MANIFEST_TMP_RE.test(n) ||
+  n === LOCK_KEY ||
+  LOCK_KEY_TMP_RE.test(n);
 
 const notFound = (dir: string, why: string): PqdbError =>
   new PqdbError('NOT_FOUND', `no pqdb store at ${dir}: ${why}; nothing was deleted`);
@@ -35,8 +39,9 @@ const notFound = (dir: string, why: string): PqdbError =>
 export async function deleteNodeFsStore(dir: string): Promise<void> {
   if (typeof dir !== 'string' || dir.length === 0)
     throw new TypeError(`"location" expected a non-empty string, got ${typeof dir}`);
-  await entries(dir); // a missing directory is NOT_FOUND before any lock is tried
+  const hadKey = (await entries(dir)).includes(LOCK_KEY); // a missing directory is NOT_FOUND before any lock is tried
   const lock = await takeWriterLock(dir);
+  let deleted = false;
   try {
     const names = await entries(dir);
     const foreign = names.filter((n) => n !== MANIFEST && n !== LOCK && !storeFile(n));
@@ -51,10 +56,13 @@ export async function deleteNodeFsStore(dir: string): Promise<void> {
       await releaseWriterLock(dir, { file: lock.file, host: undefined }); // LOCK
       await unlink(join(dir, LOCK_KEY)).catch(() => undefined); // the host lock's name stays held until release
       await rmdir(dir);
+      deleted = true;
     } catch (e) {
       throw mediumError(`node-fs page store ${dir}: delete`, e);
     }
   } finally {
+    // A directory that is not a store is left as it was: without the lock key taking the lock made.
+    if (!deleted && !hadKey) await unlink(join(dir, LOCK_KEY)).catch(() => undefined);
     // The host lock goes last: no writer on this host gets in before the directory is gone.
     await releaseWriterLock(dir, lock);
   }

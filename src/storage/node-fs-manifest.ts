@@ -30,9 +30,7 @@ export const manifestName = (commit: number): string => `MANIFEST-${commit.toStr
 
 const ascii = (s: string): Uint8Array => Uint8Array.from(s, (c) => c.charCodeAt(0));
 const randomHex = (bytes: number): string =>
-  Array.from(globalThis.crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, '0')).join(
-    '',
-  );
+  Array.from(globalThis.crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, '0')).join('');
 
 /** A decoded manifest. */
 export interface ManifestState {

@@ -37,7 +37,10 @@ export function recordHeader(kind: number, id: number, length: number, crc: numb
   return h;
 }
 
-export function parseRecordHeader(h: Uint8Array, where: string): { kind: number; id: number; length: number; crc: number } {
+export function parseRecordHeader(
+  h: Uint8Array,
+  where: string,
+): { kind: number; id: number; length: number; crc: number } {
   const v = new DataView(h.buffer, h.byteOffset, RECORD_HEADER_BYTES);
   if (v.getUint32(0, true) !== RECORD_MAGIC || v.getUint32(20, true) !== crc32c(h.subarray(0, 20))) {
     throw corruption(`node-fs: ${where}: damaged record header`);

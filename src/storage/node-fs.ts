@@ -693,7 +693,11 @@ class NodeFsPageStore extends BasePageStore {
    * Where `bytes` more go: this writer's own segment while it has room (and is not `avoid`), else a
    * new one, created with its header first in `records`.
    */
-  async #destination(total: number, records: Uint8Array[], avoid?: Segment): Promise<{ seg: Segment; created: boolean }> {
+  async #destination(
+    total: number,
+    records: Uint8Array[],
+    avoid?: Segment,
+  ): Promise<{ seg: Segment; created: boolean }> {
     const own = this.#own;
     if (own !== undefined && own !== avoid && !this.#retired(own)) {
       if (own.committed === SEGMENT_HEADER_BYTES || own.committed + total <= this.#segmentBytes) {
@@ -785,7 +789,8 @@ class NodeFsPageStore extends BasePageStore {
   async #createSegment(records: Uint8Array[]): Promise<Segment> {
     for (let tries = 0; ; tries++) {
       const seq = this.#nextSeq++;
-      if (seq > 0xffffffff) throw new PqdbError('IO_ERROR', `node-fs page store ${this.#dir}: segment numbers exhausted`);
+      if (seq > 0xffffffff)
+        throw new PqdbError('IO_ERROR', `node-fs page store ${this.#dir}: segment numbers exhausted`);
       let fh: FileHandle;
       try {
         fh = await open(join(this.#dir, segmentName(seq)), 'wx+', 0o600);
