@@ -151,97 +151,108 @@ async function raceChild(): Promise<RaceChild> {
   return { proc, netns: String(ready.netns), next };
 }
 
-describe.skipIf(!unshareWorks)('two writers in separate network namespaces, started at one instant', () => {
-  it('the overtaken one gets CONFLICT and loses only its own commit; every acknowledged put survives', async () => {
-    const [a, b] = await Promise.all([raceChild(), raceChild()]);
-    try {
-      expect(a.netns).not.toBe(b.netns); // the host lock of one does not reach the other
-      const TRIALS = 8;
-      const PUTS = 60;
-      for (let t = 0; t < TRIALS; t++) {
-        const dir = mkdtempSync(join(tmpdir(), 'pqdb-race-'));
-        dirs.push(dir);
-        const seed = await open(dir, true);
-        await seed.collection('race', { schema: { w: 'string', i: 'integer' } }).put('seed', { w: 'seed', i: 0 });
-        await seed.close();
-        a.proc.send({ op: 'open', dir });
-        expect(await a.next()).toEqual({ opened: true });
-        unlinkSync(join(dir, 'LOCK')); // deleted behind the live holder's back
-        b.proc.send({ op: 'open', dir });
-        expect(await b.next()).toEqual({ opened: true }); // let in: another namespace, no LOCK
-        const done = [a.next(), b.next()];
-        a.proc.send({ op: 'go', n: PUTS, tag: 'a' }); // the start barrier: both wait for this
-        b.proc.send({ op: 'go', n: PUTS, tag: 'b' });
-        const [ra, rb] = (await Promise.all(done)) as { acked: number[]; error?: string }[];
-        const [winner, loser, wtag, ltag] =
-          ra.acked.length >= rb.acked.length ? [ra, rb, 'a', 'b'] : [rb, ra, 'b', 'a'];
-        const where = `trial ${t}: a acked ${ra.acked.length} (${ra.error ?? 'no error'}), b acked ${rb.acked.length} (${rb.error ?? 'no error'})`;
-        expect(winner.acked.length, where).toBe(PUTS);
-        expect(winner.error, where).toBeUndefined();
-        expect(loser.acked, where).toEqual([]); // its first commit was the one overtaken
-        expect(loser.error, where).toBe('CONFLICT');
+describe('two writers in separate network namespaces, started at one instant', () => {
+  const why = unshareWorks ? '' : ' [SKIPPED: `unshare -n` cannot run here; it needs Linux and root]';
+  it.skipIf(!unshareWorks)(
+    `the overtaken one gets CONFLICT and loses only its own commit; every acknowledged put survives${why}`,
+    async () => {
+      const [a, b] = await Promise.all([raceChild(), raceChild()]);
+      try {
+        expect(a.netns).not.toBe(b.netns); // the host lock of one does not reach the other
+        const TRIALS = 8;
+        const PUTS = 60;
+        for (let t = 0; t < TRIALS; t++) {
+          const dir = mkdtempSync(join(tmpdir(), 'pqdb-race-'));
+          dirs.push(dir);
+          const seed = await open(dir, true);
+          await seed.collection('race', { schema: { w: 'string', i: 'integer' } }).put('seed', { w: 'seed', i: 0 });
+          await seed.close();
+          a.proc.send({ op: 'open', dir });
+          expect(await a.next()).toEqual({ opened: true });
+          unlinkSync(join(dir, 'LOCK')); // deleted behind the live holder's back
+          b.proc.send({ op: 'open', dir });
+          expect(await b.next()).toEqual({ opened: true }); // let in: another namespace, no LOCK
+          const done = [a.next(), b.next()];
+          a.proc.send({ op: 'go', n: PUTS, tag: 'a' }); // the start barrier: both wait for this
+          b.proc.send({ op: 'go', n: PUTS, tag: 'b' });
+          const [ra, rb] = (await Promise.all(done)) as { acked: number[]; error?: string }[];
+          const [winner, loser, wtag, ltag] =
+            ra.acked.length >= rb.acked.length ? [ra, rb, 'a', 'b'] : [rb, ra, 'b', 'a'];
+          const where = `trial ${t}: a acked ${ra.acked.length} (${ra.error ?? 'no error'}), b acked ${rb.acked.length} (${rb.error ?? 'no error'})`;
+          expect(winner.acked.length, where).toBe(PUTS);
+          expect(winner.error, where).toBeUndefined();
+          expect(loser.acked, where).toEqual([]); // its first commit was the one overtaken
+          expect(loser.error, where).toBe('CONFLICT');
 
-        const check = async (s: Awaited<ReturnType<typeof open>>) => {
-          const c = s.collection('race', { schema: { w: 'string', i: 'integer' } });
-          expect(await c.get('seed')).toEqual({ w: 'seed', i: 0 });
-          for (const i of winner.acked) expect(await c.get(`${wtag}-${i}`), where).toEqual({ w: wtag, i });
-          expect(c.has(`${ltag}-0`), where).toBe(false);
-          await s.close();
-        };
-        await check(await openStore({ location: dir, readOnly: true, recipients: [r.publicKey], unlock: r.secretKey }));
-        await check(await open(dir));
+          const check = async (s: Awaited<ReturnType<typeof open>>) => {
+            const c = s.collection('race', { schema: { w: 'string', i: 'integer' } });
+            expect(await c.get('seed')).toEqual({ w: 'seed', i: 0 });
+            for (const i of winner.acked) expect(await c.get(`${wtag}-${i}`), where).toEqual({ w: wtag, i });
+            expect(c.has(`${ltag}-0`), where).toBe(false);
+            await s.close();
+          };
+          await check(
+            await openStore({ location: dir, readOnly: true, recipients: [r.publicKey], unlock: r.secretKey }),
+          );
+          await check(await open(dir));
+        }
+      } finally {
+        for (const c of [a, b]) c.proc.send({ op: 'exit' });
       }
-    } finally {
-      for (const c of [a, b]) c.proc.send({ op: 'exit' });
-    }
-  }, 60_000);
+    },
+    60_000,
+  );
 });
 
 const isRoot = process.platform === 'linux' && process.getuid?.() === 0;
 
-describe.skipIf(!isRoot)('another local user', () => {
-  it('cannot lock the owner out: the host lock is named from a key only the owner can read', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'pqdb-writers-')); // 0700, root's
-    dirs.push(dir);
-    await (await open(dir, true)).close();
-    // The name the host lock had, from stat() of the directory alone: anyone could bind it first.
-    const s = statSync(dir, { bigint: true });
-    const oldName = `\0pqdb-${createHash('sha256').update(`pqdb node-fs lock v1\0${s.dev}\0${s.ino}`).digest('hex').slice(0, 40)}`;
-    const squatter = spawn(
-      'runuser',
-      [
-        '-u',
-        'nobody',
-        '--',
-        process.execPath,
-        '-e',
-        `const fs = require('node:fs');
+describe('another local user', () => {
+  const why = isRoot ? '' : ' [SKIPPED: needs root on Linux to run a process as nobody]';
+  it.skipIf(!isRoot)(
+    `cannot lock the owner out: the host lock is named from a key only the owner can read${why}`,
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'pqdb-writers-')); // 0700, root's
+      dirs.push(dir);
+      await (await open(dir, true)).close();
+      // The name the host lock had, from stat() of the directory alone: anyone could bind it first.
+      const s = statSync(dir, { bigint: true });
+      const oldName = `\0pqdb-${createHash('sha256').update(`pqdb node-fs lock v1\0${s.dev}\0${s.ino}`).digest('hex').slice(0, 40)}`;
+      const squatter = spawn(
+        'runuser',
+        [
+          '-u',
+          'nobody',
+          '--',
+          process.execPath,
+          '-e',
+          `const fs = require('node:fs');
          let key = 'unreadable';
          try { fs.readFileSync(process.argv[2] + '/LOCK.key'); key = 'read'; } catch (e) { key = e.code; }
          const srv = require('node:net').createServer();
          srv.on('error', (e) => { console.log('error ' + e.code); process.exit(1); });
          srv.listen({ path: Buffer.from(process.argv[1], 'hex').toString('latin1'), exclusive: true },
            () => console.log('bound ' + process.getuid() + ' ' + key));`,
-        Buffer.from(oldName, 'latin1').toString('hex'),
-        dir,
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    try {
-      const line = await new Promise<string>((resolve) =>
-        squatter.stdout!.once('data', (d) => resolve(String(d).trim())),
+          Buffer.from(oldName, 'latin1').toString('hex'),
+          dir,
+        ],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
       );
-      expect(line).toBe('bound 65534 EACCES'); // nobody holds the old name and cannot read the key
-      const w = await open(dir); // the owner still opens for writing…
-      await w.collection('c', { schema }).put('k', { n: 1 });
-      const ro = await openStore({ location: dir, readOnly: true, recipients: [r.publicKey], unlock: r.secretKey });
-      expect(await ro.collection('c', { schema }).get('k')).toEqual({ n: 1 }); // …and read-only
-      await ro.close();
-      await w.close();
-    } finally {
-      squatter.kill('SIGKILL');
-    }
-  });
+      try {
+        const line = await new Promise<string>((resolve) =>
+          squatter.stdout!.once('data', (d) => resolve(String(d).trim())),
+        );
+        expect(line).toBe('bound 65534 EACCES'); // nobody holds the old name and cannot read the key
+        const w = await open(dir); // the owner still opens for writing…
+        await w.collection('c', { schema }).put('k', { n: 1 });
+        const ro = await openStore({ location: dir, readOnly: true, recipients: [r.publicKey], unlock: r.secretKey });
+        expect(await ro.collection('c', { schema }).get('k')).toEqual({ n: 1 }); // …and read-only
+        await ro.close();
+        await w.close();
+      } finally {
+        squatter.kill('SIGKILL');
+      }
+    },
+  );
 });
 
 describe('a read-only open', () => {

@@ -381,6 +381,12 @@ class NodeFsPageStore extends BasePageStore {
       }
       await this.#scan(fh, seq, name, length);
     }
+    // The files opened are the ones the manifest named unless one was dropped meanwhile: only then
+    // may it have been unlinked and its number taken by a writer that lost the compare-and-swap.
+    if (m !== undefined && (await currentCommit(this.#dir)) !== m.commitSeq) {
+      const now = await readCurrentManifest(this.#dir);
+      for (const seq of committed.keys()) if (!now?.segments.has(seq)) throw new SegmentVanished(segmentName(seq));
+    }
     this.recovery = { clean: actions.length === 0, truncatedBytes, actions };
   }
 
