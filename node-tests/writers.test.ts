@@ -4,13 +4,14 @@
 // by the compare-and-swap of the commit counter: whichever writer was overtaken gets CONFLICT and
 // writes nothing, and every acknowledged put survives.
 import { describe, it, expect, afterEach } from 'vitest';
-import { mkdtempSync, rmSync, unlinkSync, existsSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync, unlinkSync, existsSync, statSync, readdirSync, writeFileSync, renameSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStore, generateRecipient, openNodeFsPageStore } from '../src/node';
+import { encodeManifest, publishManifest, readCurrentManifest, type SyncHook } from '../src/storage/node-fs-manifest';
 
 const r = generateRecipient('classical');
 const schema = { n: 'integer' } as const;
@@ -296,5 +297,38 @@ describe('a read-only open', () => {
       child.kill('SIGKILL');
       await exited;
     }
+  });
+});
+
+describe('the manifest compare-and-swap (link of MANIFEST-<commit>)', () => {
+  const sync: SyncHook = (fh) => fh.sync();
+  const manifestOf = (commit: number, tag: number) => encodeManifest(commit, new Map(), new Uint8Array([tag]));
+
+  it('of writers publishing the same commit at once exactly one wins; a stale one recreating a deleted number loses', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pqdb-writers-'));
+    dirs.push(dir);
+    for (let k = 0; k < 3; k++) await publishManifest(dir, k, manifestOf(k + 1, k + 1), sync);
+    expect(readdirSync(dir).filter((n) => n.startsWith('MANIFEST-'))).toEqual(['MANIFEST-0000000000000003']);
+    // Five writers that all read commit 3 publish commit 4 together.
+    const results = await Promise.allSettled(
+      [1, 2, 3, 4, 5].map((w) => publishManifest(dir, 3, manifestOf(4, 40 + w), sync)),
+    );
+    const won = results.flatMap((r, i) => (r.status === 'fulfilled' ? [40 + i + 1] : []));
+    expect(won).toHaveLength(1);
+    for (const r of results) if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'CONFLICT' });
+    let now = await readCurrentManifest(dir);
+    expect([now?.commitSeq, now?.manifest?.[0]]).toEqual([4, won[0]]);
+    // A writer still at commit 1: MANIFEST-0000000000000002 was deleted, so its link succeeds, but
+    // the higher commit is there: it removes its file and gets CONFLICT.
+    await expect(publishManifest(dir, 1, manifestOf(2, 99), sync)).rejects.toMatchObject({ code: 'CONFLICT' });
+    expect(existsSync(join(dir, 'MANIFEST-0000000000000002'))).toBe(false);
+    now = await readCurrentManifest(dir);
+    expect([now?.commitSeq, now?.manifest?.[0]]).toEqual([4, won[0]]);
+    // MANIFEST one commit behind (a winner's late rename) changes nothing: the highest counter is current.
+    writeFileSync(join(dir, 'MANIFEST.old'), manifestOf(3, 3));
+    renameSync(join(dir, 'MANIFEST.old'), join(dir, 'MANIFEST'));
+    now = await readCurrentManifest(dir);
+    expect([now?.commitSeq, now?.manifest?.[0]]).toEqual([4, won[0]]);
+    expect(readdirSync(dir).filter((n) => n.startsWith('MANIFEST.tmp'))).toEqual([]); // no temporary file left
   });
 });
