@@ -198,7 +198,13 @@ describe('two writers in separate network namespaces, started at one instant', (
           await check(await open(dir));
         }
       } finally {
-        for (const c of [a, b]) c.proc.send({ op: 'exit' });
+        await Promise.all(
+          [a, b].map((c) => {
+            const exited = new Promise((resolve) => c.proc.on('exit', resolve));
+            c.proc.send({ op: 'exit' });
+            return exited;
+          }),
+        );
       }
     },
     60_000,
@@ -232,12 +238,14 @@ describe('another local user', () => {
          const srv = require('node:net').createServer();
          srv.on('error', (e) => { console.log('error ' + e.code); process.exit(1); });
          srv.listen({ path: Buffer.from(process.argv[1], 'hex').toString('latin1'), exclusive: true },
-           () => console.log('bound ' + process.getuid() + ' ' + key));`,
+           () => console.log('bound ' + process.getuid() + ' ' + key));
+         process.stdin.on('end', () => process.exit(0)).resume(); // runuser's child ends with the test`,
           Buffer.from(oldName, 'latin1').toString('hex'),
           dir,
         ],
-        { stdio: ['ignore', 'pipe', 'inherit'] },
+        { stdio: ['pipe', 'pipe', 'inherit'] },
       );
+      const squatterExited = new Promise((resolve) => squatter.on('exit', resolve));
       try {
         const line = await new Promise<string>((resolve) =>
           squatter.stdout!.once('data', (d) => resolve(String(d).trim())),
@@ -250,7 +258,8 @@ describe('another local user', () => {
         await ro.close();
         await w.close();
       } finally {
-        squatter.kill('SIGKILL');
+        squatter.stdin!.end();
+        await squatterExited;
       }
     },
   );
@@ -282,11 +291,11 @@ describe('a read-only open', () => {
     try {
       await acked(3);
       await expect(open(dir)).rejects.toMatchObject({ code: 'LOCKED' }); // a second writer is still refused
+      const seen = acks.length; // acknowledged before the open began: in its view
       const ro = await openStore({ location: dir, readOnly: true, recipients: [r.publicKey], unlock: r.secretKey });
-      const seen = acks.length;
       const c = ro.collection('crash', { schema: { round: 'integer', i: 'integer', payload: 'string' } });
       for (let i = 0; i < seen; i++) expect(await c.get(`r0-${i}`)).toMatchObject({ round: 0, i });
-      await acked(seen + 5); // the writer goes on committing while the reader is open
+      await acked(seen + 6); // the writer goes on committing while the reader is open
       const again = await openStore({ location: dir, readOnly: true, recipients: [r.publicKey], unlock: r.secretKey });
       const c2 = again.collection('crash', { schema: { round: 'integer', i: 'integer', payload: 'string' } });
       expect(await c2.get(`r0-${seen + 4}`)).toMatchObject({ round: 0, i: seen + 4 }); // a later view sees later commits
