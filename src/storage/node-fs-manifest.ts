@@ -212,8 +212,21 @@ export async function publishManifest(dir: string, base: number, file: Uint8Arra
     try {
       await link(tmp, mine); // the commit point: exactly one writer creates this name
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'EEXIST') throw conflict(commit);
-      throw e;
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') throw conflict(commit);
+      if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw e;
+      // No hard links here (FAT, exFAT, some network shares): format 1's protocol, whose
+      // compare-and-swap is a check just before the rename (a window of a few system calls).
+      const seen = await currentCommit(dir);
+      if (seen !== base) throw conflict(seen);
+      await rename(tmp, join(dir, MANIFEST));
+      const d = await open(dir, 'r');
+      try {
+        await sync(d, 'directory');
+      } finally {
+        await d.close();
+      }
+      return;
     }
     const names = await readdir(dir);
     // MANIFEST holds a copy of a numbered file at most as high as the top one, unless a format 1
