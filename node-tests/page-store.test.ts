@@ -3,7 +3,7 @@
 // second process, a writer killed mid-commit), CRC-32C and error mapping.
 import 'fake-indexeddb/auto';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { mkdtemp, rm, readdir, readFile, writeFile, truncate, appendFile, stat } from 'node:fs/promises';
+import { cp, mkdtemp, rm, readdir, readFile, writeFile, truncate, appendFile, stat } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -317,6 +317,38 @@ describe('node-fs recovery', () => {
     expect(s.recovery.actions.join()).toMatch(/removed seg-00000002\.pqs/); // no writer that can still win made it
     expect(await segments(dir)).toEqual(['seg-00000001.pqs', 'seg-00000003.pqs']);
     expect(await s.listPages()).toEqual([1, 5]);
+    await s.close();
+  });
+
+  it('a store written before the numbered manifests (MANIFEST alone, a torn tail, MANIFEST.tmp) opens and goes on', async () => {
+    const dir = newDir();
+    await cp(new URL('../test-data/node-fs-v1/', import.meta.url), dir, { recursive: true });
+    await rm(join(dir, 'README.md'));
+    const check = async (s: PageStore, more: number[]) => {
+      expect(await s.listPages()).toEqual([1, 3, 4, ...more]);
+      expect(await s.readPage(1)).toEqual(page(1, 1000).bytes);
+      expect(await s.readPage(3)).toEqual(page(3, 3000).bytes);
+      expect(await s.readPage(4)).toEqual(page(4, 500).bytes);
+      expect(await s.readPage(2)).toBeUndefined();
+    };
+    const ro = await openNodeFsPageStore(dir, { readOnly: true });
+    await check(ro, []);
+    expect(await ro.readManifest()).toEqual(new Uint8Array([3]));
+    await ro.close();
+    const legacy = (await readFile(join(dir, 'MANIFEST'))).readUInt32LE(16); // its commit counter
+    let s = await openNodeFsPageStore(dir, { segmentBytes: 4096, autoCompact: false });
+    await check(s, []);
+    expect(s.recovery.truncatedBytes).toBe(15);
+    expect(existsSync(join(dir, 'MANIFEST.tmp'))).toBe(false);
+    await s.commit({ pages: [page(5, 700)], manifest: new Uint8Array([4]) });
+    await s.close();
+    expect((await readdir(dir)).filter((n) => n.startsWith('MANIFEST')).sort()).toEqual([
+      'MANIFEST',
+      `MANIFEST-${(legacy + 1).toString(16).padStart(16, '0')}`,
+    ]);
+    s = await openNodeFsPageStore(dir, { segmentBytes: 4096 });
+    await check(s, [5]);
+    expect(await s.readManifest()).toEqual(new Uint8Array([4]));
     await s.close();
   });
 
