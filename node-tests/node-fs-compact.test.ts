@@ -6,6 +6,7 @@
 // while compacting at random points (every acknowledged page there exactly once, right bytes).
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { mkdtemp, rm, readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fork } from 'node:child_process';
@@ -259,6 +260,26 @@ describe('node-fs compaction: accounting and thresholds', () => {
     const ro = await openNodeFsPageStore(dir, { readOnly: true });
     await expect(ro.compact!()).rejects.toMatchObject({ code: 'READ_ONLY' });
     await ro.close();
+  });
+});
+
+describe('node-fs compaction: a segment per writer session', () => {
+  it('a store opened again and again for a commit or two keeps few segments: the small ones are merged', async () => {
+    const dir = newDir();
+    const pages = new Map<number, Uint8Array>();
+    for (let session = 0; session < 40; session++) {
+      const s = await openNodeFsPageStore(dir, { segmentBytes: 64 * 1024 }); // background compaction on
+      const bytes = new Uint8Array(300).fill(session);
+      await s.commit({ pages: [{ id: session, bytes }] });
+      pages.set(session, bytes);
+      await s.close(); // waits for the background step in progress
+    }
+    const segs = readdirSync(dir).filter((n) => n.endsWith('.pqs'));
+    expect(segs.length).toBeLessThanOrEqual(18); // not 40: more than 16 small ones are merged
+    const s = await openNodeFsPageStore(dir, { readOnly: true });
+    expect(await s.listPages()).toEqual([...pages.keys()]);
+    for (const [id, bytes] of pages) expect(await s.readPage(id)).toEqual(bytes);
+    await s.close();
   });
 });
 
@@ -734,7 +755,7 @@ describe('node-fs compaction: crash safety', () => {
           c.pages.forEach((id) => model.add(id));
         }
         const s = await openNodeFsPageStore(dir, { segmentBytes: 16384, autoCompact: false });
-        repairs.push(...s.recovery.actions.map((a) => a.split(' ')[0])); // 'removed' (a segment) or 'truncated' (a tail)
+        repairs.push(...s.recovery.actions.map((a) => a.split(' ')[0])); // 'removed' (a segment), 'seg-…' (a tail or a segment left in place), 'MANIFEST' (its copy renewed)
         const ids = await s.listPages();
         // The commit in flight when killed may have landed whole or not at all, never in part.
         let expected = new Set(model);

@@ -40,6 +40,9 @@ export interface ManifestState {
   readonly manifest: Uint8Array | undefined;
   /** The file's size in bytes. */
   readonly fileBytes: number;
+  /** The file it was read from (MANIFEST or a numbered one); the bytes. */
+  readonly file?: string;
+  readonly raw?: Uint8Array;
 }
 
 export function encodeManifest(
@@ -160,7 +163,7 @@ export async function readCurrentManifest(dir: string): Promise<ManifestState | 
     }
     const state = decodeManifest(raw, name);
     if (state.commitSeq !== top) throw corruption(`node-fs: ${name} holds commit ${state.commitSeq}`);
-    return state;
+    return { ...state, file: name, raw };
   }
 }
 
@@ -179,6 +182,25 @@ export async function removeStaleManifests(dir: string, names: readonly string[]
     }
   }
   return removed;
+}
+
+/**
+ * Makes MANIFEST a copy of `raw` again (a writer, on open, when a numbered manifest is newer: a
+ * writer died between its link and its rename), for readers that know MANIFEST alone.
+ */
+export async function refreshManifestCopy(dir: string, raw: Uint8Array): Promise<void> {
+  const tmp = join(dir, `${MANIFEST_TMP}-${randomHex(8)}`);
+  const fh = await open(tmp, 'wx', 0o600);
+  try {
+    await fh.writeFile(raw);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(tmp, join(dir, MANIFEST)).catch(async (e) => {
+    await unlink(tmp).catch(() => undefined);
+    throw e;
+  });
 }
 
 /** Called before each fsync of the manifest protocol (fault injection). */

@@ -51,6 +51,7 @@ import {
   encodeManifest,
   publishManifest,
   readCurrentManifest,
+  refreshManifestCopy,
   removeStaleManifests,
   type SyncHook,
 } from './node-fs-manifest';
@@ -103,6 +104,8 @@ export const DEFAULT_COMPACT_DEAD_FRACTION = 0.5;
  * it waits.
  */
 export const DEFAULT_COMPACT_STEP_BYTES = 4 << 20;
+/** More sealed segments than this below a quarter of `segmentBytes` are merged (node-fs-compact.ts pickVictim). */
+const MAX_SMALL_SEGMENTS = 16;
 /** How often a read-only open starts again when a segment vanished under it (a writer compacted). */
 const READ_ONLY_OPEN_ATTEMPTS = 5;
 
@@ -331,6 +334,10 @@ class NodeFsPageStore extends BasePageStore {
     }
     const names = await readdir(this.#dir);
     if (!ro) await removeStaleManifests(this.#dir, names, this.#commitSeq);
+    if (!ro && m?.raw !== undefined) {
+      await refreshManifestCopy(this.#dir, m.raw);
+      actions.push(`${MANIFEST} was behind ${m.file} (a commit cut between its link and its rename): copied`);
+    }
     // A segment above every named one may be another writer's, made for a commit it has not
     // published yet (it may win); one below was made by a writer that can no longer win, or was
     // compacted away: every writer numbers a new segment above all the files it sees.
@@ -902,6 +909,8 @@ class NodeFsPageStore extends BasePageStore {
       includeCurrent,
       headerBytes: SEGMENT_HEADER_BYTES,
       pinned: (seg) => this.#pinned(seg),
+      smallBytes: this.#segmentBytes / 4,
+      maxSmall: MAX_SMALL_SEGMENTS,
     });
   }
 
