@@ -207,7 +207,7 @@ describe('two writers in separate network namespaces, started at one instant', (
         );
       }
     },
-    60_000,
+    120_000,
   );
 });
 
