@@ -190,7 +190,7 @@ export async function removeStaleManifests(dir: string, names: readonly string[]
  */
 export async function refreshManifestCopy(dir: string, raw: Uint8Array): Promise<void> {
   const tmp = join(dir, `${MANIFEST_TMP}-${randomHex(8)}`);
-  const fh = await open(tmp, 'wx', 0o600);
+  const fh = await open(tmp, 'wx');
   try {
     await fh.writeFile(raw);
     await fh.sync();
@@ -222,7 +222,7 @@ export async function publishManifest(dir: string, base: number, file: Uint8Arra
       'CONFLICT',
       `node-fs page store ${dir}: another writer committed (commit ${seen}, this writer last wrote ${base}); this commit was not made: reopen the store`,
     );
-  const fh = await open(tmp, 'wx', 0o600);
+  const fh = await open(tmp, 'wx');
   try {
     try {
       await fh.writeFile(file);

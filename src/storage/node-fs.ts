@@ -806,7 +806,7 @@ class NodeFsPageStore extends BasePageStore {
         throw new PqdbError('IO_ERROR', `node-fs page store ${this.#dir}: segment numbers exhausted`);
       let fh: FileHandle;
       try {
-        fh = await open(join(this.#dir, segmentName(seq)), 'wx+', 0o600);
+        fh = await open(join(this.#dir, segmentName(seq)), 'wx+');
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code === 'EEXIST' && tries < 1000) continue;
         throw e;
