@@ -65,6 +65,7 @@ import {
   readExactly,
   readSyncExactly,
   recordHeader,
+  SyncReadTurns,
   writeGathered,
 } from './node-fs-records';
 import {
@@ -534,51 +535,8 @@ class NodeFsPageStore extends BasePageStore {
     return this.#checked(id, loc, buf);
   }
 
-  // Record-sized ranges are read synchronously: a positioned read of a few hundred bytes from the
-  // OS page cache takes microseconds, a round trip through libuv's thread pool tens to hundreds of
-  // them (measured: 9-16k sequential random reads/s through it at 1M records, and a read loop that
-  // sent every 65th read there idled a fifth of its time). A loop of reads that only awaits them
-  // would never let I/O callbacks run, so a turn of the event loop takes at most
-  // SYNC_READS_PER_TURN of them; a read past that waits for a later turn (setImmediate: after the
-  // poll phase) in a first-come queue, served before any new read of that turn, with its page's
-  // location and segment taken before it waits (the segment pinned), as the thread-pool read does:
-  // a compaction step that deletes or moves the page meanwhile cannot take its bytes away.
-
-  /** Synchronous ranged reads granted in this turn of the event loop. */
-  #syncReads = 0;
-  /** A turn's reset of #syncReads is scheduled. */
-  #turnScheduled = false;
-  /** Reads waiting for a synchronous read of a later turn, first come first served. */
-  readonly #waiting: (() => void)[] = [];
-
-  /** Takes one of this turn's synchronous reads: false when none is left, or reads wait for one. */
-  #takeSyncRead(): boolean {
-    if (this.#waiting.length > 0 || this.#syncReads >= SYNC_READS_PER_TURN) return false;
-    this.#syncReads++;
-    this.#scheduleTurn();
-    return true;
-  }
-
-  /** Resets the count at the next turn, granting its reads to the waiting ones first. */
-  #scheduleTurn(): void {
-    if (this.#turnScheduled) return;
-    this.#turnScheduled = true;
-    setImmediate(() => {
-      this.#turnScheduled = false;
-      const ready = this.#waiting.splice(0, SYNC_READS_PER_TURN);
-      this.#syncReads = ready.length;
-      if (this.#syncReads > 0 || this.#waiting.length > 0) this.#scheduleTurn();
-      for (const grant of ready) grant();
-    });
-  }
-
-  /** Waits for a synchronous read granted in a later turn (the caller holds its segment pinned). */
-  #waitSyncRead(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      this.#waiting.push(resolve);
-      this.#scheduleTurn();
-    });
-  }
+  /** Record-sized ranges are read synchronously, so many in a turn of the event loop (node-fs-records.ts). */
+  readonly #turns = new SyncReadTurns(SYNC_READS_PER_TURN);
 
   /**
    * readRange's synchronous form (PageStore.readRangeSync): a record-sized range within this turn's
@@ -596,7 +554,7 @@ class NodeFsPageStore extends BasePageStore {
     if (loc === undefined) return 0;
     checkRangeInPage(this.kind, id, offset, length, loc.length);
     if (length === 0) return 1;
-    if (!block && !this.#takeSyncRead()) return -1;
+    if (!block && !this.#turns.take()) return -1;
     try {
       this.#readSync(this.#segments.get(loc.seq)!, loc, offset, into.subarray(0, length));
     } catch (e) {
@@ -628,11 +586,11 @@ class NodeFsPageStore extends BasePageStore {
       const seg = this.#segments.get(loc.seq)!;
       if (length > SYNC_READ_BYTES) await this.#readAt(seg, buf, length, at);
       // Nothing runs during a synchronous read, so no compaction step can close the handle under it.
-      else if (this.#takeSyncRead()) this.#readSync(seg, loc, offset, buf);
+      else if (this.#turns.take()) this.#readSync(seg, loc, offset, buf);
       else {
         seg.readers++;
         try {
-          await this.#waitSyncRead();
+          await this.#turns.wait();
           this.#readSync(seg, loc, offset, buf);
         } finally {
           seg.readers--;
