@@ -6,6 +6,7 @@
 // while compacting at random points (every acknowledged page there exactly once, right bytes).
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { mkdtemp, rm, readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fork } from 'node:child_process';
@@ -226,10 +227,11 @@ describe('node-fs compaction: accounting and thresholds', () => {
     s = await openSmall(dir);
     expect(await s.listPages()).toEqual([2, 3]);
     expect((await s.compact!()).segmentsRewritten).toBe(0);
-    // Once A goes (its last page copied into the tombstones' segment), one segment is left.
+    // Once A goes (its last page copied into this session's own segment, which holds the new
+    // tombstone for 2), the tombstones' segment is no longer needed either: one segment is left.
     await s.deletePages([2]);
     const r3 = await s.compact!();
-    expect(r3.segmentsRewritten).toBe(1);
+    expect(r3.segmentsRewritten).toBe(2);
     expect(space(s)).toHaveLength(1);
     expect(space(s)[0].live).toBe(RECORD_HEADER_BYTES + 2600);
     expect(await s.listPages()).toEqual([3]);
@@ -258,6 +260,26 @@ describe('node-fs compaction: accounting and thresholds', () => {
     const ro = await openNodeFsPageStore(dir, { readOnly: true });
     await expect(ro.compact!()).rejects.toMatchObject({ code: 'READ_ONLY' });
     await ro.close();
+  });
+});
+
+describe('node-fs compaction: a segment per writer session', () => {
+  it('a store opened again and again for a commit or two keeps few segments: the small ones are merged', async () => {
+    const dir = newDir();
+    const pages = new Map<number, Uint8Array>();
+    for (let session = 0; session < 40; session++) {
+      const s = await openNodeFsPageStore(dir, { segmentBytes: 64 * 1024 }); // background compaction on
+      const bytes = new Uint8Array(300).fill(session);
+      await s.commit({ pages: [{ id: session, bytes }] });
+      pages.set(session, bytes);
+      await s.close(); // waits for the background step in progress
+    }
+    const segs = readdirSync(dir).filter((n) => n.endsWith('.pqs'));
+    expect(segs.length).toBeLessThanOrEqual(18); // not 40: more than 16 small ones are merged
+    const s = await openNodeFsPageStore(dir, { readOnly: true });
+    expect(await s.listPages()).toEqual([...pages.keys()]);
+    for (const [id, bytes] of pages) expect(await s.readPage(id)).toEqual(bytes);
+    await s.close();
   });
 });
 
@@ -733,7 +755,7 @@ describe('node-fs compaction: crash safety', () => {
           c.pages.forEach((id) => model.add(id));
         }
         const s = await openNodeFsPageStore(dir, { segmentBytes: 16384, autoCompact: false });
-        repairs.push(...s.recovery.actions.map((a) => a.split(' ')[0])); // 'removed' (a segment) or 'truncated' (a tail)
+        repairs.push(...s.recovery.actions.map((a) => a.split(' ')[0])); // 'removed' (a segment), 'seg-…' (a tail or a segment left in place), 'MANIFEST' (its copy renewed)
         const ids = await s.listPages();
         // The commit in flight when killed may have landed whole or not at all, never in part.
         let expected = new Set(model);

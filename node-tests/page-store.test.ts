@@ -3,7 +3,7 @@
 // second process, a writer killed mid-commit), CRC-32C and error mapping.
 import 'fake-indexeddb/auto';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { mkdtemp, rm, readdir, readFile, writeFile, truncate, appendFile, stat } from 'node:fs/promises';
+import { cp, mkdtemp, rm, readdir, readFile, writeFile, truncate, appendFile, stat } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -229,8 +229,14 @@ const page = (id: number, n = 100): { id: number; bytes: Uint8Array } => ({
   bytes: new Uint8Array(n).fill(id & 0xff),
 });
 
+/** The crash before a commit's manifest landed: MANIFEST as `bytes` (a format 1 store's file), no numbered manifest. */
+async function rewindManifest(dir: string, bytes: Uint8Array): Promise<void> {
+  for (const n of await readdir(dir)) if (/^MANIFEST/.test(n)) await rm(join(dir, n));
+  await writeFile(join(dir, 'MANIFEST'), bytes);
+}
+
 describe('node-fs recovery', () => {
-  it('garbage appended to the last segment is truncated on reopen and reported; committed pages intact', async () => {
+  it('garbage appended to the last segment is ignored on reopen, never truncated, and reported; committed pages intact', async () => {
     const dir = newDir();
     let s = await openNodeFsPageStore(dir);
     await s.commit({ pages: [page(1), page(2)], manifest: new Uint8Array([1]) });
@@ -241,19 +247,23 @@ describe('node-fs recovery', () => {
     s = await openNodeFsPageStore(dir);
     expect(s.recovery.clean).toBe(false);
     expect(s.recovery.truncatedBytes).toBe(37);
-    expect(s.recovery.actions.join()).toMatch(/truncated seg-00000001\.pqs/);
-    expect((await stat(seg)).size).toBe(size);
+    expect(s.recovery.actions.join()).toMatch(
+      /seg-00000001\.pqs has 37 bytes past its committed length .*left in place/,
+    );
+    expect((await stat(seg)).size).toBe(size + 37); // it may be another writer's commit in progress
     expect(await s.readPage(1)).toEqual(page(1).bytes);
     expect(await s.readPage(2)).toEqual(page(2).bytes);
-    await s.commit({ pages: [page(3)] });
+    await s.commit({ pages: [page(3)] }); // into a segment of this writer's own
     await s.close();
+    expect(await segments(dir)).toEqual(['seg-00000001.pqs', 'seg-00000002.pqs']);
+    expect((await stat(seg)).size).toBe(size + 37);
     s = await openNodeFsPageStore(dir);
-    expect(s.recovery.clean).toBe(true);
+    expect(s.recovery.truncatedBytes).toBe(37);
     expect(await s.listPages()).toEqual([1, 2, 3]);
     await s.close();
   });
 
-  it('a commit cut mid-record before its manifest landed is invisible and its torn tail removed', async () => {
+  it('a commit cut mid-record before its manifest landed is invisible and its torn tail ignored', async () => {
     const dir = newDir();
     let s = await openNodeFsPageStore(dir);
     await s.commit({ pages: [page(1), page(2)], manifest: new Uint8Array([1]) });
@@ -263,7 +273,7 @@ describe('node-fs recovery', () => {
     await s.commit({ pages: [page(3, 5000), page(4, 5000)], deletes: [1], manifest: new Uint8Array([2]) });
     await s.close();
     // The crash: segment writes of commit B reached the disk only in part, its manifest never did.
-    await writeFile(join(dir, 'MANIFEST'), manifestA);
+    await rewindManifest(dir, manifestA);
     const cut = sizeA + 24 + RECORD_HEADER_BYTES + 1234; // inside page 3's body
     await truncate(seg, cut);
     s = await openNodeFsPageStore(dir);
@@ -274,14 +284,15 @@ describe('node-fs recovery', () => {
     expect(await s.readManifest()).toEqual(new Uint8Array([1]));
     await s.commit({ pages: [page(3, 10)], manifest: new Uint8Array([3]) });
     await s.close();
+    expect((await stat(seg)).size).toBe(cut);
     s = await openNodeFsPageStore(dir);
-    expect(s.recovery.clean).toBe(true);
+    expect(s.recovery.truncatedBytes).toBe(cut - sizeA);
     expect(await s.listPages()).toEqual([1, 2, 3]);
     expect(await s.readPage(3)).toEqual(page(3, 10).bytes);
     await s.close();
   });
 
-  it('a segment the manifest does not name (new segment of an unfinished commit) is removed; a leftover MANIFEST.tmp too', async () => {
+  it('a segment the manifest does not name (new segment of an unfinished commit) is removed once a later one is named; a leftover MANIFEST.tmp at once', async () => {
     const dir = newDir();
     let s = await openNodeFsPageStore(dir, { segmentBytes: 4096 });
     await s.commit({ pages: [page(1, 3000)] });
@@ -289,15 +300,55 @@ describe('node-fs recovery', () => {
     await s.commit({ pages: [page(2, 3000)] }); // rolls over to segment 2
     await s.close();
     expect(await segments(dir)).toEqual(['seg-00000001.pqs', 'seg-00000002.pqs']);
-    await writeFile(join(dir, 'MANIFEST'), manifestA);
+    await rewindManifest(dir, manifestA);
     await writeFile(join(dir, 'MANIFEST.tmp'), new Uint8Array(10));
+    await writeFile(join(dir, 'MANIFEST.tmp-0123456789abcdef'), new Uint8Array(10));
     s = await openNodeFsPageStore(dir, { segmentBytes: 4096 });
-    expect(s.recovery.actions.join()).toMatch(/removed seg-00000002\.pqs/);
-    expect(await segments(dir)).toEqual(['seg-00000001.pqs']);
+    // Above every named segment: it may be another writer's, for a commit it has yet to publish.
+    expect(s.recovery.actions.join()).toMatch(/seg-00000002\.pqs is not named .*left in place/);
     expect(existsSync(join(dir, 'MANIFEST.tmp'))).toBe(false);
+    expect(existsSync(join(dir, 'MANIFEST.tmp-0123456789abcdef'))).toBe(false);
     expect(await s.listPages()).toEqual([1]);
-    await s.commit({ pages: [page(5, 3000)] });
+    await s.commit({ pages: [page(5, 3000)] }); // a new segment above it
     expect(await s.readPage(5)).toEqual(page(5, 3000).bytes);
+    await s.close();
+    expect(await segments(dir)).toEqual(['seg-00000001.pqs', 'seg-00000002.pqs', 'seg-00000003.pqs']);
+    s = await openNodeFsPageStore(dir, { segmentBytes: 4096 });
+    expect(s.recovery.actions.join()).toMatch(/removed seg-00000002\.pqs/); // no writer that can still win made it
+    expect(await segments(dir)).toEqual(['seg-00000001.pqs', 'seg-00000003.pqs']);
+    expect(await s.listPages()).toEqual([1, 5]);
+    await s.close();
+  });
+
+  it('a store written before the numbered manifests (MANIFEST alone, a torn tail, MANIFEST.tmp) opens and goes on', async () => {
+    const dir = newDir();
+    await cp(new URL('../test-data/node-fs-v1/', import.meta.url), dir, { recursive: true });
+    await rm(join(dir, 'README.md'));
+    const check = async (s: PageStore, more: number[]) => {
+      expect(await s.listPages()).toEqual([1, 3, 4, ...more]);
+      expect(await s.readPage(1)).toEqual(page(1, 1000).bytes);
+      expect(await s.readPage(3)).toEqual(page(3, 3000).bytes);
+      expect(await s.readPage(4)).toEqual(page(4, 500).bytes);
+      expect(await s.readPage(2)).toBeUndefined();
+    };
+    const ro = await openNodeFsPageStore(dir, { readOnly: true });
+    await check(ro, []);
+    expect(await ro.readManifest()).toEqual(new Uint8Array([3]));
+    await ro.close();
+    const legacy = (await readFile(join(dir, 'MANIFEST'))).readUInt32LE(16); // its commit counter
+    let s = await openNodeFsPageStore(dir, { segmentBytes: 4096, autoCompact: false });
+    await check(s, []);
+    expect(s.recovery.truncatedBytes).toBe(15);
+    expect(existsSync(join(dir, 'MANIFEST.tmp'))).toBe(false);
+    await s.commit({ pages: [page(5, 700)], manifest: new Uint8Array([4]) });
+    await s.close();
+    expect((await readdir(dir)).filter((n) => n.startsWith('MANIFEST')).sort()).toEqual([
+      'MANIFEST',
+      `MANIFEST-${(legacy + 1).toString(16).padStart(16, '0')}`,
+    ]);
+    s = await openNodeFsPageStore(dir, { segmentBytes: 4096 });
+    await check(s, [5]);
+    expect(await s.readManifest()).toEqual(new Uint8Array([4]));
     await s.close();
   });
 
@@ -324,7 +375,7 @@ describe('node-fs recovery', () => {
     await writeFile(seg2, buf);
     const man = await readFile(join(dir2, 'MANIFEST'));
     man[30] ^= 4;
-    await writeFile(join(dir2, 'MANIFEST'), man);
+    await rewindManifest(dir2, man);
     await expect(openNodeFsPageStore(dir2)).rejects.toMatchObject({ code: 'CORRUPTION' });
   });
 

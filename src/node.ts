@@ -50,8 +50,9 @@ export async function openReplica(options: OpenReplicaOptions): Promise<Replica>
  * @example const store = await openStore({ location: './data/app', create: true, recipients: [r.publicKey], unlock: r.secretKey })
  */
 export function openStore(options: OpenStoreOptions): Promise<Store> {
-  const create = options?.create === true && options.readOnly !== true; // opening without create makes no directory
-  return openStoreWith({ fs: (dir) => openNodeFsPageStore(dir, { create }) }, 'fs', options, locations);
+  const readOnly = options?.readOnly === true; // a reader takes no lock: it never waits for the writer, nor it for a reader
+  const create = options?.create === true && !readOnly; // opening without create makes no directory
+  return openStoreWith({ fs: (dir) => openNodeFsPageStore(dir, { create, readOnly }) }, 'fs', options, locations);
 }
 
 /**

@@ -52,11 +52,25 @@ export function pickVictim<S extends SegmentSpace>(
     includeCurrent: boolean;
     headerBytes: number;
     pinned: (segment: S) => number;
+    /** Segments shorter than this are small… */
+    smallBytes?: number;
+    /** …and once more than this many are, the oldest small one qualifies whatever its dead fraction. */
+    maxSmall?: number;
   },
 ): S | undefined {
   let best: S | undefined;
-  for (const s of segments) {
-    if (s.seq > options.maxSeq || (s.seq === options.currentSeq && !options.includeCurrent)) continue;
+  const eligible = [...segments].filter(
+    (s) => s.seq <= options.maxSeq && (s.seq !== options.currentSeq || options.includeCurrent),
+  );
+  // Every writer session appends to a segment of its own, so a store opened often for a few
+  // commits gathers small segments (each an open file): merge them, oldest first, into the
+  // current one. Each merge takes more than `maxSmall` of them to start, so a byte is copied a
+  // few times at most (the merged segment is `maxSmall` times larger than those it took in).
+  const small = eligible.filter(
+    (s) => s.seq !== options.currentSeq && s.committed > options.headerBytes && s.committed < (options.smallBytes ?? 0),
+  );
+  if (small.length > (options.maxSmall ?? Infinity)) best = small.reduce((a, b) => (b.seq < a.seq ? b : a));
+  for (const s of eligible) {
     if (best !== undefined && s.seq > best.seq) continue;
     const records = s.committed - options.headerBytes;
     if (records <= 0) continue; // an empty segment: nothing to reclaim

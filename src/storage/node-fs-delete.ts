@@ -7,7 +7,25 @@ import { open, readdir, rmdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PqdbError } from '../errors';
 import { mediumError } from './page-store';
-import { LOCK, MANIFEST, MANIFEST_MAGIC, MANIFEST_TMP, SEGMENT_RE, releaseWriterLock, takeWriterLock } from './node-fs';
+import {
+  LOCK,
+  MANIFEST,
+  MANIFEST_FILE_RE,
+  MANIFEST_MAGIC,
+  MANIFEST_TMP_RE,
+  SEGMENT_RE,
+  releaseWriterLock,
+  takeWriterLock,
+} from './node-fs';
+import { LOCK_KEY, LOCK_KEY_TMP_RE } from './host-lock';
+
+/** Files of a store other than MANIFEST and LOCK: segments, numbered and temporary manifests, the lock key. */
+const storeFile = (n: string): boolean =>
+  SEGMENT_RE.test(n) ||
+  MANIFEST_FILE_RE.test(n) ||
+  MANIFEST_TMP_RE.test(n) ||
+  n === LOCK_KEY ||
+  LOCK_KEY_TMP_RE.test(n);
 
 const notFound = (dir: string, why: string): PqdbError =>
   new PqdbError('NOT_FOUND', `no pqdb store at ${dir}: ${why}; nothing was deleted`);
@@ -21,25 +39,30 @@ const notFound = (dir: string, why: string): PqdbError =>
 export async function deleteNodeFsStore(dir: string): Promise<void> {
   if (typeof dir !== 'string' || dir.length === 0)
     throw new TypeError(`"location" expected a non-empty string, got ${typeof dir}`);
-  await entries(dir); // a missing directory is NOT_FOUND before any lock is tried
+  const hadKey = (await entries(dir)).includes(LOCK_KEY); // a missing directory is NOT_FOUND before any lock is tried
   const lock = await takeWriterLock(dir);
+  let deleted = false;
   try {
     const names = await entries(dir);
-    const foreign = names.filter((n) => n !== MANIFEST && n !== MANIFEST_TMP && n !== LOCK && !SEGMENT_RE.test(n));
+    const foreign = names.filter((n) => n !== MANIFEST && n !== LOCK && !storeFile(n));
     if (foreign.length > 0)
       throw notFound(dir, `it holds files a pqdb store does not (${foreign.slice(0, 3).join(', ')})`);
     if (!names.includes(MANIFEST) || !(await isManifest(join(dir, MANIFEST))))
       throw notFound(dir, `it has no pqdb ${MANIFEST} file`);
     try {
       // The MANIFEST goes last: an interrupted delete leaves a store that a second delete finishes.
-      for (const n of names) if (SEGMENT_RE.test(n) || n === MANIFEST_TMP) await unlink(join(dir, n));
+      for (const n of await entries(dir)) if (storeFile(n) && n !== LOCK_KEY) await unlink(join(dir, n));
       await unlink(join(dir, MANIFEST));
-      await releaseWriterLock(dir, { file: lock.file, host: undefined }); // LOCK: the directory is now empty
+      await releaseWriterLock(dir, { file: lock.file, host: undefined }); // LOCK
+      await unlink(join(dir, LOCK_KEY)).catch(() => undefined); // the host lock's name stays held until release
       await rmdir(dir);
+      deleted = true;
     } catch (e) {
       throw mediumError(`node-fs page store ${dir}: delete`, e);
     }
   } finally {
+    // A directory that is not a store is left as it was: without the lock key taking the lock made.
+    if (!deleted && !hadKey) await unlink(join(dir, LOCK_KEY)).catch(() => undefined);
     // The host lock goes last: no writer on this host gets in before the directory is gone.
     await releaseWriterLock(dir, lock);
   }

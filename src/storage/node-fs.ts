@@ -1,30 +1,31 @@
 // node-fs PageStore (Node only): a directory of append-only segment files plus a MANIFEST file that
 // names what is committed. DESIGN.md §6; the byte layout is in docs/storage.md.
 //
-// Commit protocol (a commit is visible iff step 3's rename happened):
-//   1. append the commit's records (pages, delete tombstones) to the current segment at its
-//      committed length, 2. fdatasync the segment, 3. write MANIFEST.tmp (new committed lengths +
-//      the user manifest), fsync it, rename it over MANIFEST, fsync the directory.
-// Recovery on open: bytes past a segment's committed length belong to a commit that never
-// completed and are truncated (reported in `recovery`); segments the manifest does not name are
-// removed; a segment shorter than its committed length, or a damaged record header inside the
-// committed range, is CORRUPTION — an acknowledged page is never dropped silently.
+// Commit protocol (a commit is visible iff step 3's link happened):
+//   1. append the commit's records (pages, delete tombstones) to a segment file this writer created
+//      (O_EXCL) in this session, at its end, 2. fdatasync the segment, 3. publish the manifest
+//      (node-fs-manifest.ts): link a temporary file of this writer's own to MANIFEST-<commit>, which
+//      exactly one writer can create, copy it over MANIFEST with a rename, fsync the directory.
+// A writer never writes into a file it did not create in this session, and never truncates: bytes
+// past a segment's committed length (an unfinished commit, or another writer's) are ignored.
+// Recovery on open: segments no manifest can name any more are removed; a segment shorter than its
+// committed length, or a damaged record header inside the committed range, is CORRUPTION — an
+// acknowledged page is never dropped silently.
 //
 // Single writer, three ways. On Linux the writer holds a host lock (host-lock.ts): a listening
-// socket in the abstract namespace, named by the directory's device and inode, that no file
+// socket in the abstract namespace, named from a key only the store's owner can read, that no file
 // operation can release and that dies with the process; a second writer on this host gets LOCKED
 // whatever happened to the files. Everywhere, a LOCK file created with O_EXCL holding
 // "pid\nhostname\ntoken"; a lock whose pid is dead on this host is stale and taken over (two
 // processes breaking one stale lock at the same instant can race; a live holder is never
 // displaced). A writer let in anyway (another host on a shared file system, another network
 // namespace, or a platform without the host lock, after a LOCK deleted while its holder lives) is
-// caught by a compare-and-swap of the
-// commit counter, checked before a commit writes any byte and again before its MANIFEST is
-// replaced: the writer that was overtaken gets CONFLICT and writes nothing, so no acknowledged
-// commit is overwritten. (A window of a few system calls between the check and the write remains.)
+// caught by the manifest's compare-and-swap: of two writers that both started from commit k, the
+// one that links MANIFEST-<k+1> second gets CONFLICT and its commit is not made; as each wrote only
+// into its own segment files, nothing the winner wrote is touched.
 // Segment compaction (`compact`, and automatically after commits): a segment whose bytes are
-// mostly dead has its live pages copied, CRC-checked, into the newest segment, and is dropped from
-// the MANIFEST in the same commit-protocol write that makes the copies committed; its file is
+// mostly dead has its live pages copied, CRC-checked, into this writer's segment, and is dropped
+// from the manifest in the same commit-protocol write that makes the copies committed; its file is
 // unlinked after. Replay order (the last record for an id wins) makes a copy supersede the
 // original, so a kill at any point leaves each acknowledged page exactly once (docs/storage.md).
 // Caveats: the CRC-32C framing detects accidents, not tampering (the sealed records carry a MAC);
@@ -34,17 +35,43 @@
 
 /// <reference types="node" />
 // (tsconfig.json sets "types": []; this Node-only file opts in to the Node typings.)
-import { open, readdir, rename, rm, stat, mkdir, readFile, unlink, type FileHandle } from 'node:fs/promises';
-import { readSync } from 'node:fs';
+import { open, readdir, stat, mkdir, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PqdbError } from '../errors';
 import { LOCK, takeWriterLock, releaseWriterLock, type WriterLock } from './node-fs-lock';
 import { deadFraction, liveRecords, neededTombstones, pickVictim, stepOf, type SegmentSpace } from './node-fs-compact';
 import {
+  FORMAT_VERSION,
+  MANIFEST,
+  MANIFEST_MAGIC,
+  MANIFEST_TMP,
+  MANIFEST_FILE_RE,
+  MANIFEST_TMP_RE,
+  currentCommit,
+  encodeManifest,
+  publishManifest,
+  readCurrentManifest,
+  refreshManifestCopy,
+  removeStaleManifests,
+  type SyncHook,
+} from './node-fs-manifest';
+import {
+  KIND_DELETE,
+  KIND_PAGE,
+  RECORD_HEADER_BYTES,
+  SEGMENT_HEADER_BYTES,
+  SEGMENT_MAGIC,
+  parseRecordHeader,
+  readExactly,
+  readSyncExactly,
+  recordHeader,
+  SyncReadTurns,
+  writeGathered,
+} from './node-fs-records';
+import {
   BasePageStore,
   checkRangeInPage,
   corruption,
-  crc32c,
   crc32cAsync,
   mediumError,
   notOpen,
@@ -66,21 +93,10 @@ const SYNC_READ_BYTES = 64 << 10;
 const SYNC_READS_PER_TURN = 64;
 /** How much of a segment opening reads at a time while it indexes the records. */
 const SCAN_WINDOW_BYTES = 1 << 20;
-export const SEGMENT_HEADER_BYTES = 16;
-export const RECORD_HEADER_BYTES = 24;
-export const FORMAT_VERSION = 1;
-
-const SEGMENT_MAGIC = 'PQDBSEG\0';
-export const MANIFEST_MAGIC = 'PQDBMAN\0';
-const RECORD_MAGIC = 0x31525150; // "PQR1" little-endian
-const KIND_PAGE = 1;
-const KIND_DELETE = 2;
-export const MANIFEST = 'MANIFEST';
-export const MANIFEST_TMP = 'MANIFEST.tmp';
+export { SEGMENT_HEADER_BYTES, RECORD_HEADER_BYTES, FORMAT_VERSION, MANIFEST_MAGIC, MANIFEST, MANIFEST_TMP };
+export { MANIFEST_FILE_RE, MANIFEST_TMP_RE };
 export { LOCK, takeWriterLock, releaseWriterLock, type WriterLock };
 export const SEGMENT_RE = /^seg-([0-9a-f]{8})\.pqs$/;
-/** Records up to this size are gathered into one write; larger ones are written on their own. */
-const WRITE_GATHER_BYTES = 1 << 20;
 /** Compaction rewrites a segment once this fraction of its bytes is dead (default). */
 export const DEFAULT_COMPACT_DEAD_FRACTION = 0.5;
 /**
@@ -89,6 +105,8 @@ export const DEFAULT_COMPACT_DEAD_FRACTION = 0.5;
  * it waits.
  */
 export const DEFAULT_COMPACT_STEP_BYTES = 4 << 20;
+/** More sealed segments than this below a quarter of `segmentBytes` are merged (node-fs-compact.ts pickVictim). */
+const MAX_SMALL_SEGMENTS = 16;
 /** How often a read-only open starts again when a segment vanished under it (a writer compacted). */
 const READ_ONLY_OPEN_ATTEMPTS = 5;
 
@@ -161,16 +179,6 @@ const newSegment = (seq: number, fh: FileHandle, committed: number): Segment => 
 
 /** Thrown inside a read-only open when a segment its MANIFEST named vanished and MANIFEST changed since. */
 class SegmentVanished extends Error {}
-
-/** `buf.length` bytes of file descriptor `fd` at `at`, read synchronously. @throws CORRUPTION when the file is shorter */
-function readSyncExactly(fd: number, buf: Uint8Array, at: number, name: string): void {
-  let done = 0;
-  while (done < buf.length) {
-    const n = readSync(fd, buf, done, buf.length - done, at + done);
-    if (n === 0) throw corruption(`node-fs: ${name} ends before byte ${at + buf.length}`);
-    done += n;
-  }
-}
 
 /**
  * Opens (creating when allowed) the store in directory `dir`, repairing an interrupted commit.
@@ -259,6 +267,10 @@ class NodeFsPageStore extends BasePageStore {
   #autoStopped: unknown;
   /** Segments removed by compaction so far: which tombstones are needed changes only then. */
   #removals = 0;
+  /** The segment this writer appends to: one it created (O_EXCL) in this session, else none yet. */
+  #own: Segment | undefined;
+  /** Above every segment number seen: where the next new segment's number is tried first. */
+  #nextSeq = 1;
 
   /** The writer's locks (undefined: read-only, no lock). */
   readonly #lock?: WriterLock;
@@ -288,6 +300,7 @@ class NodeFsPageStore extends BasePageStore {
         return;
       } catch (e) {
         if (!(e instanceof SegmentVanished)) throw e;
+        this.#nextSeq = 1;
         for (const seg of this.#segments.values()) await seg.fh.close().catch(() => undefined);
         this.#segments.clear();
         this.#index.clear();
@@ -297,89 +310,90 @@ class NodeFsPageStore extends BasePageStore {
         if (attempt >= READ_ONLY_OPEN_ATTEMPTS)
           throw new PqdbError(
             'IO_ERROR',
-            `node-fs: ${this.#dir}: segments kept vanishing while opening read-only (a writer compacting); try again`,
+            `node-fs: ${this.#dir}: segments kept vanishing while opening (a writer compacting); try again`,
             { cause: e },
           );
       }
     }
   }
 
-  /** Read-only: whether MANIFEST on disk is no longer `raw` (a writer committed or compacted). */
-  async #manifestChanged(raw: Uint8Array | undefined): Promise<boolean> {
-    const now = await readFile(join(this.#dir, MANIFEST)).catch(() => undefined);
-    if (now === undefined || raw === undefined) return now !== raw;
-    return Buffer.compare(now, raw) !== 0;
+  /** Whether the current commit on disk is no longer the one this open read (a writer committed or compacted). */
+  async #manifestChanged(): Promise<boolean> {
+    return (await currentCommit(this.#dir)) !== this.#commitSeq;
   }
 
   async #load(): Promise<void> {
     const actions: string[] = [];
     let truncatedBytes = 0;
     const ro = this.#readOnly;
-    if (!ro) {
-      await rm(join(this.#dir, MANIFEST_TMP), { force: true }).then(
-        () => undefined,
-        () => undefined,
-      );
-    }
-    let committed = new Map<number, number>();
-    let raw: Uint8Array | undefined;
-    try {
-      raw = await readFile(join(this.#dir, MANIFEST));
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-    }
-    if (raw !== undefined) {
-      const m = decodeManifest(raw);
-      committed = m.segments;
+    const m = await readCurrentManifest(this.#dir);
+    const committed = m?.segments ?? new Map<number, number>();
+    if (m !== undefined) {
       this.#manifest = m.manifest;
       this.#commitSeq = m.commitSeq;
-      this.#manifestFileBytes = raw.length;
+      this.#manifestFileBytes = m.fileBytes;
     }
+    const names = await readdir(this.#dir);
+    if (!ro) await removeStaleManifests(this.#dir, names, this.#commitSeq);
+    if (!ro && m?.raw !== undefined) {
+      await refreshManifestCopy(this.#dir, m.raw);
+      actions.push(`${MANIFEST} was behind ${m.file} (a commit cut between its link and its rename): copied`);
+    }
+    // A segment above every named one may be another writer's, made for a commit it has not
+    // published yet (it may win); one below was made by a writer that can no longer win, or was
+    // compacted away: every writer numbers a new segment above all the files it sees.
+    const maxNamed = Math.max(0, ...committed.keys());
     const present = new Set<number>();
-    for (const name of await readdir(this.#dir)) {
+    for (const name of names) {
       const match = SEGMENT_RE.exec(name);
       if (!match) continue;
       const seq = parseInt(match[1], 16);
+      this.#nextSeq = Math.max(this.#nextSeq, seq + 1);
       if (committed.has(seq)) present.add(seq);
-      else if (ro)
+      else if (ro || seq > maxNamed)
         actions.push(
-          `${name} is not named by the manifest (an interrupted commit or a compacted segment; left in place, read-only)`,
+          `${name} is not named by the manifest (an interrupted commit, another writer's or a compacted segment; left in place)`,
         );
       else {
-        await unlink(join(this.#dir, name));
+        await unlink(join(this.#dir, name)).catch((e) => {
+          if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+        });
         actions.push(`removed ${name}: not named by the manifest (an interrupted commit or a compacted segment)`);
       }
     }
     for (const [seq, length] of [...committed].sort((a, b) => a[0] - b[0])) {
       const name = segmentName(seq);
+      this.#nextSeq = Math.max(this.#nextSeq, seq + 1);
       let fh: FileHandle | undefined;
       if (present.has(seq)) {
         try {
-          fh = await open(join(this.#dir, name), ro ? 'r' : 'r+');
+          fh = await open(join(this.#dir, name), 'r'); // never written by this session
         } catch (e) {
           if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
         }
       }
       if (fh === undefined) {
-        // A writer holds no other process's MANIFEST; a reader's may be outdated by a compaction.
-        if (ro && (await this.#manifestChanged(raw))) throw new SegmentVanished(name);
+        // Another writer may have compacted it away after the manifest was read.
+        if (await this.#manifestChanged()) throw new SegmentVanished(name);
         throw corruption(`node-fs: ${name} is named by the manifest but missing`);
       }
       this.#segments.set(seq, newSegment(seq, fh, length));
       const size = (await fh.stat()).size;
       if (size < length) throw corruption(`node-fs: ${name} holds ${size} bytes, the manifest committed ${length}`);
-      if (size > length && ro) {
+      if (size > length) {
+        // Never truncated: the bytes may be another writer's commit in progress in its own segment.
         truncatedBytes += size - length;
         actions.push(
-          `${name} has ${size - length} bytes past its committed length ${length}: the tail of a commit that never completed (left in place, read-only)`,
+          `${name} has ${size - length} bytes past its committed length ${length}: an unfinished commit (ignored, left in place)`,
         );
-      } else if (size > length) {
-        await fh.truncate(length);
-        await fh.datasync();
-        truncatedBytes += size - length;
-        actions.push(`truncated ${name} from ${size} to ${length} bytes: the tail of a commit that never completed`);
       }
       await this.#scan(fh, seq, name, length);
+    }
+    // The files opened are the ones the manifest named unless one was dropped meanwhile: only then
+    // may it have been unlinked and its number taken by a writer that lost the compare-and-swap.
+    if (m !== undefined && (await currentCommit(this.#dir)) !== m.commitSeq) {
+      const now = await readCurrentManifest(this.#dir);
+      for (const seq of committed.keys()) if (!now?.segments.has(seq)) throw new SegmentVanished(segmentName(seq));
     }
     this.recovery = { clean: actions.length === 0, truncatedBytes, actions };
   }
@@ -432,25 +446,29 @@ class NodeFsPageStore extends BasePageStore {
   }
 
   /**
-   * Reads `length` bytes at `position` of `seg`. The caller takes the segment from the map in the
-   * same synchronous step as its index lookup, so a compaction that moves the page
-   * afterwards cannot pull the file from under the read: a removed segment's handle is closed
-   * only when its last read is done.
-   */
-  /**
-   * Step 3 of the commit protocol for the next commit number: MANIFEST names the segments' committed
-   * lengths as `edit` leaves them and the user manifest `user`, written only if no other writer
-   * overtook this one.
+   * Step 3 of the commit protocol for the next commit number: the manifest names the segments'
+   * committed lengths as `edit` leaves them and the user manifest `user`; it becomes current only
+   * if no other writer committed since this one's last commit (node-fs-manifest.ts).
+   * @throws PqdbError CONFLICT
    */
   async #writeManifest(user: Uint8Array | undefined, edit: (segments: Map<number, number>) => void): Promise<void> {
     const segments = new Map([...this.#segments].map(([s, g]) => [s, g.committed]));
     edit(segments);
     const file = encodeManifest(this.#commitSeq + 1, segments, user);
-    await this.#checkNotOvertaken();
-    await this.#replaceManifest(file);
+    const sync: SyncHook = async (fh, what) => {
+      await this.#compaction.beforeSync?.(what);
+      await fh.sync();
+    };
+    await publishManifest(this.#dir, this.#commitSeq, file, sync);
     this.#manifestFileBytes = file.length;
   }
 
+  /**
+   * Reads `length` bytes at `position` of `seg`. The caller takes the segment from the map in the
+   * same synchronous step as its index lookup, so a compaction that moves the page
+   * afterwards cannot pull the file from under the read: a removed segment's handle is closed
+   * only when its last read is done.
+   */
   async #readAt(seg: Segment, buf: Uint8Array, length: number, position: number): Promise<void> {
     seg.readers++;
     try {
@@ -517,51 +535,8 @@ class NodeFsPageStore extends BasePageStore {
     return this.#checked(id, loc, buf);
   }
 
-  // Record-sized ranges are read synchronously: a positioned read of a few hundred bytes from the
-  // OS page cache takes microseconds, a round trip through libuv's thread pool tens to hundreds of
-  // them (measured: 9-16k sequential random reads/s through it at 1M records, and a read loop that
-  // sent every 65th read there idled a fifth of its time). A loop of reads that only awaits them
-  // would never let I/O callbacks run, so a turn of the event loop takes at most
-  // SYNC_READS_PER_TURN of them; a read past that waits for a later turn (setImmediate: after the
-  // poll phase) in a first-come queue, served before any new read of that turn, with its page's
-  // location and segment taken before it waits (the segment pinned), as the thread-pool read does:
-  // a compaction step that deletes or moves the page meanwhile cannot take its bytes away.
-
-  /** Synchronous ranged reads granted in this turn of the event loop. */
-  #syncReads = 0;
-  /** A turn's reset of #syncReads is scheduled. */
-  #turnScheduled = false;
-  /** Reads waiting for a synchronous read of a later turn, first come first served. */
-  readonly #waiting: (() => void)[] = [];
-
-  /** Takes one of this turn's synchronous reads: false when none is left, or reads wait for one. */
-  #takeSyncRead(): boolean {
-    if (this.#waiting.length > 0 || this.#syncReads >= SYNC_READS_PER_TURN) return false;
-    this.#syncReads++;
-    this.#scheduleTurn();
-    return true;
-  }
-
-  /** Resets the count at the next turn, granting its reads to the waiting ones first. */
-  #scheduleTurn(): void {
-    if (this.#turnScheduled) return;
-    this.#turnScheduled = true;
-    setImmediate(() => {
-      this.#turnScheduled = false;
-      const ready = this.#waiting.splice(0, SYNC_READS_PER_TURN);
-      this.#syncReads = ready.length;
-      if (this.#syncReads > 0 || this.#waiting.length > 0) this.#scheduleTurn();
-      for (const grant of ready) grant();
-    });
-  }
-
-  /** Waits for a synchronous read granted in a later turn (the caller holds its segment pinned). */
-  #waitSyncRead(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      this.#waiting.push(resolve);
-      this.#scheduleTurn();
-    });
-  }
+  /** Record-sized ranges are read synchronously, so many in a turn of the event loop (node-fs-records.ts). */
+  readonly #turns = new SyncReadTurns(SYNC_READS_PER_TURN);
 
   /**
    * readRange's synchronous form (PageStore.readRangeSync): a record-sized range within this turn's
@@ -579,7 +554,7 @@ class NodeFsPageStore extends BasePageStore {
     if (loc === undefined) return 0;
     checkRangeInPage(this.kind, id, offset, length, loc.length);
     if (length === 0) return 1;
-    if (!block && !this.#takeSyncRead()) return -1;
+    if (!block && !this.#turns.take()) return -1;
     try {
       this.#readSync(this.#segments.get(loc.seq)!, loc, offset, into.subarray(0, length));
     } catch (e) {
@@ -611,11 +586,11 @@ class NodeFsPageStore extends BasePageStore {
       const seg = this.#segments.get(loc.seq)!;
       if (length > SYNC_READ_BYTES) await this.#readAt(seg, buf, length, at);
       // Nothing runs during a synchronous read, so no compaction step can close the handle under it.
-      else if (this.#takeSyncRead()) this.#readSync(seg, loc, offset, buf);
+      else if (this.#turns.take()) this.#readSync(seg, loc, offset, buf);
       else {
         seg.readers++;
         try {
-          await this.#waitSyncRead();
+          await this.#turns.wait();
           this.#readSync(seg, loc, offset, buf);
         } finally {
           seg.readers--;
@@ -672,27 +647,12 @@ class NodeFsPageStore extends BasePageStore {
   }
 
   /**
-   * Compare-and-swap of the commit counter: the MANIFEST on disk must still be the one this store
-   * wrote last. A second writer (one let in by a deleted or misjudged LOCK) has committed otherwise;
-   * this writer then stops (CONFLICT) instead of writing over its pages or its manifest.
+   * The early half of the compare-and-swap: the current commit on disk must still be the one this
+   * store made last, else another writer (let in by a deleted or misjudged LOCK) has committed and
+   * this one stops (CONFLICT) before writing anything. The manifest's link decides in the end.
    */
   async #checkNotOvertaken(): Promise<void> {
-    let onDisk = 0;
-    try {
-      const fh = await open(join(this.#dir, MANIFEST), 'r');
-      try {
-        const head = new Uint8Array(24);
-        const { bytesRead } = await fh.read(head, 0, 24, 0);
-        if (bytesRead === 24) {
-          const v = new DataView(head.buffer);
-          onDisk = v.getUint32(16, true) + v.getUint32(20, true) * 2 ** 32;
-        }
-      } finally {
-        await fh.close();
-      }
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-    }
+    const onDisk = await currentCommit(this.#dir);
     if (onDisk !== this.#commitSeq)
       throw new PqdbError(
         'CONFLICT',
@@ -700,8 +660,38 @@ class NodeFsPageStore extends BasePageStore {
       );
   }
 
+  /**
+   * Where `bytes` more go: this writer's own segment while it has room (and is not `avoid`), else a
+   * new one, created with its header first in `records`.
+   */
+  async #destination(
+    total: number,
+    records: Uint8Array[],
+    avoid?: Segment,
+  ): Promise<{ seg: Segment; created: boolean }> {
+    const own = this.#own;
+    if (own !== undefined && own !== avoid && !this.#retired(own)) {
+      if (own.committed === SEGMENT_HEADER_BYTES || own.committed + total <= this.#segmentBytes) {
+        // Only this writer appends to it, and it writes nothing after a failure: its end is its
+        // committed length. A file that grew anyway was written by someone else.
+        const size = (await own.fh.stat()).size;
+        if (size !== own.committed)
+          throw new PqdbError(
+            'CONFLICT',
+            `node-fs page store ${this.#dir}: ${segmentName(own.seq)} holds ${size} bytes, this writer wrote ${own.committed}; another writer wrote into it: reopen the store`,
+          );
+        return { seg: own, created: false };
+      }
+    }
+    return { seg: await this.#createSegment(records), created: true };
+  }
+
+  #retired(seg: Segment): boolean {
+    return seg.retired || !this.#segments.has(seg.seq);
+  }
+
   async #commit(batch: CheckedBatch): Promise<void> {
-    await this.#checkNotOvertaken(); // before any byte is written: pages of the other writer stay
+    await this.#checkNotOvertaken();
     const records: Uint8Array[] = [];
     let total = 0;
     for (const id of batch.deletes) {
@@ -715,35 +705,30 @@ class NodeFsPageStore extends BasePageStore {
       records.push(recordHeader(KIND_PAGE, p.id, p.bytes.length, crc), p.bytes);
       total += RECORD_HEADER_BYTES + p.bytes.length;
     }
-    let seg = this.#current();
-    let created: Segment | undefined;
-    if (
-      total > 0 &&
-      (seg === undefined || (seg.committed > SEGMENT_HEADER_BYTES && seg.committed + total > this.#segmentBytes))
-    ) {
-      created = seg = await this.#createSegment(seg === undefined ? 1 : seg.seq + 1, records);
-      total += SEGMENT_HEADER_BYTES;
+    let seg: Segment | undefined;
+    let created = false;
+    if (total > 0) {
+      ({ seg, created } = await this.#destination(total, records));
+      if (created) total += SEGMENT_HEADER_BYTES;
     }
     let end = seg?.committed ?? 0;
     try {
-      if (total > 0) {
-        // Positional writes at the committed length: leftovers of a failed attempt are overwritten.
-        await writeGathered(seg!.fh, records, end);
-        await this.#sync(seg!.fh, 'segment');
+      if (seg !== undefined) {
+        await writeGathered(seg.fh, records, end); // at the end of a file only this writer writes
+        await this.#sync(seg.fh, 'segment');
         end += total;
       }
       await this.#writeManifest(batch.manifest ?? this.#manifest, (segments) => {
         if (seg !== undefined) segments.set(seg.seq, end);
       });
     } catch (e) {
-      if (created !== undefined) await created.fh.close().catch(() => undefined);
+      if (created) await seg!.fh.close().catch(() => undefined);
       throw e;
     }
     // Durable: publish.
     this.#commitSeq++;
-    if (created !== undefined) this.#segments.set(created.seq, created);
+    if (created) this.#adopt(seg!);
     let off = seg?.committed ?? 0;
-    if (created !== undefined) off += SEGMENT_HEADER_BYTES;
     for (const id of batch.deletes) {
       this.#unlive(id);
       this.#index.delete(id);
@@ -760,46 +745,49 @@ class NodeFsPageStore extends BasePageStore {
     if (batch.manifest !== undefined) this.#manifest = batch.manifest;
   }
 
-  /** Opens a new segment file `seq` and puts its header first in `records` (to be written with them). */
-  async #createSegment(seq: number, records: Uint8Array[]): Promise<Segment> {
-    const fh = await open(join(this.#dir, segmentName(seq)), 'w+');
-    const head = new Uint8Array(SEGMENT_HEADER_BYTES);
-    head.set(ascii(SEGMENT_MAGIC));
-    const hv = new DataView(head.buffer);
-    hv.setUint32(8, FORMAT_VERSION, true);
-    hv.setUint32(12, seq, true);
-    records.unshift(head);
-    return newSegment(seq, fh, 0);
+  /** A segment this writer created is committed: it is the one appended to from now on. */
+  #adopt(seg: Segment): void {
+    seg.committed = SEGMENT_HEADER_BYTES; // its header was written with the first records
+    this.#segments.set(seg.seq, seg);
+    this.#own = seg;
   }
 
-  async #sync(fh: FileHandle, what: 'segment' | 'manifest' | 'directory'): Promise<void> {
+  /**
+   * Creates a new segment file with O_EXCL, numbered above every segment this writer has seen (the
+   * next number when another writer took one), and puts its header first in `records`. A file
+   * another writer made is never opened for writing, and none is ever truncated.
+   */
+  async #createSegment(records: Uint8Array[]): Promise<Segment> {
+    for (let tries = 0; ; tries++) {
+      const seq = this.#nextSeq++;
+      if (seq > 0xffffffff)
+        throw new PqdbError('IO_ERROR', `node-fs page store ${this.#dir}: segment numbers exhausted`);
+      let fh: FileHandle;
+      try {
+        fh = await open(join(this.#dir, segmentName(seq)), 'wx+');
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'EEXIST' && tries < 1000) continue;
+        throw e;
+      }
+      const head = new Uint8Array(SEGMENT_HEADER_BYTES);
+      head.set(ascii(SEGMENT_MAGIC));
+      const hv = new DataView(head.buffer);
+      hv.setUint32(8, FORMAT_VERSION, true);
+      hv.setUint32(12, seq, true);
+      records.unshift(head);
+      return newSegment(seq, fh, 0);
+    }
+  }
+
+  async #sync(fh: FileHandle, what: 'segment'): Promise<void> {
     await this.#compaction.beforeSync?.(what);
-    if (what === 'segment') await fh.datasync();
-    else await fh.sync();
+    await fh.datasync();
   }
 
   #current(): Segment | undefined {
     let last: Segment | undefined;
     for (const s of this.#segments.values()) if (last === undefined || s.seq > last.seq) last = s;
     return last;
-  }
-
-  async #replaceManifest(file: Uint8Array): Promise<void> {
-    const tmp = join(this.#dir, MANIFEST_TMP);
-    const fh = await open(tmp, 'w');
-    try {
-      await fh.writeFile(file);
-      await this.#sync(fh, 'manifest');
-    } finally {
-      await fh.close();
-    }
-    await rename(tmp, join(this.#dir, MANIFEST));
-    const d = await open(this.#dir, 'r');
-    try {
-      await this.#sync(d, 'directory'); // makes the rename (and any new segment's directory entry) durable
-    } finally {
-      await d.close();
-    }
   }
 
   /**
@@ -879,6 +867,8 @@ class NodeFsPageStore extends BasePageStore {
       includeCurrent,
       headerBytes: SEGMENT_HEADER_BYTES,
       pinned: (seg) => this.#pinned(seg),
+      smallBytes: this.#segmentBytes / 4,
+      maxSmall: MAX_SMALL_SEGMENTS,
     });
   }
 
@@ -916,7 +906,6 @@ class NodeFsPageStore extends BasePageStore {
       throw new PqdbError('IO_ERROR', 'node-fs: an earlier write failed; reopen the store', { cause: this.#failed });
     const victim = this.#victim(o.minDead, o.maxSeq, o.includeCurrent);
     if (victim === undefined) return undefined;
-    const current = this.#current()!;
     const live = liveRecords(victim, (id) => this.#index.get(id), RECORD_HEADER_BYTES);
     const moving = stepOf(live, o.stepBytes);
     const done = moving.length === live.length;
@@ -936,7 +925,7 @@ class NodeFsPageStore extends BasePageStore {
       moved.push({ id: r.id, loc });
     }
     try {
-      return await this.#writeStep(victim, current, records, tombs, moved, done);
+      return await this.#writeStep(victim, records, tombs, moved, done);
     } catch (e) {
       this.#failed = e;
       throw mediumError('node-fs: compact', e);
@@ -945,7 +934,6 @@ class NodeFsPageStore extends BasePageStore {
 
   async #writeStep(
     victim: Segment,
-    current: Segment,
     records: Uint8Array[],
     tombs: readonly number[],
     moved: readonly { id: number; loc: Location }[],
@@ -954,14 +942,10 @@ class NodeFsPageStore extends BasePageStore {
     await this.#checkNotOvertaken();
     let total = 0;
     for (const r of records) total += r.length;
-    let dest = current;
-    let created: Segment | undefined;
-    // The victim is never its own destination; and a removed segment is never the newest, so a
-    // sequence number is never used twice (a reader's old MANIFEST may still name it).
-    if (dest === victim || (dest.committed > SEGMENT_HEADER_BYTES && dest.committed + total > this.#segmentBytes)) {
-      created = dest = await this.#createSegment(current.seq + 1, records);
-      total += SEGMENT_HEADER_BYTES;
-    }
+    // The victim is never its own destination; and a new segment is numbered above every one seen,
+    // so a sequence number is never used twice (a reader's old manifest may still name it).
+    const { seg: dest, created } = await this.#destination(total, records, victim);
+    if (created) total += SEGMENT_HEADER_BYTES;
     let end = dest.committed;
     try {
       if (total > 0) {
@@ -974,13 +958,13 @@ class NodeFsPageStore extends BasePageStore {
         if (done) segments.delete(victim.seq);
       });
     } catch (e) {
-      if (created !== undefined) await created.fh.close().catch(() => undefined);
+      if (created) await dest.fh.close().catch(() => undefined);
       throw e;
     }
     // Durable: publish (the same synchronous step moves the index and the accounting).
     this.#commitSeq++;
-    if (created !== undefined) this.#segments.set(created.seq, created);
-    let off = dest.committed + (created !== undefined ? SEGMENT_HEADER_BYTES : 0);
+    if (created) this.#adopt(dest);
+    let off = dest.committed;
     let copied = 0;
     for (const id of tombs) {
       dest.tombs.push(id);
@@ -1040,135 +1024,5 @@ class NodeFsPageStore extends BasePageStore {
     this.#index.clear();
     if (this.#lock !== undefined) await releaseWriterLock(this.#dir, this.#lock).catch((e) => errors.push(e));
     if (errors.length > 0) throw mediumError('node-fs: close', errors[0]);
-  }
-}
-
-function recordHeader(kind: number, id: number, length: number, crc: number): Uint8Array {
-  const h = new Uint8Array(RECORD_HEADER_BYTES);
-  const v = new DataView(h.buffer);
-  v.setUint32(0, RECORD_MAGIC, true);
-  h[4] = kind;
-  v.setUint32(8, id, true);
-  v.setUint32(12, length, true);
-  v.setUint32(16, crc, true);
-  v.setUint32(20, crc32c(h.subarray(0, 20)), true);
-  return h;
-}
-
-function parseRecordHeader(h: Uint8Array, where: string): { kind: number; id: number; length: number; crc: number } {
-  const v = new DataView(h.buffer, h.byteOffset, RECORD_HEADER_BYTES);
-  if (v.getUint32(0, true) !== RECORD_MAGIC || v.getUint32(20, true) !== crc32c(h.subarray(0, 20))) {
-    throw corruption(`node-fs: ${where}: damaged record header`);
-  }
-  const kind = h[4];
-  if ((kind !== KIND_PAGE && kind !== KIND_DELETE) || h[5] | h[6] | h[7])
-    throw corruption(`node-fs: ${where}: unknown record kind ${kind}`);
-  return { kind, id: v.getUint32(8, true), length: v.getUint32(12, true), crc: v.getUint32(16, true) };
-}
-
-function encodeManifest(
-  commitSeq: number,
-  segments: Map<number, number>,
-  manifest: Uint8Array | undefined,
-): Uint8Array {
-  const user = manifest ?? new Uint8Array(0);
-  const out = new Uint8Array(32 + segments.size * 12 + 4 + user.length + 4);
-  const v = new DataView(out.buffer);
-  out.set(ascii(MANIFEST_MAGIC));
-  v.setUint32(8, FORMAT_VERSION, true);
-  v.setUint32(12, manifest === undefined ? 0 : 1, true);
-  v.setUint32(16, commitSeq % 2 ** 32, true);
-  v.setUint32(20, Math.floor(commitSeq / 2 ** 32), true);
-  v.setUint32(24, segments.size, true);
-  v.setUint32(28, 0, true);
-  let o = 32;
-  for (const [seq, length] of [...segments].sort((a, b) => a[0] - b[0])) {
-    v.setUint32(o, seq, true);
-    v.setUint32(o + 4, length % 2 ** 32, true);
-    v.setUint32(o + 8, Math.floor(length / 2 ** 32), true);
-    o += 12;
-  }
-  v.setUint32(o, user.length, true);
-  out.set(user, o + 4);
-  o += 4 + user.length;
-  v.setUint32(o, crc32c(out.subarray(0, o)), true);
-  return out;
-}
-
-function decodeManifest(raw: Uint8Array): {
-  commitSeq: number;
-  segments: Map<number, number>;
-  manifest: Uint8Array | undefined;
-} {
-  const bad = (why: string): PqdbError => corruption(`node-fs: ${MANIFEST}: ${why}`);
-  if (raw.length < 40) throw bad(`too short (${raw.length} bytes)`);
-  for (let i = 0; i < 8; i++) if (raw[i] !== MANIFEST_MAGIC.charCodeAt(i)) throw bad('not a pqdb manifest');
-  const v = new DataView(raw.buffer, raw.byteOffset, raw.length);
-  const version = v.getUint32(8, true);
-  if (version !== FORMAT_VERSION)
-    throw new PqdbError('FORMAT_VERSION', `node-fs: ${MANIFEST} has format version ${version}`);
-  if (v.getUint32(raw.length - 4, true) !== crc32c(raw.subarray(0, raw.length - 4))) throw bad('checksum mismatch');
-  const flags = v.getUint32(12, true);
-  const commitSeq = v.getUint32(16, true) + v.getUint32(20, true) * 2 ** 32;
-  const n = v.getUint32(24, true);
-  if (32 + n * 12 + 8 > raw.length) throw bad('segment table runs past the end');
-  const segments = new Map<number, number>();
-  let o = 32;
-  for (let i = 0; i < n; i++, o += 12)
-    segments.set(v.getUint32(o, true), v.getUint32(o + 4, true) + v.getUint32(o + 8, true) * 2 ** 32);
-  const len = v.getUint32(o, true);
-  if (o + 4 + len + 4 !== raw.length) throw bad('length mismatch');
-  const manifest = flags & 1 ? new Uint8Array(raw.subarray(o + 4, o + 4 + len)) : undefined;
-  return { commitSeq, segments, manifest };
-}
-
-async function readExactly(
-  fh: FileHandle,
-  buf: Uint8Array,
-  length: number,
-  position: number,
-  name: string,
-): Promise<void> {
-  let done = 0;
-  while (done < length) {
-    const { bytesRead } = await fh.read(buf, done, length - done, position + done);
-    if (bytesRead === 0) throw corruption(`node-fs: ${name}: unexpected end of file at ${position + done}`);
-    done += bytesRead;
-  }
-}
-
-/** Writes `chunks` back to back from `position`, gathering small ones into ~1 MiB writes. */
-async function writeGathered(fh: FileHandle, chunks: Uint8Array[], position: number): Promise<void> {
-  let pos = position;
-  let group: Uint8Array[] = [];
-  let groupBytes = 0;
-  const flush = async (): Promise<void> => {
-    if (groupBytes === 0) return;
-    const buf = group.length === 1 ? group[0] : new Uint8Array(groupBytes);
-    if (group.length > 1) {
-      let o = 0;
-      for (const c of group) {
-        buf.set(c, o);
-        o += c.length;
-      }
-    }
-    await writeAll(fh, buf, pos);
-    pos += groupBytes;
-    group = [];
-    groupBytes = 0;
-  };
-  for (const c of chunks) {
-    if (groupBytes + c.length > WRITE_GATHER_BYTES) await flush();
-    group.push(c);
-    groupBytes += c.length;
-  }
-  await flush();
-}
-
-async function writeAll(fh: FileHandle, buf: Uint8Array, position: number): Promise<void> {
-  let done = 0;
-  while (done < buf.length) {
-    const { bytesWritten } = await fh.write(buf, done, buf.length - done, position + done);
-    done += bytesWritten;
   }
 }

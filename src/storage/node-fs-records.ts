@@ -1,0 +1,154 @@
+// The records of node-fs segment files (src/storage/node-fs.ts; layout in docs/storage.md) and the
+// positioned reads and writes of them.
+
+/// <reference types="node" />
+import { readSync } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { corruption, crc32c } from './page-store';
+
+export const SEGMENT_HEADER_BYTES = 16;
+export const RECORD_HEADER_BYTES = 24;
+export const SEGMENT_MAGIC = 'PQDBSEG\0';
+const RECORD_MAGIC = 0x31525150; // "PQR1" little-endian
+export const KIND_PAGE = 1;
+export const KIND_DELETE = 2;
+/** Records up to this size are gathered into one write; larger ones are written on their own. */
+const WRITE_GATHER_BYTES = 1 << 20;
+
+/** `buf.length` bytes of file descriptor `fd` at `at`, read synchronously. @throws CORRUPTION when the file is shorter */
+export function readSyncExactly(fd: number, buf: Uint8Array, at: number, name: string): void {
+  let done = 0;
+  while (done < buf.length) {
+    const n = readSync(fd, buf, done, buf.length - done, at + done);
+    if (n === 0) throw corruption(`node-fs: ${name} ends before byte ${at + buf.length}`);
+    done += n;
+  }
+}
+
+export function recordHeader(kind: number, id: number, length: number, crc: number): Uint8Array {
+  const h = new Uint8Array(RECORD_HEADER_BYTES);
+  const v = new DataView(h.buffer);
+  v.setUint32(0, RECORD_MAGIC, true);
+  h[4] = kind;
+  v.setUint32(8, id, true);
+  v.setUint32(12, length, true);
+  v.setUint32(16, crc, true);
+  v.setUint32(20, crc32c(h.subarray(0, 20)), true);
+  return h;
+}
+
+export function parseRecordHeader(
+  h: Uint8Array,
+  where: string,
+): { kind: number; id: number; length: number; crc: number } {
+  const v = new DataView(h.buffer, h.byteOffset, RECORD_HEADER_BYTES);
+  if (v.getUint32(0, true) !== RECORD_MAGIC || v.getUint32(20, true) !== crc32c(h.subarray(0, 20))) {
+    throw corruption(`node-fs: ${where}: damaged record header`);
+  }
+  const kind = h[4];
+  if ((kind !== KIND_PAGE && kind !== KIND_DELETE) || h[5] | h[6] | h[7])
+    throw corruption(`node-fs: ${where}: unknown record kind ${kind}`);
+  return { kind, id: v.getUint32(8, true), length: v.getUint32(12, true), crc: v.getUint32(16, true) };
+}
+
+export async function readExactly(
+  fh: FileHandle,
+  buf: Uint8Array,
+  length: number,
+  position: number,
+  name: string,
+): Promise<void> {
+  let done = 0;
+  while (done < length) {
+    const { bytesRead } = await fh.read(buf, done, length - done, position + done);
+    if (bytesRead === 0) throw corruption(`node-fs: ${name}: unexpected end of file at ${position + done}`);
+    done += bytesRead;
+  }
+}
+
+/** Writes `chunks` back to back from `position`, gathering small ones into ~1 MiB writes. */
+export async function writeGathered(fh: FileHandle, chunks: Uint8Array[], position: number): Promise<void> {
+  let pos = position;
+  let group: Uint8Array[] = [];
+  let groupBytes = 0;
+  const flush = async (): Promise<void> => {
+    if (groupBytes === 0) return;
+    const buf = group.length === 1 ? group[0] : new Uint8Array(groupBytes);
+    if (group.length > 1) {
+      let o = 0;
+      for (const c of group) {
+        buf.set(c, o);
+        o += c.length;
+      }
+    }
+    await writeAll(fh, buf, pos);
+    pos += groupBytes;
+    group = [];
+    groupBytes = 0;
+  };
+  for (const c of chunks) {
+    if (groupBytes + c.length > WRITE_GATHER_BYTES) await flush();
+    group.push(c);
+    groupBytes += c.length;
+  }
+  await flush();
+}
+
+async function writeAll(fh: FileHandle, buf: Uint8Array, position: number): Promise<void> {
+  let done = 0;
+  while (done < buf.length) {
+    const { bytesWritten } = await fh.write(buf, done, buf.length - done, position + done);
+    done += bytesWritten;
+  }
+}
+
+// Record-sized ranges are read synchronously: a positioned read of a few hundred bytes from the
+// OS page cache takes microseconds, a round trip through libuv's thread pool tens to hundreds of
+// them (measured: 9-16k sequential random reads/s through it at 1M records, and a read loop that
+// sent every 65th read there idled a fifth of its time). A loop of reads that only awaits them
+// would never let I/O callbacks run, so a turn of the event loop takes at most `perTurn` of them;
+// a read past that waits for a later turn (setImmediate: after the poll phase) in a first-come
+// queue, served before any new read of that turn. The caller takes its page's location and
+// segment before it waits (the segment pinned), as the thread-pool read does: a compaction step
+// that deletes or moves the page meanwhile cannot take its bytes away.
+
+/** The synchronous reads of one turn of the event loop. */
+export class SyncReadTurns {
+  /** Synchronous ranged reads granted in this turn of the event loop. */
+  #granted = 0;
+  /** A turn's reset of #granted is scheduled. */
+  #scheduled = false;
+  /** Reads waiting for a synchronous read of a later turn, first come first served. */
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(readonly perTurn: number) {}
+
+  /** Takes one of this turn's synchronous reads: false when none is left, or reads wait for one. */
+  take(): boolean {
+    if (this.#waiting.length > 0 || this.#granted >= this.perTurn) return false;
+    this.#granted++;
+    this.#schedule();
+    return true;
+  }
+
+  /** Waits for a synchronous read granted in a later turn (the caller holds its segment pinned). */
+  wait(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.#waiting.push(resolve);
+      this.#schedule();
+    });
+  }
+
+  /** Resets the count at the next turn, granting its reads to the waiting ones first. */
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      const ready = this.#waiting.splice(0, this.perTurn);
+      this.#granted = ready.length;
+      if (this.#granted > 0 || this.#waiting.length > 0) this.#schedule();
+      for (const grant of ready) grant();
+    });
+  }
+}
