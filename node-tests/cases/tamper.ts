@@ -175,6 +175,42 @@ export function tamperCases(factory: TamperFixtureFactory, api: TamperApi): Stor
       }),
     },
     {
+      name: 'a directory page copied over a commit page the directory covers: reads fail typed, verifyStore reports it',
+      run: tamper(async (fresh) => {
+        const { f, open } = await fresh();
+        await written(open, f.raw);
+        const store = await open();
+        await store.checkpoint(); // persists the key directory: it now covers both commit pages
+        await store.close();
+        const now = await f.raw.pages();
+        const ids = (kind: string) => [...now.keys()].filter((id) => pageKind(now.get(id)!) === kind);
+        const [commit] = ids('commit');
+        const [directory] = ids('directory');
+        ok(commit !== undefined && directory !== undefined, 'the store holds commit and directory pages');
+        await f.raw.setPage(commit, now.get(directory)!);
+        // Roles come from the manifest and directory, never from a page's magic: the page listed as a
+        // live commit page must open as one.
+        try {
+          const s = await open();
+          for (const id of ['a', 'b'])
+            await s
+              .collection('notes', { schema: SCHEMA })
+              .get(id)
+              .then(
+                (v) => ok(v?.text === (id === 'a' ? 'kept' : 'v1'), `${id} reads its own value or fails`),
+                (e) => ok(e?.name === 'PqdbError', `read of ${id}: expected a PqdbError, got ${e?.name}`),
+              );
+          await s.close();
+        } catch (e) {
+          ok((e as { name?: string }).name === 'PqdbError', 'open: a PqdbError or a store');
+        }
+        const pages = await f.pages();
+        const report = await api.verifyStore(pages, { unlock: recipient.secretKey, signerPublicKey: signer.publicKey });
+        await pages.close();
+        ok(!report.ok, 'verifyStore reports the directory page in a commit page\u2019s place');
+      }),
+    },
+    {
       name: 'two commit pages swapped, or a page from another store at the same id, are refused',
       run: tamper(async (fresh) => {
         const a = await fresh();
