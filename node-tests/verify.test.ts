@@ -417,8 +417,10 @@ describe('pqdb migrate and pqdb status', () => {
     expect(v.status, v.stdout).toBe(0);
     expect(v.json().counts).toMatchObject({
       leaves: { 1: 242, 2: 239 }, // generation 1 also logs the delete
-      checkpoints: 4,
-      signaturesVerified: 4,
+      // The three of the store, generation 1 signed to its end before generation 2 opened, and
+      // generation 2 at the end of the migration.
+      checkpoints: 5,
+      signaturesVerified: 5,
       inclusionProofs: 239,
       indexPages: 1,
     });
@@ -436,8 +438,8 @@ describe('pqdb migrate and pqdb status', () => {
     expect(v2.status, v2.stdout).toBe(0);
     expect(v2.json().counts).toMatchObject({
       leaves: { 1: 242, 2: 239, 3: 239 },
-      checkpoints: 5,
-      signaturesVerified: 5,
+      checkpoints: 6, // generation 2 was signed to its end already: no second one before generation 3
+      signaturesVerified: 6,
       inclusionProofs: 239,
     });
   });
