@@ -8,7 +8,7 @@
 // and restore under current authority and new keys (cases/copies.ts).
 import { test, expect } from '@playwright/test';
 
-const EXPECTED_CASES = { proofs: 4, search: 2, tamper: 8, authority: 5, copies: 5 };
+const EXPECTED_CASES = { proofs: 4, search: 2, tamper: 9, authority: 6, copies: 5 };
 /** Stores each case opens through its fixture at least (the first three suites reopen every store). */
 const OPENS_PER_CASE = { proofs: 2, search: 2, tamper: 2, authority: 1, copies: 1 };
 

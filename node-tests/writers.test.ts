@@ -160,7 +160,7 @@ describe('two writers in separate network namespaces, started at one instant', (
       const [a, b] = await Promise.all([raceChild(), raceChild()]);
       try {
         expect(a.netns).not.toBe(b.netns); // the host lock of one does not reach the other
-        const TRIALS = 8;
+        const TRIALS = Number(process.env.PQDB_RACE_TRIALS ?? 8); // npm run bench:fuzz runs more
         const PUTS = 60;
         for (let t = 0; t < TRIALS; t++) {
           const dir = mkdtempSync(join(tmpdir(), 'pqdb-race-'));
@@ -207,7 +207,7 @@ describe('two writers in separate network namespaces, started at one instant', (
         );
       }
     },
-    120_000,
+    Math.max(120_000, Number(process.env.PQDB_RACE_TRIALS ?? 8) * 10_000),
   );
 });
 
