@@ -28,7 +28,7 @@ import { equalBytes } from '../_bytes';
 import type { PageStore } from '../storage/page-store';
 import { decodeValue, compileSchema } from './codec';
 import { b64, hex, unb64, type CopyRecord, type Manifest } from './manifest';
-import { authorityAllows, currentPolicy, policyGoverns } from './authority';
+import { authorityAllows, authorityKeysOf, checkPinnedKeys, currentPolicy, policyGoverns } from './authority';
 import { destinationOf, heldRecords, randomId, type CopyDestination } from './copies';
 import { verifyStore, type VerifyReport } from './verify';
 import { SignedCover, type UnsignedReason } from './signed-cover';
@@ -44,6 +44,12 @@ export interface RestoreOptions extends Omit<
   StoreOptions,
   'create' | 'readOnly' | 'minCommit' | 'storeId' | 'recipients' | 'authorityPublicKey'
 > {
+  /**
+   * The authority keys the store pins, from outside the copy (its manifest is sealed under the
+   * store secret, which a removed recipient still holds, so the keys it names are no evidence):
+   * the live store's (with `live`) or the copy's must be exactly these, else AUTH_FAILED.
+   */
+  authorityPublicKey?: Uint8Array | readonly Uint8Array[];
   /** Where the new store goes: a directory (Node) or IndexedDB database name (browsers). */
   location?: string;
   /** Or the empty PageStore it goes into. */
@@ -110,7 +116,8 @@ const REFUSED_LISTED = 1000;
  * come from the live store, or are refused (counted in `unsigned`, listed in `refused`).
  * @throws PqdbError CORRUPTION (the copy does not verify, its checkpoint is not in the live chain,
  * or its key directory names a covered leaf that is not the version it points at), AUTH_FAILED (a
- * copy of another store), AUTHORITY_DENIED (the copy was retired), CONFLICT
+ * copy of another store, or pinned authority keys other than `authorityPublicKey`),
+ * AUTHORITY_DENIED (the copy was retired), CONFLICT
  * (the target holds a store), ROLLBACK (a given policy older than the one in force or the copy's),
  * NOT_FOUND;
  * TypeError for bad options (no trusted signer key, no target).
@@ -158,7 +165,9 @@ export async function restoreStoreWith(
     const cover = await SignedCover.of(src, trusted);
 
     // Current authority: the live store's policy, or a newer one given; never an older one, nor one
-    // older than the copy's own.
+    // older than the copy's own. The pinned keys are the live store's, or the copy's when they are
+    // the ones given (a fork may have stripped or widened them: nothing signed names them).
+    checkPinnedKeys(lm ?? sm, authorityKeysOf(options.authorityPublicKey));
     const authority = currentAuthority(lm ?? sm, options.policy, sm);
     const gate = { authority } as Manifest;
     const registry = (lm ?? sm).registry;
@@ -172,7 +181,16 @@ export async function restoreStoreWith(
       if (options.storage === undefined) await pages.close();
       throw new PqdbError('CONFLICT', 'the restore target already holds a store');
     }
-    const { live: _l, policy: _p, trustedSigner: _t, onProgress, location: _o, storage: _s, ...rest } = options;
+    const {
+      live: _l,
+      policy: _p,
+      trustedSigner: _t,
+      onProgress,
+      location: _o,
+      storage: _s,
+      authorityPublicKey: _k,
+      ...rest
+    } = options;
     try {
       target = await Store.open(pages, {
         ...rest,
