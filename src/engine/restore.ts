@@ -213,12 +213,14 @@ export async function restoreStoreWith(
     const refused: RestoreResult['refused'] = [];
     const tp = partsOf(target);
     for (const [name, entries] of [...src.directory.collections()].sort(([a], [b]) => (a < b ? -1 : 1))) {
-      const meta = sm.collections[name];
+      const meta = collectionOf(sm, lm, name);
       const schema = compileSchema(meta.schema);
       const preferred = lm?.collections[name]?.suite ?? meta.suite;
       const state = registry.find((r) => r.suite === preferred)?.state;
       const suite = state === 'active' ? preferred : active;
-      target.collection(name, { schema: meta.schema, suite: suiteOf(suite).name });
+      // A collection the live store never had holds nothing of it (each record counts as deleted).
+      if (lm === undefined || lm.collections[name] !== undefined)
+        target.collection(name, { schema: meta.schema, suite: suiteOf(suite).name });
       // Each record's plaintext is re-sealed as it is (checked against the schema, not re-encoded),
       // a batch to a commit of the new store's pipeline, under its current generation.
       let batch: { id: string; plaintext: Uint8Array; governance: string }[] = [];
@@ -360,6 +362,28 @@ function checkAgainstLive(sm: Manifest, lm: Manifest, src: Parts, live: Parts): 
   if (sm.commit > lm.commit)
     throw new PqdbError('CORRUPTION', `the copy is at commit ${sm.commit}, past the live store's ${lm.commit}`);
   return entry;
+}
+
+/**
+ * The copy's entry of collection `name`. A collection's schema is fixed for the store's life, and
+ * nothing signed names it: a copy whose schema is not the live store's is not of its history.
+ * @throws PqdbError CORRUPTION
+ */
+function collectionOf(sm: Manifest, lm: Manifest | undefined, name: string): Manifest['collections'][string] {
+  const meta = sm.collections[name];
+  if (meta === undefined)
+    throw new PqdbError(
+      'CORRUPTION',
+      `the copy's key directory holds collection ${name}, which its manifest does not declare`,
+    );
+  const now = lm?.collections[name];
+  const text = (m: typeof meta) => JSON.stringify(compileSchema(m.schema).source);
+  if (now !== undefined && text(now) !== text(meta))
+    throw new PqdbError(
+      'CORRUPTION',
+      `the copy's schema of collection ${name} is not the live store's: not a copy of its history`,
+    );
+  return meta;
 }
 
 /**
