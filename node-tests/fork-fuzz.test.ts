@@ -222,6 +222,10 @@ async function forge(
         } else if (k < 9 && docs.has(id)) {
           await docs.delete(id);
           done.push('delete');
+        } else if (k === 9 && rng.int(3) === 0) {
+          // A new key generation of the fork's own: nothing the trusted key signed covers it.
+          await att.migrate({ to: rng.int(2) ? 'cnsa2-gcm-hkdf384-commit' : 'gcmsiv-hkdf384' });
+          done.push('migrate');
         } else if (k === 9) {
           await att.compact({ minDeadFraction: 0.1 });
           done.push('compact');
@@ -247,7 +251,7 @@ async function forge(
       const p = partsOf(att);
       const all = [...fz.locs].flatMap(([id, ls]) => ls.map((l) => [id, l] as [string, Location]));
       const pick = <T>(xs: T[]) => xs[rng.int(xs.length)];
-      const kind = rng.int(7);
+      const kind = rng.int(8);
       if (all.length > 0) {
         const [id, loc] = pick(all);
         const others = all.filter(([x]) => x !== id);
@@ -274,6 +278,9 @@ async function forge(
         } else if (kind === 5) {
           p.directory.set('d', id, { ...loc, sequence: loc.sequence + 1 + rng.int(3) });
           done.push('dir-sequence');
+        } else if (kind === 6) {
+          p.directory.set('d', id, { ...loc, generation: loc.generation === 1 ? 2 : 1 });
+          done.push('dir-generation');
         } else if (forgedLocs.length > 0) {
           const [fid, floc] = pick(forgedLocs);
           p.directory.set('d', fid, { ...floc, leafIndex: rng.int(Math.max(1, floc.leafIndex)) });
@@ -373,7 +380,8 @@ async function runCase(i: number, rng: Rng, tally: Record<string, Tally>, bad: s
       const res = await restoreStore(await openMemoryPageStore({ medium: forkMedium }), {
         storage: target,
         unlock: owner.secretKey,
-        trustedSigner: signer.publicKey,
+        // With `live`, the trusted key defaults to the live store's signer key.
+        ...(useLive && rng.int(2) === 0 ? {} : { trustedSigner: signer.publicKey }),
         ...(useLive ? { live: base } : {}),
         ...(givePolicy ? { policy: POLICY[model.policy] } : {}),
         ...(giveKeys ? { authorityPublicKey: policyKey.publicKey } : {}),
@@ -406,6 +414,7 @@ async function runCase(i: number, rng: Rng, tally: Record<string, Tally>, bad: s
         const t = row(scenario);
         for (const k of ['restored', 'fromLive', 'withheld', 'deleted', 'unsigned'] as const)
           t[k] = (t[k] ?? 0) + res[k];
+        for (const r of res.refused) bump(t, `refused ${r.reason}`);
       } finally {
         await res.store.close();
       }
