@@ -37,6 +37,7 @@ const removed = generateRecipient('classical');
 const signer = generateSigner();
 const other = generateSigner(); // the fork's own signer: never trusted
 const policyKey = generateSigner();
+const intruder = generateRecipient('classical'); // a recipient a fork lists
 const forgerKey = generateSigner(); // an authority key the fork would pin
 const schema = { v: 'string' } as const;
 const DOMAIN = 'fork-fuzz';
@@ -295,7 +296,14 @@ async function forge(
       }
     }
     // The manifest's authority rewritten (sealed under the store secret, which the fork holds).
-    const m = rng.int(9);
+    const m = rng.int(10);
+    if (m === 4) {
+      // Another recipient listed for the store a restore makes.
+      await partsOf(att).pipeline.run((draft) => {
+        draft.manifest.recipients = [...(draft.manifest.recipients ?? []), b64(intruder.publicKey)];
+      });
+      done.push('recipient-listed');
+    }
     if (m === 3 && partsOf(att).pipeline.manifest.collections.d !== undefined) {
       // The collection's schema rewritten (the signed bytes would read as another type), or dropped.
       const drop = rng.int(3) === 0;
@@ -385,6 +393,7 @@ async function runCase(i: number, rng: Rng, tally: Record<string, Tally>, bad: s
         ...(useLive ? { live: base } : {}),
         ...(givePolicy ? { policy: POLICY[model.policy] } : {}),
         ...(giveKeys ? { authorityPublicKey: policyKey.publicKey } : {}),
+        ...(giveKeys && !useLive ? { recipients: [owner.publicKey] } : {}), // all a caller without `live` names
       });
       try {
         // Without `live`, what the copy's own manifest says decides what no option names: its
@@ -409,6 +418,9 @@ async function runCase(i: number, rng: Rng, tally: Record<string, Tally>, bad: s
         const recips = partsOf(res.store).pipeline.manifest.recipients ?? [];
         if (useLive && dropped && recips.includes(b64(removed.publicKey)))
           problems.push('the removed recipient is one');
+        if (useLive && recips.includes(b64(intruder.publicKey))) problems.push('a recipient the fork listed is one');
+        if (giveKeys && !useLive && (recips.length !== 1 || recips[0] !== b64(owner.publicKey)))
+          problems.push(`recipients ${recips.length}, not the one given`);
         outcome = problems.length === 0 ? 'ok' : 'WRONG';
         for (const p of problems) bad.push(`${label}: ${p}`);
         const t = row(scenario);
