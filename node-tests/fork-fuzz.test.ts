@@ -2,17 +2,21 @@
 // case writes a store in memory — puts, updates, deletes, governance scopes, checkpoints, maybe a
 // policy change, a compaction or a migration — and copies its medium at a random commit. A removed
 // recipient, who holds the store secret but no signer key, then writes on the copy: forged values,
-// covered records updated or deleted, scopes widened past the restore gate, maybe a checkpoint
-// signed by another key, a key directory rewritten to point at other versions, a manifest whose
-// authority is stripped, widened or rolled back. Meanwhile the live store goes on writing. The fork
-// is then restored, with the live store or without.
+// covered records updated or deleted, scopes widened past the restore gate, a compaction or a
+// migration of its own, maybe a checkpoint signed by another key, a key directory rewritten to
+// point at other versions, leaves or generations, a manifest whose authority is stripped, widened
+// or rolled back, whose schema is changed or collection dropped, or that lists another recipient.
+// Meanwhile the live store goes on writing (and may remove that recipient). The fork is then
+// restored, with the live store or without (naming the policy, keys and recipients, or not).
 //
 // The model: the versions (id → value and scope) the trusted signer covered — written before the
 // fork's last checkpoint — and the live store's current state. Every restored record must be a
 // version the signer covered, or (with `live`) the live store's current one, and present in the
 // live store; its scope must be one the current policy lets restore; the new store pins the
-// store's own authority keys only; the counts add up; every failure is a PqdbError.
-// Seeded and bounded (PQDB_FORK_CASES, default 300; PQDB_FORK_SEED).
+// store's own authority keys only and has the recipients it should; the counts add up to the
+// fork's records; every failure is a PqdbError. What the copy's own manifest decides when no
+// option names it (docs/authority.md) is not held against it. Seeded and bounded
+// (PQDB_FORK_CASES, default 300; PQDB_FORK_SEED; PQDB_FORK_VERBOSE prints each refusal).
 import { describe, it, expect } from 'vitest';
 import {
   openStore,
