@@ -13,6 +13,9 @@
 //   - the current policy decides (the live store's, or one given that is at least as new, never
 //     the copy's own when a newer one exists): records whose scope may not be `restore`d stay out
 //     and are counted as withheld;
+//   - what the copy's manifest says and nothing signs is checked against what is known from outside
+//     it: the pinned authority keys (the live store's, else the copy's) must be `authorityPublicKey`
+//     when given, and the copy's collection schemas must be the live store's;
 //   - records deleted from the live store since the copy stay out (counted as deleted);
 //   - the new store's recipients are the live store's (a recipient removed since gets nothing),
 //     its registry states are the live store's (a suite quarantined since stays quarantined, and no
@@ -115,7 +118,8 @@ const REFUSED_LISTED = 1000;
  * Only record versions a checkpoint by the trusted signer covers are taken from the copy; the others
  * come from the live store, or are refused (counted in `unsigned`, listed in `refused`).
  * @throws PqdbError CORRUPTION (the copy does not verify, its checkpoint is not in the live chain,
- * or its key directory names a covered leaf that is not the version it points at), AUTH_FAILED (a
+ * its key directory names a covered leaf that is not the version it points at, or a collection
+ * its manifest does not declare or declares with a schema other than the live store's), AUTH_FAILED (a
  * copy of another store, or pinned authority keys other than `authorityPublicKey`),
  * AUTHORITY_DENIED (the copy was retired), CONFLICT
  * (the target holds a store), ROLLBACK (a given policy older than the one in force or the copy's),
