@@ -13,6 +13,9 @@
 //   - the current policy decides (the live store's, or one given that is at least as new, never
 //     the copy's own when a newer one exists): records whose scope may not be `restore`d stay out
 //     and are counted as withheld;
+//   - what the copy's manifest says and nothing signs is checked against what is known from outside
+//     it: the pinned authority keys (the live store's, else the copy's) must be `authorityPublicKey`
+//     when given, and the copy's collection schemas must be the live store's;
 //   - records deleted from the live store since the copy stay out (counted as deleted);
 //   - the new store's recipients are the live store's (a recipient removed since gets nothing),
 //     its registry states are the live store's (a suite quarantined since stays quarantined, and no
@@ -28,7 +31,7 @@ import { equalBytes } from '../_bytes';
 import type { PageStore } from '../storage/page-store';
 import { decodeValue, compileSchema } from './codec';
 import { b64, hex, unb64, type CopyRecord, type Manifest } from './manifest';
-import { authorityAllows, currentPolicy, policyGoverns } from './authority';
+import { authorityAllows, authorityKeysOf, checkPinnedKeys, currentPolicy, policyGoverns } from './authority';
 import { destinationOf, heldRecords, randomId, type CopyDestination } from './copies';
 import { verifyStore, type VerifyReport } from './verify';
 import { SignedCover, type UnsignedReason } from './signed-cover';
@@ -44,6 +47,12 @@ export interface RestoreOptions extends Omit<
   StoreOptions,
   'create' | 'readOnly' | 'minCommit' | 'storeId' | 'recipients' | 'authorityPublicKey'
 > {
+  /**
+   * The authority keys the store pins, from outside the copy (its manifest is sealed under the
+   * store secret, which a removed recipient still holds, so the keys it names are no evidence):
+   * the live store's (with `live`) or the copy's must be exactly these, else AUTH_FAILED.
+   */
+  authorityPublicKey?: Uint8Array | readonly Uint8Array[];
   /** Where the new store goes: a directory (Node) or IndexedDB database name (browsers). */
   location?: string;
   /** Or the empty PageStore it goes into. */
@@ -109,8 +118,10 @@ const REFUSED_LISTED = 1000;
  * Only record versions a checkpoint by the trusted signer covers are taken from the copy; the others
  * come from the live store, or are refused (counted in `unsigned`, listed in `refused`).
  * @throws PqdbError CORRUPTION (the copy does not verify, its checkpoint is not in the live chain,
- * or its key directory names a covered leaf that is not the version it points at), AUTH_FAILED (a
- * copy of another store), AUTHORITY_DENIED (the copy was retired), CONFLICT
+ * its key directory names a covered leaf that is not the version it points at, or a collection
+ * its manifest does not declare or declares with a schema other than the live store's), AUTH_FAILED (a
+ * copy of another store, or pinned authority keys other than `authorityPublicKey`),
+ * AUTHORITY_DENIED (the copy was retired), CONFLICT
  * (the target holds a store), ROLLBACK (a given policy older than the one in force or the copy's),
  * NOT_FOUND;
  * TypeError for bad options (no trusted signer key, no target).
@@ -158,7 +169,9 @@ export async function restoreStoreWith(
     const cover = await SignedCover.of(src, trusted);
 
     // Current authority: the live store's policy, or a newer one given; never an older one, nor one
-    // older than the copy's own.
+    // older than the copy's own. The pinned keys are the live store's, or the copy's when they are
+    // the ones given (a fork may have stripped or widened them: nothing signed names them).
+    checkPinnedKeys(lm ?? sm, authorityKeysOf(options.authorityPublicKey));
     const authority = currentAuthority(lm ?? sm, options.policy, sm);
     const gate = { authority } as Manifest;
     const registry = (lm ?? sm).registry;
@@ -172,7 +185,16 @@ export async function restoreStoreWith(
       if (options.storage === undefined) await pages.close();
       throw new PqdbError('CONFLICT', 'the restore target already holds a store');
     }
-    const { live: _l, policy: _p, trustedSigner: _t, onProgress, location: _o, storage: _s, ...rest } = options;
+    const {
+      live: _l,
+      policy: _p,
+      trustedSigner: _t,
+      onProgress,
+      location: _o,
+      storage: _s,
+      authorityPublicKey: _k,
+      ...rest
+    } = options;
     try {
       target = await Store.open(pages, {
         ...rest,
@@ -195,12 +217,14 @@ export async function restoreStoreWith(
     const refused: RestoreResult['refused'] = [];
     const tp = partsOf(target);
     for (const [name, entries] of [...src.directory.collections()].sort(([a], [b]) => (a < b ? -1 : 1))) {
-      const meta = sm.collections[name];
+      const meta = collectionOf(sm, lm, name);
       const schema = compileSchema(meta.schema);
       const preferred = lm?.collections[name]?.suite ?? meta.suite;
       const state = registry.find((r) => r.suite === preferred)?.state;
       const suite = state === 'active' ? preferred : active;
-      target.collection(name, { schema: meta.schema, suite: suiteOf(suite).name });
+      // A collection the live store never had holds nothing of it (each record counts as deleted).
+      if (lm === undefined || lm.collections[name] !== undefined)
+        target.collection(name, { schema: meta.schema, suite: suiteOf(suite).name });
       // Each record's plaintext is re-sealed as it is (checked against the schema, not re-encoded),
       // a batch to a commit of the new store's pipeline, under its current generation.
       let batch: { id: string; plaintext: Uint8Array; governance: string }[] = [];
@@ -342,6 +366,28 @@ function checkAgainstLive(sm: Manifest, lm: Manifest, src: Parts, live: Parts): 
   if (sm.commit > lm.commit)
     throw new PqdbError('CORRUPTION', `the copy is at commit ${sm.commit}, past the live store's ${lm.commit}`);
   return entry;
+}
+
+/**
+ * The copy's entry of collection `name`. A collection's schema is fixed for the store's life, and
+ * nothing signed names it: a copy whose schema is not the live store's is not of its history.
+ * @throws PqdbError CORRUPTION
+ */
+function collectionOf(sm: Manifest, lm: Manifest | undefined, name: string): Manifest['collections'][string] {
+  const meta = sm.collections[name];
+  if (meta === undefined)
+    throw new PqdbError(
+      'CORRUPTION',
+      `the copy's key directory holds collection ${name}, which its manifest does not declare`,
+    );
+  const now = lm?.collections[name];
+  const text = (m: typeof meta) => JSON.stringify(compileSchema(m.schema).source);
+  if (now !== undefined && text(now) !== text(meta))
+    throw new PqdbError(
+      'CORRUPTION',
+      `the copy's schema of collection ${name} is not the live store's: not a copy of its history`,
+    );
+  return meta;
 }
 
 /**
