@@ -257,6 +257,36 @@ describe('replication: pages that differ from the primary are sent again', () =>
     await store.close();
   });
 
+  it('pageDigests: false sends a plain hello (no digest work): a damaged page stays', async () => {
+    const store = await primaryStore();
+    const primary = new Primary(partsOf(store));
+    const medium = new MemoryMedium();
+    let replica = await follow(await openMemoryPageStore({ medium }), primary);
+    await replica.applied(store.info().commit);
+    await replica.close();
+    const id = await firstCommitPage(await openMemoryPageStore({ medium: cloneMedium(medium) }));
+    medium.flipByte(id, medium.pages.get(id)!.bytes.length - 5);
+    const hellos: number[] = [];
+    replica = await Replica.open(await openMemoryPageStore({ medium }), {
+      unlock: recipient.secretKey,
+      pageDigests: false,
+      connect: async () => {
+        const [p, r] = pair();
+        void primary.accept({ ...p, receive: () => p.receive().then((b) => (hellos.push(b[0]), b)) });
+        return r;
+      },
+    });
+    await oneMore(store, replica, 'third');
+    expect(hellos[0]).toBe(MSG_HELLO);
+    const rw = replica.collection('w', { schema });
+    const failed: string[] = [];
+    for (let i = 0; i < 20; i++) await rw.get(`k0-${i}`).catch(() => failed.push(`k0-${i}`));
+    expect(failed.length).toBeGreaterThan(0);
+    await replica.close();
+    await primary.close();
+    await store.close();
+  });
+
   it('a replica falls back to a plain hello when a primary of an earlier release closes on its hello', async () => {
     const store = await primaryStore();
     const primary = new Primary(partsOf(store));

@@ -73,6 +73,12 @@ export interface ReplicaOptions {
    * writing a commit does not count.
    */
   idleTimeoutMs?: number;
+  /**
+   * Whether each session's hello carries page digests (default true), so that a page whose copy
+   * here differs from the primary's is sent again and replaced. It costs a read and a SHA-384 of
+   * every page the replica holds at each session start (docs/replication.md, "Pages that differ").
+   */
+  pageDigests?: boolean;
 }
 
 const BACKOFF_MS = [50, 100, 250, 500, 1000];
@@ -112,7 +118,7 @@ export class Replica {
    * False for one session after a primary closed one at once on a hello with page digests (a
    * release before them): that session's hello is a plain one.
    */
-  #withDigests = true;
+  #withDigests: boolean;
   #closed = false;
   #lastError: string | undefined;
   /** Pages and bytes received ahead of their commit in the current session. */
@@ -135,6 +141,7 @@ export class Replica {
     this.#applied = opened?.store.info().commit ?? 0;
     this.#storeId = options.storeId?.toLowerCase() ?? opened?.store.info().storeId;
     this.#watermark = this.#applied;
+    this.#withDigests = options.pageDigests !== false;
     this.#loop = this.#run(first);
   }
 
@@ -145,6 +152,8 @@ export class Replica {
    */
   static async open(pages: PageStore, options: ReplicaOptions): Promise<Replica> {
     if (options.idleTimeoutMs !== undefined) integer('idleTimeoutMs', options.idleTimeoutMs, 1, 2 ** 31 - 1);
+    if (options.pageDigests !== undefined && typeof options.pageDigests !== 'boolean')
+      throw new TypeError('"pageDigests" expected a boolean');
     if (
       options.storeId !== undefined &&
       (typeof options.storeId !== 'string' || !/^[0-9a-f]{32}$/i.test(options.storeId))
@@ -156,7 +165,7 @@ export class Replica {
     // applied to the store once verified, and a store that does not open ends the session).
     const raw = await pages.readManifest();
     const applied = raw === undefined ? 0 : readManifest(raw).header.commit;
-    const first = options.connect().then((session) => greet(session, pages, applied, true));
+    const first = options.connect().then((session) => greet(session, pages, applied, options.pageDigests !== false));
     first.catch(() => undefined);
     let opened: { store: Store; view: StagedPages } | undefined;
     try {
@@ -276,7 +285,7 @@ export class Replica {
         if (this.#closed) return;
         this.#lastError = e instanceof Error ? `${(e as PqdbError).code ?? e.name}: ${e.message}` : String(e);
         const refused = digests !== undefined && !heard.any && (e as PqdbError).code === 'NOT_OPEN';
-        this.#withDigests = !refused;
+        this.#withDigests = !refused && this.#options.pageDigests !== false;
         if (refused)
           this.#lastError =
             'PROTOCOL_ERROR: the primary closed the session on a hello with page digests (a release without them?): the next session sends a plain hello';
