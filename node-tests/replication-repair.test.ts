@@ -23,6 +23,8 @@ import {
   decodeMessage,
   encodeMessage,
   MSG_COMMIT,
+  MSG_DIFFER,
+  MSG_DIGESTS,
   MSG_HELLO,
   MSG_HELLO2,
   MSG_REPLACE,
@@ -317,6 +319,71 @@ describe('replication: pages that differ from the primary are sent again', () =>
     expect(hellos.slice(0, 2)).toEqual([MSG_HELLO2, MSG_HELLO]);
     await expectAll(replica);
     await replica.close();
+    await primary.close();
+    await store.close();
+  });
+});
+
+describe('replication: the digest messages are bounded and taken only in their place', () => {
+  it('decodes what it encodes and refuses a range count, an order or a size that does not fit', () => {
+    const ids = Array.from({ length: 4097 }, (_, i) => i + 1);
+    const hello = { type: MSG_HELLO2, applied: 3, pageIds: ids, ranges: new Uint8Array(96).fill(7) } as const;
+    expect(decodeMessage(encodeMessage(hello))).toEqual(hello);
+    const short = encodeMessage({ ...hello, ranges: new Uint8Array(48) });
+    expect(() => decodeMessage(short)).toThrow(/range count/);
+    expect(() => decodeMessage(encodeMessage({ type: MSG_DIFFER, ranges: [2, 1] }))).toThrow(/out of order/);
+    expect(() => decodeMessage(encodeMessage({ type: MSG_DIFFER, ranges: [...Array(257).keys()] }))).toThrow(
+      /too many ranges/,
+    );
+    expect(() => decodeMessage(encodeMessage({ type: MSG_DIGESTS, range: 0, digests: new Uint8Array(0) }))).toThrow(
+      /bad size/,
+    );
+    const digests = { type: MSG_DIGESTS, range: 1, digests: new Uint8Array(4096 * 48) } as const;
+    expect(decodeMessage(encodeMessage(digests))).toEqual(digests);
+  });
+
+  it('a replica refuses a DIFFER past its hello, a second DIFFER, and REPLACE after a plain hello', async () => {
+    const store = await primaryStore();
+    const primary = new Primary(partsOf(store));
+    const medium = new MemoryMedium();
+    const first = await follow(await openMemoryPageStore({ medium }), primary);
+    await first.applied(store.info().commit);
+    await first.close();
+    const hostile = async (script: (p: MessageSession) => Promise<void>, pageDigests = true) => {
+      const replica = await Replica.open(await openMemoryPageStore({ medium }), {
+        unlock: recipient.secretKey,
+        pageDigests,
+        backoffMs: [10],
+        connect: async () => {
+          const [p, r] = pair();
+          void script(p).catch(() => undefined);
+          return r;
+        },
+      });
+      while (replica.status().lastError === undefined) await new Promise((r) => setTimeout(r, 5));
+      const error = replica.status().lastError;
+      await replica.close();
+      return error;
+    };
+    expect(
+      await hostile(async (p) => {
+        await p.receive();
+        await p.send(encodeMessage({ type: MSG_DIFFER, ranges: [1] }));
+      }),
+    ).toMatch(/^CORRUPTION: the primary named a range past the hello/);
+    expect(
+      await hostile(async (p) => {
+        await p.receive();
+        await p.send(encodeMessage({ type: MSG_DIFFER, ranges: [] }));
+        await p.send(encodeMessage({ type: MSG_DIFFER, ranges: [] }));
+      }),
+    ).toMatch(/^CORRUPTION: the primary sent a message of type 7/);
+    expect(
+      await hostile(async (p) => {
+        await p.receive();
+        await p.send(encodeMessage({ type: MSG_REPLACE, pages: [] }));
+      }, false),
+    ).toMatch(/^CORRUPTION: the primary sent a message of type 9/);
     await primary.close();
     await store.close();
   });

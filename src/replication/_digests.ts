@@ -30,8 +30,10 @@ export const RANGE_PAGES = 4096;
 export const DIGEST_BYTES = 48;
 /** Pages read together while digesting. */
 const READ_BATCH = 32;
-/** Page digests the primary keeps (48 bytes each, plus a map entry). */
+/** Page digests the primary keeps (48 bytes each in a pool, plus a map entry: about 80 MiB at most). */
 const MAX_CACHED = 1 << 20;
+/** Digests per pool block (3 MiB). */
+const BLOCK = 1 << 16;
 
 const LABEL = new TextEncoder().encode('pqdb replication page v1');
 
@@ -113,15 +115,38 @@ function same(a: Uint8Array, b: Uint8Array): boolean {
 /** The primary's page digests, computed once per page (its pages are immutable). */
 export class PageDigests {
   readonly #pages: PageStore;
-  readonly #known = new Map<number, Uint8Array>();
+  /** Page id → its slot in the pool. */
+  readonly #slots = new Map<number, number>();
+  readonly #pool: Uint8Array[] = [];
+  readonly #free: number[] = [];
+  #used = 0;
 
   constructor(pages: PageStore) {
     this.#pages = pages;
   }
 
+  #get(id: number): Uint8Array | undefined {
+    const slot = this.#slots.get(id);
+    if (slot === undefined) return undefined;
+    const at = (slot % BLOCK) * DIGEST_BYTES;
+    return this.#pool[Math.floor(slot / BLOCK)].slice(at, at + DIGEST_BYTES); // a slot may be reused
+  }
+
+  #keep(id: number, d: Uint8Array): void {
+    if (this.#slots.has(id)) return;
+    let slot = this.#free.pop();
+    if (slot === undefined) {
+      if (this.#used >= MAX_CACHED) return;
+      slot = this.#used++;
+      if (slot % BLOCK === 0) this.#pool.push(new Uint8Array(BLOCK * DIGEST_BYTES));
+    }
+    this.#pool[Math.floor(slot / BLOCK)].set(d, (slot % BLOCK) * DIGEST_BYTES);
+    this.#slots.set(id, slot);
+  }
+
   /** Digests of pages `ids` (undefined for a page the primary does not have or cannot read). */
   async of(ids: readonly number[]): Promise<(Uint8Array | undefined)[]> {
-    const out: (Uint8Array | undefined)[] = ids.map((id) => this.#known.get(id));
+    const out: (Uint8Array | undefined)[] = ids.map((id) => this.#get(id));
     const todo = ids.filter((_, i) => out[i] === undefined);
     if (todo.length === 0) return out;
     const computed = await digestsOf(this.#pages, todo);
@@ -131,14 +156,19 @@ export class PageDigests {
       const d = computed.slice(i * DIGEST_BYTES, (i + 1) * DIGEST_BYTES);
       if (same(d, zero)) return; // absent or unreadable here: nothing to compare with, nothing kept
       byId.set(id, d);
-      if (this.#known.size < MAX_CACHED) this.#known.set(id, d);
+      this.#keep(id, d);
     });
     return ids.map((id, i) => out[i] ?? byId.get(id));
   }
 
   /** Pages a commit deleted. */
   forget(ids: readonly number[]): void {
-    for (const id of ids) this.#known.delete(id);
+    for (const id of ids) {
+      const slot = this.#slots.get(id);
+      if (slot === undefined) continue;
+      this.#slots.delete(id);
+      this.#free.push(slot);
+    }
   }
 
   /** The ranges of `ids` whose digest (of `ranges`, one per range) is not the one this side computes. */
