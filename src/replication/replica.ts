@@ -266,7 +266,7 @@ export class Replica {
       // Whether the primary sent anything in this session (one that closes at once on a hello with
       // digests is taken for a release before them: the next hello is a plain one).
       const heard = { any: false };
-      let digests: Uint8Array | undefined;
+      let withDigests = false;
       try {
         // The first session sent its hello as it opened.
         const g = await (first ??
@@ -277,14 +277,14 @@ export class Replica {
           return;
         }
         this.#session = g.session;
-        digests = g.digests;
+        withDigests = g.digests !== undefined;
         attempt = 0;
-        await this.#follow(g.session, digests, heard);
+        await this.#follow(g.session, g.digests, heard);
       } catch (e) {
         first = undefined;
         if (this.#closed) return;
         this.#lastError = e instanceof Error ? `${(e as PqdbError).code ?? e.name}: ${e.message}` : String(e);
-        const refused = digests !== undefined && !heard.any && (e as PqdbError).code === 'NOT_OPEN';
+        const refused = withDigests && !heard.any && (e as PqdbError).code === 'NOT_OPEN';
         this.#withDigests = !refused && this.#options.pageDigests !== false;
         if (refused)
           this.#lastError =
@@ -317,7 +317,9 @@ export class Replica {
     let ahead: CommitMessage['pages'] = []; // pages sent ahead of their commit
     let aheadBytes = 0;
     let replacing = new Set<number>(); // of those, the ones sent again to replace this replica's copy
-    let compared = digests === undefined; // a DIFFER comes at most once, before any page
+    const withDigests = digests !== undefined;
+    let compared = !withDigests; // a DIFFER comes at most once, before any page (then `digests` go)
+    let committed = false; // REPLACE only ahead of the session's first COMMIT (the catch-up's)
     let last = Date.now();
     this.#ahead = { pages: 0, bytes: 0 };
     // A session silent for idleMs (applying aside) is lost: a cut link may never end it otherwise.
@@ -350,8 +352,10 @@ export class Replica {
               throw new PqdbError('CORRUPTION', 'the primary named a range past the hello');
             for (const range of m.ranges)
               await session.send(encodeMessage({ type: MSG_DIGESTS, range, digests: rangeOfDigests(digests!, range) }));
-          } else if (m.type === MSG_PAGES || (m.type === MSG_REPLACE && digests !== undefined)) {
+            digests = undefined;
+          } else if (m.type === MSG_PAGES || (m.type === MSG_REPLACE && withDigests && !committed)) {
             compared = true;
+            digests = undefined;
             for (const p of m.pages) aheadBytes += p.bytes.length;
             if (aheadBytes > MAX_AHEAD_BYTES)
               throw new PqdbError('CORRUPTION', 'the primary sent too many pages ahead');
@@ -359,7 +363,8 @@ export class Replica {
             if (m.type === MSG_REPLACE) for (const p of m.pages) replacing.add(p.id);
             this.#ahead = { pages: ahead.length, bytes: aheadBytes };
           } else if (m.type === MSG_COMMIT) {
-            compared = true;
+            compared = committed = true;
+            digests = undefined;
             this.#note(m.commit, m.time);
             // A catch-up names among its drops the pages it sent ahead that a later commit deleted.
             const dropped = new Set(m.deletes);
