@@ -6,6 +6,7 @@
 // (CommitBatch.replaces). Cases: a covered commit page damaged on the replica's own medium (a
 // byte flipped with its checksum fixed, on node-fs; and a flipped byte whose checksum fails, in
 // memory), and a page kept from a primary whose history forked from the one followed now.
+import 'fake-indexeddb/auto';
 import { describe, it, expect, afterAll } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +14,7 @@ import { join } from 'node:path';
 import { generateRecipient, generateSigner, openStore, openMemoryPageStore, verifyStore } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
 import { openNodeFsPageStore } from '../src/storage/node-fs';
+import { openIndexedDbPageStore } from '../src/storage/indexeddb';
 import { crc32c, type PageStore } from '../src/storage/page-store';
 import { partsOf } from '../src/engine/parts';
 import { pageKind } from '../src/engine/page-format';
@@ -390,13 +392,14 @@ describe('replication: the digest messages are bounded and taken only in their p
 });
 
 describe('page stores: a commit that replaces a page', () => {
-  it('memory and node-fs: the new page is in place at once, after a reopen and after compaction', async () => {
+  it('memory, node-fs and IndexedDB: the new page is in place at once, after a reopen and after compaction', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'pqdb-replace-'));
     dirs.push(dir);
     const medium = new MemoryMedium();
     const stores: [string, () => Promise<PageStore>][] = [
       ['memory', () => openMemoryPageStore({ medium })],
       ['node-fs', () => openNodeFsPageStore(dir, { segmentBytes: 4096 })],
+      ['indexeddb', () => openIndexedDbPageStore('pqdb-replace-test')],
     ];
     for (const [kind, open] of stores) {
       let s = await open();
