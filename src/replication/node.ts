@@ -40,7 +40,10 @@ export async function servePrimary(parts: Parts, options: ServeReplicationOption
 }
 
 /** Options of `openReplica`. */
-export interface OpenReplicaOptions extends Pick<ReplicaOptions, 'unlock' | 'storeId' | 'backoffMs' | 'idleTimeoutMs'> {
+export interface OpenReplicaOptions extends Pick<
+  ReplicaOptions,
+  'unlock' | 'storeId' | 'backoffMs' | 'idleTimeoutMs' | 'pageDigests'
+> {
   /** The replica's own directory (created when missing). */
   location: string;
   /** This replica's ML-DSA-87 identity key pair (from generateSigner()). */
@@ -60,6 +63,7 @@ export function followPrimary(pages: PageStore, options: OpenReplicaOptions): Pr
     ...(options.storeId !== undefined ? { storeId: options.storeId } : {}),
     ...(options.backoffMs !== undefined ? { backoffMs: options.backoffMs } : {}),
     ...(options.idleTimeoutMs !== undefined ? { idleTimeoutMs: options.idleTimeoutMs } : {}),
+    ...(options.pageDigests !== undefined ? { pageDigests: options.pageDigests } : {}),
     connect: () =>
       connect({
         host,

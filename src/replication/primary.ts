@@ -7,20 +7,29 @@
 // A catch-up of any size streams in bounded messages, each read only once the replica's queue has
 // drained (back-pressure), so it never meets the queue bound; a live replica that falls too far
 // behind (its send queue past the bound) is dropped, reconnects and catches up from its watermark.
+// A replica whose hello carries page digests (HELLO2) first learns which of its ranges differ,
+// sends the page digests of those, and is sent again, as replacements, the pages whose bytes are
+// not the primary's (src/replication/_digests.ts); a plain HELLO (an older replica) skips that.
 
 import type { Parts } from '../engine/parts';
 import type { AppliedCommit } from '../engine/commit';
 import { integer } from '../_args';
+import { PageDigests, rangeIds, DIGEST_BYTES } from './_digests';
 import {
   decodeMessage,
   encodeMessage,
   splitCommit,
   MSG_COMMIT,
+  MSG_DIFFER,
+  MSG_DIGESTS,
   MSG_HELLO,
+  MSG_HELLO2,
   MSG_PAGES,
+  MSG_REPLACE,
   MSG_STATUS,
   PAGES_PER_MESSAGE_BYTES,
   type CommitMessage,
+  type Hello2,
   type Message,
 } from './messages';
 
@@ -56,6 +65,8 @@ interface Follower {
   queue: Promise<void>;
   queued: number;
   live: boolean;
+  /** Comparing page digests: it gets the status heartbeat meanwhile, as a live replica does. */
+  comparing?: boolean;
   closed: boolean;
   /** Called when `queued` falls or the follower is dropped (a catch-up waiting to send more). */
   drained?: () => void;
@@ -71,6 +82,8 @@ export class Primary {
   readonly #maxQueued: number;
   readonly #lowWater: number;
   readonly #messageBytes: number;
+  /** Digests of this store's pages, kept once computed (pages are immutable). */
+  readonly #digests: PageDigests;
   #closed = false;
 
   constructor(parts: Parts, limits: PrimaryLimits = {}) {
@@ -87,6 +100,7 @@ export class Primary {
       limits.messageBytes === undefined
         ? PAGES_PER_MESSAGE_BYTES
         : integer('messageBytes', limits.messageBytes, 1, PAGES_PER_MESSAGE_BYTES);
+    this.#digests = new PageDigests(parts.pages);
     parts.pipeline.hook({ applied: (c) => this.#ship(c) });
     this.#timer = setInterval(() => this.#status(), STATUS_INTERVAL_MS);
     (this.#timer as { unref?: () => void }).unref?.();
@@ -106,13 +120,15 @@ export class Primary {
     this.#followers.add(f);
     try {
       const hello = decodeMessage(await session.receive());
-      if (hello.type !== MSG_HELLO) throw new TypeError('expected a hello');
+      if (hello.type !== MSG_HELLO && hello.type !== MSG_HELLO2) throw new TypeError('expected a hello');
+      const replace = hello.type === MSG_HELLO2 ? await this.#compare(f, hello) : [];
       // Acknowledgements and progress come meanwhile (and are not needed): read until the session ends.
       const reading = (async () => {
         for (;;) decodeMessage(await session.receive());
       })();
       reading.catch(() => this.#drop(f));
-      await this.#catchUp(f, new Set(hello.pageIds), hello.applied);
+      if (replace.length > 0) await this.#stream(f, replace, new Set(), MSG_REPLACE);
+      await this.#catchUp(f, new Set(hello.pageIds), hello.applied, replace.length > 0);
       await reading;
     } catch {
       // The session ended, or the replica sent something it should not have: drop it.
@@ -122,14 +138,40 @@ export class Primary {
   }
 
   /**
+   * The pages of a HELLO2 whose bytes here differ from the replica's: the ranges that differ
+   * (DIFFER), then the page digests of each (DIGESTS), compared one by one. Runs before the
+   * catch-up, outside the commit queue (pages are immutable: commits meanwhile only delete some,
+   * and the catch-up drops those).
+   */
+  async #compare(f: Follower, hello: Hello2): Promise<number[]> {
+    f.comparing = true;
+    try {
+      const ranges = await this.#digests.differingRanges(hello.pageIds, hello.ranges);
+      this.#send(f, { type: MSG_DIFFER, ranges });
+      const replace: number[] = [];
+      for (const r of ranges) {
+        const m = decodeMessage(await f.session.receive());
+        const ids = rangeIds(hello.pageIds, r);
+        if (m.type !== MSG_DIGESTS || m.range !== r || m.digests.length !== ids.length * DIGEST_BYTES)
+          throw new TypeError(`expected the page digests of range ${r}`);
+        replace.push(...(await this.#digests.differingPages(ids, m.digests)));
+      }
+      return replace;
+    } finally {
+      f.comparing = false;
+    }
+  }
+
+  /**
    * The pages the replica lacks of the current commit, and from then on every commit. The pages
    * stream in bounded messages, the next read only once the replica's queue has drained below the
    * low-water mark, outside the commit queue (commits go on meanwhile); a round inside the queue
    * then sends what the replica still lacks of the commit current by then, with its manifest and
    * the pages to drop, and makes the replica live. Pages sent ahead that a later commit deleted
-   * are named among the drops.
+   * are named among the drops. With `replaced` (pages sent ahead as replacements) a COMMIT goes
+   * even when the replica is at the current commit: the replacements belong to it.
    */
-  async #catchUp(f: Follower, held: Set<number>, applied: number): Promise<void> {
+  async #catchUp(f: Follower, held: Set<number>, applied: number, replaced: boolean): Promise<void> {
     const { pipeline, pages } = this.#p;
     const sent = new Set<number>();
     for (let round = 0; !f.closed; round++) {
@@ -159,7 +201,7 @@ export class Primary {
         const have = new Set(ids);
         const deletes = [...held, ...sent].filter((id) => !have.has(id));
         const commit = pipeline.manifest.commit;
-        if (commit !== applied || batch.length > 0 || sent.size > 0 || deletes.length > 0)
+        if (commit !== applied || batch.length > 0 || sent.size > 0 || deletes.length > 0 || replaced)
           for (const m of splitCommit(
             { type: MSG_COMMIT, commit, time: Date.now(), snapshot: true, pages: batch, deletes, manifest },
             this.#messageBytes,
@@ -177,7 +219,12 @@ export class Primary {
    * Sends pages `ids` ahead, reading each batch only once the queue is below the low-water mark. A
    * page gone meanwhile (a later commit deleted it) or unreadable here is left for the last round.
    */
-  async #stream(f: Follower, ids: readonly number[], sent: Set<number>): Promise<void> {
+  async #stream(
+    f: Follower,
+    ids: readonly number[],
+    sent: Set<number>,
+    type: typeof MSG_PAGES | typeof MSG_REPLACE = MSG_PAGES,
+  ): Promise<void> {
     const { pages } = this.#p;
     let batch: Page[] = [];
     let bytes = 0;
@@ -189,20 +236,25 @@ export class Primary {
       batch.push({ id, bytes: page });
       bytes += page.length;
       if (bytes >= this.#lowWater) {
-        this.#sendPages(f, batch, sent);
+        this.#sendPages(f, batch, sent, type);
         batch = [];
         bytes = 0;
       }
     }
-    this.#sendPages(f, batch, sent);
+    this.#sendPages(f, batch, sent, type);
   }
 
-  /** Queues `batch` as PAGES messages of at most messageBytes each (but one page), noting them sent. */
-  #sendPages(f: Follower, batch: readonly Page[], sent: Set<number>): void {
+  /** Queues `batch` as PAGES (or REPLACE) messages of at most messageBytes each (but one page), noting them sent. */
+  #sendPages(
+    f: Follower,
+    batch: readonly Page[],
+    sent: Set<number>,
+    type: typeof MSG_PAGES | typeof MSG_REPLACE = MSG_PAGES,
+  ): void {
     let part: Page[] = [];
     let n = 0;
     const flush = () => {
-      if (part.length > 0) this.#send(f, { type: MSG_PAGES, pages: part });
+      if (part.length > 0) this.#send(f, { type, pages: part });
       part = [];
       n = 0;
     };
@@ -222,6 +274,7 @@ export class Primary {
 
   /** `applied` hook: every durable commit to every live replica, in commit order. */
   #ship(c: AppliedCommit): void {
+    this.#digests.forget(c.deletes);
     if (this.#followers.size === 0) return;
     const m: CommitMessage = {
       type: MSG_COMMIT,
@@ -240,7 +293,7 @@ export class Primary {
     if (this.#followers.size === 0) return;
     const commit = this.#p.pipeline.manifest.commit;
     const bytes = encodeMessage({ type: MSG_STATUS, commit, time: Date.now() });
-    for (const f of this.#followers) if (f.live && f.queued === 0) this.#sendBytes(f, bytes);
+    for (const f of this.#followers) if ((f.live || f.comparing) && f.queued === 0) this.#sendBytes(f, bytes);
   }
 
   #send(f: Follower, m: Message): void {

@@ -5,7 +5,10 @@
 // and signatures, the store id pinned and the commit counter never going back — and only then
 // written to the replica's page store in one atomic commit, pages and manifest (the watermark)
 // together. Reads are served by the store verified last. After a kill the replica reopens its own
-// page store and says, in its hello, where it stands: the primary sends only what it lacks.
+// page store and says, in its hello, where it stands: the primary sends only what it lacks. The
+// hello carries page digests (src/replication/_digests.ts): a page whose copy here is not the
+// primary's (damaged on this medium, or kept by an older release) is sent again, verified as every
+// shipped page is, and replaces the copy in the same atomic commit as the catch-up.
 
 import { PqdbError } from '../errors';
 import { integer } from '../_args';
@@ -17,13 +20,16 @@ import { StagedPages } from './staged';
 import { prepareFollow } from '../engine/follow';
 import { partsOf } from '../engine/parts';
 import { checkShipped } from './_check';
+import { helloOf, rangeCount, rangeOfDigests } from './_digests';
 import {
   decodeMessage,
   encodeMessage,
   MSG_APPLIED,
   MSG_COMMIT,
-  MSG_HELLO,
+  MSG_DIFFER,
+  MSG_DIGESTS,
   MSG_PAGES,
+  MSG_REPLACE,
   MSG_STATUS,
   type CommitMessage,
 } from './messages';
@@ -67,12 +73,21 @@ export interface ReplicaOptions {
    * writing a commit does not count.
    */
   idleTimeoutMs?: number;
+  /**
+   * Whether each session's hello carries page digests (default true), so that a page whose copy
+   * here differs from the primary's is sent again and replaced. It costs a read and a SHA-384 of
+   * every page the replica holds at each session start (docs/replication.md, "Pages that differ").
+   */
+  pageDigests?: boolean;
 }
 
 const BACKOFF_MS = [50, 100, 250, 500, 1000];
 const IDLE_TIMEOUT_MS = 2000;
 /** Page bytes a commit may send ahead of itself (a catch-up of a large store). */
 const MAX_AHEAD_BYTES = 4 * 2 ** 30;
+
+/** A session and the page digests its hello carried (none: a plain hello). */
+type Greeted = { session: MessageSession; digests: Uint8Array | undefined };
 
 /** A read-only collection of a replica: its handle follows each applied commit. */
 export interface ReplicaCollection<V> {
@@ -99,6 +114,11 @@ export class Replica {
   #primaryTime = 0;
   #pendingSince = 0;
   #session: MessageSession | undefined;
+  /**
+   * False for one session after a primary closed one at once on a hello with page digests (a
+   * release before them): that session's hello is a plain one.
+   */
+  #withDigests: boolean;
   #closed = false;
   #lastError: string | undefined;
   /** Pages and bytes received ahead of their commit in the current session. */
@@ -112,7 +132,7 @@ export class Replica {
     pages: PageStore,
     options: ReplicaOptions,
     opened: { store: Store; view: StagedPages } | undefined,
-    first: Promise<MessageSession>,
+    first: Promise<Greeted>,
   ) {
     this.#pages = pages;
     this.#options = options;
@@ -121,6 +141,7 @@ export class Replica {
     this.#applied = opened?.store.info().commit ?? 0;
     this.#storeId = options.storeId?.toLowerCase() ?? opened?.store.info().storeId;
     this.#watermark = this.#applied;
+    this.#withDigests = options.pageDigests !== false;
     this.#loop = this.#run(first);
   }
 
@@ -131,6 +152,8 @@ export class Replica {
    */
   static async open(pages: PageStore, options: ReplicaOptions): Promise<Replica> {
     if (options.idleTimeoutMs !== undefined) integer('idleTimeoutMs', options.idleTimeoutMs, 1, 2 ** 31 - 1);
+    if (options.pageDigests !== undefined && typeof options.pageDigests !== 'boolean')
+      throw new TypeError('"pageDigests" expected a boolean');
     if (
       options.storeId !== undefined &&
       (typeof options.storeId !== 'string' || !/^[0-9a-f]{32}$/i.test(options.storeId))
@@ -142,15 +165,7 @@ export class Replica {
     // applied to the store once verified, and a store that does not open ends the session).
     const raw = await pages.readManifest();
     const applied = raw === undefined ? 0 : readManifest(raw).header.commit;
-    const first = options.connect().then(async (session) => {
-      try {
-        await session.send(encodeMessage({ type: MSG_HELLO, applied, pageIds: await pages.listPages() }));
-      } catch (e) {
-        await Promise.resolve(session.close()).catch(() => undefined);
-        throw e;
-      }
-      return session;
-    });
+    const first = options.connect().then((session) => greet(session, pages, applied, options.pageDigests !== false));
     first.catch(() => undefined);
     let opened: { store: Store; view: StagedPages } | undefined;
     try {
@@ -160,7 +175,7 @@ export class Replica {
         opened = { store, view };
       }
     } catch (e) {
-      void first.then((session) => session.close()).catch(() => undefined);
+      void first.then((g) => g.session.close()).catch(() => undefined);
       throw e;
     }
     return new Replica(pages, options, opened, first);
@@ -244,29 +259,36 @@ export class Replica {
   }
 
   /** Follows the primary: connect, hello, apply commits; after a loss, again with backoff. */
-  async #run(first: Promise<MessageSession> | undefined): Promise<void> {
+  async #run(first: Promise<Greeted> | undefined): Promise<void> {
     const delays = this.#options.backoffMs ?? BACKOFF_MS;
     let attempt = 0;
     while (!this.#closed) {
+      // Whether the primary sent anything in this session (one that closes at once on a hello with
+      // digests is taken for a release before them: the next hello is a plain one).
+      const heard = { any: false };
+      let withDigests = false;
       try {
-        const greeted = first !== undefined; // the first session sent its hello as it opened
-        const session = await (first ?? this.#options.connect());
+        // The first session sent its hello as it opened.
+        const g = await (first ??
+          this.#options.connect().then((s) => greet(s, this.#pages, this.#applied, this.#withDigests)));
         first = undefined;
         if (this.#closed) {
-          await session.close();
+          await g.session.close();
           return;
         }
-        this.#session = session;
+        this.#session = g.session;
+        withDigests = g.digests !== undefined;
         attempt = 0;
-        if (!greeted) {
-          const pageIds = await this.#pages.listPages();
-          await session.send(encodeMessage({ type: MSG_HELLO, applied: this.#applied, pageIds }));
-        }
-        await this.#follow(session);
+        await this.#follow(g.session, g.digests, heard);
       } catch (e) {
         first = undefined;
         if (this.#closed) return;
         this.#lastError = e instanceof Error ? `${(e as PqdbError).code ?? e.name}: ${e.message}` : String(e);
+        const refused = withDigests && !heard.any && (e as PqdbError).code === 'NOT_OPEN';
+        this.#withDigests = !refused && this.#options.pageDigests !== false;
+        if (refused)
+          this.#lastError =
+            'PROTOCOL_ERROR: the primary closed the session on a hello with page digests (a release without them?): the next session sends a plain hello';
       }
       const s = this.#session;
       this.#session = undefined;
@@ -288,20 +310,24 @@ export class Replica {
    * Reads the session into a queue while commits are applied: the commits that arrived while one
    * was verified are staged together and verified once (a replica behind catches up in few opens).
    */
-  async #follow(session: MessageSession): Promise<void> {
+  async #follow(session: MessageSession, digests: Uint8Array | undefined, heard: { any: boolean }): Promise<void> {
     const queue: CommitMessage[] = [];
     let wake: (() => void) | undefined;
     let ended: unknown;
     let ahead: CommitMessage['pages'] = []; // pages sent ahead of their commit
     let aheadBytes = 0;
+    let replacing = new Set<number>(); // of those, the ones sent again to replace this replica's copy
+    const withDigests = digests !== undefined;
+    let compared = !withDigests; // a DIFFER comes at most once, before any page (then `digests` go)
+    let committed = false; // REPLACE only ahead of the session's first COMMIT (the catch-up's)
+    let last = Date.now();
     this.#ahead = { pages: 0, bytes: 0 };
     // A session silent for idleMs (applying aside) is lost: a cut link may never end it otherwise.
     const idleMs = this.#options.idleTimeoutMs ?? IDLE_TIMEOUT_MS;
-    let heard = Date.now();
     let applying = false;
     const watchdog = setInterval(
       () => {
-        if (applying || Date.now() - heard <= idleMs) return;
+        if (applying || Date.now() - last <= idleMs) return;
         ended ??= new PqdbError(
           'IO_ERROR',
           `no message from the primary for ${idleMs} ms: the session is taken as lost`,
@@ -316,22 +342,38 @@ export class Replica {
       try {
         for (;;) {
           const m = decodeMessage(await session.receive());
-          heard = Date.now();
+          last = Date.now();
+          heard.any = true;
           if (m.type === MSG_STATUS) this.#note(m.commit, m.time);
-          else if (m.type === MSG_PAGES) {
+          else if (m.type === MSG_DIFFER && !compared) {
+            compared = true;
+            const n = rangeCount(digests!.length / 48);
+            if (m.ranges.some((r) => r >= n))
+              throw new PqdbError('CORRUPTION', 'the primary named a range past the hello');
+            for (const range of m.ranges)
+              await session.send(encodeMessage({ type: MSG_DIGESTS, range, digests: rangeOfDigests(digests!, range) }));
+            digests = undefined;
+          } else if (m.type === MSG_PAGES || (m.type === MSG_REPLACE && withDigests && !committed)) {
+            compared = true;
+            digests = undefined;
             for (const p of m.pages) aheadBytes += p.bytes.length;
             if (aheadBytes > MAX_AHEAD_BYTES)
               throw new PqdbError('CORRUPTION', 'the primary sent too many pages ahead');
             ahead.push(...m.pages);
+            if (m.type === MSG_REPLACE) for (const p of m.pages) replacing.add(p.id);
             this.#ahead = { pages: ahead.length, bytes: aheadBytes };
           } else if (m.type === MSG_COMMIT) {
+            compared = committed = true;
+            digests = undefined;
             this.#note(m.commit, m.time);
             // A catch-up names among its drops the pages it sent ahead that a later commit deleted.
             const dropped = new Set(m.deletes);
             const before = ahead.filter((p) => !dropped.has(p.id));
-            queue.push({ ...m, pages: [...before, ...m.pages] });
+            const replaces = [...replacing].filter((id) => !dropped.has(id));
+            queue.push({ ...m, pages: [...before, ...m.pages], ...(replaces.length > 0 ? { replaces } : {}) });
             ahead = [];
             aheadBytes = 0;
+            replacing = new Set();
             this.#ahead = { pages: 0, bytes: 0 };
           } else throw new PqdbError('CORRUPTION', `the primary sent a message of type ${m.type}`);
           wake?.();
@@ -354,7 +396,7 @@ export class Replica {
           await this.#apply(queue.splice(0));
         } finally {
           applying = false;
-          heard = Date.now();
+          last = Date.now();
         }
         await session.send(encodeMessage({ type: MSG_APPLIED, applied: this.#applied }));
       }
@@ -407,7 +449,15 @@ export class Replica {
       // Every shipped page opens under the verified keys before it is kept (the open does not read
       // the commit pages its persisted directory covers).
       const batch = await staged.batch();
-      await this.#pages.commit({ ...batch, pages: checkShipped(partsOf(verified), batch.pages), transfer: true });
+      const pages = checkShipped(partsOf(verified), batch.pages);
+      const kept = new Set(pages.map((p) => p.id));
+      // A replacement takes the place of the damaged copy in this same atomic commit.
+      await this.#pages.commit({
+        ...batch,
+        pages,
+        replaces: batch.replaces.filter((id) => kept.has(id)),
+        transfer: true,
+      });
     } catch (e) {
       await verified.close();
       throw e;
@@ -431,6 +481,7 @@ export class Replica {
     // A catch-up (snapshot) goes this way too when it is past the watermark and only adds records.
     if (store === undefined || ms.some((m) => m.snapshot && m.commit <= this.#applied)) return false;
     const batch = await staged.batch();
+    if (batch.replaces.length > 0) return false; // a replaced page is for a full open to verify
     const parts = partsOf(store);
     // A catch-up that also puts back older pages (the replica lost some) is for a full open to verify.
     const next = parts.pipeline.manifest.nextPageId;
@@ -463,5 +514,22 @@ export class Replica {
     await this.#store?.close();
     this.#store = undefined;
     await this.#pages.close();
+  }
+}
+
+/** Sends the hello on a new session (closing the session if that fails). */
+async function greet(
+  session: MessageSession,
+  pages: PageStore,
+  applied: number,
+  withDigests: boolean,
+): Promise<Greeted> {
+  try {
+    const hello = await helloOf(pages, applied, withDigests);
+    await session.send(hello.bytes);
+    return { session, digests: hello.digests };
+  } catch (e) {
+    await Promise.resolve(session.close()).catch(() => undefined);
+    throw e;
   }
 }

@@ -4,7 +4,10 @@
 // check opening a store runs (authenticated manifest, the live page set against the manifest's
 // logs, checkpoint chain and signatures); only if that open succeeds does the replica write the
 // commit to its own page store, in one atomic commit. The staged view never writes and never
-// closes the page store under it.
+// closes the page store under it. A page a commit marks as a replacement (sent again because the
+// replica's copy differs from the primary's: src/replication/_digests.ts) takes the place of the
+// replica's copy in the view, and the batch names it among `replaces` (written over the old copy
+// in the same atomic commit).
 
 import { PqdbError } from '../errors';
 import type { CommitBatch, PageStore, PageStoreStats, RecoveryReport } from '../storage/page-store';
@@ -17,6 +20,8 @@ export class StagedPages implements PageStore {
   readonly #base: PageStore;
   #added = new Map<number, Uint8Array>();
   #dropped = new Set<number>();
+  /** Staged pages that take the place of a page the base holds. */
+  #replaced = new Set<number>();
   #manifest: Uint8Array | undefined;
   #baseIds: Set<number> | undefined;
   #open = true;
@@ -38,29 +43,36 @@ export class StagedPages implements PageStore {
   async stage(m: CommitMessage): Promise<void> {
     for (const id of m.deletes) {
       this.#added.delete(id);
+      this.#replaced.delete(id);
       this.#dropped.add(id);
     }
+    const replaces = new Set(m.replaces ?? []);
     for (const p of m.pages) {
-      if (this.#added.has(p.id) || ((await this.#baseHas(p.id)) && !this.#dropped.has(p.id)))
+      const held = await this.#baseHas(p.id);
+      if (this.#added.has(p.id) || (held && !this.#dropped.has(p.id) && !replaces.has(p.id)))
         throw new PqdbError('CORRUPTION', `a shipped commit rewrites page ${p.id}`);
       this.#added.set(p.id, p.bytes);
       this.#dropped.delete(p.id);
+      if (held) this.#replaced.add(p.id);
     }
     this.#manifest = m.manifest;
   }
 
   /** What applying the staged commits to the base page store writes, in one commit. */
-  async batch(): Promise<Required<Pick<CommitBatch, 'pages' | 'deletes'>> & { manifest: Uint8Array }> {
+  async batch(): Promise<
+    Required<Pick<CommitBatch, 'pages' | 'deletes'>> & { manifest: Uint8Array; replaces: number[] }
+  > {
     const base = await this.#ids();
     const deletes = [...base].filter((id) => this.#dropped.has(id));
     const pages = [...this.#added].map(([id, bytes]) => ({ id, bytes }));
-    return { pages, deletes, manifest: this.#manifest! };
+    return { pages, deletes, manifest: this.#manifest!, replaces: [...this.#replaced] };
   }
 
   /** After the base page store took the batch: reads go to it again. */
   settle(): void {
     this.#added = new Map();
     this.#dropped = new Set();
+    this.#replaced = new Set();
     this.#manifest = undefined;
     this.#baseIds = undefined;
   }

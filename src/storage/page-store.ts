@@ -39,6 +39,13 @@ export interface CommitBatch {
   /** Pages to drop (garbage collection). Ids not in the store are ignored. */
   readonly deletes?: readonly number[];
   /**
+   * Ids of `pages` that may replace a live page of the same id: in the same atomic commit the old
+   * page goes and the new one is written (a replica putting back a page its primary sent again
+   * because its copy went bad). Every other page of the batch must still be absent. Each id must
+   * be among `pages` and not among `deletes`.
+   */
+  readonly replaces?: readonly number[];
+  /**
    * The caller hands the page and manifest buffers over instead of having them copied: it must
    * never change them afterwards. The engine does this for its (immutable) pages, so a commit of
    * many megabytes costs no copy on the main thread.
@@ -210,7 +217,11 @@ export interface SegmentCompactResult {
   readonly bytesAfter: number;
 }
 
-/** A commit after validation: copied bytes, existing-page deletes only. */
+/**
+ * A commit after validation: copied bytes, existing-page deletes only. An adapter applies the
+ * deletes before the pages: an id in both (a replaced page, CommitBatch.replaces) ends up holding
+ * the new page, on the medium and after a replay.
+ */
 export interface CheckedBatch {
   readonly pages: readonly PageWrite[];
   readonly manifest: Uint8Array | undefined;
@@ -329,6 +340,7 @@ export function checkBatch(batch: unknown): {
   pages: PageWrite[];
   manifest: Uint8Array | undefined;
   deletes: number[];
+  replaces: Set<number>;
 } {
   if (typeof batch !== 'object' || batch === null || Array.isArray(batch)) {
     throw new TypeError(
@@ -365,7 +377,10 @@ export function checkBatch(batch: unknown): {
   for (const id of deletes) {
     if (seen.has(id)) throw new RangeError(`"deletes" page ${id} is also written by this commit`);
   }
-  return { pages, manifest, deletes };
+  const replaces = new Set(b.replaces === undefined ? [] : checkIds('replaces', b.replaces));
+  for (const id of replaces)
+    if (!seen.has(id)) throw new RangeError(`"replaces" page ${id} is not written by this commit`);
+  return { pages, manifest, deletes, replaces };
 }
 
 /** Validates an id list; returns it without duplicates. */
@@ -519,9 +534,11 @@ export abstract class BasePageStore implements PageStore {
     return this.#serial(() => {
       // Existence is checked when the commit runs, after every earlier commit has landed.
       checked.pages.forEach((p, i) => {
-        if (this._has(p.id)) throw new RangeError(`"pages[${i}].id" page ${p.id} already exists (pages are immutable)`);
+        if (this._has(p.id) && !checked.replaces.has(p.id))
+          throw new RangeError(`"pages[${i}].id" page ${p.id} already exists (pages are immutable)`);
       });
-      const deletes = checked.deletes.filter((id) => this._has(id));
+      // A replaced page is dropped and written in the same commit (deletes go first).
+      const deletes = [...checked.deletes, ...checked.replaces].filter((id) => this._has(id));
       if (checked.pages.length === 0 && deletes.length === 0 && checked.manifest === undefined)
         return Promise.resolve();
       return this._commit({ pages: checked.pages, manifest: checked.manifest, deletes });
