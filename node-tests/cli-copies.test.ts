@@ -217,7 +217,18 @@ describe('pqdb restore', () => {
     expect(r).not.toHaveProperty('store');
     expect(ok(['get', 'plain', 'words', 'w1', ...U])).toBe('{"lemma":"word 1"}\n');
 
-    const p = pqdb(['restore', 'bk1', 'governed', ...U, ...S, '--policy', 'policy.signed', '--progress']);
+    const p = pqdb([
+      'restore',
+      'bk1',
+      'governed',
+      ...U,
+      ...S,
+      '--policy',
+      'policy.signed',
+      '--authority',
+      'auth.pub', // the keys the store pins, named from outside the copy
+      '--progress',
+    ]);
     expect(p.status).toBe(0);
     expect(p.stdout).toMatch(/^pqdb restore: governed: restored 3, withheld 2, deleted 0\n/);
     expect(p.stderr).toMatch(/restore +\[#+\] 5\/5 records/);
@@ -233,6 +244,8 @@ describe('pqdb restore', () => {
       /the --unlock key is not the secret key of any --recipient/,
     );
     fails(['restore', 'bk1', 'restored', '--live', 'store', ...U, ...S], /^pqdb: \[CONFLICT\] the restore target/);
+    // The copy pins another authority key than the one named: a fork could have swapped it.
+    fails(['restore', 'bk1', 'x5', ...U, ...S, '--authority', 'signer.pub'], /^pqdb: \[AUTH_FAILED\] /);
     const other = await openStore({
       location: file('other'),
       create: true,
@@ -254,7 +267,7 @@ describe('pqdb restore', () => {
     } finally {
       await writer.close();
     }
-    for (const x of ['x1', 'x2', 'x3', 'x4']) expect(existsSync(file(x)), x).toBe(false);
+    for (const x of ['x1', 'x2', 'x3', 'x4', 'x5']) expect(existsSync(file(x)), x).toBe(false);
     expect(copiesOf('store')[0].restores).toHaveLength(1);
   });
 

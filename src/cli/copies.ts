@@ -19,7 +19,7 @@ import { resolve } from 'node:path';
 import { restoreStore } from '../node';
 import type { ManagedCopy } from '../engine/store';
 import { PqdbError } from '../errors';
-import { keyFrom, recipientKeys } from './_keys';
+import { authorityKeys, keyFrom, recipientKeys } from './_keys';
 import { countProgress } from './_progress';
 import { UsageError } from './_report';
 import { openCliStore, requireSigner, requireUnlock, type OpenedStore } from './_store';
@@ -208,7 +208,7 @@ export const copies: VerbGroup = {
 export const restore: Verb = {
   name: 'restore',
   synopsis:
-    '<copy> <new-location> --unlock FILE [--live LOCATION] [--policy FILE] [--recipient FILE...] [--trusted-signer FILE] [--signer FILE] [--json]',
+    '<copy> <new-location> --unlock FILE [--live LOCATION] [--policy FILE] [--authority FILE...] [--recipient FILE...] [--trusted-signer FILE] [--signer FILE] [--json]',
   summary: 'verifies a managed copy and makes a new store of it under new keys and current authority',
   help: `  Verifies the managed copy in the directory <copy> (every page, record, checkpoint signature and
   proof, against the trusted signer key) and re-seals its records into a new store at
@@ -224,6 +224,9 @@ export const restore: Verb = {
                          states apply, and both inventories record the restore
   --policy FILE          a signed policy (pqdb policy sign; raw or base64) at least as new as the
                          one in force (else ROLLBACK), to decide instead of it
+  --authority FILE       the authority public key(s) the store pins (the live store's, else the
+                         copy's must be exactly these, else AUTH_FAILED): without --live, what
+                         names them from outside the copy; repeat or separate with commas
   --recipient FILE       the new store's recipient public keys (default: the live store's, else the
                          copy's); --unlock must be the secret key of one of them
   --trusted-signer FILE  the ML-DSA-87 public key the copy's checkpoints are signed with (default:
@@ -237,6 +240,7 @@ ${SIGNER_HELP}`,
   options: {
     live: { type: 'string' },
     policy: { type: 'string' },
+    authority: { type: 'string', multiple: true },
     recipient: { type: 'string', multiple: true },
     'trusted-signer': { type: 'string' },
     ...KEY_OPTIONS,
@@ -258,6 +262,7 @@ ${SIGNER_HELP}`,
       throw new UsageError('the --unlock key is not the secret key of any --recipient');
     const policyFile = str(values, 'policy');
     const policy = policyFile !== undefined ? readSigned(policyFile) : undefined;
+    const authority = authorityKeys(values.authority as string[] | undefined);
     const liveLocation = str(values, 'live');
     const live = liveLocation !== undefined ? await openCliStore(liveLocation, keys, { write: true }) : undefined;
     try {
@@ -270,6 +275,7 @@ ${SIGNER_HELP}`,
         ...(keys.signer !== undefined ? { signer: keys.signer, signerPublicKey: keys.signerPublicKey } : {}),
         trustedSigner,
         ...(policy !== undefined ? { policy } : {}),
+        ...(authority !== undefined ? { authorityPublicKey: authority } : {}),
         ...(recipients !== undefined ? { recipients } : {}),
         onProgress: (p) =>
           (step ??= countProgress(args.progress, 'restore', 'records'))(
