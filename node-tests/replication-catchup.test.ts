@@ -7,61 +7,24 @@ import { describe, it, expect } from 'vitest';
 import { generateRecipient, generateSigner, openStore, openMemoryPageStore } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
 import { partsOf } from '../src/engine/parts';
-import { Primary, type MessageSession } from '../src/replication/primary';
+import { Primary } from '../src/replication/primary';
 import { Replica } from '../src/replication/replica';
 import { decodeMessage, MSG_PAGES } from '../src/replication/messages';
+import { sessionPair } from './support/sessions';
 
 /**
  * An in-process session pair whose primary → replica direction takes one message per macrotask
  * (a slow link: `send` resolves when the message is delivered), counting the bytes delivered.
  */
-function slowPair(counter: { delivered: number; pagesMessages: number }): [MessageSession, MessageSession] {
-  const make = () => {
-    const inbox: Uint8Array[] = [];
-    const waiting: { resolve: (b: Uint8Array) => void; reject: (e: unknown) => void }[] = [];
-    let closed = false;
-    return {
-      push(b: Uint8Array) {
-        if (closed) return;
-        const w = waiting.shift();
-        if (w) w.resolve(b);
-        else inbox.push(b);
-      },
-      receive(): Promise<Uint8Array> {
-        const b = inbox.shift();
-        if (b) return Promise.resolve(b);
-        if (closed) return Promise.reject(new Error('closed'));
-        return new Promise((resolve, reject) => waiting.push({ resolve, reject }));
-      },
-      close() {
-        closed = true;
-        for (const w of waiting.splice(0)) w.reject(new Error('closed'));
-      },
-    };
-  };
-  const a = make();
-  const b = make();
-  const close = () => {
-    a.close();
-    b.close();
-  };
-  const primaryEnd: MessageSession = {
-    send: async (bytes) => {
-      await new Promise((r) => setTimeout(r, 1));
+const slowPair = (counter: { delivered: number; pagesMessages: number }) =>
+  sessionPair({
+    delay: () => new Promise((r) => setTimeout(r, 1)),
+    tap: (bytes) => {
       counter.delivered += bytes.length;
       if (decodeMessage(bytes).type === MSG_PAGES) counter.pagesMessages++;
-      b.push(bytes.slice());
+      return bytes;
     },
-    receive: () => a.receive(),
-    close,
-  };
-  const replicaEnd: MessageSession = {
-    send: async (bytes) => a.push(bytes.slice()),
-    receive: () => b.receive(),
-    close,
-  };
-  return [primaryEnd, replicaEnd];
-}
+  });
 
 const recipient = generateRecipient();
 const signer = generateSigner();

@@ -9,43 +9,12 @@ import { generateRecipient, generateSigner, openStore, openMemoryPageStore } fro
 import { MemoryMedium } from '../src/storage/memory';
 import { partsOf } from '../src/engine/parts';
 import { pageKind } from '../src/engine/page-format';
-import { Primary, type MessageSession } from '../src/replication/primary';
+import { Primary } from '../src/replication/primary';
 import { Replica } from '../src/replication/replica';
 import { decodeMessage, encodeMessage, MSG_COMMIT, MSG_PAGES } from '../src/replication/messages';
+import { sessionPair } from './support/sessions';
 
-/** Two ends of an in-process session; `tap` may change what the primary sends. */
-function pair(tap: (bytes: Uint8Array) => Uint8Array): [MessageSession, MessageSession] {
-  const make = () => {
-    const inbox: Uint8Array[] = [];
-    const waiting: { resolve: (b: Uint8Array) => void; reject: (e: unknown) => void }[] = [];
-    let closed = false;
-    return {
-      push(b: Uint8Array) {
-        if (closed) return;
-        const w = waiting.shift();
-        if (w) w.resolve(b);
-        else inbox.push(b);
-      },
-      receive: (): Promise<Uint8Array> =>
-        inbox.length > 0
-          ? Promise.resolve(inbox.shift()!)
-          : closed
-            ? Promise.reject(new Error('closed'))
-            : new Promise((resolve, reject) => waiting.push({ resolve, reject })),
-      close() {
-        closed = true;
-        for (const w of waiting.splice(0)) w.reject(new Error('closed'));
-      },
-    };
-  };
-  const a = make();
-  const b = make();
-  const close = () => (a.close(), b.close());
-  return [
-    { send: async (x) => b.push(tap(x).slice()), receive: () => a.receive(), close },
-    { send: async (x) => a.push(x.slice()), receive: () => b.receive(), close },
-  ];
-}
+const pair = (tap: (bytes: Uint8Array) => Uint8Array) => sessionPair({ tap });
 
 const recipient = generateRecipient();
 const signer = generateSigner();

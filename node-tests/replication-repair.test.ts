@@ -31,40 +31,10 @@ import {
   MSG_HELLO2,
   MSG_REPLACE,
 } from '../src/replication/messages';
+import { sessionPair } from './support/sessions';
 
-/** Two ends of an in-process session; `seen` gets every message the primary sends. */
-function pair(seen: (bytes: Uint8Array) => void = () => undefined): [MessageSession, MessageSession] {
-  const make = () => {
-    const inbox: Uint8Array[] = [];
-    const waiting: { resolve: (b: Uint8Array) => void; reject: (e: unknown) => void }[] = [];
-    let closed = false;
-    return {
-      push(b: Uint8Array) {
-        if (closed) return;
-        const w = waiting.shift();
-        if (w) w.resolve(b);
-        else inbox.push(b);
-      },
-      receive: (): Promise<Uint8Array> =>
-        inbox.length > 0
-          ? Promise.resolve(inbox.shift()!)
-          : closed
-            ? Promise.reject(Object.assign(new Error('closed'), { code: 'NOT_OPEN' }))
-            : new Promise((resolve, reject) => waiting.push({ resolve, reject })),
-      close() {
-        closed = true;
-        for (const w of waiting.splice(0)) w.reject(Object.assign(new Error('closed'), { code: 'NOT_OPEN' }));
-      },
-    };
-  };
-  const a = make();
-  const b = make();
-  const close = () => (a.close(), b.close());
-  return [
-    { send: async (x) => (seen(x), b.push(x.slice())), receive: () => a.receive(), close },
-    { send: async (x) => a.push(x.slice()), receive: () => b.receive(), close },
-  ];
-}
+const pair = (seen: (bytes: Uint8Array) => void = () => undefined) =>
+  sessionPair({ tap: (bytes) => (seen(bytes), bytes) });
 
 const recipient = generateRecipient();
 const signer = generateSigner();

@@ -7,55 +7,13 @@ import { describe, it, expect, vi } from 'vitest';
 import { generateRecipient, generateSigner, openStore, openMemoryPageStore } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
 import { partsOf } from '../src/engine/parts';
-import { Primary, type MessageSession } from '../src/replication/primary';
+import { Primary } from '../src/replication/primary';
 import { Replica } from '../src/replication/replica';
 import { decodeMessage, encodeMessage, MSG_COMMIT, MSG_PAGES, type CommitMessage } from '../src/replication/messages';
 import { Store } from '../src/engine/store';
+import { sessionPair } from './support/sessions';
 
-/** Two ends of an in-process session; `tap` may change or drop what the primary sends. */
-function pair(tap?: (bytes: Uint8Array) => Uint8Array | undefined): [MessageSession, MessageSession] {
-  const make = () => {
-    const inbox: Uint8Array[] = [];
-    const waiting: { resolve: (b: Uint8Array) => void; reject: (e: unknown) => void }[] = [];
-    let closed = false;
-    return {
-      push(b: Uint8Array) {
-        if (closed) return;
-        const w = waiting.shift();
-        if (w) w.resolve(b);
-        else inbox.push(b);
-      },
-      receive(): Promise<Uint8Array> {
-        const b = inbox.shift();
-        if (b) return Promise.resolve(b);
-        if (closed) return Promise.reject(new Error('closed'));
-        return new Promise((resolve, reject) => waiting.push({ resolve, reject }));
-      },
-      close() {
-        closed = true;
-        for (const w of waiting.splice(0)) w.reject(new Error('closed'));
-      },
-    };
-  };
-  const a = make();
-  const b = make();
-  const end = (
-    mine: ReturnType<typeof make>,
-    theirs: ReturnType<typeof make>,
-    filter?: typeof tap,
-  ): MessageSession => ({
-    send: async (bytes) => {
-      const out = filter ? filter(bytes) : bytes;
-      if (out !== undefined) theirs.push(out.slice());
-    },
-    receive: () => mine.receive(),
-    close: () => {
-      mine.close();
-      theirs.close();
-    },
-  });
-  return [end(a, b, tap), end(b, a)];
-}
+const pair = (tap?: (bytes: Uint8Array) => Uint8Array | undefined) => sessionPair({ tap });
 
 const recipient = generateRecipient();
 const signer = generateSigner();
