@@ -199,13 +199,29 @@ describe('pqdb restore', () => {
   });
 
   it('without --live: the copy as it was, or under a --policy given; --trusted-signer alone; --json, --progress', () => {
-    const r = json<Record<string, unknown>>(['restore', 'bk1', 'plain', ...U, '--trusted-signer', 'signer.pub']);
+    // The store pins an authority key and the copy holds no policy: nothing outside the copy says
+    // none was dropped, so a restore alone needs the current policy.
+    fails(
+      ['restore', 'bk1', 'plain0', ...U, '--trusted-signer', 'signer.pub'],
+      /^pqdb: \[AUTHORITY_DENIED\] the store pins authority keys but holds no policy/,
+    );
+    expect(existsSync(file('plain0'))).toBe(false);
+    const r = json<Record<string, unknown>>([
+      'restore',
+      'bk1',
+      'plain',
+      ...U,
+      '--trusted-signer',
+      'signer.pub',
+      '--policy',
+      'policy.signed',
+    ]);
     expect(r).toMatchObject({
       location: 'plain',
       copy: 'bk1',
-      restored: 5,
+      restored: 3,
       fromLive: 0,
-      withheld: 0,
+      withheld: 2,
       deleted: 0,
       unsigned: 0,
       refused: [],

@@ -3,7 +3,8 @@
 // (browser-tests/proofs.spec.mjs). Here too, on node-fs: a forked copy (the store's files copied,
 // written on their own and backed up) and an altered copy are refused.
 import { describe, it, expect } from 'vitest';
-import { generateRecipient, generateSigner, signPolicy, verifyStore, restoreStore } from '../src/node';
+import { generateRecipient, generateSigner, signPolicy, verifyStore, restoreStore, openStore } from '../src/node';
+import { partsOf } from '../src/engine/parts';
 import { copiesCases } from './cases/copies';
 import { STORE_FIXTURES, nodeFsStoreFixture, type NodeFsStoreFixture } from './support/store-fixtures';
 import type { StoreFixture } from './cases/_store';
@@ -167,6 +168,76 @@ describe('a fork written past the last signed checkpoint (node-fs)', () => {
       await store.close();
     } finally {
       for (const p of [live, fork, target]) await p.dispose();
+    }
+  });
+
+  it('with the live store: a copy pointing a record at an earlier signed version restores the live one', async () => {
+    const live = await nodeFsStoreFixture();
+    const target = await nodeFsStoreFixture();
+    let fork: NodeFsStoreFixture | undefined;
+    try {
+      const store = await live.open({ ...options, ...gov });
+      await store.setPolicy(
+        sign(1, [
+          { scope: 'hr', allow: ['read', 'write'] },
+          { scope: '*', allow: ['read', 'write', 'migrate', 'restore'] },
+        ]),
+      );
+      const docs = store.collection('d', { schema });
+      await docs.put('x', { v: 'v1' }, { governance: { scope: 'ops' } });
+      const v1 = { ...partsOf(store).directory.get('d', 'x')! };
+      await docs.put('x', { v: 'v2' }, { governance: { scope: 'hr' } }); // hr may not be restored
+      await docs.put('y', { v: 'y1' });
+      const y1 = { ...partsOf(store).directory.get('d', 'y')! };
+      await docs.put('y', { v: 'y2' });
+      await store.checkpoint(); // signs v1, v2, y1 and y2 alike
+      await store.close();
+      // The removed recipient points the copy's directory back at the earlier signed versions.
+      fork = await live.copy();
+      const attacker = await fork.open({ ...options, create: false, signer: undefined, signerPublicKey: undefined });
+      partsOf(attacker).directory.set('d', 'x', v1);
+      partsOf(attacker).directory.set('d', 'y', y1);
+      await partsOf(attacker).checkpoints.persist();
+      await attacker.close();
+      const reopened = await live.open({ ...options, ...gov, create: false });
+      for (let i = 0; i < 3; i++) await reopened.collection('d', { schema }).put('z', { v: `z${i}` }); // past the fork
+      const r2 = await restoreStore(fork.dir, { location: target.dir, unlock: r.secretKey, live: reopened });
+      const back = r2.store.collection('d', { schema });
+      expect((await back.get('y'))?.v).toBe('y2'); // the live version, not the one put back
+      expect(back.has('x')).toBe(false); // its live scope (hr) may not be restored: not widened to ops
+      expect(r2).toMatchObject({ restored: 0, fromLive: 1, withheld: 1 });
+      await r2.store.close();
+      await reopened.close();
+    } finally {
+      for (const p of [live, target, ...(fork ? [fork] : [])]) await p.dispose();
+    }
+  });
+
+  it('without the live store: recipients the copy lists are not taken, nor a copy whose policy was dropped', async () => {
+    const { live, fork } = await forked();
+    const [t1, t2] = [await nodeFsStoreFixture(), await nodeFsStoreFixture()];
+    const stranger = generateRecipient();
+    try {
+      // The removed recipient lists a key of its own in the copy's manifest and drops its policy.
+      const attacker = await fork.open({ ...options, create: false, signer: undefined, signerPublicKey: undefined });
+      await attacker.addRecipient(stranger.publicKey);
+      await attacker.close();
+      const alone = { unlock: r.secretKey, trustedSigner: s.publicKey, authorityPublicKey: [policyKey.publicKey] };
+      const r2 = await restoreStore(fork.dir, { ...alone, location: t1.dir });
+      expect(partsOf(r2.store).pipeline.manifest.recipients).toHaveLength(1); // the caller's own key, not the copy's list
+      await r2.store.close();
+      await expect(openStore({ location: t1.dir, unlock: stranger.secretKey, readOnly: true })).rejects.toMatchObject({
+        code: 'AUTH_FAILED',
+      });
+      const m = await fork.open({ ...options, ...gov, create: false, signer: undefined, signerPublicKey: undefined });
+      partsOf(m).pipeline.manifest.authority!.policy = undefined; // as a forged manifest would hold
+      await partsOf(m).pipeline.run(() => undefined);
+      await m.close();
+      await expect(restoreStore(fork.dir, { ...alone, location: t2.dir })).rejects.toMatchObject({
+        code: 'AUTHORITY_DENIED',
+      });
+    } finally {
+      for (const p of [live, fork, t1, t2]) await p.dispose();
     }
   });
 

@@ -82,8 +82,8 @@ function bindOf(secret: Uint8Array, r: GenerationRecord, root: Uint8Array): Uint
 export const DEFAULT_KEY_CACHE = 1024;
 const hexOf = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
 
-/** The public key of a recipient secret key (hybrid 32-byte seed or classical X25519 scalar). */
-function publicKeysOf(secretKey: Uint8Array): Uint8Array[] {
+/** The public keys a recipient secret key may have (as a hybrid 32-byte seed and as an X25519 scalar). */
+export function publicKeysOf(secretKey: Uint8Array): Uint8Array[] {
   bytes('secretKey', secretKey, 32);
   // A 32-byte secret may be either kind: try both ids (the hybrid id needs an ML-KEM key generation).
   return [ml_kem1024_x25519.getPublicKey(secretKey), x25519.getPublicKey(secretKey)];

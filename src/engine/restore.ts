@@ -35,6 +35,7 @@ import { authorityAllows, authorityKeysOf, checkPinnedKeys, currentPolicy, polic
 import { destinationOf, heldRecords, randomId, type CopyDestination } from './copies';
 import { verifyStore, type VerifyReport } from './verify';
 import { SignedCover, type UnsignedReason } from './signed-cover';
+import { publicKeysOf } from './keys';
 
 export type { UnsignedReason } from './signed-cover';
 import { partsOf, type Parts } from './parts';
@@ -172,11 +173,14 @@ export async function restoreStoreWith(
     // older than the copy's own. The pinned keys are the live store's, or the copy's when they are
     // the ones given (a fork may have stripped or widened them: nothing signed names them).
     checkPinnedKeys(lm ?? sm, authorityKeysOf(options.authorityPublicKey));
-    const authority = currentAuthority(lm ?? sm, options.policy, sm);
+    const authority = currentAuthority(lm ?? sm, options.policy);
     const gate = { authority } as Manifest;
     const registry = (lm ?? sm).registry;
     const active = registry.find((r) => r.state === 'active')?.suite ?? sm.defaultSuite;
-    const recipients = options.recipients ?? (lm?.recipients ?? sm.recipients ?? []).map(unb64);
+    // Without the live store nothing signed names the recipients (the copy's manifest is sealed under
+    // a secret a removed recipient holds, and may list it): the caller's own key, unless given.
+    const recipients =
+      options.recipients ?? (lm !== undefined ? (lm.recipients ?? []).map(unb64) : callersKey(sm, options.unlock));
 
     let pages: PageStore;
     if (options.storage !== undefined) pages = options.storage;
@@ -259,20 +263,33 @@ export async function restoreStoreWith(
         // governance then decides), else none.
         const page = await src.cache.get(loc.pageId);
         const reason = cover.check(name, id, loc, page);
-        if (reason !== undefined && now === undefined) {
+        // A checkpoint signs the log, not which version is current: a holder of the store secret
+        // can point the copy's directory at an earlier signed version. The live store's current
+        // version, when the copy's checkpoint covers it, was current when the copy was made: a copy
+        // naming another version yields to it.
+        const stale =
+          reason === undefined &&
+          now !== undefined &&
+          cover.covers(now.generation, now.leafIndex) &&
+          (now.generation !== loc.generation || now.leafIndex !== loc.leafIndex);
+        const fromCopy = reason === undefined && !stale;
+        if (!fromCopy && now === undefined) {
           counts.unsigned++;
-          if (refused.length < REFUSED_LISTED) refused.push({ collection: name, id, reason });
+          if (refused.length < REFUSED_LISTED) refused.push({ collection: name, id, reason: reason! });
           continue;
         }
-        const governance = reason === undefined ? loc.governance : now!.governance;
-        if (!authorityAllows(gate, 'restore', governance)) {
+        const governance = fromCopy ? loc.governance : now!.governance;
+        // The scope the live store holds now decides too: a copy's older scope never widens it.
+        if (
+          !authorityAllows(gate, 'restore', governance) ||
+          (now !== undefined && !authorityAllows(gate, 'restore', now.governance))
+        ) {
           counts.withheld++;
           continue;
         }
-        const plaintext =
-          reason === undefined
-            ? src.records.openIn('copy', page, name, id, loc)
-            : await live!.records.open('copy', name, id, now!);
+        const plaintext = fromCopy
+          ? src.records.openIn('copy', page, name, id, loc)
+          : await live!.records.open('copy', name, id, now!);
         try {
           decodeValue(schema, plaintext); // what the new store will hold must decode as its schema says
         } catch (e) {
@@ -280,7 +297,7 @@ export async function restoreStoreWith(
           throw e;
         }
         batch.push({ id, plaintext, governance });
-        if (reason === undefined) counts.restored++;
+        if (fromCopy) counts.restored++;
         else counts.fromLive++;
         if (batch.length >= BATCH) {
           await flush();
@@ -394,9 +411,19 @@ function collectionOf(sm: Manifest, lm: Manifest | undefined, name: string): Man
  * The pinned keys and the signed policy that decide: the newest of the one in force (`m`: the live
  * store's, else the copy's) and the one given, which may not be older than the copy's own either.
  */
-function currentAuthority(m: Manifest, given: Uint8Array | undefined, copy: Manifest): Manifest['authority'] {
+function currentAuthority(m: Manifest, given: Uint8Array | undefined): Manifest['authority'] {
   const a = m.authority;
-  if (given === undefined) return a;
+  if (given === undefined) {
+    // Without the live store `m` is the copy's manifest: a holder of the store secret may have
+    // dropped its policy to let every scope through. A store that pins authority keys and holds no
+    // policy is restored only under one given.
+    if (a !== undefined && a.keys.length > 0 && a.policy === undefined)
+      throw new PqdbError(
+        'AUTHORITY_DENIED',
+        'the store pins authority keys but holds no policy: give the current signed policy (policy)',
+      );
+    return a;
+  }
   if (!(given instanceof Uint8Array)) throw new TypeError('"policy" expected the signed policy bytes');
   if (a === undefined)
     throw new PqdbError('AUTHORITY_DENIED', 'the store pins no authority key: a policy cannot be given');
@@ -407,18 +434,27 @@ function currentAuthority(m: Manifest, given: Uint8Array | undefined, copy: Mani
       'AUTHORITY_DENIED',
       `policy version ${next.version} does not govern store ${m.storeId}: it names no store or domain of it`,
     );
-  for (const [held, what] of [
-    [m, 'in force'],
-    [copy, 'the copy holds'],
-  ] as const) {
-    const now = currentPolicy(held)?.policy;
-    if (now !== undefined && next.version < now.version)
-      throw new PqdbError(
-        'ROLLBACK',
-        `policy version ${next.version} is older than the version ${now.version} ${what}`,
-      );
-  }
+  // The floor is the policy in force where the restore takes it: the live store's, else the copy's
+  // (a copy's own policy, checked under keys nothing outside it names, never binds a live restore).
+  const now = currentPolicy(m)?.policy;
+  if (now !== undefined && next.version < now.version)
+    throw new PqdbError('ROLLBACK', `policy version ${next.version} is older than the version ${now.version} in force`);
   return { ...a, policy: b64(given) };
+}
+
+/**
+ * The caller's own recipient public key as the copy lists it: the recipients a restore without the
+ * live store makes the new store for when none are given.
+ * @throws TypeError when the copy does not list it (give `recipients`)
+ */
+function callersKey(copy: Manifest, unlock: Uint8Array): Uint8Array[] {
+  const mine = publicKeysOf(unlock);
+  const listed = (copy.recipients ?? []).map(unb64).filter((pk) => mine.some((m) => equalBytes(m, pk)));
+  if (listed.length === 0)
+    throw new TypeError(
+      '"recipients" expected the new store\'s recipient public keys: the copy does not list the caller\'s',
+    );
+  return listed.slice(0, 1);
 }
 
 /** The live registry's states on the new store: a suite quarantined or retired there is here too. */

@@ -64,6 +64,12 @@ export class SignedCover {
     return cover;
   }
 
+  /** Whether the trusted checkpoint of generation `g` covers its leaf `leafIndex`. */
+  covers(g: number, leafIndex: number): boolean {
+    const s = this.#signed.get(g);
+    return s !== undefined && leafIndex < s.size;
+  }
+
   /**
    * Undefined when the version at `loc` — `page` is its commit page's bytes — is covered; else why not.
    * @throws PqdbError CORRUPTION when the leaf `loc` names is covered but is not that version's
