@@ -227,8 +227,8 @@ export const restore: Verb = {
   --authority FILE       the authority public key(s) the store pins (the live store's, else the
                          copy's must be exactly these, else AUTH_FAILED): without --live, what
                          names them from outside the copy; repeat or separate with commas
-  --recipient FILE       the new store's recipient public keys (default: the live store's, else the
-                         copy's); --unlock must be the secret key of one of them
+  --recipient FILE       the new store's recipient public keys (default: the live store's, else
+                         the --unlock key's own); --unlock must be the secret key of one of them
   --trusted-signer FILE  the ML-DSA-87 public key the copy's checkpoints are signed with (default:
                          the --signer's public half, else --signer-public)
   --signer FILE          also sign the new store's first checkpoint
