@@ -7,7 +7,7 @@ import { open, readFile, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { PqdbError } from '../errors';
-import { acquireHostLock } from './host-lock';
+import { acquireHostLock, type HostLock } from './host-lock';
 import { mediumError } from './page-store';
 
 export const LOCK = 'LOCK';
@@ -16,6 +16,24 @@ export const LOCK = 'LOCK';
 export interface WriterLock {
   readonly file: string;
   readonly host: (() => Promise<void>) | undefined;
+  /** Re-asserts the host lock against LOCK.key (host-lock.ts); absent without a host lock. */
+  readonly check?: () => Promise<void>;
+}
+
+/** The host locks of this process's writers by their LOCK file's contents (a random token): a release stops its checks. */
+const held = new Map<string, HostLock>();
+
+/**
+ * Re-asserts the writer's host lock: puts back a deleted LOCK.key, binds the name of a replaced one.
+ * Cheap (one open, fstat and read of LOCK.key); a writer calls it before each commit.
+ * @throws PqdbError LOCKED when another writer on this host holds the host lock of a replaced key
+ */
+export async function checkWriterLock(lock: WriterLock): Promise<void> {
+  try {
+    await lock.check?.();
+  } catch (e) {
+    throw mediumError(`node-fs page store: lock`, e);
+  }
 }
 
 /**
@@ -31,7 +49,10 @@ export async function takeWriterLock(dir: string, hostLock = true): Promise<Writ
   if (host === 'held')
     throw new PqdbError('LOCKED', `node-fs page store ${dir} is held by another writer on this host`);
   try {
-    return { file: await acquireLock(dir), host: host === 'unsupported' ? undefined : host.release };
+    const file = await acquireLock(dir);
+    if (host === 'unsupported') return { file, host: undefined };
+    held.set(file, host);
+    return { file, host: host.release, check: host.check };
   } catch (e) {
     if (host !== 'unsupported') await host.release();
     throw e;
@@ -40,6 +61,9 @@ export async function takeWriterLock(dir: string, hostLock = true): Promise<Writ
 
 /** Releases what takeWriterLock took (the LOCK file only while it is still this holder's). */
 export async function releaseWriterLock(dir: string, lock: WriterLock): Promise<void> {
+  const host = held.get(lock.file);
+  held.delete(lock.file);
+  await host?.stopChecks(); // no check puts LOCK.key back from here on (deleteStore removes it next)
   try {
     await releaseLock(join(dir, LOCK), lock.file);
   } finally {
