@@ -449,7 +449,7 @@ export class Replica {
       // Every shipped page opens under the verified keys before it is kept (the open does not read
       // the commit pages its persisted directory covers).
       const batch = await staged.batch();
-      const pages = checkShipped(partsOf(verified), batch.pages);
+      const pages = await checkShipped(partsOf(verified), batch.pages);
       const kept = new Set(pages.map((p) => p.id));
       // A replacement takes the place of the damaged copy in this same atomic commit.
       await this.#pages.commit({

@@ -1,0 +1,93 @@
+// A primary that is trusted but misbehaves: what it ships is checked by the replica in the role the
+// verified manifest and key directory give each page id, never by the page's own first bytes
+// (src/replication/_check.ts).
+import { describe, it, expect } from 'vitest';
+import { generateRecipient, generateSigner, openStore, openMemoryPageStore, type Store } from '../src/index';
+import { MemoryMedium } from '../src/storage/memory';
+import { partsOf } from '../src/engine/parts';
+import { pageKind } from '../src/engine/page-format';
+import { Primary } from '../src/replication/primary';
+import { Replica } from '../src/replication/replica';
+import { decodeMessage, encodeMessage, MSG_COMMIT, MSG_PAGES } from '../src/replication/messages';
+import { sessionPair } from './support/sessions';
+
+const recipient = generateRecipient();
+const signer = generateSigner();
+const schema = { lemma: 'string', n: 'integer' } as const;
+
+/** A store whose persisted key directory covers four commit pages, and one commit past it. */
+async function coveredStore(): Promise<Store> {
+  const store = await openStore({
+    storage: 'memory',
+    create: true,
+    recipients: [recipient.publicKey],
+    unlock: recipient.secretKey,
+    signer: signer.secretKey,
+    signerPublicKey: signer.publicKey,
+  });
+  const words = store.collection('w', { schema });
+  for (let b = 0; b < 4; b++)
+    await store.batch((tx) => {
+      for (let i = 0; i < 20; i++) tx.put(words, `k${b}-${i}`, { lemma: `word ${b} ${i}`, n: i });
+    });
+  await store.checkpoint();
+  await words.put('after', { lemma: 'after', n: 0 });
+  return store;
+}
+
+/** Follows `primary` through sessions whose primary messages pass `tap`; counts the sessions. */
+async function follow(primary: Primary, tap: (bytes: Uint8Array) => Uint8Array | undefined) {
+  const counter = { sessions: 0 };
+  const replica = await Replica.open(await openMemoryPageStore({ medium: new MemoryMedium() }), {
+    unlock: recipient.secretKey,
+    backoffMs: [10],
+    connect: async () => {
+      counter.sessions++;
+      const [p, r] = sessionPair({ tap });
+      void primary.accept(p);
+      return r;
+    },
+  });
+  return { replica, counter };
+}
+
+async function readsAll(replica: Replica): Promise<void> {
+  const rw = replica.collection<{ lemma: string; n: number }>('w', { schema });
+  for (let b = 0; b < 4; b++)
+    for (let i = 0; i < 20; i++) expect(await rw.get(`k${b}-${i}`)).toEqual({ lemma: `word ${b} ${i}`, n: i });
+}
+
+describe('replication: a page is checked in the role its id has', () => {
+  for (const [kind, magic] of [
+    ['checkpoint', 'PQDC'],
+    ['directory', 'PQDD'],
+  ] as const)
+    it(`a covered commit page shipped with ${kind} magic and junk is refused; the page comes again whole`, async () => {
+      const store = await coveredStore();
+      const after = partsOf(store).pipeline.manifest.directory!.afterPage;
+      const primary = new Primary(partsOf(store));
+      let forged = 0;
+      const tap = (bytes: Uint8Array): Uint8Array => {
+        const m = decodeMessage(bytes);
+        if (forged !== 0 || (m.type !== MSG_COMMIT && m.type !== MSG_PAGES)) return bytes;
+        const page = m.pages.find((p) => p.id <= after && pageKind(p.bytes) === 'commit');
+        if (page === undefined) return bytes;
+        forged = page.id;
+        const junk = new Uint8Array(page.bytes.length).fill(0x5a);
+        junk.set(new TextEncoder().encode(magic));
+        page.bytes = junk;
+        return encodeMessage(m);
+      };
+      const { replica, counter } = await follow(primary, tap);
+      await replica.applied(store.info().commit);
+      await readsAll(replica);
+      expect(forged).toBeGreaterThan(0);
+      expect(counter.sessions).toBe(2); // the forged catch-up was refused, the next one applied
+      expect(replica.status().lastError).toMatch(
+        new RegExp(`^(AUTH_FAILED|CORRUPTION): shipped page ${forged} does not open`),
+      );
+      await replica.close();
+      await primary.close();
+      await store.close();
+    });
+});
