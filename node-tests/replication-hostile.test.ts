@@ -1,6 +1,6 @@
 // A primary that is trusted but misbehaves: what it ships is checked by the replica in the role the
 // verified manifest and key directory give each page id, never by the page's own first bytes
-// (src/replication/_check.ts).
+// (src/replication/_check.ts), and what it sends ahead of a commit is bounded (src/replication/replica.ts).
 import { describe, it, expect } from 'vitest';
 import { generateRecipient, generateSigner, openStore, openMemoryPageStore, type Store } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
@@ -90,4 +90,38 @@ describe('replication: a page is checked in the role its id has', () => {
       await primary.close();
       await store.close();
     });
+});
+
+describe('replication: what a primary sends ahead of a commit is bounded', () => {
+  /** Delivers `forged` in place of the primary's first message, then follows it honestly. */
+  async function refused(forged: () => Uint8Array, expected: RegExp): Promise<void> {
+    const store = await coveredStore();
+    const primary = new Primary(partsOf(store));
+    let armed = true;
+    const { replica, counter } = await follow(primary, (bytes) => {
+      if (!armed) return bytes;
+      armed = false;
+      return forged();
+    });
+    await replica.applied(store.info().commit);
+    await readsAll(replica);
+    expect(counter.sessions).toBe(2);
+    expect(replica.status().lastError).toMatch(expected);
+    await replica.close();
+    await primary.close();
+    await store.close();
+  }
+
+  it('a PAGES message of 2^17 empty pages is refused with a typed error', async () => {
+    const pages = Array.from({ length: 1 << 17 }, (_, i) => ({ id: i + 1, bytes: new Uint8Array(0) }));
+    await refused(() => encodeMessage({ type: MSG_PAGES, pages }), /^CORRUPTION: the primary sent page 1 empty/);
+  });
+
+  it('a page sent twice ahead of its commit is refused', async () => {
+    const page = { id: 3, bytes: new Uint8Array(40).fill(7) };
+    await refused(
+      () => encodeMessage({ type: MSG_PAGES, pages: [page, page] }),
+      /^CORRUPTION: the primary sent page 3 twice/,
+    );
+  });
 });
