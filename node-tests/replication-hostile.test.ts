@@ -1,6 +1,8 @@
 // A primary that is trusted but misbehaves: what it ships is checked by the replica in the role the
 // verified manifest and key directory give each page id, never by the page's own first bytes
 // (src/replication/_check.ts), and what it sends ahead of a commit is bounded (src/replication/replica.ts).
+// A server's handshake slots (src/replication/tcp.ts): a connection that sends a byte has not yet
+// spoken, and at the overall bound the busiest source gives way. Loopback only (127.0.0.x).
 import { describe, it, expect } from 'vitest';
 import { generateRecipient, generateSigner, openStore, openMemoryPageStore, type Store } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
@@ -9,6 +11,8 @@ import { pageKind } from '../src/engine/page-format';
 import { Primary } from '../src/replication/primary';
 import { Replica } from '../src/replication/replica';
 import { decodeMessage, encodeMessage, MSG_COMMIT, MSG_PAGES } from '../src/replication/messages';
+import { listen } from '../src/replication/tcp';
+import { connect as netConnect, type Socket } from 'node:net';
 import { sessionPair } from './support/sessions';
 
 const recipient = generateRecipient();
@@ -124,4 +128,64 @@ describe('replication: what a primary sends ahead of a commit is bounded', () =>
       /^CORRUPTION: the primary sent page 3 twice/,
     );
   });
+});
+
+describe('replication server: which unauthenticated connection gives way', () => {
+  /** Connections from `from` (127.0.0.x), in order, each sending `bytes` once connected. */
+  async function open(port: number, from: string, bytes: number): Promise<{ s: Socket; closed: boolean }> {
+    const s = netConnect({ host: '127.0.0.1', port, localAddress: from });
+    s.on('error', () => undefined);
+    await new Promise<void>((r) => s.once('connect', () => r()));
+    const c = { s, closed: false };
+    s.on('close', () => void (c.closed = true));
+    if (bytes > 0) s.write(new Uint8Array(bytes).fill(1));
+    return c;
+  }
+  /** The first of `cs` the server ends (every other one still open then). */
+  const firstClosed = (cs: { s: Socket; closed: boolean }[]) =>
+    new Promise<number>((resolve) => cs.forEach((c, i) => c.s.once('close', () => resolve(i))));
+  const settle = () => new Promise((r) => setTimeout(r, 200)); // the server has read what was sent
+
+  async function server(maxHandshakes: number, maxHandshakesPerSource: number) {
+    return listen({
+      port: 0,
+      identity: signer,
+      trustedPeers: [generateSigner().publicKey],
+      onSession: () => undefined,
+      onError: () => undefined,
+      maxHandshakes,
+      maxHandshakesPerSource,
+    });
+  }
+
+  it('a byte is not a first record: of one source, the older of a one-byte and a silent connection goes', async () => {
+    const l = await server(32, 2);
+    const cs = [await open(l.port, '127.0.0.2', 1), await open(l.port, '127.0.0.2', 0)];
+    try {
+      await settle();
+      const first = firstClosed(cs);
+      cs.push(await open(l.port, '127.0.0.2', 0));
+      expect(await first).toBe(0);
+      expect(cs[1].closed).toBe(false);
+    } finally {
+      for (const c of cs) c.s.destroy();
+      await l.close();
+    }
+  }, 10_000);
+
+  it('at the overall bound a connection of the source with the most goes, not the oldest of another', async () => {
+    const l = await server(4, 3);
+    const cs = [await open(l.port, '127.0.0.3', 1)];
+    for (let i = 0; i < 3; i++) cs.push(await open(l.port, '127.0.0.2', 1));
+    try {
+      await settle();
+      const first = firstClosed(cs);
+      cs.push(await open(l.port, '127.0.0.4', 0));
+      expect(await first).toBe(1); // the oldest of 127.0.0.2, which held three
+      expect(cs[0].closed).toBe(false);
+    } finally {
+      for (const c of cs) c.s.destroy();
+      await l.close();
+    }
+  }, 10_000);
 });
