@@ -10,7 +10,7 @@ import { partsOf } from '../src/engine/parts';
 import { pageKind } from '../src/engine/page-format';
 import { Primary } from '../src/replication/primary';
 import { Replica } from '../src/replication/replica';
-import { decodeMessage, encodeMessage, MSG_COMMIT, MSG_PAGES } from '../src/replication/messages';
+import { decodeMessage, encodeMessage, MSG_COMMIT, MSG_PAGES, MSG_REPLACE } from '../src/replication/messages';
 import { listen } from '../src/replication/tcp';
 import { connect as netConnect, type Socket } from 'node:net';
 import { sessionPair } from './support/sessions';
@@ -40,9 +40,13 @@ async function coveredStore(): Promise<Store> {
 }
 
 /** Follows `primary` through sessions whose primary messages pass `tap`; counts the sessions. */
-async function follow(primary: Primary, tap: (bytes: Uint8Array) => Uint8Array | undefined) {
+async function follow(
+  primary: Primary,
+  tap: (bytes: Uint8Array) => Uint8Array | undefined,
+  medium = new MemoryMedium(),
+) {
   const counter = { sessions: 0 };
-  const replica = await Replica.open(await openMemoryPageStore({ medium: new MemoryMedium() }), {
+  const replica = await Replica.open(await openMemoryPageStore({ medium }), {
     unlock: recipient.secretKey,
     backoffMs: [10],
     connect: async () => {
@@ -94,6 +98,46 @@ describe('replication: a page is checked in the role its id has', () => {
       await primary.close();
       await store.close();
     });
+  it('a replacement of a covered commit page sent with checkpoint magic and junk is refused; the page comes again whole', async () => {
+    const store = await coveredStore();
+    const parts = partsOf(store);
+    const after = parts.pipeline.manifest.directory!.afterPage;
+    const primary = new Primary(parts);
+    const medium = new MemoryMedium();
+    const first = await follow(primary, (bytes) => bytes, medium);
+    await first.replica.applied(store.info().commit);
+    await first.replica.close();
+    let id = 0;
+    for (const p of await parts.pages.listPages())
+      if (p <= after && pageKind((await parts.pages.readPage(p))!) === 'commit') id ||= p;
+    medium.flipByte(id, medium.pages.get(id)!.bytes.length - 5); // the replica's copy went bad: it is sent again
+    let forged = 0;
+    const { replica, counter } = await follow(
+      primary,
+      (bytes) => {
+        const m = decodeMessage(bytes);
+        if (forged !== 0 || m.type !== MSG_REPLACE) return bytes;
+        const page = m.pages.find((p) => p.id === id)!;
+        forged = page.id;
+        const junk = new Uint8Array(page.bytes.length).fill(0x5a);
+        junk.set(new TextEncoder().encode('PQDC'));
+        page.bytes = junk;
+        return encodeMessage(m);
+      },
+      medium,
+    );
+    await store.collection('w', { schema }).put('later', { lemma: 'later', n: 1 });
+    await replica.applied(store.info().commit);
+    await readsAll(replica);
+    expect(forged).toBe(id);
+    expect(counter.sessions).toBe(2);
+    expect(replica.status().lastError).toMatch(
+      new RegExp(`^(AUTH_FAILED|CORRUPTION): shipped page ${id} does not open`),
+    );
+    await replica.close();
+    await primary.close();
+    await store.close();
+  });
 });
 
 describe('replication: what a primary sends ahead of a commit is bounded', () => {
