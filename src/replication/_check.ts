@@ -5,21 +5,31 @@
 // replays, and their leaf hashes, record bytes included, must give the manifest's log heads).
 // Without this check a primary that is trusted but misbehaves could plant a damaged copy of a
 // covered page: the replica would keep it, and a read of it would fail (never return something
-// wrong) even after the honest primary is back. So every shipped page is opened here under the keys of the store just verified:
+// wrong) even after the honest primary is back. So every shipped page is opened here under the
+// keys of the store just verified, in the role its id has (DESIGN §11 "roles from the manifest, not
+// from magic bytes", as the verifier decides them: src/engine/verify/directory.ts):
 //
-//   commit page   one the directory covers: its sealed index (AES-GCM-SIV under its generation's
-//                 page key, bound to its id), then every record version in it (its AEAD, and the
-//                 sequence its index names)
-//   index page    every part (AES-GCM-SIV under its generation's lexical key, bound to its id)
-//   log page      its head against the range the manifest names (leaf hashes: no AEAD; the
-//                 proofs and checkpoint roots they give are what authenticates them)
-//   directory and checkpoint pages: opened and checked by the open itself
+//   log page        one the manifest names: its head against the range the manifest gives (leaf
+//                   hashes: no AEAD; the proofs and checkpoint roots they give authenticate them)
+//   index page      one the manifest names: every part (AES-GCM-SIV under its generation's lexical
+//                   key, bound to its id)
+//   checkpoint and directory snapshot pages the manifest names: opened and checked by the open
+//   partition page  one of the persisted directory's base: every partition opens and is checked
+//   commit page     one the directory covers: whatever its first bytes say, its sealed index opens
+//                   (AES-GCM-SIV under its generation's page key, bound to its id), it is the page
+//                   the directory kept (generation, length, commit salt), and every record version
+//                   in it opens (its AEAD, and the sequence its index names); one past the directory
+//                   the open replayed as a commit page, and it must be one
 //
-// A page past the manifest's page counter (a commit that never completed on the primary) is no
-// part of the store: it is not kept.
+// A page up to the directory's end that none of these names (a superseded page) and a page past
+// the manifest's page counter (a commit that never completed on the primary) are no part of the
+// store: they are not kept.
 
+import { equalBytes } from '../_bytes';
 import { PqdbError } from '../errors';
 import type { Parts } from '../engine/parts';
+import type { PageInfo } from '../engine/directory';
+import { directoryRoles } from '../engine/verify/directory';
 import {
   decodeIndexPage,
   decodeLogPage,
@@ -35,50 +45,77 @@ import { openStored } from '../engine/records';
 
 type Page = { id: number; bytes: Uint8Array };
 
+const rethrow = (e: unknown): never => {
+  throw e;
+};
+
 /**
- * The shipped pages of `p`'s store worth keeping, each opened under `p`'s keys.
+ * The shipped pages of `p`'s store worth keeping, each opened under `p`'s keys in the role its id
+ * has in `p`'s manifest and persisted key directory.
  * @throws PqdbError AUTH_FAILED (a page or record that does not open), CORRUPTION (bad framing, a
- * page of the wrong kind for its place), FORMAT_VERSION
+ * page that is not what its place needs), FORMAT_VERSION
  */
-export function checkShipped(p: Parts, pages: readonly Page[]): Page[] {
+export async function checkShipped(p: Parts, pages: readonly Page[]): Promise<Page[]> {
   const m = p.pipeline.manifest;
   const logs = new Map<number, { g: number; from: number; to: number }>();
   for (const [g, refs] of Object.entries(m.logs ?? {}))
     for (const { pageId, from, to } of refs) logs.set(pageId, { g: Number(g), from, to });
   const indexes = new Map<number, string>();
   for (const [name, { pageId }] of Object.entries(m.indexes ?? {})) indexes.set(pageId, name);
-  const after = m.directory?.afterPage ?? 0;
+  const opened = new Set<number>(m.checkpointPages ?? []); // checked by the open
+  for (const s of m.directory?.snapshots ?? []) for (const id of s.pages) opened.add(id);
+  // The open read these snapshots already; they open again here to give the pages' roles.
+  const roles = await directoryRoles(p.pages, m.directory, p.keys, (_where, e) => rethrow(e));
+  const after = roles.afterPage;
   const kept: Page[] = [];
+  let parts = false;
   for (const page of pages) {
     const { id, bytes } = page;
     if (id >= m.nextPageId) continue;
+    const log = logs.get(id);
+    const index = indexes.get(id);
+    const info = roles.covered.get(id);
+    const part = roles.parts.has(id);
+    if (log === undefined && index === undefined && !opened.has(id) && !part && info === undefined && id <= after)
+      continue; // no part of the store
     kept.push(page);
-    const where = `shipped page ${id}`;
     try {
-      const log = logs.get(id);
-      const index = indexes.get(id);
       if (log !== undefined) decodeLogPage(bytes, log.g, log.from, log.to);
       else if (index !== undefined)
         decodeIndexPage(id, p.keys.generationKey(indexPageGeneration(bytes), 'lexical', lexicalKey), index, bytes).fill(
           0,
         );
-      else if (pageKind(bytes) === 'commit') {
-        // Past the directory the open replayed it: its leaves, record bytes included, gave the heads.
-        if (id <= after) openCommitPage(p, id, bytes);
-      } else if (pageKind(bytes) === undefined) throw new PqdbError('CORRUPTION', 'it is not a pqdb page');
+      else if (opened.has(id)) continue;
+      else if (part) parts = true;
+      else if (info !== undefined) openCommitPage(p, id, bytes, info);
+      else if (pageKind(bytes) !== 'commit') throw new PqdbError('CORRUPTION', 'it is not a commit page');
     } catch (e) {
-      if (e instanceof PqdbError) throw new PqdbError(e.code, `${where} does not open: ${e.message}`, { cause: e });
+      if (e instanceof PqdbError)
+        throw new PqdbError(e.code, `shipped page ${id} does not open: ${e.message}`, { cause: e });
+      throw e;
+    }
+  }
+  if (parts) {
+    // A shipped partition of the directory's base: every partition opens and is checked.
+    const read = new Map<number, Uint8Array | undefined>();
+    for (const id of roles.parts) read.set(id, await p.pages.readPage(id));
+    try {
+      roles.checkParts((id) => read.get(id));
+    } catch (e) {
+      if (e instanceof PqdbError)
+        throw new PqdbError(e.code, `a shipped directory partition does not open: ${e.message}`, { cause: e });
       throw e;
     }
   }
   return kept;
 }
 
-/** Opens a commit page's index and every record version in it. */
-function openCommitPage(p: Parts, id: number, page: Uint8Array): void {
-  const generation = pageGeneration(page);
+/** Opens commit page `id` (the directory lists it as `info`): its index and every record version in it. */
+function openCommitPage(p: Parts, id: number, page: Uint8Array, info: PageInfo): void {
+  const { generation, salt } = info;
   const ops = decodePage(id, p.keys.generationKey(generation, 'page', pageKey), page);
-  const salt = pageSalt(page);
+  if (pageGeneration(page) !== generation || page.length !== info.bytes || !equalBytes(pageSalt(page), salt))
+    throw new PqdbError('CORRUPTION', `it is not the commit page the key directory lists`);
   for (const op of ops)
     if (op.kind === 'put')
       openStored('verify', page.subarray(op.offset, op.offset + op.length), { ...op, generation, salt }, p.keys).fill(

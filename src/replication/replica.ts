@@ -85,6 +85,9 @@ const BACKOFF_MS = [50, 100, 250, 500, 1000];
 const IDLE_TIMEOUT_MS = 2000;
 /** Page bytes a commit may send ahead of itself (a catch-up of a large store). */
 const MAX_AHEAD_BYTES = 4 * 2 ** 30;
+/** What a page sent ahead counts for besides its bytes (its entry and id), and how many may wait. */
+const PAGE_ENTRY_BYTES = 64;
+const MAX_AHEAD_PAGES = 1 << 22;
 
 /** A session and the page digests its hello carried (none: a plain hello). */
 type Greeted = { session: MessageSession; digests: Uint8Array | undefined };
@@ -316,6 +319,7 @@ export class Replica {
     let ended: unknown;
     let ahead: CommitMessage['pages'] = []; // pages sent ahead of their commit
     let aheadBytes = 0;
+    let aheadIds = new Set<number>();
     let replacing = new Set<number>(); // of those, the ones sent again to replace this replica's copy
     const withDigests = digests !== undefined;
     let compared = !withDigests; // a DIFFER comes at most once, before any page (then `digests` go)
@@ -356,11 +360,17 @@ export class Replica {
           } else if (m.type === MSG_PAGES || (m.type === MSG_REPLACE && withDigests && !committed)) {
             compared = true;
             digests = undefined;
-            for (const p of m.pages) aheadBytes += p.bytes.length;
-            if (aheadBytes > MAX_AHEAD_BYTES)
-              throw new PqdbError('CORRUPTION', 'the primary sent too many pages ahead');
-            ahead.push(...m.pages);
-            if (m.type === MSG_REPLACE) for (const p of m.pages) replacing.add(p.id);
+            // Each page costs its bytes and an entry: many empty ones are bounded too.
+            for (const p of m.pages) {
+              if (p.bytes.length === 0) throw new PqdbError('CORRUPTION', `the primary sent page ${p.id} empty`);
+              if (aheadIds.has(p.id)) throw new PqdbError('CORRUPTION', `the primary sent page ${p.id} twice`);
+              aheadBytes += p.bytes.length + PAGE_ENTRY_BYTES;
+              if (aheadBytes > MAX_AHEAD_BYTES || ahead.length >= MAX_AHEAD_PAGES)
+                throw new PqdbError('CORRUPTION', 'the primary sent too many pages ahead');
+              aheadIds.add(p.id);
+              ahead.push(p);
+              if (m.type === MSG_REPLACE) replacing.add(p.id);
+            }
             this.#ahead = { pages: ahead.length, bytes: aheadBytes };
           } else if (m.type === MSG_COMMIT) {
             compared = committed = true;
@@ -373,6 +383,7 @@ export class Replica {
             queue.push({ ...m, pages: [...before, ...m.pages], ...(replaces.length > 0 ? { replaces } : {}) });
             ahead = [];
             aheadBytes = 0;
+            aheadIds = new Set();
             replacing = new Set();
             this.#ahead = { pages: 0, bytes: 0 };
           } else throw new PqdbError('CORRUPTION', `the primary sent a message of type ${m.type}`);
@@ -449,7 +460,7 @@ export class Replica {
       // Every shipped page opens under the verified keys before it is kept (the open does not read
       // the commit pages its persisted directory covers).
       const batch = await staged.batch();
-      const pages = checkShipped(partsOf(verified), batch.pages);
+      const pages = await checkShipped(partsOf(verified), batch.pages);
       const kept = new Set(pages.map((p) => p.id));
       // A replacement takes the place of the damaged copy in this same atomic commit.
       await this.#pages.commit({

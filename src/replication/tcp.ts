@@ -4,8 +4,9 @@
 // unread bytes pass HIGH_WATER_BYTES is paused until the channel has read them. A listener runs at
 // most `maxHandshakes` handshakes at once, and `maxHandshakesPerSource` from one address (each
 // costs it an ML-DSA-87 signature before the client has proved anything); a connection that
-// arrives at a bound ends the oldest unauthenticated one (a silent one first), so connections held
-// open until their deadline cannot keep a trusted peer out; each handshake has its deadline
+// arrives at a source's bound ends that source's oldest unauthenticated one, and one at the overall
+// bound the oldest of the source with the most (a silent one first: one that has not sent a whole
+// first record), so connections held open until their deadline cannot keep a trusted peer out; each handshake has its deadline
 // (channel.ts). Security caveat: TCP adds nothing to the channel's guarantees; everything
 // on the socket is a channel record (docs/replication.md).
 
@@ -22,6 +23,7 @@ import {
   type Session,
   type Transport,
 } from './channel';
+import { RECORD_HEADER_BYTES } from './_records';
 
 /**
  * Received bytes the transport holds for the channel before it pauses the socket, and written bytes
@@ -140,7 +142,8 @@ export interface ListenOptions extends ServerOptions {
   onError?(error: unknown): void;
   /**
    * Handshakes (connections not yet authenticated) run at once (default 32). A connection that
-   * arrives at the bound ends the oldest one, one that has sent nothing first.
+   * arrives at the bound ends the oldest one of the source with the most (ties: the source whose
+   * oldest is oldest), one that has not sent a whole first record first.
    */
   maxHandshakes?: number;
   /**
@@ -150,7 +153,7 @@ export interface ListenOptions extends ServerOptions {
   maxHandshakesPerSource?: number;
 }
 
-/** A handshake under way: its socket, its source, whether the peer has sent anything yet. */
+/** A handshake under way: its socket, its source, whether the peer has sent a whole first record. */
 interface Pending {
   socket: Socket;
   source: string;
@@ -206,11 +209,23 @@ export async function listen(options: ListenOptions): Promise<Listener> {
   /** Handshakes under way, oldest first. */
   const pending = new Map<Socket, Pending>();
 
-  /** Ends the oldest handshake of `among` (one that has sent nothing first) to make room. */
+  /** Ends the oldest handshake of `among` (one that has not sent a whole record first) to make room. */
   const evict = (among: Pending[]): void => {
     const victim = among.find((p) => !p.spoke) ?? among[0];
     pending.delete(victim.socket);
     victim.socket.destroy();
+  };
+  /** At the overall bound: ends one of the source with the most handshakes (ties: the oldest source's). */
+  const evictBusiest = (): void => {
+    const bySource = new Map<string, Pending[]>();
+    for (const p of pending.values()) {
+      const list = bySource.get(p.source);
+      if (list === undefined) bySource.set(p.source, [p]);
+      else list.push(p);
+    }
+    let busiest: Pending[] = [];
+    for (const list of bySource.values()) if (list.length > busiest.length) busiest = list;
+    evict(busiest);
   };
 
   const server: Server = createServer((socket) => {
@@ -218,7 +233,7 @@ export async function listen(options: ListenOptions): Promise<Listener> {
     const source = sourceOf(socket.remoteAddress);
     const mine = [...pending.values()].filter((p) => p.source === source);
     if (mine.length >= perSource) evict(mine);
-    else if (pending.size >= max) evict([...pending.values()]);
+    else if (pending.size >= max) evictBusiest();
     const entry: Pending = { socket, source, spoke: false };
     pending.set(socket, entry);
     sockets.set(socket, undefined);
@@ -226,7 +241,18 @@ export async function listen(options: ListenOptions): Promise<Listener> {
       sockets.delete(socket);
       pending.delete(socket);
     });
-    socket.once('data', () => void (entry.spoke = true));
+    // It has spoken once its first record is whole (a byte or a header alone is not enough).
+    const head = new Uint8Array(RECORD_HEADER_BYTES);
+    let got = 0;
+    const heard = (chunk: Buffer): void => {
+      head.set(chunk.subarray(0, Math.max(0, RECORD_HEADER_BYTES - got)), Math.min(got, RECORD_HEADER_BYTES));
+      got += chunk.length;
+      if (got < RECORD_HEADER_BYTES) return;
+      if (got < RECORD_HEADER_BYTES + new DataView(head.buffer).getUint32(1)) return;
+      entry.spoke = true;
+      socket.off('data', heard);
+    };
+    socket.on('data', heard);
     handshakeServer(socketTransport(socket), config).then(
       (session) => {
         pending.delete(socket);
