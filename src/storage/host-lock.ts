@@ -55,12 +55,16 @@ const untrusted = (path: string, why: string): PqdbError =>
     `cannot take the host lock: ${path} ${why}; another user may have planted it (remove it if the store is not open)`,
   );
 
-/** Checks what fstat says of the key file: a regular file of ours, private, of the key's size. */
-function checkKeyStats(path: string, s: Stats): void {
+/**
+ * Checks what fstat says of the key file: a regular file of ours or of the store directory's owner
+ * (root opening a user's store trusts that user's key: the store is theirs), private, of the key's
+ * size.
+ */
+function checkKeyStats(path: string, s: Stats, dirOwner: number): void {
   if (!s.isFile()) throw untrusted(path, 'is not a regular file');
   const euid = process.geteuid?.();
-  if (euid !== undefined && s.uid !== euid)
-    throw untrusted(path, `is owned by uid ${s.uid}, not this process's ${euid}`);
+  if (euid !== undefined && s.uid !== euid && s.uid !== dirOwner)
+    throw untrusted(path, `is owned by uid ${s.uid}, neither this process's ${euid} nor the store directory's owner`);
   if ((s.mode & 0o077) !== 0)
     throw untrusted(path, `has mode ${(s.mode & 0o777).toString(8)}; only its owner may read or write it (0600)`);
   if (s.size !== KEY_SIZE) throw new PqdbError('CORRUPTION', `${path}: ${s.size} bytes, a lock key has ${KEY_SIZE}`);
@@ -85,7 +89,7 @@ export async function readLockKey(dir: string): Promise<string | undefined> {
     throw e;
   }
   try {
-    checkKeyStats(path, await fh.stat());
+    checkKeyStats(path, await fh.stat(), (await stat(dir)).uid);
     const buf = Buffer.alloc(KEY_SIZE);
     const { bytesRead } = await fh.read(buf, 0, KEY_SIZE, 0);
     const text = buf.toString('latin1', 0, bytesRead);
