@@ -170,3 +170,30 @@ describe('node-fs: planted manifests', () => {
     await s.close();
   });
 });
+
+describe('node-fs: a read-only open beside a writer', () => {
+  it('a segment number reused after compaction (a short file under the old name) sends it back to the listing', async () => {
+    const dir = newDir();
+    const w = await openNodeFsPageStore(dir, { segmentBytes: 4096, autoCompact: false, hostLock: false });
+    for (const id of [1, 2, 3]) await w.commit({ pages: [page(id, 3000)] });
+    expect(await segments(dir)).toEqual(['seg-00000001.pqs', 'seg-00000002.pqs', 'seg-00000003.pqs']);
+    let once = true;
+    const ro = await openNodeFsPageStore(dir, {
+      readOnly: true,
+      afterManifestRead: async () => {
+        if (!once) return;
+        once = false;
+        // After this open read the manifest: the writer compacts segment 2 away, and a writer
+        // that will lose its compare-and-swap takes the number for a file of its own.
+        await w.deletePages([2]);
+        await w.compact!();
+        await writeFile(join(dir, 'seg-00000002.pqs'), new Uint8Array(16), { flag: 'wx' });
+      },
+    });
+    expect(once).toBe(false);
+    expect(await ro.listPages()).toEqual([1, 3]);
+    expect(ro.recovery.actions.join(' ')).toMatch(/started over 1 time/);
+    await ro.close();
+    await w.close();
+  });
+});

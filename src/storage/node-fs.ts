@@ -145,6 +145,8 @@ export interface NodeFsPageStoreOptions {
   beforeSync?: (what: 'segment' | 'manifest' | 'directory') => void | Promise<void>;
   /** @internal Fault injection (tests): awaited right after a commit's manifest link, before the listing. */
   afterLink?: () => Promise<void>;
+  /** @internal Fault injection (tests): awaited after an open read the current manifest. */
+  afterManifestRead?: () => Promise<void>;
 }
 
 interface Location {
@@ -205,6 +207,7 @@ export async function openNodeFsPageStore(dir: string, options: NodeFsPageStoreO
     stepBytes: checkStepBytes('compactStepBytes', options.compactStepBytes ?? DEFAULT_COMPACT_STEP_BYTES),
     beforeSync: options.beforeSync,
     afterLink: options.afterLink,
+    afterManifestRead: options.afterManifestRead,
   };
   try {
     if (options.create !== false && !readOnly) await mkdir(dir, { recursive: true });
@@ -231,6 +234,7 @@ interface CompactionSettings {
   readonly stepBytes: number;
   readonly beforeSync?: (what: 'segment' | 'manifest' | 'directory') => void | Promise<void>;
   readonly afterLink?: () => Promise<void>;
+  readonly afterManifestRead?: () => Promise<void>;
 }
 
 function checkDeadFraction(name: string, v: unknown): number {
@@ -331,6 +335,7 @@ class NodeFsPageStore extends BasePageStore {
     let truncatedBytes = 0;
     const ro = this.#readOnly;
     const m = await readCurrentManifest(this.#dir);
+    await this.#compaction.afterManifestRead?.();
     const committed = m?.segments ?? new Map<number, number>();
     if (m !== undefined) {
       this.#manifest = m.manifest;
