@@ -6,9 +6,9 @@
 // exactly one creates it; the other gets EEXIST and CONFLICT. The current manifest is the one of
 // the highest counter among the numbered files and MANIFEST, a copy of it kept under the old name
 // (stores written before the numbered files, and readers of that format, find it there). A writer
-// deletes a numbered file only after it created a higher one, so the highest is never deleted, and
-// a stale writer that recreates a deleted lower number sees the higher one right after its link
-// and gives up (CONFLICT) before it acknowledges anything.
+// deletes a numbered file only after it created a higher one, so the highest is never deleted; a
+// stale writer sees the higher one in the listing just before its link and gives up (CONFLICT).
+// Manifest files are read only as regular files of bounded size (a planted FIFO or giant is CORRUPTION).
 
 /// <reference types="node" />
 import { constants, link, open, readdir, rename, stat, unlink } from 'node:fs/promises';

@@ -6,8 +6,10 @@
 //      (O_EXCL) in this session, at its end, 2. fdatasync the segment, 3. publish the manifest
 //      (node-fs-manifest.ts): link a temporary file of this writer's own to MANIFEST-<commit>, which
 //      exactly one writer can create, copy it over MANIFEST with a rename, fsync the directory.
-// A writer never writes into a file it did not create in this session, and never truncates: bytes
-// past a segment's committed length (an unfinished commit, or another writer's) are ignored.
+// A writer never writes into a file it did not create in this session, and truncates only such a
+// file, back to its committed length after a commit failed before its link (a segment created for
+// that commit is unlinked): bytes past a segment's committed length (an unfinished commit, or
+// another writer's) are ignored.
 // Recovery on open: segments no manifest can name any more are removed; a segment shorter than its
 // committed length, or a damaged record header inside the committed range, is CORRUPTION — an
 // acknowledged page is never dropped silently.
