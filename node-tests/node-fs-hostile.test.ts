@@ -71,6 +71,32 @@ describe('node-fs: a writer that opens inside another writer’s commit', () => 
     expect(await again.listPages()).toEqual([1, 2, 3]);
     await again.close();
   });
+  it('a higher commit that cannot be shown to carry the commit is IO_ERROR “outcome unknown”, never “not made”', async () => {
+    const dir = newDir();
+    let race = false;
+    let b: PageStore | undefined;
+    const a = await openNodeFsPageStore(dir, {
+      hostLock: false,
+      afterLink: async () => {
+        if (!race) return;
+        race = false;
+        await unlink(join(dir, 'LOCK'));
+        b = await openNodeFsPageStore(dir, { hostLock: false });
+        await b.commit({ manifest: new Uint8Array([7]) });
+      },
+    });
+    await a.commit({ pages: [page(1, 100)] });
+    race = true;
+    // A commit of the user manifest alone: no segment length shows whether commit 3 carries it.
+    const err = await a.commit({ manifest: new Uint8Array([6]) }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'IO_ERROR', message: expect.stringMatching(/unknown/) });
+    expect((err as Error).message).not.toMatch(/not made/);
+    await b!.close();
+    await a.close();
+    const again = await openNodeFsPageStore(dir, { hostLock: false });
+    expect(await again.readManifest()).toEqual(new Uint8Array([7]));
+    await again.close();
+  });
 });
 
 describe('node-fs: a commit that fails before its commit point leaves nothing behind', () => {

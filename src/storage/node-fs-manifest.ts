@@ -275,8 +275,11 @@ export interface PublishHooks {
    * as this commit left it.
    */
   readonly carries?: (top: ManifestState) => boolean;
-  /** Called once the link (the commit point) succeeded: from then on nothing of the commit may be undone. */
-  readonly linked?: () => void;
+  /**
+   * Called with true just before the link (the commit point): from then on the commit may be made
+   * and nothing of it may be undone; with false when the link is known not to have happened.
+   */
+  readonly linked?: (maybe: boolean) => void;
   /** @internal Awaited right after the link (tests: another writer acting in that window). */
   readonly afterLink?: () => Promise<void>;
 }
@@ -320,27 +323,40 @@ export async function publishManifest(
     const before = await currentCommit(dir);
     if (before !== base) throw conflict(before);
     const mine = join(dir, manifestName(commit));
+    hooks.linked?.(true); // from here the commit may be made, unless the link is known to have failed
     try {
       await link(tmp, mine); // the commit point: exactly one writer creates this name
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'EEXIST') throw conflict(commit);
-      if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw e;
-      // No hard links here (FAT, exFAT, some network shares): format 1's protocol, whose
-      // compare-and-swap is a check just before the rename (a window of a few system calls).
-      const seen = await currentCommit(dir);
-      if (seen !== base) throw conflict(seen);
-      hooks.linked?.();
-      await rename(tmp, join(dir, MANIFEST));
-      const d = await open(dir, 'r');
-      try {
-        await sync(d, 'directory');
-      } finally {
-        await d.close();
+      // EEXIST with this writer's bytes: its own link, answered twice (an NFS retransmission).
+      const own =
+        code === 'EEXIST' &&
+        (await readManifestFile(mine, manifestName(commit)).then(
+          (raw) => same(raw, file),
+          () => false,
+        ));
+      if (code === 'EEXIST' && !own) {
+        hooks.linked?.(false);
+        throw conflict(commit);
       }
-      return;
+      if (!own && code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw e;
+      if (!own) {
+        // No hard links here (FAT, exFAT, some network shares): format 1's protocol, whose
+        // compare-and-swap is a check just before the rename (a window of a few system calls).
+        hooks.linked?.(false);
+        const seen = await currentCommit(dir);
+        if (seen !== base) throw conflict(seen);
+        hooks.linked?.(true);
+        await rename(tmp, join(dir, MANIFEST));
+        const d = await open(dir, 'r');
+        try {
+          await sync(d, 'directory');
+        } finally {
+          await d.close();
+        }
+        return;
+      }
     }
-    hooks.linked?.();
     await hooks.afterLink?.();
     const names = await readdir(dir);
     const top = numberedManifests(names).at(-1) ?? 0;

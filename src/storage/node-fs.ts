@@ -498,7 +498,7 @@ class NodeFsPageStore extends BasePageStore {
     };
     const { seq, end } = progress;
     await publishManifest(this.#dir, this.#commitSeq, file, sync, {
-      linked: () => (progress.linked = true),
+      linked: (maybe) => (progress.linked = maybe),
       carries: (top) => seq !== undefined && (top.segments.get(seq) ?? -1) >= end!,
       afterLink: this.#compaction.afterLink,
     });
@@ -506,7 +506,7 @@ class NodeFsPageStore extends BasePageStore {
   }
 
   /**
-   * After a commit (or compaction step) failed before its commit point, nothing names the bytes it
+   * After a commit (or compaction step) failed before its commit point (its link surely not made), nothing names the bytes it
    * wrote: a segment this session created for it is unlinked, and this writer's own segment is cut
    * back to its committed length (only this session ever wrote into either file), so a full disk
    * does not fill up further with each retry. Best effort: the store refuses commits from now on.
