@@ -14,7 +14,7 @@
 import { constants, link, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PqdbError } from '../errors';
-import { corruption, crc32c } from './page-store';
+import { MAX_MANIFEST_BYTES, corruption, crc32c } from './page-store';
 
 export const FORMAT_VERSION = 1;
 export const MANIFEST_MAGIC = 'PQDBMAN\0';
@@ -121,8 +121,11 @@ export function numberedManifests(names: readonly string[]): number[] {
 
 const enoent = (e: unknown): boolean => (e as NodeJS.ErrnoException).code === 'ENOENT';
 
-/** The most bytes a manifest file may hold: its segment table and the user manifest (4 GiB apart, far more than any store writes). */
-export const MAX_MANIFEST_FILE_BYTES = 64 << 20;
+/**
+ * The most bytes a manifest file may hold (64 MiB): the user manifest's limit (MAX_MANIFEST_BYTES,
+ * 16 MiB) and a segment table of 4 Mi segments (12 bytes each), far more than compaction leaves.
+ */
+export const MAX_MANIFEST_FILE_BYTES = MAX_MANIFEST_BYTES + (48 << 20);
 
 /**
  * Reads manifest file `path` whole: opened without following a symbolic link and without blocking
