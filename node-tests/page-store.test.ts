@@ -3,7 +3,7 @@
 // second process, a writer killed mid-commit), CRC-32C and error mapping.
 import 'fake-indexeddb/auto';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { cp, mkdtemp, rm, readdir, readFile, writeFile, truncate, appendFile, stat } from 'node:fs/promises';
+import { cp, mkdtemp, rm, readdir, readFile, writeFile, truncate, appendFile, stat, utimes } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -303,11 +303,15 @@ describe('node-fs recovery', () => {
     await rewindManifest(dir, manifestA);
     await writeFile(join(dir, 'MANIFEST.tmp'), new Uint8Array(10));
     await writeFile(join(dir, 'MANIFEST.tmp-0123456789abcdef'), new Uint8Array(10));
+    const old = new Date(Date.now() - 3600_000); // a dead writer's (a live one's is seconds old and kept)
+    await utimes(join(dir, 'MANIFEST.tmp-0123456789abcdef'), old, old);
+    await writeFile(join(dir, 'MANIFEST.tmp-fedcba9876543210'), new Uint8Array(10));
     s = await openNodeFsPageStore(dir, { segmentBytes: 4096 });
     // Above every named segment: it may be another writer's, for a commit it has yet to publish.
     expect(s.recovery.actions.join()).toMatch(/seg-00000002\.pqs is not named .*left in place/);
     expect(existsSync(join(dir, 'MANIFEST.tmp'))).toBe(false);
     expect(existsSync(join(dir, 'MANIFEST.tmp-0123456789abcdef'))).toBe(false);
+    expect(existsSync(join(dir, 'MANIFEST.tmp-fedcba9876543210'))).toBe(true);
     expect(await s.listPages()).toEqual([1]);
     await s.commit({ pages: [page(5, 3000)] }); // a new segment above it
     expect(await s.readPage(5)).toEqual(page(5, 3000).bytes);

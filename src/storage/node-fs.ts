@@ -6,8 +6,10 @@
 //      (O_EXCL) in this session, at its end, 2. fdatasync the segment, 3. publish the manifest
 //      (node-fs-manifest.ts): link a temporary file of this writer's own to MANIFEST-<commit>, which
 //      exactly one writer can create, copy it over MANIFEST with a rename, fsync the directory.
-// A writer never writes into a file it did not create in this session, and never truncates: bytes
-// past a segment's committed length (an unfinished commit, or another writer's) are ignored.
+// A writer never writes into a file it did not create in this session, and truncates only such a
+// file, back to its committed length after a commit failed before its link (a segment created for
+// that commit is unlinked): bytes past a segment's committed length (an unfinished commit, or
+// another writer's) are ignored.
 // Recovery on open: segments no manifest can name any more are removed; a segment shorter than its
 // committed length, or a damaged record header inside the committed range, is CORRUPTION — an
 // acknowledged page is never dropped silently.
@@ -35,7 +37,7 @@
 
 /// <reference types="node" />
 // (tsconfig.json sets "types": []; this Node-only file opts in to the Node typings.)
-import { open, readdir, stat, mkdir, unlink, type FileHandle } from 'node:fs/promises';
+import { constants, open, readdir, stat, mkdir, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PqdbError } from '../errors';
 import { LOCK, takeWriterLock, releaseWriterLock, type WriterLock } from './node-fs-lock';
@@ -143,6 +145,10 @@ export interface NodeFsPageStoreOptions {
    * compaction step; a throw stands for the failed sync.
    */
   beforeSync?: (what: 'segment' | 'manifest' | 'directory') => void | Promise<void>;
+  /** @internal Fault injection (tests): awaited right after a commit's manifest link, before the listing. */
+  afterLink?: () => Promise<void>;
+  /** @internal Fault injection (tests): awaited after an open read the current manifest. */
+  afterManifestRead?: () => Promise<void>;
 }
 
 interface Location {
@@ -202,6 +208,8 @@ export async function openNodeFsPageStore(dir: string, options: NodeFsPageStoreO
     minDead: checkDeadFraction('compactDeadFraction', options.compactDeadFraction ?? DEFAULT_COMPACT_DEAD_FRACTION),
     stepBytes: checkStepBytes('compactStepBytes', options.compactStepBytes ?? DEFAULT_COMPACT_STEP_BYTES),
     beforeSync: options.beforeSync,
+    afterLink: options.afterLink,
+    afterManifestRead: options.afterManifestRead,
   };
   try {
     if (options.create !== false && !readOnly) await mkdir(dir, { recursive: true });
@@ -227,6 +235,8 @@ interface CompactionSettings {
   readonly minDead: number;
   readonly stepBytes: number;
   readonly beforeSync?: (what: 'segment' | 'manifest' | 'directory') => void | Promise<void>;
+  readonly afterLink?: () => Promise<void>;
+  readonly afterManifestRead?: () => Promise<void>;
 }
 
 function checkDeadFraction(name: string, v: unknown): number {
@@ -327,6 +337,7 @@ class NodeFsPageStore extends BasePageStore {
     let truncatedBytes = 0;
     const ro = this.#readOnly;
     const m = await readCurrentManifest(this.#dir);
+    await this.#compaction.afterManifestRead?.();
     const committed = m?.segments ?? new Map<number, number>();
     if (m !== undefined) {
       this.#manifest = m.manifest;
@@ -361,33 +372,13 @@ class NodeFsPageStore extends BasePageStore {
         actions.push(`removed ${name}: not named by the manifest (an interrupted commit or a compacted segment)`);
       }
     }
-    for (const [seq, length] of [...committed].sort((a, b) => a[0] - b[0])) {
-      const name = segmentName(seq);
-      this.#nextSeq = Math.max(this.#nextSeq, seq + 1);
-      let fh: FileHandle | undefined;
-      if (present.has(seq)) {
-        try {
-          fh = await open(join(this.#dir, name), 'r'); // never written by this session
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-        }
-      }
-      if (fh === undefined) {
-        // Another writer may have compacted it away after the manifest was read.
-        if (await this.#manifestChanged()) throw new SegmentVanished(name);
-        throw corruption(`node-fs: ${name} is named by the manifest but missing`);
-      }
-      this.#segments.set(seq, newSegment(seq, fh, length));
-      const size = (await fh.stat()).size;
-      if (size < length) throw corruption(`node-fs: ${name} holds ${size} bytes, the manifest committed ${length}`);
-      if (size > length) {
-        // Never truncated: the bytes may be another writer's commit in progress in its own segment.
-        truncatedBytes += size - length;
-        actions.push(
-          `${name} has ${size - length} bytes past its committed length ${length}: an unfinished commit (ignored, left in place)`,
-        );
-      }
-      await this.#scan(fh, seq, name, length);
+    try {
+      await this.#openSegments(committed, present, actions, (n) => (truncatedBytes += n));
+    } catch (e) {
+      // A writer may have compacted a segment away since and reused its number: start again.
+      if (m !== undefined && e instanceof PqdbError && e.code === 'CORRUPTION' && (await this.#manifestChanged()))
+        throw new SegmentVanished(e.message);
+      throw e;
     }
     // The files opened are the ones the manifest named unless one was dropped meanwhile: only then
     // may it have been unlinked and its number taken by a writer that lost the compare-and-swap.
@@ -396,6 +387,48 @@ class NodeFsPageStore extends BasePageStore {
       for (const seq of committed.keys()) if (!now?.segments.has(seq)) throw new SegmentVanished(segmentName(seq));
     }
     this.recovery = { clean: actions.length === 0, truncatedBytes, actions };
+  }
+
+  /** Opens and indexes the segments `committed` names (those of them `present` in the listing). */
+  async #openSegments(
+    committed: ReadonlyMap<number, number>,
+    present: ReadonlySet<number>,
+    actions: string[],
+    addTruncated: (bytes: number) => void,
+  ): Promise<void> {
+    for (const [seq, length] of [...committed].sort((a, b) => a[0] - b[0])) {
+      const name = segmentName(seq);
+      this.#nextSeq = Math.max(this.#nextSeq, seq + 1);
+      let fh: FileHandle | undefined;
+      if (present.has(seq)) {
+        try {
+          // Never written by this session; not a link or a FIFO someone planted (no blocking open).
+          fh = await open(join(this.#dir, name), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+        } catch (e) {
+          const code = (e as NodeJS.ErrnoException).code;
+          if (code === 'ELOOP') throw corruption(`node-fs: ${name} is a symbolic link`);
+          if (code !== 'ENOENT') throw e;
+        }
+      }
+      if (fh === undefined) {
+        // Another writer may have compacted it away after the manifest was read.
+        if (await this.#manifestChanged()) throw new SegmentVanished(name);
+        throw corruption(`node-fs: ${name} is named by the manifest but missing`);
+      }
+      this.#segments.set(seq, newSegment(seq, fh, length));
+      const st = await fh.stat();
+      if (!st.isFile()) throw corruption(`node-fs: ${name} is not a regular file`);
+      const size = st.size;
+      if (size < length) throw corruption(`node-fs: ${name} holds ${size} bytes, the manifest committed ${length}`);
+      if (size > length) {
+        // Never truncated: the bytes may be another writer's commit in progress in its own segment.
+        addTruncated(size - length);
+        actions.push(
+          `${name} has ${size - length} bytes past its committed length ${length}: an unfinished commit (ignored, left in place)`,
+        );
+      }
+      await this.#scan(fh, seq, name, length);
+    }
   }
 
   async #scan(fh: FileHandle, seq: number, name: string, length: number): Promise<void> {
@@ -451,7 +484,11 @@ class NodeFsPageStore extends BasePageStore {
    * if no other writer committed since this one's last commit (node-fs-manifest.ts).
    * @throws PqdbError CONFLICT
    */
-  async #writeManifest(user: Uint8Array | undefined, edit: (segments: Map<number, number>) => void): Promise<void> {
+  async #writeManifest(
+    user: Uint8Array | undefined,
+    edit: (segments: Map<number, number>) => void,
+    progress: { linked: boolean; seq?: number; end?: number },
+  ): Promise<void> {
     const segments = new Map([...this.#segments].map(([s, g]) => [s, g.committed]));
     edit(segments);
     const file = encodeManifest(this.#commitSeq + 1, segments, user);
@@ -459,8 +496,27 @@ class NodeFsPageStore extends BasePageStore {
       await this.#compaction.beforeSync?.(what);
       await fh.sync();
     };
-    await publishManifest(this.#dir, this.#commitSeq, file, sync);
+    const { seq, end } = progress;
+    await publishManifest(this.#dir, this.#commitSeq, file, sync, {
+      linked: (maybe) => (progress.linked = maybe),
+      carries: (top) => seq !== undefined && (top.segments.get(seq) ?? -1) >= end!,
+      afterLink: this.#compaction.afterLink,
+    });
     this.#manifestFileBytes = file.length;
+  }
+
+  /**
+   * After a commit (or compaction step) failed before its commit point (its link surely not made), nothing names the bytes it
+   * wrote: a segment this session created for it is unlinked, and this writer's own segment is cut
+   * back to its committed length (only this session ever wrote into either file), so a full disk
+   * does not fill up further with each retry. Best effort: the store refuses commits from now on.
+   */
+  async #undoUnpublished(seg: Segment | undefined, created: boolean): Promise<void> {
+    if (seg === undefined) return;
+    if (created) {
+      await seg.fh.close().catch(() => undefined);
+      await unlink(join(this.#dir, segmentName(seg.seq))).catch(() => undefined);
+    } else if (seg === this.#own) await seg.fh.truncate(seg.committed).catch(() => undefined);
   }
 
   /**
@@ -712,17 +768,23 @@ class NodeFsPageStore extends BasePageStore {
       if (created) total += SEGMENT_HEADER_BYTES;
     }
     let end = seg?.committed ?? 0;
+    const progress = { linked: false, seq: seg?.seq, end: end + total };
     try {
       if (seg !== undefined) {
         await writeGathered(seg.fh, records, end); // at the end of a file only this writer writes
         await this.#sync(seg.fh, 'segment');
         end += total;
       }
-      await this.#writeManifest(batch.manifest ?? this.#manifest, (segments) => {
-        if (seg !== undefined) segments.set(seg.seq, end);
-      });
+      await this.#writeManifest(
+        batch.manifest ?? this.#manifest,
+        (segments) => {
+          if (seg !== undefined) segments.set(seg.seq, end);
+        },
+        progress,
+      );
     } catch (e) {
-      if (created) await seg!.fh.close().catch(() => undefined);
+      if (!progress.linked) await this.#undoUnpublished(seg, created);
+      else if (created) await seg!.fh.close().catch(() => undefined);
       throw e;
     }
     // Durable: publish.
@@ -947,18 +1009,24 @@ class NodeFsPageStore extends BasePageStore {
     const { seg: dest, created } = await this.#destination(total, records, victim);
     if (created) total += SEGMENT_HEADER_BYTES;
     let end = dest.committed;
+    const progress = { linked: false, seq: total > 0 ? dest.seq : undefined, end: end + total };
     try {
       if (total > 0) {
         await writeGathered(dest.fh, records, end);
         await this.#sync(dest.fh, 'segment');
         end += total;
       }
-      await this.#writeManifest(this.#manifest, (segments) => {
-        segments.set(dest.seq, end);
-        if (done) segments.delete(victim.seq);
-      });
+      await this.#writeManifest(
+        this.#manifest,
+        (segments) => {
+          segments.set(dest.seq, end);
+          if (done) segments.delete(victim.seq);
+        },
+        progress,
+      );
     } catch (e) {
-      if (created) await dest.fh.close().catch(() => undefined);
+      if (!progress.linked) await this.#undoUnpublished(dest, created);
+      else if (created) await dest.fh.close().catch(() => undefined);
       throw e;
     }
     // Durable: publish (the same synchronous step moves the index and the accounting).
