@@ -40,7 +40,7 @@
 import { constants, open, readdir, stat, mkdir, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PqdbError } from '../errors';
-import { LOCK, takeWriterLock, releaseWriterLock, type WriterLock } from './node-fs-lock';
+import { LOCK, takeWriterLock, releaseWriterLock, checkWriterLock, type WriterLock } from './node-fs-lock';
 import { deadFraction, liveRecords, neededTombstones, pickVictim, stepOf, type SegmentSpace } from './node-fs-compact';
 import {
   FORMAT_VERSION,
@@ -497,6 +497,9 @@ class NodeFsPageStore extends BasePageStore {
       await fh.sync();
     };
     const { seq, end } = progress;
+    // The host lock's key still names this writer's lock (put back if deleted; LOCKED if another
+    // writer of this host took a replaced one's name).
+    if (this.#lock !== undefined) await checkWriterLock(this.#lock);
     await publishManifest(this.#dir, this.#commitSeq, file, sync, {
       linked: (maybe) => (progress.linked = maybe),
       carries: (top) => seq !== undefined && (top.segments.get(seq) ?? -1) >= end!,
