@@ -4,13 +4,14 @@
 // low-water mark, while commits go on; the replica reports its progress and applies the whole
 // store in one session. Small limits (internal options) keep it fast.
 import { describe, it, expect } from 'vitest';
-import { generateRecipient, generateSigner, openStore, openMemoryPageStore } from '../src/index';
+import { openStore, openMemoryPageStore } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
 import { partsOf } from '../src/engine/parts';
 import { Primary } from '../src/replication/primary';
 import { Replica } from '../src/replication/replica';
 import { decodeMessage, MSG_PAGES } from '../src/replication/messages';
 import { sessionPair } from './support/sessions';
+import { options, recipient, schema, signer } from './support/replication-stores';
 
 /**
  * An in-process session pair whose primary → replica direction takes one message per macrotask
@@ -26,16 +27,6 @@ const slowPair = (counter: { delivered: number; pagesMessages: number }) =>
     },
   });
 
-const recipient = generateRecipient();
-const signer = generateSigner();
-const options = {
-  create: true,
-  recipients: [recipient.publicKey],
-  unlock: recipient.secretKey,
-  signer: signer.secretKey,
-  signerPublicKey: signer.publicKey,
-};
-const schema = { lemma: 'string', n: 'integer' } as const;
 const QUEUE = 1 << 20; // the per-replica send queue bound
 const LOW = 256 << 10;
 const MESSAGE = 128 << 10;

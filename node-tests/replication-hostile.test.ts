@@ -4,7 +4,7 @@
 // A server's handshake slots (src/replication/tcp.ts): a connection that sends a byte has not yet
 // spoken, and at the overall bound the busiest source gives way. Loopback only (127.0.0.x).
 import { describe, it, expect } from 'vitest';
-import { generateRecipient, generateSigner, openStore, openMemoryPageStore, type Store } from '../src/index';
+import { generateSigner, openStore, openMemoryPageStore, type Store } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
 import { partsOf } from '../src/engine/parts';
 import { pageKind } from '../src/engine/page-format';
@@ -14,30 +14,7 @@ import { decodeMessage, encodeMessage, MSG_COMMIT, MSG_PAGES, MSG_REPLACE } from
 import { listen } from '../src/replication/tcp';
 import { connect as netConnect, type Socket } from 'node:net';
 import { sessionPair } from './support/sessions';
-
-const recipient = generateRecipient();
-const signer = generateSigner();
-const schema = { lemma: 'string', n: 'integer' } as const;
-
-/** A store whose persisted key directory covers four commit pages, and one commit past it. */
-async function coveredStore(): Promise<Store> {
-  const store = await openStore({
-    storage: 'memory',
-    create: true,
-    recipients: [recipient.publicKey],
-    unlock: recipient.secretKey,
-    signer: signer.secretKey,
-    signerPublicKey: signer.publicKey,
-  });
-  const words = store.collection('w', { schema });
-  for (let b = 0; b < 4; b++)
-    await store.batch((tx) => {
-      for (let i = 0; i < 20; i++) tx.put(words, `k${b}-${i}`, { lemma: `word ${b} ${i}`, n: i });
-    });
-  await store.checkpoint();
-  await words.put('after', { lemma: 'after', n: 0 });
-  return store;
-}
+import { coveredStore, recipient, schema, signer } from './support/replication-stores';
 
 /** Follows `primary` through sessions whose primary messages pass `tap`; counts the sessions. */
 async function follow(

@@ -8,26 +8,16 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { generateRecipient, generateSigner, openStore, openMemoryPageStore } from '../src/index';
+import { openStore, openMemoryPageStore } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
 import { partsOf } from '../src/engine/parts';
 import { Primary } from '../src/replication/primary';
 import { Replica } from '../src/replication/replica';
 import { Store } from '../src/engine/store';
 import { sessionPair } from './support/sessions';
+import { options, recipient, schema, signer } from './support/replication-stores';
 
 const pair = () => sessionPair();
-
-const recipient = generateRecipient();
-const signer = generateSigner();
-const options = {
-  create: true,
-  recipients: [recipient.publicKey],
-  unlock: recipient.secretKey,
-  signer: signer.secretKey,
-  signerPublicKey: signer.publicKey,
-};
-const schema = { lemma: 'string', n: 'integer' } as const;
 
 /** Two stores any replica holding `recipient` opens: the one it should follow, and a substitute. */
 async function twoStores() {

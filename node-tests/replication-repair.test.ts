@@ -11,7 +11,7 @@ import { describe, it, expect, afterAll } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { generateRecipient, generateSigner, openStore, openMemoryPageStore, verifyStore } from '../src/index';
+import { openStore, openMemoryPageStore, verifyStore } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
 import { openNodeFsPageStore } from '../src/storage/node-fs';
 import { openIndexedDbPageStore } from '../src/storage/indexeddb';
@@ -32,35 +32,15 @@ import {
   MSG_REPLACE,
 } from '../src/replication/messages';
 import { sessionPair } from './support/sessions';
+import { coveredStore, recipient, schema, signer } from './support/replication-stores';
 
 const pair = (seen: (bytes: Uint8Array) => void = () => undefined) =>
   sessionPair({ tap: (bytes) => (seen(bytes), bytes) });
 
-const recipient = generateRecipient();
-const signer = generateSigner();
-const schema = { lemma: 'string', n: 'integer' } as const;
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
-/** A store of 4 × 20 records, a checkpoint (its key directory covers their commit pages), one more. */
-async function primaryStore(storage: PageStore | 'memory' = 'memory'): Promise<Store> {
-  const store = await openStore({
-    storage,
-    create: true,
-    recipients: [recipient.publicKey],
-    unlock: recipient.secretKey,
-    signer: signer.secretKey,
-    signerPublicKey: signer.publicKey,
-  });
-  const words = store.collection('w', { schema });
-  for (let b = 0; b < 4; b++)
-    await store.batch((tx) => {
-      for (let i = 0; i < 20; i++) tx.put(words, `k${b}-${i}`, { lemma: `word ${b} ${i}`, n: i });
-    });
-  await store.checkpoint();
-  await words.put('after', { lemma: 'after', n: 0 });
-  return store;
-}
+const primaryStore = coveredStore;
 
 /** A replica on `pages` following `primary` over in-process sessions; `seen` as in pair. */
 function follow(pages: PageStore, primary: Primary, seen?: (bytes: Uint8Array) => void): Promise<Replica> {

@@ -4,7 +4,7 @@
 // refused commit leaving the replica at its watermark. The post-quantum channel and TCP transport
 // under these sessions are tested in node-tests/channel.test.ts.
 import { describe, it, expect, vi } from 'vitest';
-import { generateRecipient, generateSigner, openStore, openMemoryPageStore } from '../src/index';
+import { generateSigner, openStore, openMemoryPageStore } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
 import { partsOf } from '../src/engine/parts';
 import { Primary } from '../src/replication/primary';
@@ -12,19 +12,9 @@ import { Replica } from '../src/replication/replica';
 import { decodeMessage, encodeMessage, MSG_COMMIT, MSG_PAGES, type CommitMessage } from '../src/replication/messages';
 import { Store } from '../src/engine/store';
 import { sessionPair } from './support/sessions';
+import { options, recipient, schema, signer } from './support/replication-stores';
 
 const pair = (tap?: (bytes: Uint8Array) => Uint8Array | undefined) => sessionPair({ tap });
-
-const recipient = generateRecipient();
-const signer = generateSigner();
-const options = {
-  create: true,
-  recipients: [recipient.publicKey],
-  unlock: recipient.secretKey,
-  signer: signer.secretKey,
-  signerPublicKey: signer.publicKey,
-};
-const schema = { lemma: 'string', n: 'integer' } as const;
 
 async function setup(tap?: (bytes: Uint8Array) => Uint8Array | undefined, idleTimeoutMs?: number) {
   const store = await openStore({ ...options, storage: 'memory' });

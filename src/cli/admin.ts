@@ -9,11 +9,11 @@ import { Store } from '../engine/store';
 import { suite as suiteOf, DEFAULT_SUITE, type SuiteName } from '../crypto/suites';
 import { PqdbError } from '../errors';
 import { equalBytes } from '../_bytes';
-import { ml_kem1024_x25519 } from '../crypto/kem';
 import { authorityKeys, recipientKeys } from './_keys';
 import { PIN_HELP, PIN_OPTIONS } from './_pin';
 import { signerKeyId } from '../crypto/proofs';
 import { UsageError } from './_report';
+import { publicKeysOf } from '../engine/keys';
 import { notePin, openCliStore, requireSigner, requireUnlock } from './_store';
 import { KEY_OPTIONS, str, whole, type Verb } from './_verb';
 import { verify as verifyStoreAt } from './verify';
@@ -21,7 +21,6 @@ import { verifySealedFiles } from './export';
 import { migrate as migrateStore } from './migrate';
 import { status as statusOf } from './status';
 import { posture as postureOf } from './posture';
-import { x25519 } from '../kernels/x25519';
 
 const KEYS_HELP = `  --unlock FILE          or PQDB_UNLOCK          recipient secret key: decrypt and authenticate
   --signer FILE          or PQDB_SIGNER          ML-DSA-87 secret key (its public half from FILE.pub)
@@ -138,15 +137,6 @@ ${KEYS_HELP}`,
     }
   },
 };
-
-/**
- * The public keys a 32-byte recipient secret key has: as a hybrid seed and as an X25519 scalar.
- * @example
- * publicKeysOf(unlock).some((p) => equalBytes(p, recipient)); // is it that recipient's secret key?
- */
-export function publicKeysOf(secretKey: Uint8Array): Uint8Array[] {
-  return [ml_kem1024_x25519.getPublicKey(secretKey), x25519.getPublicKey(secretKey)];
-}
 
 export const checkpoint: Verb = {
   name: 'checkpoint',

@@ -26,7 +26,7 @@ import { openCliStore, requireSigner, requireUnlock, type OpenedStore } from './
 import { PIN_HELP, PIN_OPTIONS } from './_pin';
 import { KEY_OPTIONS, str, type Verb, type VerbArgs, type VerbGroup } from './_verb';
 import { readSigned } from './policy';
-import { publicKeysOf } from './admin';
+import { publicKeysOf } from '../engine/keys';
 import { equalBytes } from '../_bytes';
 
 const UNLOCK_HELP = '  --unlock FILE          or PQDB_UNLOCK          the recipient secret key';
