@@ -15,5 +15,5 @@ export * as merkle from './crypto/merkle';
 export { verifySealed, openSealed, verifyCheckpoint, type VerifiedSealed, type Checkpoint } from './crypto/proofs';
 export { MerkleAppender } from './crypto/merkle';
 export { PqdbError, ERROR_CODES, type PqdbErrorCode } from './errors';
-export { setWasmFlavor, wasmFlavor, simdSupported, type WasmFlavor, type WasmModuleName } from './wasm/loader';
-export { wasmBuilds, type WasmBuildInfo } from './wasm/builds';
+export { setWasmFlavor, wasmFlavor, simdSupported, type WasmFlavor, type WasmModuleName } from './kernels/wasm-info';
+export { wasmBuilds, type WasmBuildInfo } from './kernels/wasm-info';

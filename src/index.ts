@@ -6,8 +6,8 @@ import { openStoreWith, type OpenStoreOptions } from './engine/open';
 import type { Store } from './engine/store';
 
 export { PqdbError, ERROR_CODES, type PqdbErrorCode } from './errors';
-export { setWasmFlavor, wasmFlavor, simdSupported, type WasmFlavor, type WasmModuleName } from './wasm/loader';
-export { wasmBuilds, type WasmBuildInfo } from './wasm/builds';
+export { setWasmFlavor, wasmFlavor, simdSupported, type WasmFlavor, type WasmModuleName } from './kernels/wasm-info';
+export { wasmBuilds, type WasmBuildInfo } from './kernels/wasm-info';
 export { generateRecipient, generateSigner, type OpenStoreOptions, type StorageKind } from './engine/open';
 export { deleteStore } from './engine/open';
 import { restoreStoreWith, type RestoreOptions, type RestoreResult } from './engine/restore';
