@@ -15,7 +15,7 @@ import {
   partSource,
   readSnapshotSync,
   DIRECTORY_PART_BYTES,
-} from '../src/engine/directory-pages';
+} from '../src/engine/directory';
 import { internals } from '../src/engine/parts';
 import { MerkleLogs, LOG_PAGE_LEAVES } from '../src/engine/merkle-log';
 import { decodeLogPage } from '../src/engine/page-format';
