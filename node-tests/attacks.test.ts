@@ -22,15 +22,8 @@ import { KeyRing } from '../src/engine/keys';
 import { Registry } from '../src/engine/registry';
 import { CommitPipeline } from '../src/engine/commit';
 import { wrapRoot } from '../src/crypto/envelope';
-import {
-  encodeManifest,
-  hex,
-  newManifest,
-  readManifest,
-  b64,
-  unlockManifest,
-  STORE_ID_LABEL,
-} from '../src/engine/manifest';
+import { encodeManifest, newManifest, readManifest, unlockManifest, STORE_ID_LABEL } from '../src/engine/manifest';
+import { hex, b64 } from '../src/_encoding';
 import { pageKind, pageSalt } from '../src/engine/page-format';
 import { leafBlind } from '../src/engine/keys';
 

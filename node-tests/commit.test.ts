@@ -9,7 +9,8 @@ import { MemoryMedium } from '../src/storage/memory';
 import { CommitPipeline, type AppliedCommit } from '../src/engine/commit';
 import { KeyRing } from '../src/engine/keys';
 import { Registry } from '../src/engine/registry';
-import { hex, newManifest, unlockManifest, STORE_ID_LABEL } from '../src/engine/manifest';
+import { newManifest, unlockManifest, STORE_ID_LABEL } from '../src/engine/manifest';
+import { hex } from '../src/_encoding';
 import { faulty, type Faults } from './support/faulty-page-store';
 import type { PageStore } from '../src/storage/page-store';
 

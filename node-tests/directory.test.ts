@@ -1,5 +1,5 @@
-// The key directory (src/engine/directory.ts) against a Map model, its snapshots
-// (src/engine/directory-pages.ts) round-tripped and sealed, and a store that opens from its
+// The key directory (src/engine/directory/) against a Map model, its snapshots
+// (src/engine/directory/format.ts, pages.ts, partitions.ts) round-tripped and sealed, and a store that opens from its
 // persisted directory: the records it gives are those a full replay gives; pages of the directory
 // that are missing, altered, swapped or replayed from an older commit are refused.
 import { describe, it, expect } from 'vitest';
@@ -15,7 +15,7 @@ import {
   partSource,
   readSnapshotSync,
   DIRECTORY_PART_BYTES,
-} from '../src/engine/directory-pages';
+} from '../src/engine/directory';
 import { internals } from '../src/engine/parts';
 import { MerkleLogs, LOG_PAGE_LEAVES } from '../src/engine/merkle-log';
 import { decodeLogPage } from '../src/engine/page-format';

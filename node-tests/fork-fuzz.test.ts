@@ -30,7 +30,7 @@ import {
 } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
 import { partsOf } from '../src/engine/parts';
-import { b64 } from '../src/engine/manifest';
+import { b64 } from '../src/_encoding';
 import type { Location } from '../src/engine/directory';
 import { Rng } from './cases/_util';
 

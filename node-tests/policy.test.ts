@@ -15,7 +15,7 @@ import {
 import { ml_dsa87 } from '../src/kernels/mldsa';
 import { signerKeyId } from '../src/crypto/proofs';
 import { partsOf } from '../src/engine/parts';
-import { b64 } from '../src/engine/manifest';
+import { b64 } from '../src/_encoding';
 import { Rng } from './cases/_util';
 
 const a = generateSigner();

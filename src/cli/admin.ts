@@ -8,6 +8,7 @@ import { openNodeFsPageStore } from '../storage/node-fs';
 import { Store } from '../engine/store';
 import { suite as suiteOf, DEFAULT_SUITE, type SuiteName } from '../crypto/suites';
 import { PqdbError } from '../errors';
+import { hex } from '../_encoding';
 import { equalBytes } from '../_bytes';
 import { authorityKeys, recipientKeys } from './_keys';
 import { PIN_HELP, PIN_OPTIONS } from './_pin';
@@ -114,7 +115,7 @@ ${KEYS_HELP}`,
         suite,
         recipients: recipients.length,
         ...(authority !== undefined && {
-          authorityKeys: authority.map((k) => Buffer.from(signerKeyId(k)).toString('hex')),
+          authorityKeys: authority.map((k) => hex(signerKeyId(k))),
         }),
         ...(threshold !== undefined && { authorityThreshold: threshold }),
         ...(domain !== undefined && { authorityDomain: domain }),

@@ -14,6 +14,7 @@ import { writeNew } from './_files';
 import { generateRecipient, recipientId } from '../crypto/envelope';
 import { ml_dsa87 } from '../kernels/mldsa';
 import { PqdbError } from '../errors';
+import { hex } from '../_encoding';
 import { UsageError } from './_report';
 import { str, type Verb } from './_verb';
 
@@ -55,7 +56,7 @@ export const keygen: Verb = {
         secret: out,
         public: pub,
         publicBytes: pair.publicKey.length,
-        id: Buffer.from(recipientId(pair.publicKey)).toString('hex'),
+        id: hex(recipientId(pair.publicKey)),
       };
       process.stdout.write(
         values.json === true

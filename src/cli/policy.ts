@@ -21,7 +21,7 @@
 import { readFileSync } from 'node:fs';
 import { signPolicy, type Policy, type PolicyDocument } from '../crypto/policy';
 import { signerKeyId } from '../crypto/proofs';
-import { unb64 } from '../engine/manifest';
+import { hex, unb64 } from '../_encoding';
 import { PqdbError } from '../errors';
 import { writeNew } from './_files';
 import { authorityKeys, keyPairFile } from './_keys';
@@ -39,7 +39,7 @@ const STORE_HELP = `  --authority FILE   the authority public key(s) the store m
   --unlock FILE      or PQDB_UNLOCK: the recipient secret key
 ${PIN_HELP}`;
 
-const keyIdHex = (publicKey: Uint8Array): string => Buffer.from(signerKeyId(publicKey)).toString('hex');
+const keyIdHex = (publicKey: Uint8Array): string => hex(signerKeyId(publicKey));
 
 const print = (args: VerbArgs, json: unknown, text: string) =>
   process.stdout.write(args.values.json === true ? `${JSON.stringify(json, null, 2)}\n` : `${text}\n`);

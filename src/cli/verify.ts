@@ -1,5 +1,5 @@
 // `pqdb verify <location>`: opens the file store read-only and checks every page, record, Merkle
-// leaf, checkpoint signature and proof with the independent verifier (src/engine/verify.ts); prints
+// leaf, checkpoint signature and proof with the independent verifier (src/engine/verify/); prints
 // its summary, or with --json the full report. It changes nothing on disk and runs while a writer
 // holds the store. Node only.
 //

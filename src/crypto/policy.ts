@@ -19,6 +19,7 @@ import { PqdbError } from '../errors';
 import { bytes } from '../_args';
 import { equalBytes } from '../_bytes';
 import { utf8 } from '../_utf8';
+import { hex } from '../_encoding';
 import { ml_dsa87 } from '../kernels/mldsa';
 import { signerKeyId, KEY_ID_BYTES } from './proofs';
 
@@ -75,7 +76,6 @@ const FIELDS = ['version', 'rules', 'expires', 'threshold', 'stores', 'domain'];
 const dec = new TextDecoder('utf-8', { fatal: true });
 
 const BIT: Record<PolicyOperation, number> = { read: 1, write: 2, migrate: 4, restore: 8 };
-const hex = (b: Uint8Array): string => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
 
 /** Checks a document's shape; returns it in canonical form (fixed key order, sorted lists). */
 function canonical(doc: unknown, what: (m: string) => never): PolicyDocument {

@@ -10,7 +10,8 @@ import { PqdbError } from '../errors';
 import { equalBytes } from '../_bytes';
 import { checkSuccessor, compilePolicy, verifyPolicy, type Policy, type PolicyDecider } from '../crypto/policy';
 import type { PolicyOperation } from '../crypto/policy';
-import { b64, unb64, type Manifest } from './manifest';
+import { type Manifest } from './manifest';
+import { b64, unb64 } from '../_encoding';
 
 /** The pinned keys given to openStore, as a list (undefined: none given). */
 export function authorityKeysOf(option: Uint8Array | readonly Uint8Array[] | undefined): Uint8Array[] | undefined {

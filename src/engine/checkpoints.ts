@@ -10,7 +10,7 @@ import { consistencyProofFromFrontier, verifyConsistency } from '../crypto/merkl
 import type { KeyRing } from './keys';
 import type { MerkleLogs } from './merkle-log';
 import type { CommitPipeline, Draft } from './commit';
-import { b64 } from './manifest';
+import { b64 } from '../_encoding';
 import type { SignedCheckpoint } from './replay';
 
 /** Automatic checkpoint defaults: after this many records, or this long with at least one. */

@@ -18,15 +18,8 @@ import { suite as suiteOf, type SuiteName } from '../crypto/suites';
 import { checkpointHash } from '../crypto/proofs';
 import type { PageStore } from '../storage/page-store';
 import type { Locations } from './store-options';
-import {
-  cloneManifest,
-  encodeManifest,
-  hex,
-  unb64,
-  MANIFEST_KEY_LABEL,
-  type CopyRecord,
-  type Manifest,
-} from './manifest';
+import { cloneManifest, encodeManifest, MANIFEST_KEY_LABEL, type CopyRecord, type Manifest } from './manifest';
+import { hex, unb64 } from '../_encoding';
 import type { Parts } from './parts';
 
 /** A managed copy as `store.copies()` lists it. */

@@ -11,6 +11,7 @@
 // is refused on unlock. S is never retired and writes no record.
 
 import { bytes, integer } from '../_args';
+import { hex } from '../_encoding';
 import { hkdf, hmac } from '../kernels/hmac';
 import { sha384 } from '../kernels/sha2';
 import { PqdbError } from '../errors';
@@ -80,7 +81,6 @@ function bindOf(secret: Uint8Array, r: GenerationRecord, root: Uint8Array): Uint
 }
 
 export const DEFAULT_KEY_CACHE = 1024;
-const hexOf = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
 
 /** The public keys a recipient secret key may have (as a hybrid 32-byte seed and as an X25519 scalar). */
 export function publicKeysOf(secretKey: Uint8Array): Uint8Array[] {
@@ -97,7 +97,7 @@ export function publicKeysOf(secretKey: Uint8Array): Uint8Array[] {
  * @throws PqdbError INVALID_KEY
  */
 function refuseSecretKey(name: string, key: Uint8Array, ids: ReadonlySet<string>): void {
-  if (bytes(name, key).length === 32 && publicKeysOf(key).some((pk) => ids.has(hexOf(recipientId(pk)))))
+  if (bytes(name, key).length === 32 && publicKeysOf(key).some((pk) => ids.has(hex(recipientId(pk)))))
     throw new PqdbError('INVALID_KEY', `"${name}" is a recipient's secret key, not a public key`);
 }
 
@@ -112,8 +112,8 @@ function unwrapFor(
   idOnly = false,
   publicKeys: Uint8Array[] = publicKeysOf(secretKey),
 ): { root: Uint8Array; publicKey: Uint8Array } {
-  const ids = publicKeys.map((pk) => hexOf(recipientId(pk)));
-  const env = r.envelopes.find((e) => ids.includes(hexOf(readEnvelope(e).recipientId)));
+  const ids = publicKeys.map((pk) => hex(recipientId(pk)));
+  const env = r.envelopes.find((e) => ids.includes(hex(readEnvelope(e).recipientId)));
   if (env === undefined)
     throw new PqdbError(
       'AUTH_FAILED',
@@ -121,7 +121,7 @@ function unwrapFor(
         ? "the secret key opens none of the store's key envelopes"
         : `the secret key does not open key generation ${r.generation}`,
     );
-  const publicKey = publicKeys[ids.indexOf(hexOf(readEnvelope(env).recipientId))];
+  const publicKey = publicKeys[ids.indexOf(hex(readEnvelope(env).recipientId))];
   return { root: idOnly ? new Uint8Array(0) : unwrapRoot(env, secretKey), publicKey };
 }
 
@@ -294,9 +294,9 @@ export class KeyRing {
   soleRecipient(): Uint8Array | undefined {
     const pk = this.#unlockedBy;
     if (pk === undefined) return undefined;
-    const id = hexOf(recipientId(pk));
+    const id = hex(recipientId(pk));
     const sole = [...this.#generations.values()].every(
-      (r) => r.envelopes.length === 1 && hexOf(readEnvelope(r.envelopes[0]).recipientId) === id,
+      (r) => r.envelopes.length === 1 && hex(readEnvelope(r.envelopes[0]).recipientId) === id,
     );
     return sole ? pk.slice() : undefined;
   }
@@ -458,7 +458,7 @@ export class KeyringDraft {
     if (!Array.isArray(recipients) || recipients.length === 0)
       throw new RangeError('"recipients" expected at least one public key');
     const ids = this.#recipientIds();
-    recipients.forEach((pk, i) => ids.add(hexOf(recipientId(bytes(`recipients[${i}]`, pk)))));
+    recipients.forEach((pk, i) => ids.add(hex(recipientId(bytes(`recipients[${i}]`, pk)))));
     recipients.forEach((pk, i) => refuseSecretKey(`recipients[${i}]`, pk, ids));
     const wrapAll = (root: Uint8Array, generation: number) =>
       recipients.map((pk, i) => wrapRoot(root, bytes(`recipients[${i}]`, pk), s.id, generation));
@@ -489,10 +489,10 @@ export class KeyringDraft {
    * @throws PqdbError AUTH_FAILED when a generation is locked.
    */
   addRecipient(publicKey: Uint8Array): void {
-    const id = hexOf(recipientId(bytes('publicKey', publicKey)));
+    const id = hex(recipientId(bytes('publicKey', publicKey)));
     refuseSecretKey('publicKey', publicKey, this.#recipientIds());
     this.#records = this.#records.map((r) => {
-      if (r.envelopes.some((e) => hexOf(readEnvelope(e).recipientId) === id)) return r;
+      if (r.envelopes.some((e) => hex(readEnvelope(e).recipientId) === id)) return r;
       const root = this.#rootOf(r.generation);
       if (root === undefined)
         throw new PqdbError(
@@ -508,9 +508,9 @@ export class KeyringDraft {
    * @throws RangeError when it would leave a generation without any recipient.
    */
   removeRecipient(publicKey: Uint8Array): void {
-    const id = hexOf(recipientId(bytes('publicKey', publicKey)));
+    const id = hex(recipientId(bytes('publicKey', publicKey)));
     this.#records = this.#records.map((r) => {
-      const keep = r.envelopes.filter((e) => hexOf(readEnvelope(e).recipientId) !== id);
+      const keep = r.envelopes.filter((e) => hex(readEnvelope(e).recipientId) !== id);
       if (keep.length === 0)
         throw new RangeError(`removing this recipient would leave generation ${r.generation} unreadable`);
       return { ...r, envelopes: keep };
@@ -520,7 +520,7 @@ export class KeyringDraft {
   /** The recipient ids of the store secret's envelopes (every recipient has one). */
   #recipientIds(): Set<string> {
     const store = this.#records.find((r) => r.generation === STORE_GENERATION);
-    return new Set((store?.envelopes ?? []).map((e) => hexOf(readEnvelope(e).recipientId)));
+    return new Set((store?.envelopes ?? []).map((e) => hex(readEnvelope(e).recipientId)));
   }
 
   /** Leaves generations out (retirement): installing the draft destroys their roots. */

@@ -14,7 +14,7 @@
 // medium; each record blob authenticates itself and its place (AAD), and the index entry's sequence
 // must equal the blob header's (no swapping in an older version of a record).
 //
-// The manifest's framing is in src/engine/manifest.ts.
+// The manifest's framing is in src/engine/manifest/sealing.ts.
 //
 // Log page (leaf hashes a checkpoint added to a generation's Merkle log; public, not sealed):
 //   "PQDG" ‖ 1 ‖ be32(generation) ‖ be64(from) ‖ be64(to) ‖ leaf hashes [from, to) (48 each)
@@ -39,7 +39,7 @@ const PAGE_MAGIC = [0x50, 0x51, 0x44, 0x50]; // PQDP
 const LOG_MAGIC = [0x50, 0x51, 0x44, 0x47]; // PQDG
 const INDEX_MAGIC = [0x50, 0x51, 0x44, 0x49]; // PQDI
 const CHECKPOINT_MAGIC = [0x50, 0x51, 0x44, 0x43]; // PQDC: a signed checkpoint (src/crypto/proofs.ts) is its own page
-/** PQDD: a part of a persisted key directory (src/engine/directory-pages.ts). */
+/** PQDD: a part of a persisted key directory (src/engine/directory/pages.ts). */
 export const DIRECTORY_MAGIC = [0x50, 0x51, 0x44, 0x44];
 const HASH_BYTES = 48;
 /** Magic, version and be32(generation): the part of every page head that names its kind and key. */

@@ -29,7 +29,8 @@ import { ML_KEM1024_X25519_LENGTHS } from '../crypto/hybrid-kem';
 import { KEY_ID_BYTES } from '../crypto/proofs';
 import { sha384 } from '../kernels/sha2';
 import { VERSION } from '../version';
-import { hex, unb64, type Manifest } from './manifest';
+import { type Manifest } from './manifest';
+import { hex, unb64 } from '../_encoding';
 import type { SuiteState } from './registry';
 import { currentPolicy } from './authority';
 

@@ -20,7 +20,8 @@ import { concatBytes, equalBytes } from '../_bytes';
 import type { KeyRing } from './keys';
 import { checkPart, concatRows, type KeyDirectory, type Rows } from './directory';
 import type { MerkleLogs } from './merkle-log';
-import { b64, unb64, type Manifest } from './manifest';
+import { type Manifest } from './manifest';
+import { b64, unb64 } from '../_encoding';
 import type { CommitPage, Draft } from './commit';
 import { decodeLogPage, decodePage, pageGeneration, pageKey, pageKind, pageSalt, type IndexedOp } from './page-format';
 import {
@@ -31,7 +32,7 @@ import {
   openSnapshot,
   DIRECTORY_KEY_LABEL,
   type Snapshot,
-} from './directory-pages';
+} from './directory';
 
 /** Commit pages replay reads at a time. */
 const REPLAY_READ_PAGES = 64;

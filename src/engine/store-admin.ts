@@ -4,7 +4,7 @@
 
 import { suite as suiteOf, type SuiteName } from '../crypto/suites';
 import { checkpointHash } from '../crypto/proofs';
-import { b64, hex } from './manifest';
+import { b64, hex } from '../_encoding';
 import type { RegistryEntry, SuiteState } from './registry';
 import type { Parts } from './parts';
 

@@ -22,6 +22,7 @@
 import { bytes, copyBytes, integer } from '../_args';
 import { equalBytes } from '../_bytes';
 import { utf8 } from '../_utf8';
+import { hex } from '../_encoding';
 import { PqdbError } from '../errors';
 import { ml_kem1024_x25519 } from '../crypto/kem';
 import { hmac } from '../kernels/hmac';
@@ -139,8 +140,6 @@ export interface ClientConfig extends Common {
 export interface ServerConfig extends Common {
   trusted: ReadonlyMap<string, Uint8Array>;
 }
-
-const hex = (b: Uint8Array): string => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
 
 function checkPublicKey(name: string, key: unknown): Uint8Array {
   return copyBytes(bytes(name, key, ML_DSA87_LENGTHS.publicKey));

@@ -22,6 +22,7 @@ import { constants, type Stats } from 'node:fs';
 import { link, lstat, open, readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PqdbError } from '../errors';
+import { hex } from '../_encoding';
 
 /** The key file the host lock's name is derived from. */
 export const LOCK_KEY = 'LOCK.key';
@@ -46,8 +47,7 @@ export interface HostLock {
 /** Why the lock was not taken: another holder, or no abstract namespace on this platform. */
 export type HostLockResult = HostLock | 'held' | 'unsupported';
 
-const randomHex = (bytes: number): string =>
-  Array.from(globalThis.crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, '0')).join('');
+const randomHex = (bytes: number): string => hex(globalThis.crypto.getRandomValues(new Uint8Array(bytes)));
 
 const untrusted = (path: string, why: string): PqdbError =>
   new PqdbError(

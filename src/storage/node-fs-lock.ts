@@ -7,6 +7,7 @@ import { open, readFile, unlink } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { PqdbError } from '../errors';
+import { hex } from '../_encoding';
 import { acquireHostLock, type HostLock } from './host-lock';
 import { mediumError } from './page-store';
 
@@ -74,10 +75,8 @@ export async function releaseWriterLock(dir: string, lock: WriterLock): Promise<
 /** Takes the LOCK file; returns what it wrote (pid, host and a random token: this holder's mark). */
 async function acquireLock(dir: string): Promise<string> {
   const path = join(dir, LOCK);
-  const token = Array.from(globalThis.crypto.getRandomValues(new Uint8Array(8)), (b) =>
-    b.toString(16).padStart(2, '0'),
-  );
-  const me = `${process.pid}\n${hostname()}\n${token.join('')}\n`;
+  const token = hex(globalThis.crypto.getRandomValues(new Uint8Array(8)));
+  const me = `${process.pid}\n${hostname()}\n${token}\n`;
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fh = await open(path, 'wx');

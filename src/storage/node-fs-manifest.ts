@@ -14,6 +14,7 @@
 import { constants, link, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PqdbError } from '../errors';
+import { hex } from '../_encoding';
 import { MAX_MANIFEST_BYTES, corruption, crc32c } from './page-store';
 
 export const FORMAT_VERSION = 1;
@@ -29,8 +30,7 @@ export const MANIFEST_TMP_RE = /^MANIFEST\.tmp(-[0-9a-f]{16})?$/;
 export const manifestName = (commit: number): string => `MANIFEST-${commit.toString(16).padStart(16, '0')}`;
 
 const ascii = (s: string): Uint8Array => Uint8Array.from(s, (c) => c.charCodeAt(0));
-const randomHex = (bytes: number): string =>
-  Array.from(globalThis.crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, '0')).join('');
+const randomHex = (bytes: number): string => hex(globalThis.crypto.getRandomValues(new Uint8Array(bytes)));
 
 /** A decoded manifest. */
 export interface ManifestState {

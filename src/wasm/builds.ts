@@ -3,7 +3,8 @@
 // module's generated file; wasmBuilds() reads only the recorded info, so a bundler keeps the base64
 // of none of them for it (wasmBinary and allKernels, which do, are not public). The kernel facades never import this file.
 
-import { decodeBase64, type WasmFlavor, type WasmModuleName, type Kernel } from './loader';
+import { decodeBase64 } from '../_encoding';
+import { type WasmFlavor, type WasmModuleName, type Kernel } from './loader';
 import {
   SIMD_INFO as SHA2_SIMD,
   SCALAR_INFO as SHA2_SCALAR,

@@ -13,6 +13,7 @@
 // WebAssembly memory.
 
 import { PqdbError } from '../errors';
+import { decodeBase64 } from '../_encoding';
 
 export type WasmFlavor = 'simd' | 'scalar';
 /** The kernel families, one WebAssembly module each (assembly/entry/<name>.ts). */
@@ -72,14 +73,6 @@ function activeFlavor(): WasmFlavor {
     throw new PqdbError('WASM_UNAVAILABLE', 'the SIMD WebAssembly build was requested but this engine has no SIMD');
   }
   return flavor;
-}
-
-/** Decodes base64 (atob exists in Node 20 and every browser). */
-export function decodeBase64(b64: string): Uint8Array {
-  const bin = atob(b64);
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
 }
 
 /**

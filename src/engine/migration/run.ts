@@ -15,7 +15,7 @@ import type { AppliedCommit, CommitPage, CommitPipeline, Draft } from '../commit
 import type { LexicalStore } from '../lexical-store';
 import type { Checkpoints } from '../checkpoints';
 import type { RecordIO } from '../records';
-import { b64, hex, unb64 } from '../manifest';
+import { b64, hex, unb64 } from '../../_encoding';
 import { inventoryGeneration } from '../copies';
 import type { MigrationCounts, MigrationFailure, MigrationPhase, MigrationRecord } from '../manifest';
 import { copyChunk, sourceQueue, CopyBuffers, type AuthorityCheck, type CopyContext, type SourceQueue } from './copy';

@@ -15,7 +15,7 @@ import type { PageStore } from '../../storage/page-store';
 import type { KeyRing } from '../keys';
 import type { DirectoryRef } from '../manifest';
 import { checkPart, type PageInfo } from '../directory';
-import { decodeSnapshot, openSnapshot, partSource, DIRECTORY_KEY_LABEL, type SnapshotHeader } from '../directory-pages';
+import { decodeSnapshot, openSnapshot, partSource, DIRECTORY_KEY_LABEL, type SnapshotHeader } from '../directory';
 
 /** What the persisted key directory says of the store's pages. */
 export interface DirectoryRoles {
