@@ -2,11 +2,14 @@
 // store: a draft is installed only after a durable write, a failure leaves the installed manifest,
 // registry, key ring and counters exactly as they were, hooks run in order, and a refusing
 // `prepare` writes nothing. Then the store-level regression this design fixes: a collection that
-// names its suite while another commit fails.
+// names its suite while another commit fails. Then the hook contract: `on` returns the hooks'
+// removal, an `applied` hook that throws never rejects a durable commit (the failure is kept in
+// `failure`, the hooks after it run), and a foreign commit enters through `apply`, runs the same
+// `applied` hooks (never `prepare` or `sealed`) and is installed only if its `prepare` succeeds.
 import { describe, it, expect } from 'vitest';
 import { openMemoryPageStore, openStore, generateRecipient } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
-import { CommitPipeline, type AppliedCommit } from '../src/engine/commit';
+import { CommitPipeline, type AppliedCommit, type CommitPage } from '../src/engine/commit';
 import { KeyRing } from '../src/engine/keys';
 import { Registry } from '../src/engine/registry';
 import { newManifest, unlockManifest, STORE_ID_LABEL } from '../src/engine/manifest';
@@ -92,14 +95,14 @@ describe('commit pipeline', () => {
     const { pipeline, pages, keys } = await pipelineOver();
     const log: string[] = [];
     let refuse = false;
-    pipeline.hook({
+    pipeline.on({
       prepare: (d) => {
         log.push(`prepare A ${d.manifest.nextSequence}`);
         d.manifest.defaultSuite = 3; // a prepare hook may edit the draft
       },
       applied: (c: AppliedCommit) => void log.push(`applied A ${c.manifest.nextSequence}`),
     });
-    pipeline.hook({
+    pipeline.on({
       prepare: () => {
         log.push('prepare B');
         if (refuse) throw new RangeError('refused');
@@ -140,7 +143,7 @@ describe('commit pipeline', () => {
   it('a discarded draft writes nothing and runs no hook', async () => {
     const { pipeline, pages } = await pipelineOver();
     let applied = 0;
-    pipeline.hook({ applied: () => void applied++ });
+    pipeline.on({ applied: () => void applied++ });
     const result = await pipeline.run((d) => {
       d.sequences(5);
       d.discard();
@@ -150,6 +153,166 @@ describe('commit pipeline', () => {
     expect(applied).toBe(0);
     expect(pipeline.manifest.nextSequence).toBe(1);
     expect(await pages.readManifest()).toBeUndefined();
+    await pages.close();
+  });
+});
+
+describe('the hook contract', () => {
+  it('on() returns the removal of exactly that registration', async () => {
+    const { pipeline, pages } = await pipelineOver();
+    const log: string[] = [];
+    const a = { applied: () => void log.push('a') };
+    const offA = pipeline.on(a);
+    const offA2 = pipeline.on(a); // the same hooks twice: two registrations
+    const offB = pipeline.on({ applied: () => void log.push('b') });
+    expect(pipeline.hookCount).toBe(3);
+    await pipeline.run((d) => void d.sequences(1));
+    expect(log).toEqual(['a', 'a', 'b']);
+    offA();
+    offA(); // idempotent: the second registration of `a` stays
+    expect(pipeline.hookCount).toBe(2);
+    log.length = 0;
+    await pipeline.run((d) => void d.sequences(1));
+    expect(log).toEqual(['a', 'b']);
+    offA2();
+    offB();
+    log.length = 0;
+    await pipeline.run((d) => void d.sequences(1));
+    expect(log).toEqual([]);
+    expect(pipeline.hookCount).toBe(0);
+    await pages.close();
+  });
+
+  it('an applied hook that throws or rejects never rejects the durable commit; the failure is kept and the next hooks run', async () => {
+    const { pipeline, pages } = await pipelineOver();
+    const log: string[] = [];
+    pipeline.on({
+      applied: () => {
+        throw new Error('sync hook failed');
+      },
+    });
+    pipeline.on({ applied: async () => Promise.reject(new Error('async hook failed')) });
+    pipeline.on({ applied: (c) => void log.push(`after ${c.manifest.commit}`) });
+    expect(pipeline.failure).toBeUndefined();
+    let after = 0;
+    const result = await pipeline.run((d) => {
+      d.sequences(1);
+      d.afterCommit(() => {
+        after++;
+        throw new Error('afterCommit failed');
+      });
+      return 'done';
+    });
+    expect(result).toBe('done');
+    expect(after).toBe(1);
+    expect(log).toEqual([`after ${pipeline.manifest.commit}`]);
+    expect(pipeline.failure).toMatchObject({ commit: pipeline.manifest.commit, foreign: false });
+    expect((pipeline.failure!.error as Error).message).toBe('async hook failed'); // the last one
+    // The commit is durable: the stored manifest is the installed one.
+    expect(decodeManifest((await pages.readManifest())!).commit).toBe(pipeline.manifest.commit);
+    await pages.close();
+  });
+});
+
+describe('foreign commits (pipeline.apply)', () => {
+  const page = (id: number): CommitPage => ({
+    id,
+    generation: 1,
+    bytes: new Uint8Array([id]),
+    ops: [
+      { kind: 'put', collection: 'w', id: `p${id}`, offset: 0, length: 1, sequence: id, governance: '' },
+      { kind: 'put', collection: 'w', id: `c${id}`, offset: 0, length: 1, sequence: id, governance: '', copy: true },
+      { kind: 'delete', collection: 'w', id: `d${id}`, sequence: id },
+    ],
+  });
+
+  it('installs the manifest, runs the applied hooks in order with the commit marked foreign, never prepare or sealed', async () => {
+    const { pipeline, pages } = await pipelineOver();
+    await pipeline.run((d) => void d.sequences(1));
+    const log: string[] = [];
+    const seen: AppliedCommit[] = [];
+    pipeline.on({
+      prepare: () => void log.push('prepare'),
+      sealed: () => void log.push('sealed'),
+      applied: (c) => void (log.push('applied A'), seen.push(c)),
+    });
+    pipeline.on({
+      applied: () => {
+        log.push('applied B');
+        throw new Error('B failed');
+      },
+    });
+    pipeline.on({ applied: async () => void log.push('applied C') });
+    const manifest = structuredClone(pipeline.manifest);
+    manifest.commit += 2;
+    manifest.nextPageId = 3;
+    const sealedManifest = new Uint8Array([9, 9, 9]);
+    const commitPages = [page(1), page(2)];
+    const applied = await pipeline.apply(() => ({ manifest, sealedManifest, commitPages }));
+    expect(log).toEqual(['applied A', 'applied B', 'applied C']);
+    expect(seen).toEqual([applied]);
+    expect(applied).toMatchObject({
+      foreign: true,
+      manifest,
+      sealedManifest,
+      commitPages,
+      pages: commitPages,
+      deletes: [],
+    });
+    expect(applied.page).toBeUndefined();
+    expect(applied.writes).toEqual([
+      { kind: 'put', collection: 'w', id: 'p1' },
+      { kind: 'put', collection: 'w', id: 'c1', copy: true },
+      { kind: 'delete', collection: 'w', id: 'd1' },
+      { kind: 'put', collection: 'w', id: 'p2' },
+      { kind: 'put', collection: 'w', id: 'c2', copy: true },
+      { kind: 'delete', collection: 'w', id: 'd2' },
+    ]);
+    expect(pipeline.manifest).toBe(manifest);
+    expect(pipeline.sealedManifest).toBe(sealedManifest);
+    expect(pipeline.failure).toMatchObject({ commit: manifest.commit, foreign: true });
+    // An own commit after it (no record written): not foreign, no commit page.
+    await pipeline.run((d) => void d.sequences(1));
+    expect(seen[1]).toMatchObject({ foreign: false, commitPages: [] });
+    await pages.close();
+  });
+
+  it('runs in the queue after the tasks before it; a prepare that throws, or a commit not newer, installs nothing and runs no hook', async () => {
+    const { pipeline, pages } = await pipelineOver();
+    let applied = 0;
+    pipeline.on({ applied: () => void applied++ });
+    const order: string[] = [];
+    const task = pipeline.run(async (d) => {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      d.sequences(1);
+      order.push('task');
+    });
+    const foreign = pipeline.apply(() => {
+      order.push('prepare');
+      const manifest = structuredClone(pipeline.manifest);
+      manifest.commit++;
+      return { manifest, sealedManifest: new Uint8Array(1), commitPages: [] };
+    });
+    await Promise.all([task, foreign]);
+    expect(order).toEqual(['task', 'prepare']);
+    expect(applied).toBe(2);
+    const before = pipeline.manifest;
+    await expect(
+      pipeline.apply(() => {
+        throw new RangeError('refused');
+      }),
+    ).rejects.toThrow('refused');
+    await expect(
+      pipeline.apply(() => ({ manifest: structuredClone(before), sealedManifest: new Uint8Array(1), commitPages: [] })),
+    ).rejects.toMatchObject({ code: 'INTERNAL' });
+    const changed = structuredClone(before);
+    changed.commit++;
+    changed.registry = [];
+    await expect(
+      pipeline.apply(() => ({ manifest: changed, sealedManifest: new Uint8Array(1), commitPages: [] })),
+    ).rejects.toMatchObject({ code: 'INTERNAL' });
+    expect(pipeline.manifest).toBe(before);
+    expect(applied).toBe(2);
     await pages.close();
   });
 });

@@ -11,6 +11,14 @@
 //
 // Page ids and write sequences are allocated from the draft manifest, so a failed commit hands them
 // out again (see docs/security.md on why no AES-GCM nonce depends on that alone).
+//
+// The pipeline is the only installer of the manifest, the registry and the key ring. A commit
+// another writer made (a store following its primary, a replica: follow.ts verifies it) enters
+// through `apply` (the model is Pebble's AllocateSeqNum(prepare, apply)): it runs in the same
+// queue, installs the verified manifest and runs the same `applied` hooks in order, with an
+// AppliedCommit marked `foreign`. Hooks are added with `on`, which returns their removal. An
+// `applied` hook runs after the commit is durable, so its failure never rejects the write: it is
+// kept in `failure` (store.info() reports it) and the remaining hooks still run.
 
 import { PqdbError } from '../errors';
 import type { PageStore } from '../storage/page-store';
@@ -53,22 +61,64 @@ export interface Write {
 export interface AppliedCommit {
   /** The manifest now installed. */
   readonly manifest: Manifest;
-  /** The commit page of the record operations, if the commit had any. */
+  /**
+   * A commit another writer made to this store (followed or replicated), installed by `apply` on a
+   * read-only store. Hooks that write (checkpoints, compaction) must not act on it.
+   */
+  readonly foreign: boolean;
+  /**
+   * Every commit page of the commit, in page order: at most one for a commit of this pipeline, any
+   * number for a foreign one (the commits a follower takes in one step).
+   */
+  readonly commitPages: readonly CommitPage[];
+  /** The commit page of a commit this pipeline sealed, if it had record operations (never set for a foreign commit: read `commitPages`). */
   readonly page?: CommitPage;
-  /** Every page written (the commit page first, when there is one). */
+  /** Every page written (the commit pages first). */
   readonly pages: readonly PageOut[];
   readonly deletes: readonly number[];
+  /**
+   * The record operations, in order. For a foreign commit they are derived from its pages' operations
+   * and carry no `value` (its records are sealed: read them from the store).
+   */
   readonly writes: readonly Write[];
   /** The manifest as sealed and written (read it, never change it): what a replica is sent. */
   readonly sealedManifest: Uint8Array;
 }
 
+/**
+ * A commit another writer made, verified against the installed state (follow.ts) and durable below
+ * the store: what `apply` installs. Its registry and key ring are the installed ones (a commit that
+ * changes them is opened anew, never applied).
+ */
+export interface ForeignCommit {
+  readonly manifest: Manifest;
+  /** `manifest` as sealed and stored. */
+  readonly sealedManifest: Uint8Array;
+  /** Its commit pages in page order, decoded (with their leaves and compact ranges where computed). */
+  readonly commitPages: readonly CommitPage[];
+  /** Every page it wrote; defaults to `commitPages`. */
+  readonly pages?: readonly PageOut[];
+  readonly deletes?: readonly number[];
+}
+
+/** An `applied` hook that failed: the commit it ran for is durable and stays installed. */
+export interface HookFailure {
+  readonly error: unknown;
+  /** The commit counter of the commit the hook ran for. */
+  readonly commit: number;
+  readonly foreign: boolean;
+}
+
 export interface CommitHooks {
-  /** Runs before the commit is sealed (synchronously): may edit the draft, or throw to refuse it. */
+  /** Runs before the commit is sealed (synchronously): may edit the draft, or throw to refuse it. Not run for foreign commits. */
   prepare?(draft: Draft): void;
-  /** Runs once the commit page is sealed, before the manifest is (synchronously): may edit the draft. */
+  /** Runs once the commit page is sealed, before the manifest is (synchronously): may edit the draft. Not run for foreign commits. */
   sealed?(draft: Draft, page: CommitPage): void;
-  /** Runs after the commit is durable and installed, in commit order. */
+  /**
+   * Runs after the commit is durable and installed, in commit order, for the pipeline's own commits
+   * and foreign ones alike (see `AppliedCommit.foreign`). What it throws or rejects with is kept in
+   * `CommitPipeline.failure`, never thrown to the writer; the hooks after it still run.
+   */
   applied?(commit: AppliedCommit): void | Promise<void>;
 }
 
@@ -192,7 +242,9 @@ export class CommitPipeline {
   #manifest: Manifest;
   #sealed: Uint8Array | undefined;
   #registry: Registry;
-  readonly #hooks: CommitHooks[] = [];
+  /** Each registration in its own entry, so one set of hooks registered twice is removed once. */
+  readonly #hooks: { readonly hooks: CommitHooks }[] = [];
+  #failure: HookFailure | undefined;
   #queue: Promise<unknown> = Promise.resolve();
   #check: () => void;
 
@@ -234,18 +286,35 @@ export class CommitPipeline {
   }
 
   /**
-   * Installs a manifest another writer committed to the same store, once the caller has verified it
-   * against the pages it adds and made both durable (a read-only store following its primary:
-   * follow.ts). Its registry and key ring are the installed ones.
+   * The last failure of an `applied` hook (or of a task's `afterCommit` step), kept until the
+   * pipeline is dropped: the commit it ran for was durable and stays installed, and the write that
+   * made it resolved. store.info() reports it as `afterCommitError`.
    */
-  adopt(manifest: Manifest, sealed: Uint8Array): void {
-    this.#manifest = manifest;
-    this.#sealed = sealed;
+  get failure(): HookFailure | undefined {
+    return this.#failure;
   }
 
-  /** Registers hooks; they run in registration order. */
+  /**
+   * Registers hooks; they run in registration order. Returns their removal (idempotent).
+   * @example const off = pipeline.on({ applied: (c) => ship(c) }); … off();
+   */
+  on(hooks: CommitHooks): () => void {
+    const entry = { hooks };
+    this.#hooks.push(entry);
+    return () => {
+      const i = this.#hooks.indexOf(entry);
+      if (i >= 0) this.#hooks.splice(i, 1);
+    };
+  }
+
+  /** @deprecated Use `on`, which returns the hooks' removal. */
   hook(hooks: CommitHooks): void {
-    this.#hooks.push(hooks);
+    this.on(hooks);
+  }
+
+  /** How many hook registrations are in force (for tests of their removal). */
+  get hookCount(): number {
+    return this.#hooks.length;
   }
 
   /** Runs `fn` alone in the queue (after every task queued before it); it writes nothing itself. */
@@ -282,26 +351,96 @@ export class CommitPipeline {
         draft.aborted();
         throw e;
       }
-      draft.committed();
-      for (const h of this.#hooks) await h.applied?.(applied);
+      await this.#afterDurable(applied, () => draft.committed());
       return result;
     });
   }
 
+  /**
+   * Installs a commit another writer made (a read-only store following its primary, a replica),
+   * in the queue after every task queued before it: `prepare` returns it, verified against the
+   * installed state and durable below the store; the pipeline installs its manifest and runs the
+   * `applied` hooks with it, marked `foreign`. No `prepare` or `sealed` hook runs (nothing is
+   * sealed here), nor the `check` of tasks (a read-only store applies foreign commits: `prepare`
+   * checks what it needs). Resolves with what the hooks were given.
+   * @throws whatever `prepare` throws (nothing is installed); PqdbError INTERNAL for a commit not
+   * newer than the installed one or that changes the registry or key ring (follow.ts never passes one)
+   */
+  apply(prepare: () => ForeignCommit | Promise<ForeignCommit>): Promise<AppliedCommit> {
+    return this.exclusive(async () => {
+      const c = await prepare();
+      const m = c.manifest;
+      if (m.commit <= this.#manifest.commit)
+        throw new PqdbError(
+          'INTERNAL',
+          `foreign commit ${m.commit} is not newer than the installed ${this.#manifest.commit}`,
+        );
+      if (
+        JSON.stringify(m.registry) !== JSON.stringify(this.#manifest.registry) ||
+        JSON.stringify(m.keyring) !== JSON.stringify(this.#manifest.keyring)
+      )
+        throw new PqdbError('INTERNAL', `foreign commit ${m.commit} changes the registry or the key ring`);
+      this.#manifest = m;
+      this.#sealed = c.sealedManifest;
+      const writes: Write[] = [];
+      for (const page of c.commitPages)
+        for (const op of page.ops)
+          writes.push({
+            kind: op.kind,
+            collection: op.collection,
+            id: op.id,
+            ...(op.kind === 'put' && op.copy === true ? { copy: true } : {}),
+          });
+      const applied: AppliedCommit = {
+        manifest: m,
+        foreign: true,
+        commitPages: c.commitPages,
+        pages: c.pages ?? c.commitPages,
+        deletes: c.deletes ?? [],
+        writes,
+        sealedManifest: c.sealedManifest,
+      };
+      await this.#afterDurable(applied);
+      return applied;
+    });
+  }
+
+  /**
+   * Runs `first` (a task's afterCommit steps) and then every `applied` hook, each on its own: a
+   * failure is kept in `failure` and the next one runs. Never throws: the commit is durable.
+   */
+  async #afterDurable(commit: AppliedCommit, first?: () => void): Promise<void> {
+    const fail = (error: unknown) =>
+      (this.#failure = { error, commit: commit.manifest.commit, foreign: commit.foreign });
+    try {
+      first?.();
+    } catch (e) {
+      fail(e);
+    }
+    // A snapshot: a hook removed (or added) meanwhile does not shift the ones still to run.
+    for (const { hooks } of [...this.#hooks]) {
+      try {
+        await hooks.applied?.(commit);
+      } catch (e) {
+        fail(e);
+      }
+    }
+  }
+
   /** Seals and writes the draft in one PageStore commit, then installs it. */
   async #commit(draft: Draft): Promise<AppliedCommit> {
-    for (const h of this.#hooks) h.prepare?.(draft);
+    for (const { hooks } of this.#hooks) hooks.prepare?.(draft);
     const m = draft.manifest;
     let page: CommitPage | undefined;
     if (draft.ops.length > 0) {
       if (draft.editedKeyring !== undefined)
-        throw new PqdbError('CORRUPTION', 'a commit that changes the key ring cannot write records');
+        throw new PqdbError('INTERNAL', 'a commit that changes the key ring cannot write records');
       const id = draft.pageId();
       const generation = this.#keys.current();
       const key = this.#keys.generationKey(generation, 'page', pageKey);
       const encoded = encodePage(id, generation, key, draft.ops, draft.drawnSalt);
       page = { id, generation, bytes: encoded.bytes, ops: encoded.index };
-      for (const h of this.#hooks) h.sealed?.(draft, page);
+      for (const { hooks } of this.#hooks) hooks.sealed?.(draft, page);
     }
     const registry = draft.editedRegistry;
     const keyring = draft.editedKeyring;
@@ -321,6 +460,15 @@ export class CommitPipeline {
     this.#sealed = manifest;
     if (registry !== undefined) this.#registry = registry;
     if (keyring !== undefined) this.#keys.install(keyring);
-    return { manifest: m, page, pages, deletes: draft.deletes, writes: draft.writes, sealedManifest: manifest };
+    return {
+      manifest: m,
+      foreign: false,
+      commitPages: page !== undefined ? [page] : [],
+      page,
+      pages,
+      deletes: draft.deletes,
+      writes: draft.writes,
+      sealedManifest: manifest,
+    };
   }
 }

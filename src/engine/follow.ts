@@ -16,16 +16,34 @@
 // pages' operations, as leaves appended to each generation's log, give exactly the heads the new
 // manifest names (the same rule replay checks on open: a page dropped, reordered, replayed or
 // foreign gives another size or root). Untouched generations keep their heads.
+//
+// The step it returns installs nothing itself: it hands the verified commit to the pipeline's
+// `apply` (commit.ts, the only installer), which installs the manifest and runs the `applied`
+// hooks with it, marked `foreign` — the directory, logs and cache through apply.ts, the loaded
+// lexical indexes, replication shipping — as for any commit.
 
 import { PqdbError } from '../errors';
 import { concatBytes, equalBytes } from '../_bytes';
 import type { MerkleAppender } from '../crypto/merkle';
-import { leafBlind } from './keys';
+import { leafBlind, type KeyRing } from './keys';
+import type { MerkleLogs } from './merkle-log';
 import { readManifest, MANIFEST_KEY_LABEL, type Manifest } from './manifest';
 import { unb64 } from '../_encoding';
 import { decodePage, pageGeneration, pageKey, pageKind, pageSalt } from './page-format';
-import { applyCommitPage, opLeafHashes, type ReplayPage, type ReplayTarget } from './replay';
-import type { Parts } from './parts';
+import { opLeafHashes } from './apply';
+import type { CommitPage, CommitPipeline } from './commit';
+
+/** What following uses of a read-only store: its installed state, key ring and logs, and its pipeline's `apply`. */
+export interface FollowContext {
+  readonly pipeline: Pick<CommitPipeline, 'manifest' | 'sealedManifest' | 'apply'>;
+  readonly keys: KeyRing;
+  readonly logs: Pick<MerkleLogs, 'size' | 'root' | 'headAfter'>;
+  readonly storeId: Uint8Array;
+  /** True when the store was opened read-only (only such a store follows another writer). */
+  readonly readOnly: boolean;
+  /** Throws when the store is closed. */
+  live(): void;
+}
 
 /** Commits another writer made, as shipped: their new pages, deleted page ids and last sealed manifest. */
 export interface FollowedCommits {
@@ -48,12 +66,14 @@ const headerOf = (sealed: Uint8Array): string => JSON.stringify({ ...readManifes
 
 /**
  * Verifies `next` against the installed state of read-only store `p`. Returns the step that applies
- * it (to run once the caller has made its pages and manifest durable below the store), or undefined
- * when `next` changes more than records (open the store anew on it).
+ * it through the pipeline (to run once the caller has made its pages and manifest durable below the
+ * store, before any other step), or undefined when `next` changes more than records (open the store
+ * anew on it).
  * @throws PqdbError AUTH_FAILED (a manifest or page that does not open), CORRUPTION (pages that do
- * not give the manifest's logs, a page outside the counters), ROLLBACK (a manifest not newer)
+ * not give the manifest's logs, a page outside the counters), ROLLBACK (a manifest not newer); the
+ * step: INTERNAL when the installed state changed since it was verified
  */
-export function prepareFollow(p: Parts, next: FollowedCommits): (() => Promise<void>) | undefined {
+export function prepareFollow(p: FollowContext, next: FollowedCommits): (() => Promise<void>) | undefined {
   p.live();
   if (!p.readOnly) throw new PqdbError('READ_ONLY', 'only a read-only store follows another writer');
   const installed = p.pipeline.manifest;
@@ -69,14 +89,8 @@ export function prepareFollow(p: Parts, next: FollowedCommits): (() => Promise<v
     if (JSON.stringify(m.collections[name]) !== JSON.stringify(meta)) return undefined;
   if (m.nextSequence < installed.nextSequence) return undefined;
 
-  const target: ReplayTarget = {
-    directory: p.directory,
-    logs: p.logs,
-    storeId: p.storeId,
-    blind: (salt) => leafBlind(p.keys, salt),
-    onPage: (page) => p.lexical.notePage(page),
-  };
-  const pages: ReplayPage[] = [];
+  const blind = (salt: Uint8Array) => leafBlind(p.keys, salt);
+  const pages: CommitPage[] = [];
   const leaves = new Map<number, Uint8Array[]>();
   let last = installed.nextPageId - 1;
   for (const { id, bytes } of [...next.pages].sort((a, b) => a.id - b.id)) {
@@ -87,8 +101,8 @@ export function prepareFollow(p: Parts, next: FollowedCommits): (() => Promise<v
     const generation = pageGeneration(bytes);
     if (!p.keys.generations().includes(generation)) return undefined;
     const ops = decodePage(id, p.keys.generationKey(generation, 'page', pageKey), bytes);
-    const page: ReplayPage = { id, generation, bytes, ops };
-    page.leaves = opLeafHashes(p.storeId, generation, bytes, ops, target.blind(pageSalt(bytes)));
+    const page: CommitPage = { id, generation, bytes, ops };
+    page.leaves = opLeafHashes(p.storeId, generation, bytes, ops, blind(pageSalt(bytes)));
     pages.push(page);
     leaves.set(generation, [...(leaves.get(generation) ?? []), page.leaves]);
   }
@@ -112,15 +126,17 @@ export function prepareFollow(p: Parts, next: FollowedCommits): (() => Promise<v
       );
   }
 
+  // The last page of each generation takes the compact range computed above (no hashing again).
+  const lastOf = new Map(pages.map((page) => [page.generation, page]));
+  for (const page of pages) if (lastOf.get(page.generation) === page) page.appender = appenders.get(page.generation);
+  const sealedManifest = next.manifest;
   return async () => {
-    // The last page of each generation takes the compact range computed above (no hashing again).
-    const lastOf = new Map(pages.map((page) => [page.generation, page]));
-    for (const page of pages) {
-      if (lastOf.get(page.generation) === page) page.appender = appenders.get(page.generation);
-      applyCommitPage(target, page);
-      p.cache.put(page.id, page.bytes);
-    }
-    p.pipeline.adopt(m, next.manifest);
-    for (const page of pages) await p.lexical.followed(page);
+    await p.pipeline.apply(() => {
+      p.live();
+      // Verified against `installed`: nothing else installs on a read-only store, and steps run one at a time.
+      if (p.pipeline.manifest !== installed)
+        throw new PqdbError('INTERNAL', `the store changed between verifying commit ${m.commit} and applying it`);
+      return { manifest: m, sealedManifest, commitPages: pages };
+    });
   };
 }

@@ -172,6 +172,10 @@ export class LexicalStore {
    * (indexOf builds it from the records next time, this write included).
    */
   async applied(commit: AppliedCommit): Promise<void> {
+    if (commit.foreign) {
+      for (const page of commit.commitPages) await this.followed(page); // its values are sealed: read them
+      return;
+    }
     const re = this.#reindexing;
     for (const w of commit.writes) {
       if (w.copy === true) continue;
@@ -187,9 +191,10 @@ export class LexicalStore {
   }
 
   /**
-   * A commit page another writer made, taken by a store following it (follow.ts), after the page
-   * was applied: loaded indexes read the values of the ids it wrote (the unloaded ones noted them
-   * in notePage). Never throws: a value that does not open drops the index (built again on use).
+   * A commit page another writer made, taken by a store following it (a foreign commit, from
+   * `applied`), after the page was applied: loaded indexes read the values of the ids it wrote (the
+   * unloaded ones noted them in notePage). Never throws: a value that does not open drops the index
+   * (built again on use).
    */
   async followed(page: ReplayPage): Promise<void> {
     for (const op of page.ops) {

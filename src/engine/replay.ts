@@ -1,7 +1,7 @@
 // Replay (DESIGN §6): the store's in-memory state rebuilt from its pages — the key directory, each
-// generation's Merkle log and the signed checkpoints — as opening a store needs it, and the same
-// application of one commit page that every later commit goes through (src/engine/store.ts wires
-// it as an `applied` hook), so the state after a commit and after a reopen cannot differ.
+// generation's Merkle log and the signed checkpoints — as opening a store needs it, each commit page
+// applied by apply.ts's applyCommitPage, the step every later commit goes through too, so the
+// state after a commit and after a reopen cannot differ.
 //
 // Pages and manifest change only together (atomic PageStore commits), so a page's role comes from
 // the manifest and the persisted key directory, never from its magic bytes: the live commit pages
@@ -14,16 +14,17 @@
 
 import { PqdbError } from '../errors';
 import { readPagesOf, readRangeOf, type PageStore } from '../storage/page-store';
-import { recordLeafHashes, decodeCheckpoint, checkpointHash, type Checkpoint } from '../crypto/proofs';
-import { HASH_BYTES, type MerkleAppender } from '../crypto/merkle';
+import { decodeCheckpoint, checkpointHash, type Checkpoint } from '../crypto/proofs';
+import { HASH_BYTES } from '../crypto/merkle';
 import { concatBytes, equalBytes } from '../_bytes';
 import type { KeyRing } from './keys';
 import { checkPart, concatRows, type KeyDirectory, type Rows } from './directory';
 import type { MerkleLogs } from './merkle-log';
 import { type Manifest } from './manifest';
-import { b64, unb64 } from '../_encoding';
-import type { CommitPage, Draft } from './commit';
-import { decodeLogPage, decodePage, pageGeneration, pageKey, pageKind, pageSalt, type IndexedOp } from './page-format';
+import { unb64 } from '../_encoding';
+import type { CommitPage } from './commit';
+import { applyCommitPage, type PageApplyContext } from './apply';
+import { decodeLogPage, decodePage, pageGeneration, pageKey, pageKind } from './page-format';
 import {
   applySnapshot,
   decodeSnapshot,
@@ -40,94 +41,13 @@ const REPLAY_READ_PAGES = 64;
 /** A checkpoint with the signed bytes it was decoded from. */
 export type SignedCheckpoint = Checkpoint & { signed: Uint8Array };
 
-/** A commit page to apply: its id, generation, bytes and decoded operations. */
-export interface ReplayPage {
-  id: number;
-  generation: number;
-  bytes: Uint8Array;
-  ops: readonly IndexedOp[];
-  /** Its operations' leaf hashes, when already computed (a commit computes them to seal its manifest). */
-  leaves?: Uint8Array;
-  /** Its generation's compact range with those leaves appended, when already computed (logHead). */
-  appender?: MerkleAppender;
-}
+/** A commit page to apply: its id, generation, bytes and decoded operations (apply.ts). */
+export type ReplayPage = CommitPage;
 
-/** What commit pages are applied to. */
-export interface ReplayTarget {
+/** What replay rebuilds: the whole directory and logs, and the rest of what applying a page uses. */
+export interface ReplayTarget extends PageApplyContext {
   readonly directory: KeyDirectory;
   readonly logs: MerkleLogs;
-  readonly storeId: Uint8Array;
-  /** The blind of the leaves of a page with this commit salt (keys.ts leafBlind). */
-  blind(salt: Uint8Array): Uint8Array;
-  /** Called for every commit page applied, after the directory and log took it. */
-  onPage?(page: ReplayPage): void;
-}
-
-/**
- * Applies a commit page: every operation becomes a leaf of its generation's log (a delete too, so a
- * dropped delete-only commit changes the log's root); a put becomes the live version of its id and
- * a delete removes the id. `known`: leaf hashes persisted at a
- * checkpoint for this generation, taken as they are where they cover the page (otherwise the
- * page's leaves are computed, in two kernel passes for the whole page).
- */
-export function applyCommitPage(t: ReplayTarget, page: ReplayPage, known?: Uint8Array): void {
-  const { id: pageId, generation, bytes, ops } = page;
-  t.directory.addPage(pageId, generation, pageSalt(bytes).slice(), bytes.length);
-  const at = t.logs.size(generation);
-  const leaves =
-    page.leaves ??
-    (known !== undefined && (at + ops.length) * HASH_BYTES <= known.length
-      ? known.subarray(at * HASH_BYTES, (at + ops.length) * HASH_BYTES)
-      : opLeafHashes(t.storeId, generation, bytes, ops, t.blind(pageSalt(bytes))));
-  let leafIndex = t.logs.append(generation, leaves, page.appender);
-  for (const op of ops) {
-    if (op.kind === 'delete') {
-      t.directory.delete(op.collection, op.id);
-      leafIndex++;
-    } else
-      t.directory.set(op.collection, op.id, {
-        leafIndex: leafIndex++,
-        generation,
-        pageId,
-        offset: op.offset,
-        length: op.length,
-        sequence: op.sequence,
-        suite: bytes[op.offset + 1],
-        governance: op.governance,
-      });
-  }
-  t.onPage?.(page);
-}
-
-/** The leaf hashes of a commit page's operations, in order: puts and deletes alike (DESIGN §7). */
-export function opLeafHashes(
-  storeId: Uint8Array,
-  generation: number,
-  bytes: Uint8Array,
-  ops: readonly IndexedOp[],
-  blind: Uint8Array,
-): Uint8Array {
-  const salt = pageSalt(bytes);
-  return recordLeafHashes(
-    storeId,
-    ops.map((op) => {
-      const record = op.kind === 'put' ? bytes.subarray(op.offset, op.offset + op.length) : undefined;
-      const { collection, id, sequence } = op;
-      const governance = op.kind === 'put' ? op.governance : '';
-      return { collection, id, sequence, suite: record?.[1] ?? 0, generation, record, governance, salt, blind };
-    }),
-  );
-}
-
-/**
- * `sealed` hook: the commit page's leaf hashes (kept on the page for applyCommitPage) and the size
- * and root its generation's log will have, written into the draft manifest's `heads`.
- */
-export function logHead(t: Pick<ReplayTarget, 'logs' | 'storeId' | 'blind'>, draft: Draft, page: CommitPage): void {
-  page.leaves = opLeafHashes(t.storeId, page.generation, page.bytes, page.ops, t.blind(pageSalt(page.bytes)));
-  const { size, root, appender } = t.logs.headAfter(page.generation, page.leaves);
-  page.appender = appender; // adopted when the commit is applied: the leaves are hashed into the tree once
-  draft.manifest.heads = { ...draft.manifest.heads, [page.generation]: { size, root: b64(root) } };
 }
 
 /** What replay found besides the state it rebuilt. */

@@ -18,6 +18,8 @@ export interface StoreInfo {
   commit: number;
   checkpoint?: { generation: number; size: number; hash: string };
   autoCheckpointError?: string;
+  /** The last failure of a step run after a durable commit (an index update, replication shipping): the commit stays durable. */
+  afterCommitError?: string;
 }
 
 /** The crypto registry: list states, change them (durably). */
@@ -58,9 +60,11 @@ export function recipients(p: Parts, change: 'add' | 'remove', publicKey: Uint8A
 /** Store id, page store kind and counts. */
 export function info(p: Parts): StoreInfo {
   const error = p.checkpoints.autoError;
+  const failed = p.pipeline.failure;
   const last = p.checkpoints.list.at(-1);
   return {
     ...(error !== undefined ? { autoCheckpointError: String((error as Error)?.message ?? error) } : {}),
+    ...(failed !== undefined ? { afterCommitError: String((failed.error as Error)?.message ?? failed.error) } : {}),
     storeId: p.pipeline.manifest.storeId,
     storage: p.pages.kind,
     generations: p.keys.generations(),

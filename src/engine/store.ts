@@ -23,7 +23,8 @@ import { noteDroppedPages, persistDirectory } from './directory';
 import { autoCompaction, compact as compactStore, type CompactOptions, type CompactResult } from './compact';
 import { MerkleLogs } from './merkle-log';
 import { PageCache } from './page-cache';
-import { replay, applyCommitPage, logHead, logLeaves, type ReplayTarget, type SignedCheckpoint } from './replay';
+import { replay, logLeaves, type ReplayTarget, type SignedCheckpoint } from './replay';
+import { applyCommit, logHead } from './apply';
 import { RecordIO } from './records';
 import { CommitPipeline, type AppliedCommit, type Draft } from './commit';
 import { Checkpoints } from './checkpoints';
@@ -141,12 +142,15 @@ export class Store {
       applied: (c) => this.#applied(c),
     });
     pipeline.hook({ applied: (c) => lexical.applied(c) });
-    pipeline.hook({ applied: (c) => void (c.writes.some((w) => w.copy !== true) && checkpoints.maybeCheckpoint()) });
+    // Checkpoints and compaction write: never for a foreign commit (a read-only store's).
+    pipeline.hook({
+      applied: (c) => void (!c.foreign && c.writes.some((w) => w.copy !== true) && checkpoints.maybeCheckpoint()),
+    });
     const auto = autoCompaction(options.autoCompact);
     if (auto !== undefined)
       pipeline.hook({
         applied: (c) => {
-          if (this.#compacting !== undefined || !c.writes.some((w) => w.copy !== true)) return;
+          if (c.foreign || this.#compacting !== undefined || !c.writes.some((w) => w.copy !== true)) return;
           // After a durable commit: nothing here may load (or fail to load) a directory partition.
           const { pageBytes, recordBytes } = directory.liveBytes(true);
           const dead = pageBytes - recordBytes;
@@ -330,14 +334,9 @@ export class Store {
     return s;
   }
 
-  /** `applied` hook: the directory, the logs and the page cache follow the commit. */
+  /** `applied` hook: the directory, the logs and the page cache follow the commit (apply.ts). */
   #applied(commit: AppliedCommit): void {
-    if (commit.page !== undefined) {
-      applyCommitPage(this.#target, commit.page);
-      this.#p.cache.put(commit.page.id, commit.page.bytes);
-    }
-    this.#p.directory.dropPages(commit.deletes);
-    for (const id of commit.deletes) this.#p.cache.drop(id);
+    applyCommit(this.#target, commit);
   }
 
   /** `prepare` hook: collections written for the first time enter the manifest (and the registry). */

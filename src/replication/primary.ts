@@ -85,6 +85,8 @@ export class Primary {
   /** Digests of this store's pages, kept once computed (pages are immutable). */
   readonly #digests: PageDigests;
   #closed = false;
+  /** Removes this primary's `applied` hook (close). */
+  readonly #off: () => void;
 
   constructor(parts: Parts, limits: PrimaryLimits = {}) {
     this.#p = parts;
@@ -101,7 +103,7 @@ export class Primary {
         ? PAGES_PER_MESSAGE_BYTES
         : integer('messageBytes', limits.messageBytes, 1, PAGES_PER_MESSAGE_BYTES);
     this.#digests = new PageDigests(parts.pages);
-    parts.pipeline.hook({ applied: (c) => this.#ship(c) });
+    this.#off = parts.pipeline.on({ applied: (c) => this.#ship(c) });
     this.#timer = setInterval(() => this.#status(), STATUS_INTERVAL_MS);
     (this.#timer as { unref?: () => void }).unref?.();
   }
@@ -327,6 +329,7 @@ export class Primary {
   /** Ends every session. */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#off();
     clearInterval(this.#timer);
     for (const f of [...this.#followers]) this.#drop(f);
   }
