@@ -205,7 +205,7 @@ const expired = (inForce: InForce, now?: number): boolean =>
 /**
  * Whether the policy in force allows `operation` on a record with this governance state (canonical
  * text): true when no policy is set; false once the policy has expired (it stops deciding until a
- * newer one is installed).
+ * newer one is installed). Asked through the registered gates only (src/engine/gates.ts).
  */
 export function authorityAllows(
   manifest: Manifest,

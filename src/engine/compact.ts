@@ -18,8 +18,8 @@
 
 import { PqdbError } from '../errors';
 import { yieldToEventLoop } from '../_yield';
-import { authorityAllows } from './authority';
 import { decodePage, pageKey } from './page-format';
+import { rewrite } from './rewrite';
 import type { Parts } from './parts';
 
 /** What `compact` takes. */
@@ -135,14 +135,14 @@ export async function compact(p: Parts, options: CompactOptions = {}): Promise<C
     const moved = await p.pipeline.run(async (draft) => {
       const info = p.directory.page(victim);
       if (info === undefined) return (draft.discard(), 0); // deleted meanwhile
+      // A migration begun since made a newer generation: the page is an older one's, left to it.
+      if (p.keys.current() !== g) return (draft.discard(), -1);
       const page = await p.cache.get(victim);
       const ops = decodePage(victim, p.keys.generationKey(info.generation, 'page', pageKey), page);
       if (ops.some((op) => op.kind === 'delete')) return (draft.discard(), -1);
-      const plaintexts: Uint8Array[] = [];
-      const wipe = () => plaintexts.forEach((x) => x.fill(0));
-      draft.afterCommit(wipe);
-      draft.onAbort(wipe);
       const registry = draft.currentRegistry;
+      const ctx = { from: p.records, to: p.records, generation: () => p.keys.current() };
+      let moved = 0;
       for (const op of ops) {
         if (op.kind !== 'put') continue;
         const loc = p.directory.get(op.collection, op.id);
@@ -153,24 +153,16 @@ export async function compact(p: Parts, options: CompactOptions = {}): Promise<C
         } catch {
           return (draft.discard(), -1);
         }
-        if (!authorityAllows(draft.manifest, 'migrate', loc.governance)) return (draft.discard(), -1);
-        const plaintext = await p.records.open('copy', op.collection, op.id, loc);
-        plaintexts.push(plaintext);
-        const sequence = draft.sequences(1);
-        const put = p.records.put({
-          collection: op.collection,
-          id: op.id,
-          suite: loc.suite,
-          generation: g,
-          sequence,
-          governance: loc.governance,
-          plaintext,
-          copy: true,
-        });
-        draft.write(put, { kind: 'put', collection: op.collection, id: op.id, copy: true });
+        // Re-sealed with its own suite and governance, as a copy; a scope the policy in force does
+        // not let migrate (the copy gate) keeps the page.
+        const spec = { collection: op.collection, id: op.id, loc, page, suite: loc.suite, copy: true };
+        const r = await rewrite(ctx, draft, { purpose: 'copy', ...spec });
+        if (r.kind === 'withheld') return (draft.discard(), -1);
+        if (r.kind === 'failed') throw r.error;
+        moved++;
       }
       draft.deletePage(victim);
-      return plaintexts.length;
+      return moved;
     });
     if (moved < 0) result.pagesKept++;
     else if (p.directory.page(victim) === undefined) {

@@ -1,9 +1,11 @@
 // RecordIO: the one place a stored record is opened or sealed. Opening names its purpose — `read`
 // (a user's get), `index` (building a lexical index), `verify` (a migration's or the verifier's
-// check), `copy` (a migration re-encrypting it) — and applies that purpose's gates: the registry's
-// read gate (a retired suite refuses reads; a migration's copy is not a read) and, for every
-// purpose, the check that the record carries the write sequence (and generation) its index entry
-// names, so an older version of a record swapped into its place never opens as the live one.
+// check), `copy` (compaction or a migration re-sealing it), `restore` (a restore re-sealing it into
+// a new store) — and applies that purpose's gates: the gate the composition root registers for the
+// purpose (current authority: src/engine/gates.ts), asked before anything is decrypted; the
+// registry's read gate (a retired suite refuses reads; a copy or a restore is not a read); and, for
+// every purpose, the check that the record carries the write sequence (and generation) its index
+// entry names, so an older version of a record swapped into its place never opens as the live one.
 //
 // The plaintext returned is the caller's to wipe once decoded or re-sealed.
 
@@ -17,7 +19,23 @@ import type { PageCache } from './page-cache';
 import { pageSalt, type PageWriteOp } from './page-format';
 import type { Location } from './directory';
 
-export type Purpose = 'read' | 'copy' | 'index' | 'verify';
+export type Purpose = 'read' | 'copy' | 'index' | 'verify' | 'restore';
+
+/** What a gate is asked: the record, and the governance state of the version to open. */
+export interface GateRequest {
+  collection: string;
+  id: string;
+  governance: string;
+}
+
+/**
+ * A purpose's gate: undefined lets the record version open; else the refusal, which opening throws
+ * (a user's read may take a stand-in instead: RecordIO.read). Asked before anything is decrypted.
+ */
+export type Gate = (at: GateRequest) => PqdbError | undefined;
+
+/** The gates of each purpose (a purpose with none opens whatever its other checks let through). */
+export type Gates = { readonly [P in Purpose]?: Gate };
 
 /** What an index entry says of a stored record version. */
 export interface Expected {
@@ -35,7 +53,7 @@ export interface Expected {
  * Opens a sealed record for `purpose`: its plaintext (the caller wipes it), in `output` when given
  * (see openRecord).
  * @throws PqdbError AUTH_FAILED (altered, misplaced or wrong key), CORRUPTION (not the version its
- * index names), SUITE_RETIRED (purposes other than copy, with `registry`).
+ * index names), SUITE_RETIRED (purposes other than copy and restore, with `registry`).
  */
 export function openStored(
   purpose: Purpose,
@@ -45,7 +63,8 @@ export function openStored(
   registry?: Registry,
   output?: Uint8Array,
 ): Uint8Array {
-  const gated = purpose !== 'copy' ? registry : undefined;
+  // Re-sealing a record is not a read of it: a suite retired for reads still yields its records.
+  const gated = purpose !== 'copy' && purpose !== 'restore' ? registry : undefined;
   const { plaintext, header } = openRecord(
     blob,
     at.collection,
@@ -95,27 +114,55 @@ export class RecordIO {
   readonly #keys: KeyRing;
   readonly #registry: () => Registry;
   readonly #saltOf: (pageId: number) => Uint8Array | undefined;
+  readonly #gates: Gates;
 
-  /** `saltOf`: the commit salt of a live commit page, as the key directory keeps it. */
+  /**
+   * `saltOf`: the commit salt of a live commit page, as the key directory keeps it; `gates`: each
+   * purpose's gate (src/engine/gates.ts makes the store's).
+   */
   constructor(
     cache: PageCache,
     keys: KeyRing,
     registry: () => Registry,
     saltOf: (pageId: number) => Uint8Array | undefined = () => undefined,
+    gates: Gates = {},
   ) {
     this.#cache = cache;
     this.#keys = keys;
     this.#registry = registry;
     this.#saltOf = saltOf;
+    this.#gates = gates;
   }
 
   /**
-   * Opens the record version at `loc` for `purpose` (see openStored). A user's read takes the
-   * record's bytes alone (a ranged read when its page is not cached: the record's AEAD tag
-   * authenticates them, and the location comes from the authenticated directory); the other
-   * purposes go through pages in order, so they read and cache whole pages.
+   * The same records behind other gates for the purposes `gates` names (a restore opens a copy's
+   * records under the current authority it takes, not under the copy's own).
+   * @example const restoring = copy.records.gated({ restore: restoreGate(authority) });
+   */
+  gated(gates: Gates): RecordIO {
+    return new RecordIO(this.#cache, this.#keys, this.#registry, this.#saltOf, { ...this.#gates, ...gates });
+  }
+
+  /** The refusal of `purpose`'s gate for the record version at `loc`, or undefined when it may open. */
+  refusal(purpose: Purpose, collection: string, id: string, loc: Pick<Location, 'governance'>): PqdbError | undefined {
+    return this.#gates[purpose]?.({ collection, id, governance: loc.governance });
+  }
+
+  /** Throws the refusal of `purpose`'s gate, if any. */
+  #gate(purpose: Purpose, collection: string, id: string, loc: Location): void {
+    const refused = this.refusal(purpose, collection, id, loc);
+    if (refused !== undefined) throw refused;
+  }
+
+  /**
+   * Opens the record version at `loc` for `purpose` (see openStored), through its gate. A user's
+   * read takes the record's bytes alone (a ranged read when its page is not cached: the record's
+   * AEAD tag authenticates them, and the location comes from the authenticated directory); the
+   * other purposes go through pages in order, so they read and cache whole pages.
+   * @throws the gate's refusal (PqdbError AUTHORITY_DENIED), as openStored
    */
   async open(purpose: Purpose, collection: string, id: string, loc: Location): Promise<Uint8Array> {
+    this.#gate(purpose, collection, id, loc);
     const { blob, salt } = await this.#sealed(purpose, loc);
     const at = { collection, id, sequence: loc.sequence, governance: loc.governance, salt };
     return openStored(purpose, blob, at, this.#keys, this.#registry());
@@ -130,10 +177,22 @@ export class RecordIO {
    * A user's read (purpose 'read', as open) returning `decode(plaintext)`: the record is opened into
    * a scratch buffer, decoded in the same synchronous step and the scratch wiped, so no plaintext
    * array is left behind for the collector (and none is allocated: beyond 64 bytes V8 gives every
-   * new array a backing store of its own). `decode` must not keep a view of its argument.
-   * @throws as open, and what `decode` throws
+   * new array a backing store of its own). `decode` must not keep a view of its argument. A record
+   * the read gate refuses resolves with `withheld` when one is given (what scans skip and count).
+   * @throws as open (the gate's refusal only without `withheld`), and what `decode` throws
    */
-  async read<T>(collection: string, id: string, loc: Location, decode: (plaintext: Uint8Array) => T): Promise<T> {
+  async read<T, W = never>(
+    collection: string,
+    id: string,
+    loc: Location,
+    decode: (plaintext: Uint8Array) => T,
+    withheld?: W,
+  ): Promise<T | W> {
+    const refused = this.refusal('read', collection, id, loc);
+    if (refused !== undefined) {
+      if (withheld !== undefined) return withheld;
+      throw refused;
+    }
     // The sealed bytes synchronously where they can be had so (a cached page, or node-fs's read
     // into #sealedBuf), opened in the same step: nothing else can use the buffer in between.
     let salt = this.#saltOf(loc.pageId);
@@ -164,7 +223,7 @@ export class RecordIO {
    * Opens the record version at `loc` out of `page`, the bytes of commit page `loc.pageId` the
    * caller already holds (a pass reading each page once; see PageCache.peek). Same checks as open.
    * With `output` (at least loc.length bytes), the plaintext is a view of its start (openRecord).
-   * @throws as openStored; PqdbError CORRUPTION when the record lies past the page's end
+   * @throws the gate's refusal, as openStored; PqdbError CORRUPTION when the record lies past the page's end
    * @example const plaintext = records.openIn('copy', page, 'words', 'w1', loc);
    */
   openIn(
@@ -175,6 +234,7 @@ export class RecordIO {
     loc: Location,
     output?: Uint8Array,
   ): Uint8Array {
+    this.#gate(purpose, collection, id, loc);
     if (loc.offset + loc.length > page.length)
       throw new PqdbError('CORRUPTION', `record ${collection}/${id} lies past the end of page ${loc.pageId}`);
     const blob = page.subarray(loc.offset, loc.offset + loc.length);

@@ -32,7 +32,10 @@ import type { PageStore } from '../storage/page-store';
 import { decodeValue, compileSchema } from './codec';
 import { type CopyRecord, type Manifest } from './manifest';
 import { b64, hex, unb64 } from '../_encoding';
-import { authorityAllows, authorityKeysOf, checkPinnedKeys, currentPolicy, policyGoverns } from './authority';
+import { authorityKeysOf, checkPinnedKeys, currentPolicy, policyGoverns } from './authority';
+import { restoreGate } from './gates';
+import { rewrite, type RewriteContext } from './rewrite';
+import type { Location } from './directory';
 import { destinationOf, heldRecords, randomId, type CopyDestination } from './copies';
 import { verifyStore, type VerifyReport } from './verify';
 import { SignedCover, type UnsignedReason } from './signed-cover';
@@ -175,7 +178,6 @@ export async function restoreStoreWith(
     // the ones given (a fork may have stripped or widened them: nothing signed names them).
     checkPinnedKeys(lm ?? sm, authorityKeysOf(options.authorityPublicKey));
     const authority = currentAuthority(lm ?? sm, options.policy);
-    const gate = { authority } as Manifest;
     const registry = (lm ?? sm).registry;
     const active = registry.find((r) => r.state === 'active')?.suite ?? sm.defaultSuite;
     // Without the live store nothing signed names the recipients (the copy's manifest is sealed under
@@ -221,6 +223,16 @@ export async function restoreStoreWith(
     const counts = { restored: 0, fromLive: 0, withheld: 0, deleted: 0, unsigned: 0, total: held.records };
     const refused: RestoreResult['refused'] = [];
     const tp = partsOf(target);
+    // Records are opened through the restore gate of the authority taken here (and the scope the
+    // live store holds them under now), not the copy's own, and re-sealed into the new store.
+    const gates = { restore: restoreGate(authority, live && ((c, id) => live.directory.get(c, id)?.governance)) };
+    const generation = () => tp.keys.current();
+    const fromCopy: RewriteContext = { from: src.records.gated(gates), to: tp.records, generation };
+    const fromLive: RewriteContext | undefined = live && {
+      from: live.records.gated(gates),
+      to: tp.records,
+      generation,
+    };
     for (const [name, entries] of [...src.directory.collections()].sort(([a], [b]) => (a < b ? -1 : 1))) {
       const meta = collectionOf(sm, lm, name);
       const schema = compileSchema(meta.schema);
@@ -232,25 +244,22 @@ export async function restoreStoreWith(
         target.collection(name, { schema: meta.schema, suite: suiteOf(suite).name });
       // Each record's plaintext is re-sealed as it is (checked against the schema, not re-encoded),
       // a batch to a commit of the new store's pipeline, under its current generation.
-      let batch: { id: string; plaintext: Uint8Array; governance: string }[] = [];
+      const check = (plaintext: Uint8Array) => void decodeValue(schema, plaintext); // it must decode as its schema says
+      let batch: { id: string; loc: Location; page?: Uint8Array }[] = [];
       const flush = async () => {
         const b = batch;
         batch = [];
-        const wipe = () => b.forEach((r) => r.plaintext.fill(0));
         if (b.length > 0)
-          await tp.pipeline.run((draft) => {
-            draft.afterCommit(wipe);
-            draft.onAbort(wipe);
-            const g = tp.keys.current();
-            const base = draft.sequences(b.length);
-            b.forEach((r, i) => {
-              const spec = { collection: name, id: r.id, suite, generation: g, sequence: base + i };
-              draft.write(tp.records.put({ ...spec, governance: r.governance, plaintext: r.plaintext }), {
-                kind: 'put',
-                collection: name,
-                id: r.id,
-              });
-            });
+          await tp.pipeline.run(async (draft) => {
+            for (const { id, loc, page } of b) {
+              const ctx = page !== undefined ? fromCopy : fromLive!;
+              const spec = { purpose: 'restore' as const, collection: name, id, loc, suite, copy: false, check };
+              const r = await rewrite(ctx, draft, page !== undefined ? { ...spec, page } : spec);
+              if (r.kind === 'failed') throw r.error;
+              if (r.kind === 'withheld') counts.withheld++;
+              else if (page !== undefined) counts.restored++;
+              else counts.fromLive++;
+            }
           });
         onProgress?.({ ...counts });
       };
@@ -273,33 +282,13 @@ export async function restoreStoreWith(
           now !== undefined &&
           cover.covers(now.generation, now.leafIndex) &&
           (now.generation !== loc.generation || now.leafIndex !== loc.leafIndex);
-        const fromCopy = reason === undefined && !stale;
-        if (!fromCopy && now === undefined) {
+        const copied = reason === undefined && !stale;
+        if (!copied && now === undefined) {
           counts.unsigned++;
           if (refused.length < REFUSED_LISTED) refused.push({ collection: name, id, reason: reason! });
           continue;
         }
-        const governance = fromCopy ? loc.governance : now!.governance;
-        // The scope the live store holds now decides too: a copy's older scope never widens it.
-        if (
-          !authorityAllows(gate, 'restore', governance) ||
-          (now !== undefined && !authorityAllows(gate, 'restore', now.governance))
-        ) {
-          counts.withheld++;
-          continue;
-        }
-        const plaintext = fromCopy
-          ? src.records.openIn('copy', page, name, id, loc)
-          : await live!.records.open('copy', name, id, now!);
-        try {
-          decodeValue(schema, plaintext); // what the new store will hold must decode as its schema says
-        } catch (e) {
-          plaintext.fill(0);
-          throw e;
-        }
-        batch.push({ id, plaintext, governance });
-        if (fromCopy) counts.restored++;
-        else counts.fromLive++;
+        batch.push(copied ? { id, loc, page } : { id, loc: now! });
         if (batch.length >= BATCH) {
           await flush();
           await yieldToEventLoop();

@@ -4,15 +4,15 @@
 
 import { PqdbError } from '../../errors';
 import { HASH_BYTES } from '../../crypto/merkle';
-import { sealedLength, type Governance } from '../../crypto/record';
+import type { Governance } from '../../crypto/record';
 import { suite as suiteOf, type SuiteName } from '../../crypto/suites';
 import { yieldToEventLoop } from '../../_yield';
 import { Scratch } from '../../_bytes';
-import type { KeyDirectory } from '../directory';
+import type { KeyDirectory, Location } from '../directory';
 import type { MerkleLogs } from '../merkle-log';
 import type { RecordIO } from '../records';
 import type { Draft } from '../commit';
-import { authorityAllows } from '../authority';
+import { rewrite } from '../rewrite';
 import type { MigrationRecord } from '../manifest';
 import type { PagePass } from './pages';
 
@@ -188,7 +188,7 @@ export async function copyChunk(
   if (g !== r.generation)
     throw new PqdbError('CORRUPTION', `the migration targets generation ${r.generation}, the store writes ${g}`);
   const to = suiteOf(r.to).name;
-  const salt = draft.commitSalt();
+  const rw = { from: ctx.records, to: ctx.records, generation: () => g };
   buffers.reset(); // the last chunk's page is encoded (or its draft dropped): the queue runs one task at a time
   let copied = 0;
   let bytes = 0;
@@ -206,41 +206,48 @@ export async function copyChunk(
     const loc = ctx.directory.get(collection, id);
     // Updated or deleted since the queue was built: counted when that write committed.
     if (loc === undefined || loc.generation !== queue.gens[at] || loc.leafIndex !== queue.leaves[at]) continue;
-    let plaintext: Uint8Array;
+    let page: Uint8Array;
     try {
-      const page = await pages.get(loc.pageId);
-      plaintext = ctx.records.openIn('copy', page, collection, id, loc, buffers.plaintext(loc.length));
+      page = await pages.get(loc.pageId);
     } catch (e) {
-      r.counts.failed++;
-      const code = e instanceof PqdbError ? e.code : 'ERROR';
-      if (r.failures.length < MAX_FAILURES_KEPT)
-        r.failures.push({ generation: loc.generation, leaf: loc.leafIndex, code });
+      failed(r, loc, e);
       continue;
     }
-    try {
-      const governance = loc.governance;
-      // The policy in force as this chunk commits (a revocation mid-migration withholds from then on),
-      // then the per-call check.
-      const allowed =
-        authorityAllows(draft.manifest, 'migrate', governance) &&
-        (authority === undefined ||
-          authority({ operation: 'copy', to, collection, id, governance: JSON.parse(governance) as Governance }));
-      if (!allowed) {
-        r.counts.withheld++;
-        continue;
-      }
-      const sequence = draft.sequences(1);
-      const spec = { collection, id, suite: r.to, generation: g, sequence, governance, plaintext, copy: true };
-      const op = ctx.records.putSealed(spec, salt, buffers.take(sealedLength(r.to, plaintext.length)));
-      draft.write(op, { kind: 'put', collection, id, copy: true });
-      bytes += op.kind === 'put' ? op.length : 0;
+    // The copy gate asks the policy in force as this chunk commits (a revocation mid-migration
+    // withholds from then on), then the migration's authority check.
+    const governance = loc.governance;
+    const allow =
+      authority !== undefined
+        ? () => authority({ operation: 'copy', to, collection, id, governance: JSON.parse(governance) as Governance })
+        : undefined;
+    const done = await rewrite(rw, draft, {
+      purpose: 'copy',
+      collection,
+      id,
+      loc,
+      page,
+      suite: r.to,
+      copy: true,
+      plaintext: buffers.plaintext(loc.length),
+      sealInto: (length) => buffers.take(length),
+      ...(allow !== undefined ? { allow } : {}),
+    });
+    if (done.kind === 'failed') failed(r, loc, done.error);
+    else if (done.kind === 'withheld') r.counts.withheld++;
+    else {
+      bytes += done.length;
       copied++;
       r.counts.copied++;
-    } finally {
-      plaintext.fill(0);
     }
   }
   return queue.pos < queue.ids.length;
+}
+
+/** Counts a record that did not open (it stays in its generation), naming the first ones. */
+function failed(r: MigrationRecord, loc: Location, e: unknown): void {
+  r.counts.failed++;
+  const code = e instanceof PqdbError ? e.code : 'ERROR';
+  if (r.failures.length < MAX_FAILURES_KEPT) r.failures.push({ generation: loc.generation, leaf: loc.leafIndex, code });
 }
 
 /**
