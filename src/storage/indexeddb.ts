@@ -23,14 +23,13 @@ import {
   BasePageStore,
   checkRangeInPage,
   corruption,
-  crc32c,
-  crc32cAsync,
   mediumError,
   rangeOf,
   type CheckedBatch,
   type PageStore,
   type PageStoreStats,
 } from './page-store';
+import { crc32c, crc32cAsync } from '../_crc32c';
 
 export const DB_VERSION = 1;
 export const FORMAT_VERSION = 1;

@@ -14,13 +14,12 @@ import {
   checkPageId,
   checkRangeInPage,
   corruption,
-  crc32c,
-  crc32cAsync,
   rangeOf,
   type CheckedBatch,
   type PageStore,
   type PageStoreStats,
 } from './page-store';
+import { crc32c, crc32cAsync } from '../_crc32c';
 
 /** Per-page bytes the estimate in `stats().storedBytes` charges for framing (id, length, CRC). */
 const RECORD_OVERHEAD_BYTES = 12;

@@ -4,7 +4,8 @@
 /// <reference types="node" />
 import { readSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import { corruption, crc32c } from './page-store';
+import { corruption } from './page-store';
+import { crc32c } from '../_crc32c';
 
 export const SEGMENT_HEADER_BYTES = 16;
 export const RECORD_HEADER_BYTES = 24;

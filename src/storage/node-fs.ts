@@ -74,7 +74,6 @@ import {
   BasePageStore,
   checkRangeInPage,
   corruption,
-  crc32cAsync,
   mediumError,
   notOpen,
   type CheckedBatch,
@@ -84,6 +83,7 @@ import {
   type PageStoreStats,
   type RecoveryReport,
 } from './page-store';
+import { crc32cAsync } from '../_crc32c';
 
 /** Segments roll over once they would grow past this (64 MiB); a single commit may exceed it. */
 export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;

@@ -35,14 +35,13 @@ import {
   checkRangeInPage,
   MAX_PAGE_ID,
   corruption,
-  crc32c,
-  crc32cAsync,
   type CheckedBatch,
   type CommitBatch,
   type FollowablePageStore,
   type PageStoreStats,
   type PageStoreView,
 } from './page-store';
+import { crc32c, crc32cAsync } from '../_crc32c';
 import {
   INSERT_ROWS,
   channelOf,
