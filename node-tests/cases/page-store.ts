@@ -3,7 +3,8 @@
 // by Playwright (real IndexedDB). No test-framework imports: each check is an async function that
 // throws on failure, so a runner can register it as a test or collect a Summary.
 
-import { MAX_PAGE_BYTES, readPagesOf, readRangeOf, type PageStore } from '../../src/storage/page-store';
+import { MAX_PAGE_BYTES, type PageStore } from '../../src/storage/page-store';
+import { readPagesOf, readRangeOf } from '../../src/storage/page-store-base';
 import { Rng, equalBytes, type Summary } from './_util';
 import { CheckFailed, runStoreCases } from './_store';
 

@@ -8,7 +8,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { PqdbError } from '../errors';
 import { acquireHostLock, type HostLock } from './host-lock';
-import { mediumError } from './page-store';
+import { mediumError } from './page-store-base';
 
 export const LOCK = 'LOCK';
 

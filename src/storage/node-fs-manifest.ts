@@ -14,7 +14,8 @@
 import { constants, link, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PqdbError } from '../errors';
-import { MAX_MANIFEST_BYTES, corruption } from './page-store';
+import { MAX_MANIFEST_BYTES } from './page-store';
+import { corruption } from './page-store-base';
 import { crc32c } from '../_crc32c';
 
 export const FORMAT_VERSION = 1;

@@ -4,7 +4,7 @@
 /// <reference types="node" />
 import { readSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import { corruption } from './page-store';
+import { corruption } from './page-store-base';
 import { crc32c } from '../_crc32c';
 
 export const SEGMENT_HEADER_BYTES = 16;

@@ -31,16 +31,15 @@ import type { Client, ClientConfig, Notification, Pool } from 'pg';
 import { PqdbError } from '../errors';
 import { integer } from '../_args';
 import {
-  BasePageStore,
-  checkRangeInPage,
   MAX_PAGE_ID,
-  corruption,
   type CheckedBatch,
   type CommitBatch,
   type FollowablePageStore,
   type PageStoreStats,
+  type PageStoreSupports,
   type PageStoreView,
 } from './page-store';
+import { BasePageStore, checkRangeInPage, corruption } from './page-store-base';
 import { crc32c, crc32cAsync } from '../_crc32c';
 import {
   INSERT_ROWS,
@@ -208,9 +207,22 @@ interface Snapshot extends PageStoreView {
   readonly fresh?: ReadonlyMap<number, { bytes: unknown; crc: unknown }>;
 }
 
+/**
+ * What every postgres page store declares (`follow` is added per store: true when read-only):
+ * ranged reads are one `substring` query; readRangeSync always answers -1; a deleted row is gone.
+ */
+const RANGED = Object.freeze({
+  readPages: true,
+  readRange: true,
+  partialRanges: true,
+  readRangeSync: true,
+  blockingReads: false,
+  reclaim: false,
+}) satisfies Omit<PageStoreSupports, 'follow'>;
+
 class PgPageStore extends BasePageStore implements PostgresPageStore {
   readonly kind = 'postgres' as const;
-  readonly partialRanges = true;
+  readonly supports: PageStoreSupports;
   readonly name: string;
   readonly readOnly: boolean;
   readonly #pg: Pg;
@@ -253,6 +265,8 @@ class PgPageStore extends BasePageStore implements PostgresPageStore {
     this.name = name;
     const lock = writer?.client;
     this.readOnly = lock === undefined;
+    // Ranged reads are one `substring` query; a read-only one follows its writer (LISTEN/NOTIFY).
+    this.supports = Object.freeze({ ...RANGED, follow: this.readOnly });
     this.#lock = lock;
     this.#key = writer?.key ?? '';
     const lost = (e?: unknown): void => {
