@@ -60,7 +60,7 @@ export async function writeManifest(
 }
 
 /**
- * After a commit (or compaction step) failed before its commit point (its link surely not made), nothing names the bytes it
+ * After a commit (or reclaim step) failed before its commit point (its link surely not made), nothing names the bytes it
  * wrote: a segment this session created for it is unlinked, and this writer's own segment is cut
  * back to its committed length (only this session ever wrote into either file), so a full disk
  * does not fill up further with each retry. Best effort: the store refuses commits from now on.

@@ -125,7 +125,7 @@ const enoent = (e: unknown): boolean => (e as NodeJS.ErrnoException).code === 'E
 
 /**
  * The most bytes a manifest file may hold (64 MiB): the user manifest's limit (MAX_MANIFEST_BYTES,
- * 16 MiB) and a segment table of 4 Mi segments (12 bytes each), far more than compaction leaves.
+ * 16 MiB) and a segment table of 4 Mi segments (12 bytes each), far more than reclaim leaves.
  */
 export const MAX_MANIFEST_FILE_BYTES = MAX_MANIFEST_BYTES + (48 << 20);
 

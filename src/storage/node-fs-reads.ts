@@ -38,7 +38,7 @@ export class NodeFsReads {
         i++;
         continue;
       }
-      // The run's locations are taken now, with its segment: later commits or compaction steps
+      // The run's locations are taken now, with its segment: later commits or reclaim steps
       // may change the index while the read is in flight.
       const locs = [first];
       let end = i + 1;
@@ -123,7 +123,7 @@ export class NodeFsReads {
       const at = loc.offset + RECORD_HEADER_BYTES + offset;
       const seg = this.#st.segments.get(loc.seq)!;
       if (length > SYNC_READ_BYTES) await this.#st.readAt(seg, buf, length, at);
-      // Nothing runs during a synchronous read, so no compaction step can close the handle under it.
+      // Nothing runs during a synchronous read, so no reclaim step can close the handle under it.
       else if (this.#turns.take()) readSync(seg, loc, offset, buf);
       else {
         seg.readers++;

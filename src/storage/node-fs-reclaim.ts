@@ -3,7 +3,7 @@
 // segment, and is dropped from the manifest in the same commit-protocol write that makes the
 // copies committed; its file is unlinked after. One bounded step at a time through the commit
 // queue, by `reclaim()` and in the background after commits. Which segment and which records:
-// node-fs-reclaim-plan.ts. Not the engine's record compaction (src/engine/compact.ts), which
+// node-fs-reclaim-plan.ts. Not the engine's record reclaim (src/engine/compact.ts), which
 // calls `reclaim` after its own work. docs/storage.md "Space: segment reclaim".
 //
 // Security caveat: replay order (the last record for an id wins) makes a copy supersede the
@@ -76,7 +76,7 @@ export class NodeFsReclaim {
   }
 
   /**
-   * Segment compaction (PageStore.compact): one bounded step at a time through the commit queue,
+   * Segment reclaim (PageStore.compact): one bounded step at a time through the commit queue,
    * until no segment that existed when the first step ran qualifies (so a call ends, whatever it
    * writes), `maxBytes` were copied, or the store is closing. The segment being appended to
    * qualifies too: its copies go to a new segment.
@@ -117,7 +117,7 @@ export class NodeFsReclaim {
   }
 
   /**
-   * Queues one background compaction step when a sealed segment qualifies (none is queued yet, the
+   * Queues one background reclaim step when a sealed segment qualifies (none is queued yet, the
    * store is healthy and open); the step queues the next. Called after each commit, in the queue.
    */
   schedule(): void {
@@ -141,7 +141,7 @@ export class NodeFsReclaim {
     });
   }
 
-  /** The segment the next compaction step rewrites (node-fs-compact.ts pickVictim). */
+  /** The segment the next reclaim step rewrites (node-fs-compact.ts pickVictim). */
   #victim(minDead: number, maxSeq: number, includeCurrent: boolean): Segment | undefined {
     const current = this.#st.current();
     if (current === undefined) return undefined;
@@ -158,7 +158,7 @@ export class NodeFsReclaim {
   }
 
   /**
-   * Bytes of `seg`'s tombstones that compaction would carry forward, recomputed only when a
+   * Bytes of `seg`'s tombstones that reclaim would carry forward, recomputed only when a
    * segment was removed or `seg` gained tombstones since (an id written again after its tombstone
    * is counted until then: a few bytes too many, never too few).
    */
@@ -173,7 +173,7 @@ export class NodeFsReclaim {
   }
 
   /**
-   * One bounded compaction step, in the commit queue: copies the victim's first live records (at
+   * One bounded reclaim step, in the commit queue: copies the victim's first live records (at
    * most `stepBytes`, at least one) to the end of the newest segment — a new one when the victim is
    * the newest or the newest is full — and, when that empties the victim, its still-needed
    * tombstones too. Then the commit protocol: fdatasync, MANIFEST with the new length (and without

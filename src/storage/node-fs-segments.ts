@@ -124,7 +124,7 @@ export class NodeFsState {
   /**
    * Reads MANIFEST, repairs segment tails, rebuilds the page index. A read-only open races a
    * writer: when a segment its MANIFEST named is gone and MANIFEST changed meanwhile (the writer
-   * compacted it away), it starts again from the new MANIFEST, a few times at most.
+   * reclaimed it away), it starts again from the new MANIFEST, a few times at most.
    */
   async load(): Promise<RecoveryReport> {
     for (let attempt = 1; ; attempt++) {
@@ -152,7 +152,7 @@ export class NodeFsState {
     }
   }
 
-  /** Whether the current commit on disk is no longer the one this open read (a writer committed or compacted). */
+  /** Whether the current commit on disk is no longer the one this open read (a writer committed or reclaimed). */
   async manifestChanged(): Promise<boolean> {
     return (await currentCommit(this.dir)) !== this.commitSeq;
   }
@@ -177,7 +177,7 @@ export class NodeFsState {
     }
     // A segment above every named one may be another writer's, made for a commit it has not
     // published yet (it may win); one below was made by a writer that can no longer win, or was
-    // compacted away: every writer numbers a new segment above all the files it sees.
+    // reclaimed away: every writer numbers a new segment above all the files it sees.
     const maxNamed = Math.max(0, ...committed.keys());
     const present = new Set<number>();
     for (const name of names) {
@@ -200,7 +200,7 @@ export class NodeFsState {
     try {
       await this.#openSegments(committed, present, actions, (n) => (truncatedBytes += n));
     } catch (e) {
-      // A writer may have compacted a segment away since and reused its number: start again.
+      // A writer may have reclaimed a segment away since and reused its number: start again.
       if (m !== undefined && e instanceof PqdbError && e.code === 'CORRUPTION' && (await this.manifestChanged()))
         throw new SegmentVanished(e.message);
       throw e;
@@ -236,7 +236,7 @@ export class NodeFsState {
         }
       }
       if (fh === undefined) {
-        // Another writer may have compacted it away after the manifest was read.
+        // Another writer may have reclaimed it away after the manifest was read.
         if (await this.manifestChanged()) throw new SegmentVanished(name);
         throw corruption(`node-fs: ${name} is named by the manifest but missing`);
       }
@@ -305,7 +305,7 @@ export class NodeFsState {
 
   /**
    * Reads `length` bytes at `position` of `seg`. The caller takes the segment from the map in the
-   * same synchronous step as its index lookup, so a compaction that moves the page
+   * same synchronous step as its index lookup, so a reclaim step that moves the page
    * afterwards cannot pull the file from under the read: a removed segment's handle is closed
    * only when its last read is done.
    */
