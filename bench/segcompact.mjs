@@ -1,7 +1,7 @@
-// node-fs segment compaction: ~200 MiB of ~200 KB pages (the size of the engine's commit pages) in
-// 64 MiB segments, 80 % of them deleted at random, then PageStore.compact() with its defaults
+// node-fs segment reclaim: ~200 MiB of ~200 KB pages (the size of the engine's commit pages) in
+// 64 MiB segments, 80 % of them deleted at random, then PageStore.reclaim() with its defaults
 // (segments at least half dead, 4 MiB steps). Reported: bytes on disk before and after (stats and
-// the directory), against the live pages' bytes; the time compaction took; the latency of random
+// the directory), against the live pages' bytes; the time reclaim took (JSON keys keep their former "compact" names, for comparison with earlier reports); the latency of random
 // whole-page reads issued one at a time while it runs (and, for comparison, on the same store
 // before it); and the latency of small commits issued every 20 ms while it runs (each waits for at
 // most the step in progress).
@@ -65,7 +65,7 @@ async function reader(store, ids, until, minReads = 0) {
 }
 
 try {
-  const store = await openNodeFsPageStore(dir, { autoCompact: false, compactStepBytes: STEP_BYTES });
+  const store = await openNodeFsPageStore(dir, { autoReclaim: false, reclaimStepBytes: STEP_BYTES });
   const t0 = now();
   for (let id = 1; id <= PAGES; id += 10) {
     const pages = [];
@@ -99,7 +99,7 @@ try {
   let last = now();
   const tc = now();
   const compaction = store
-    .compact({
+    .reclaim({
       onProgress: () => {
         steps.push(now() - last);
         last = now();
@@ -121,7 +121,7 @@ try {
   await store.close();
 
   const report = {
-    bench: 'node-fs segment compaction',
+    bench: 'node-fs segment reclaim',
     host: hostInfo(),
     params: {
       pages: PAGES,
@@ -145,11 +145,11 @@ try {
   };
   console.log(
     [
-      `node-fs segment compaction: ${PAGES} pages of ${PAGE_BYTES} B (${((PAGES * PAGE_BYTES) / MiB).toFixed(0)} MiB), ${Math.round(DELETE * 100)} % deleted`,
+      `node-fs segment reclaim: ${PAGES} pages of ${PAGE_BYTES} B (${((PAGES * PAGE_BYTES) / MiB).toFixed(0)} MiB), ${Math.round(DELETE * 100)} % deleted`,
       `  live sealed bytes           ${(liveSealed / MiB).toFixed(1)} MiB`,
       `  stored before / after       ${(before.storedBytes / MiB).toFixed(1)} MiB (${report.ratioBefore.toFixed(2)}x live) -> ${(after.storedBytes / MiB).toFixed(1)} MiB (${report.ratioAfter.toFixed(2)}x live)`,
       `  directory before / after    ${(diskBefore / MiB).toFixed(1)} MiB -> ${(diskAfter / MiB).toFixed(1)} MiB`,
-      `  compact()                   ${Math.round(compactMs)} ms, ${result.segmentsRewritten} segments rewritten, ${(result.bytesCopied / MiB).toFixed(1)} MiB copied in ${steps.length} steps (step p50 ${fmt(report.compact.stepMs.p50)}, max ${fmt(report.compact.stepMs.max)})`,
+      `  reclaim()                   ${Math.round(compactMs)} ms, ${result.segmentsRewritten} segments rewritten, ${(result.bytesCopied / MiB).toFixed(1)} MiB copied in ${steps.length} steps (step p50 ${fmt(report.compact.stepMs.p50)}, max ${fmt(report.compact.stepMs.max)})`,
       `  readPage p50/p99/max        before ${fmt(report.readMsBaseline.p50)} / ${fmt(report.readMsBaseline.p99)} / ${fmt(report.readMsBaseline.max)} (${baseline.length} reads); during ${fmt(report.readMsDuringCompaction.p50)} / ${fmt(report.readMsDuringCompaction.p99)} / ${fmt(report.readMsDuringCompaction.max)} (${during.length} reads)`,
       `  4 KB commit p50/p99/max     during ${fmt(report.commitMsDuringCompaction.p50)} / ${fmt(report.commitMsDuringCompaction.p99)} / ${fmt(report.commitMsDuringCompaction.max)} (${commitLat.length} commits)`,
       `  (write of the pages took ${Math.round(writeMs)} ms; ${report.host.cpu}, ${report.host.cores} cores, ${report.host.runtime})`,

@@ -17,7 +17,7 @@ import { signCheckpoint, recordLeafHash } from '../src/crypto/proofs';
 import { sealedLength, readHeader } from '../src/crypto/record';
 import { compileSchema, encodeValue } from '../src/engine/codec';
 import { MemoryMedium } from '../src/storage/memory';
-import { crc32c } from '../src/storage/page-store';
+import { crc32c } from '../src/_crc32c';
 import { KeyRing } from '../src/engine/keys';
 import { Registry } from '../src/engine/registry';
 import { CommitPipeline } from '../src/engine/commit';
@@ -147,7 +147,7 @@ describe('a storage attacker with public keys only', () => {
 });
 
 async function crcOf(bytes: Uint8Array): Promise<number> {
-  const { crc32c } = await import('../src/storage/page-store');
+  const { crc32c } = await import('../src/_crc32c');
   return crc32c(bytes);
 }
 

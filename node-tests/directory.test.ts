@@ -24,7 +24,7 @@ import { verifyStore } from '../src/index';
 import { openStore, generateRecipient, generateSigner, openMemoryPageStore, PqdbError } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
 import { pageKind } from '../src/engine/page-format';
-import { crc32c } from '../src/storage/page-store';
+import { crc32c } from '../src/_crc32c';
 import { docsOpener } from './support/memory-docs';
 
 const loc = (n: number, governance = '{}'): Location => ({

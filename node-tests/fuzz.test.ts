@@ -16,7 +16,7 @@ import {
   PqdbError,
 } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
-import { crc32c } from '../src/storage/page-store';
+import { crc32c } from '../src/_crc32c';
 import { pageKind } from '../src/engine/page-format';
 import { Rng } from './cases/_util';
 

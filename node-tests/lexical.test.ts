@@ -4,7 +4,7 @@ import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
 import { LexicalIndex, tokenize, type LexicalOptions } from '../src/engine/lexical';
 import { ValueWriter } from '../src/engine/codec';
-import { crc32c } from '../src/storage/page-store';
+import { crc32c } from '../src/_crc32c';
 import { PqdbError } from '../src/errors';
 
 type Doc = Record<string, string | undefined>;

@@ -11,7 +11,7 @@ import { generateRecipient, generateSigner, openStore, type Store } from '../src
 import { Store as StoreClass } from '../src/engine/store';
 import type { FollowEvent } from '../src/engine/follower';
 import { PqdbError } from '../src/errors';
-import { crc32c } from '../src/storage/page-store';
+import { crc32c } from '../src/_crc32c';
 import { openPostgresPageStore } from '../src/storage/postgres';
 import { freshStoreName, usePostgres } from './support/postgres';
 

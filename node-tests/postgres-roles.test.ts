@@ -4,7 +4,7 @@
 // claim existed opens; hostile manifest rows and the server's errors give typed PqdbErrors.
 import { afterEach, beforeAll, describe, it, expect } from 'vitest';
 import pg from 'pg';
-import { crc32c } from '../src/storage/page-store';
+import { crc32c } from '../src/_crc32c';
 import { openPostgresPageStore, type PostgresPageStoreOptions } from '../src/storage/postgres';
 import { freshStoreName, usePostgres } from './support/postgres';
 

@@ -7,7 +7,7 @@ import { afterEach, describe, it, expect } from 'vitest';
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { generateRecipient, openStore, type Store } from '../src/node';
-import { crc32c } from '../src/storage/page-store';
+import { crc32c } from '../src/_crc32c';
 import { openPostgresPageStore, type PostgresPageStore } from '../src/storage/postgres';
 import { freshStoreName, usePostgres } from './support/postgres';
 import { perTest, postgresStoreFixture } from './support/store-fixtures';

@@ -17,7 +17,7 @@ async function countedStore(): Promise<{ store: PageStore; reads: { page: number
   const store: PageStore = {
     kind: inner.kind,
     recovery: inner.recovery,
-    partialRanges: inner.partialRanges,
+    supports: inner.supports,
     get isOpen() {
       return inner.isOpen;
     },
@@ -56,7 +56,7 @@ describe('PageCache.getRange', () => {
     const { store, reads } = await countedStore();
     const page = new Rng(2).bytes(4000);
     await store.commit({ pages: [{ id: 3, bytes: page }] });
-    (store as { partialRanges?: boolean }).partialRanges = undefined;
+    (store as { supports?: PageStore['supports'] }).supports = { ...store.supports!, partialRanges: false };
     const cache = new PageCache(store);
     expect(await cache.getRange(3, 10, 20)).toEqual(page.subarray(10, 30));
     expect(await cache.getRange(3, 3000, 20)).toEqual(page.subarray(3000, 3020));

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { generateRecipient, generateSigner, openStore, openMemoryPageStore } from '../src/node';
 import { verifyStore } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
-import { crc32c } from '../src/storage/page-store';
+import { crc32c } from '../src/_crc32c';
 import { openNodeFsPageStore } from '../src/storage/node-fs';
 import { pageKind } from '../src/engine/page-format';
 import {

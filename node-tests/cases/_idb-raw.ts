@@ -3,7 +3,7 @@
 // to match. Used by the tamper cases in Node (fake-indexeddb) and in Chromium (real IndexedDB).
 
 import { openDB } from 'idb';
-import { crc32c } from '../../src/storage/page-store';
+import { crc32c } from '../../src/_crc32c';
 import type { RawMedium } from './tamper';
 
 /** The raw medium of IndexedDB database `name`; every call opens and closes its own connection. */

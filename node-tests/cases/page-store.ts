@@ -3,7 +3,8 @@
 // by Playwright (real IndexedDB). No test-framework imports: each check is an async function that
 // throws on failure, so a runner can register it as a test or collect a Summary.
 
-import { MAX_PAGE_BYTES, readPagesOf, readRangeOf, type PageStore } from '../../src/storage/page-store';
+import { MAX_PAGE_BYTES, supportsOf, type PageStore } from '../../src/storage/page-store';
+import { readPagesOf, readRangeOf } from '../../src/storage/page-store-base';
 import { Rng, equalBytes, type Summary } from './_util';
 import { CheckFailed, runStoreCases } from './_store';
 
@@ -466,7 +467,7 @@ export function pageStoreCases(factory: PageStoreFixtureFactory): PageStoreCase[
     'readRange gives the bytes of readPage at the start, middle and end, zero-length and whole-page ranges, after a reopen too',
     async (f) => {
       let s = await f.open();
-      ok(typeof s.readRange === 'function', `${s.kind} has readRange`);
+      ok(supportsOf(s).readRange && typeof s.readRange === 'function', `${s.kind} declares and has readRange`);
       const rng = new Rng(150);
       const pages = new Map<number, Uint8Array>([
         [1, rng.bytes(1000)],
@@ -644,7 +645,7 @@ export function pageStoreCases(factory: PageStoreFixtureFactory): PageStoreCase[
       const page = new Rng(154).bytes(3000);
       await s.commit({ pages: [{ id: 1, bytes: page }] });
       for (let round = 0; round < 2; round++) {
-        if (typeof s.readRangeSync !== 'function') return; // optional: such a store is read with readRange
+        if (!supportsOf(s).readRangeSync) return; // not declared: such a store is read with readRange
         let read = 0;
         let notNow = 0;
         const into = new Uint8Array(400).fill(0xee);
@@ -720,7 +721,7 @@ export function pageStoreCases(factory: PageStoreFixtureFactory): PageStoreCase[
     await s.deletePages(doomed.slice(0, 40));
     await s.commit({ deletes: doomed.slice(40), manifest: text('after deletes') });
     for (const id of doomed) pages.delete(id);
-    const result = await s.compact?.({ minDeadFraction: 0.5 });
+    const result = supportsOf(s).reclaim ? await s.reclaim!({ minDeadFraction: 0.5 }) : undefined;
     const after = await s.stats();
     const liveBytes = [...pages.values()].reduce((n, p) => n + p.length, 0);
     ok(
@@ -753,6 +754,22 @@ export function pageStoreCases(factory: PageStoreFixtureFactory): PageStoreCase[
     await s.commit({ pages: [{ id: 1, bytes: bytesOf(9, 9) }] });
     same(await s.readPage(1), bytesOf(9, 9), 'a deleted id written again after compaction');
     same(await s.readPage(5), pages.get(5), 'page 5');
+  });
+
+  add('supports: declared once, every flag a boolean, and each capability declared has its methods', async (f) => {
+    const s = await f.open();
+    const d = s.supports;
+    ok(d !== undefined && typeof d === 'object', `${s.kind} declares supports`);
+    for (const k of ['readPages', 'readRange', 'partialRanges', 'readRangeSync', 'blockingReads', 'reclaim', 'follow'])
+      ok(typeof (d as unknown as Record<string, unknown>)[k] === 'boolean', `supports.${k} is a boolean`);
+    const has = (m: string): boolean => typeof (s as unknown as Record<string, unknown>)[m] === 'function';
+    if (d.readPages) ok(has('readPages'), 'readPages declared: the method is there');
+    if (d.readRange || d.partialRanges) ok(has('readRange') && d.readRange, 'partialRanges or readRange: readRange');
+    if (d.readRangeSync || d.blockingReads)
+      ok(has('readRangeSync') && d.readRangeSync, 'blockingReads or readRangeSync: readRangeSync');
+    if (d.reclaim) ok(has('reclaim'), 'reclaim declared: the method is there');
+    if (d.follow) ok(has('view') && has('watch') && has('ready'), 'follow declared: view, watch and ready');
+    ok(supportsOf(s) === d, 'supportsOf gives the declared object');
   });
 
   return cases;

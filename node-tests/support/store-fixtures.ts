@@ -25,7 +25,7 @@ import { freshStoreName, type PostgresCluster } from './postgres';
 import type { StoreFixture } from '../cases/_store';
 import type { RawMedium } from '../cases/tamper';
 import { indexedDbRaw } from '../cases/_idb-raw';
-import { crc32c } from '../../src/storage/page-store';
+import { crc32c } from '../../src/_crc32c';
 
 /** A store location with the hooks the Node suites need besides the shared ones. */
 export interface NodeStoreFixture extends StoreFixture {

@@ -1,7 +1,7 @@
 // Compaction (DESIGN §6): rewrites the live records of commit pages that are mostly dead (their
 // records updated, deleted or migrated since) into new commit pages, and deletes the old pages, so a
 // store updated for years stays near its live size. A page store that keeps deleted bytes in files
-// (node-fs segments) reclaims them with its own `compact`, called at the end.
+// (node-fs segments) gives them back with its segment reclaim (`reclaim`), called at the end.
 //
 // Each victim page is one commit: its live records are opened, re-sealed under the current key
 // generation with their own suite and governance (fresh sequences: a new leaf each, so the Merkle
@@ -18,6 +18,7 @@
 
 import { PqdbError } from '../errors';
 import { yieldToEventLoop } from '../_yield';
+import { supportsOf } from '../storage/page-store';
 import { decodePage, pageKey } from './page-format';
 import { rewrite } from './rewrite';
 import type { Parts } from './parts';
@@ -56,7 +57,7 @@ export interface CompactResult {
   ms: number;
 }
 
-/** The dead fraction at which a compaction has the page store rewrite a segment. */
+/** The dead fraction at which a compaction has the page store reclaim a segment. */
 const SEGMENT_DEAD_FRACTION = 0.25;
 
 /** Automatic compaction defaults. */
@@ -107,7 +108,7 @@ export async function compact(p: Parts, options: CompactOptions = {}): Promise<C
   const done = async (skipped?: string) => {
     // A page store that keeps deleted pages' bytes in files reclaims them (node-fs segments): every
     // segment a quarter dead, asked for explicitly (its own automatic steps wait for half).
-    if (p.pages.compact !== undefined) await p.pages.compact({ minDeadFraction: SEGMENT_DEAD_FRACTION });
+    if (supportsOf(p.pages).reclaim) await p.pages.reclaim!({ minDeadFraction: SEGMENT_DEAD_FRACTION });
     result.bytesAfter = (await p.pages.stats()).storedBytes;
     result.liveRecordBytes = p.directory.liveBytes().recordBytes;
     result.ms = performance.now() - started;

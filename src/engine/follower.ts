@@ -26,15 +26,13 @@
 
 import { PqdbError } from '../errors';
 import { equalBytes } from '../_bytes';
-import {
-  readPagesOf,
-  type FollowablePageStore,
-  type PageStore,
-  type PageStoreStats,
-  type PageStoreView,
-} from '../storage/page-store';
+import { type FollowablePageStore, type PageStoreView } from '../storage/page-store';
+import { readPagesOf } from '../storage/page-store-base';
+import { FollowedPages } from './followed-pages';
 import { prepareFollow } from './follow';
 import type { Parts } from './parts';
+
+export { FollowedPages, followView } from './followed-pages';
 
 /** What `follow` reports after the store took a new manifest. */
 export interface FollowEvent {
@@ -87,95 +85,6 @@ export function followOptions(follow: unknown): FollowOptions | undefined {
   for (const k of ['onCommit', 'onError'] as const)
     if (o[k] !== undefined && typeof o[k] !== 'function') throw new TypeError(`"follow.${k}" expected a function`);
   return o;
-}
-
-/**
- * A page store view pinned to one manifest and page set of a following page store: the pages the
- * engine state built from it may read, and no other. Writes are READ_ONLY; `close` closes the page
- * store below (the Store closes the view of the state it serves last).
- */
-export class FollowedPages implements PageStore {
-  readonly kind: string;
-  readonly base: FollowablePageStore;
-  #pin: PageStoreView;
-
-  constructor(base: FollowablePageStore, pin: PageStoreView) {
-    this.base = base;
-    this.kind = base.kind;
-    this.#pin = pin;
-  }
-
-  /** The view this one is pinned to. */
-  get pin(): PageStoreView {
-    return this.#pin;
-  }
-
-  /** Pins a later view (the commits taken in place only added pages). */
-  advance(pin: PageStoreView): void {
-    this.#pin = pin;
-  }
-
-  get isOpen(): boolean {
-    return this.base.isOpen;
-  }
-
-  get partialRanges(): boolean {
-    return this.base.partialRanges === true;
-  }
-
-  get recovery(): PageStore['recovery'] {
-    return this.base.recovery;
-  }
-
-  async readPage(id: number): Promise<Uint8Array | undefined> {
-    return this.#pin.pages.has(id) ? this.base.readPage(id) : undefined;
-  }
-
-  async readPages(ids: readonly number[]): Promise<(Uint8Array | undefined)[]> {
-    const pages = this.#pin.pages;
-    const asked = ids.filter((id) => pages.has(id));
-    const read = await readPagesOf(this.base, asked);
-    const found = new Map(asked.map((id, i) => [id, read[i]]));
-    return ids.map((id) => found.get(id));
-  }
-
-  async readManifest(): Promise<Uint8Array | undefined> {
-    return this.#pin.manifest?.slice();
-  }
-
-  async listPages(): Promise<number[]> {
-    return [...this.#pin.pages.keys()].sort((a, b) => a - b);
-  }
-
-  async commit(): Promise<void> {
-    throw new PqdbError('READ_ONLY', 'a following store serves reads only');
-  }
-
-  async deletePages(): Promise<void> {
-    throw new PqdbError('READ_ONLY', 'a following store serves reads only');
-  }
-
-  async stats(): Promise<PageStoreStats> {
-    return this.base.stats();
-  }
-
-  close(): Promise<void> {
-    return this.base.close();
-  }
-}
-
-/**
- * The view a Store that follows opens on.
- * @throws TypeError unless `pages` can follow (read-only postgres page store) and `readOnly` is set
- */
-export function followView(pages: PageStore, readOnly: boolean | undefined): FollowedPages {
-  if (readOnly !== true) throw new TypeError('"follow" needs readOnly: true (a follower never writes)');
-  const f = pages as Partial<FollowablePageStore>;
-  if (f.readOnly !== true || typeof f.view !== 'function' || typeof f.watch !== 'function')
-    throw new TypeError(
-      `"follow" needs a page store that follows its writer, opened read-only (the postgres one); this is ${pages.kind}`,
-    );
-  return new FollowedPages(pages as FollowablePageStore, f.view());
 }
 
 /** Follows the writer for one Store: started once it opened, closed with it. */

@@ -3,7 +3,8 @@
 // `getRange` serves one record: out of a cached page, or by a ranged read that caches nothing.
 
 import { PqdbError } from '../errors';
-import { checkRange, checkRangeInPage, readRangeOf, type PageStore } from '../storage/page-store';
+import { supportsOf, type PageStore } from '../storage/page-store';
+import { checkRange, checkRangeInPage, readRangeOf } from '../storage/page-store-base';
 
 /** Default bound of the cache, in page bytes. */
 export const PAGE_CACHE_BYTES = 64 * 1024 * 1024;
@@ -73,7 +74,7 @@ export class PageCache {
     const hit = this.#hit(pageId);
     if (hit !== undefined) return rangeView(pageId, hit, offset, length);
     // Where a range costs the whole page, the page is read once and kept for the next record in it.
-    if (this.#pages.partialRanges !== true) return rangeView(pageId, await this.get(pageId), offset, length);
+    if (!supportsOf(this.#pages).partialRanges) return rangeView(pageId, await this.get(pageId), offset, length);
     const range = await readRangeOf(this.#pages, pageId, offset, length);
     if (range === undefined) throw new PqdbError('CORRUPTION', `commit page ${pageId} is missing`);
     return range;
@@ -88,8 +89,8 @@ export class PageCache {
     checkRange(offset, length);
     const hit = this.#hit(pageId);
     if (hit !== undefined) return rangeView(pageId, hit, offset, length);
-    const r =
-      this.#pages.partialRanges === true ? (this.#pages.readRangeSync?.(pageId, offset, length, into) ?? -1) : -1;
+    const can = supportsOf(this.#pages);
+    const r = can.partialRanges && can.readRangeSync ? this.#pages.readRangeSync!(pageId, offset, length, into) : -1;
     if (r === 0) throw new PqdbError('CORRUPTION', `commit page ${pageId} is missing`);
     return r === 1 ? into.subarray(0, length) : undefined;
   }

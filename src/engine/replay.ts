@@ -13,7 +13,8 @@
 // directory names (a superseded page put back) is reported and left alone.
 
 import { PqdbError } from '../errors';
-import { readPagesOf, readRangeOf, type PageStore } from '../storage/page-store';
+import { supportsOf, type PageStore } from '../storage/page-store';
+import { readPagesOf, readRangeOf } from '../storage/page-store-base';
 import { decodeCheckpoint, checkpointHash, type Checkpoint } from '../crypto/proofs';
 import { HASH_BYTES } from '../crypto/merkle';
 import { concatBytes, equalBytes } from '../_bytes';
@@ -296,7 +297,7 @@ async function loadParts(
   const list = head.parts!.pages.flat();
   list.forEach((id) => named.add(id));
   const key = () => keys.storeKey(DIRECTORY_KEY_LABEL);
-  if (pages.blockingReads === true && pages.readRangeSync !== undefined) {
+  if (supportsOf(pages).blockingReads) {
     const read = (id: number, length: number): Uint8Array | undefined => {
       const into = new Uint8Array(length);
       const got = pages.readRangeSync!(id, 0, length, into, true);

@@ -21,7 +21,8 @@
 
 import { PqdbError } from '../errors';
 import { sha384 } from '../kernels/sha2';
-import { readPagesOf, type PageStore } from '../storage/page-store';
+import { type PageStore } from '../storage/page-store';
+import { readPagesOf } from '../storage/page-store-base';
 import { encodeMessage, MSG_HELLO, MSG_HELLO2 } from './messages';
 
 /** Page ids per range. */

@@ -10,14 +10,13 @@
 // in the same atomic commit).
 
 import { PqdbError } from '../errors';
-import type { CommitBatch, PageStore, PageStoreStats, RecoveryReport } from '../storage/page-store';
-import { CLEAN_RECOVERY, checkPageId, checkRange, rangeOf, readPagesOf, readRangeOf } from '../storage/page-store';
+import { ForwardingPageStore } from '../storage/forwarding';
+import { CLEAN_RECOVERY, type CommitBatch, type PageStore, type RecoveryReport } from '../storage/page-store';
+import { checkPageId, checkRange, rangeOf, readPagesOf, readRangeOf } from '../storage/page-store-base';
 import type { CommitMessage } from './messages';
 
-export class StagedPages implements PageStore {
-  readonly kind: string;
-  readonly recovery: RecoveryReport = CLEAN_RECOVERY;
-  readonly #base: PageStore;
+/** The staged view (a ForwardingPageStore: what is not staged is read from the page store below). */
+export class StagedPages extends ForwardingPageStore {
   #added = new Map<number, Uint8Array>();
   #dropped = new Set<number>();
   /** Staged pages that take the place of a page the base holds. */
@@ -27,16 +26,15 @@ export class StagedPages implements PageStore {
   #open = true;
 
   constructor(base: PageStore) {
-    this.#base = base;
-    this.kind = base.kind;
+    super(base, { readOnly: 'a replica serves reads only' });
   }
 
-  get partialRanges(): boolean {
-    return this.#base.partialRanges === true;
-  }
-
-  get isOpen(): boolean {
+  override get isOpen(): boolean {
     return this.#open;
+  }
+
+  override get recovery(): RecoveryReport {
+    return CLEAN_RECOVERY;
   }
 
   /** Stages `m` on top of what is staged (or on the base page store). */
@@ -78,23 +76,23 @@ export class StagedPages implements PageStore {
   }
 
   async #ids(): Promise<Set<number>> {
-    return (this.#baseIds ??= new Set(await this.#base.listPages()));
+    return (this.#baseIds ??= new Set(await this.inner.listPages()));
   }
 
   async #baseHas(id: number): Promise<boolean> {
     return (await this.#ids()).has(id);
   }
 
-  async readPage(id: number): Promise<Uint8Array | undefined> {
+  override async readPage(id: number): Promise<Uint8Array | undefined> {
     const a = this.#added.get(id);
     if (a !== undefined) return a.slice();
     if (this.#dropped.has(id)) return undefined;
-    return this.#base.readPage(id);
+    return this.inner.readPage(id);
   }
 
-  async readPages(ids: readonly number[]): Promise<(Uint8Array | undefined)[]> {
+  override async readPages(ids: readonly number[]): Promise<(Uint8Array | undefined)[]> {
     const below = ids.filter((id) => !this.#added.has(id) && !this.#dropped.has(id));
-    const read = await readPagesOf(this.#base, below);
+    const read = await readPagesOf(this.inner, below);
     const from = new Map(below.map((id, i) => [id, read[i]]));
     return ids.map((id) => this.#added.get(id)?.slice() ?? from.get(id));
   }
@@ -104,40 +102,28 @@ export class StagedPages implements PageStore {
    * the base page store's range (readRangeOf: ranged where the base can, else its page sliced).
    * @throws as PageStore.readRange (CORRUPTION past the end of a staged page too)
    */
-  async readRange(id: number, offset: number, length: number): Promise<Uint8Array | undefined> {
+  override async readRange(id: number, offset: number, length: number): Promise<Uint8Array | undefined> {
     checkPageId('id', id);
     checkRange(offset, length);
     const a = this.#added.get(id);
     if (a !== undefined) return rangeOf(`staged ${this.kind}`, id, a, offset, length);
     if (this.#dropped.has(id)) return undefined;
-    return readRangeOf(this.#base, id, offset, length);
+    return readRangeOf(this.inner, id, offset, length);
   }
 
-  async readManifest(): Promise<Uint8Array | undefined> {
-    return this.#manifest?.slice() ?? this.#base.readManifest();
+  override async readManifest(): Promise<Uint8Array | undefined> {
+    return this.#manifest?.slice() ?? this.inner.readManifest();
   }
 
-  async listPages(): Promise<number[]> {
+  override async listPages(): Promise<number[]> {
     const ids = new Set(await this.#ids());
     for (const id of this.#dropped) ids.delete(id);
     for (const id of this.#added.keys()) ids.add(id);
     return [...ids].sort((a, b) => a - b);
   }
 
-  async commit(): Promise<void> {
-    throw new PqdbError('READ_ONLY', 'a replica serves reads only');
-  }
-
-  async deletePages(): Promise<void> {
-    throw new PqdbError('READ_ONLY', 'a replica serves reads only');
-  }
-
-  async stats(): Promise<PageStoreStats> {
-    return this.#base.stats();
-  }
-
   /** The view goes; the page store under it stays open (the replica closes it). */
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     this.#open = false;
   }
 }

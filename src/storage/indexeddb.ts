@@ -19,18 +19,23 @@
 
 import { openDB, deleteDB, type IDBPDatabase } from 'idb';
 import { PqdbError } from '../errors';
-import {
-  BasePageStore,
-  checkRangeInPage,
-  corruption,
-  crc32c,
-  crc32cAsync,
-  mediumError,
-  rangeOf,
-  type CheckedBatch,
-  type PageStore,
-  type PageStoreStats,
-} from './page-store';
+import { type CheckedBatch, type PageStore, type PageStoreStats, type PageStoreSupports } from './page-store';
+import { BasePageStore, checkRangeInPage, corruption, mediumError, rangeOf } from './page-store-base';
+import { crc32c, crc32cAsync } from '../_crc32c';
+
+/**
+ * What the IndexedDB page store declares: readRange reads the whole value and copies the range (no
+ * partialRanges); readRangeSync always answers -1 (not now); a deleted page is freed at once.
+ */
+const IDB_SUPPORTS: PageStoreSupports = Object.freeze({
+  readPages: true,
+  readRange: true,
+  partialRanges: false,
+  readRangeSync: true,
+  blockingReads: false,
+  reclaim: false,
+  follow: false,
+});
 
 export const DB_VERSION = 1;
 export const FORMAT_VERSION = 1;
@@ -195,6 +200,8 @@ function acquire(name: string, locks: LockManager | undefined): Promise<(() => v
 
 class IndexedDbPageStore extends BasePageStore {
   readonly kind = 'indexeddb';
+  /** A range costs the whole value (IndexedDB cannot read part of one): no partialRanges. */
+  readonly supports: PageStoreSupports = IDB_SUPPORTS;
   readonly #name: string;
   readonly #db: IDBPDatabase;
   readonly #index: Map<number, IndexEntry>;

@@ -9,18 +9,20 @@
 
 import { PqdbError } from '../errors';
 import { copyBytes } from '../_args';
-import {
-  BasePageStore,
-  checkPageId,
-  checkRangeInPage,
-  corruption,
-  crc32c,
-  crc32cAsync,
-  rangeOf,
-  type CheckedBatch,
-  type PageStore,
-  type PageStoreStats,
-} from './page-store';
+import { type CheckedBatch, type PageStore, type PageStoreStats, type PageStoreSupports } from './page-store';
+import { BasePageStore, checkPageId, checkRangeInPage, corruption, rangeOf } from './page-store-base';
+import { crc32c, crc32cAsync } from '../_crc32c';
+
+/** What the memory page store declares: every read, ranges copied out of memory; no dead space, no writer to follow. */
+const MEMORY_SUPPORTS: PageStoreSupports = Object.freeze({
+  readPages: true,
+  readRange: true,
+  partialRanges: true,
+  readRangeSync: true,
+  blockingReads: true,
+  reclaim: false,
+  follow: false,
+});
 
 /** Per-page bytes the estimate in `stats().storedBytes` charges for framing (id, length, CRC). */
 const RECORD_OVERHEAD_BYTES = 12;
@@ -80,8 +82,7 @@ export async function openMemoryPageStore(options: MemoryPageStoreOptions = {}):
 
 class MemoryPageStore extends BasePageStore {
   readonly kind = 'memory';
-  readonly partialRanges = true;
-  readonly blockingReads = true;
+  readonly supports: PageStoreSupports = MEMORY_SUPPORTS;
   readonly #m: MemoryMedium;
 
   constructor(medium: MemoryMedium) {

@@ -6,7 +6,7 @@
 import { open, readdir, rmdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { PqdbError } from '../errors';
-import { mediumError } from './page-store';
+import { mediumError } from './page-store-base';
 import {
   LOCK,
   MANIFEST,

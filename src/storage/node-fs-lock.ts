@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { PqdbError } from '../errors';
 import { hex } from '../_encoding';
 import { acquireHostLock, type HostLock } from './host-lock';
-import { mediumError } from './page-store';
+import { mediumError } from './page-store-base';
 
 export const LOCK = 'LOCK';
 

@@ -15,7 +15,9 @@ import { constants, link, open, readdir, rename, stat, unlink } from 'node:fs/pr
 import { join } from 'node:path';
 import { PqdbError } from '../errors';
 import { hex } from '../_encoding';
-import { MAX_MANIFEST_BYTES, corruption, crc32c } from './page-store';
+import { MAX_MANIFEST_BYTES } from './page-store';
+import { corruption } from './page-store-base';
+import { crc32c } from '../_crc32c';
 
 export const FORMAT_VERSION = 1;
 export const MANIFEST_MAGIC = 'PQDBMAN\0';
@@ -123,7 +125,7 @@ const enoent = (e: unknown): boolean => (e as NodeJS.ErrnoException).code === 'E
 
 /**
  * The most bytes a manifest file may hold (64 MiB): the user manifest's limit (MAX_MANIFEST_BYTES,
- * 16 MiB) and a segment table of 4 Mi segments (12 bytes each), far more than compaction leaves.
+ * 16 MiB) and a segment table of 4 Mi segments (12 bytes each), far more than reclaim leaves.
  */
 export const MAX_MANIFEST_FILE_BYTES = MAX_MANIFEST_BYTES + (48 << 20);
 

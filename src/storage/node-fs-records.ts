@@ -4,7 +4,8 @@
 /// <reference types="node" />
 import { readSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
-import { corruption, crc32c } from './page-store';
+import { corruption } from './page-store-base';
+import { crc32c } from '../_crc32c';
 
 export const SEGMENT_HEADER_BYTES = 16;
 export const RECORD_HEADER_BYTES = 24;
@@ -109,7 +110,7 @@ async function writeAll(fh: FileHandle, buf: Uint8Array, position: number): Prom
 // would never let I/O callbacks run, so a turn of the event loop takes at most `perTurn` of them;
 // a read past that waits for a later turn (setImmediate: after the poll phase) in a first-come
 // queue, served before any new read of that turn. The caller takes its page's location and
-// segment before it waits (the segment pinned), as the thread-pool read does: a compaction step
+// segment before it waits (the segment pinned), as the thread-pool read does: a reclaim step
 // that deletes or moves the page meanwhile cannot take its bytes away.
 
 /** The synchronous reads of one turn of the event loop. */

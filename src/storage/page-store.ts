@@ -1,21 +1,11 @@
-// PageStore: the contract every storage adapter (memory, node-fs, indexeddb) fulfils, plus the
-// helpers they share: argument checks, commit serialisation, close/NOT_OPEN handling, CRC-32C and
-// error mapping. DESIGN.md §6; the on-disk formats are in docs/storage.md.
+// PageStore: the contract every storage adapter (memory, node-fs, indexeddb, postgres) fulfils, and
+// `supports`, the capabilities it declares (abstract-level's `db.supports` manifest): callers check
+// it, never the presence of a method. The helpers adapters share are in page-store-base.ts, CRC-32C
+// in src/_crc32c.ts. DESIGN.md §6; the on-disk formats are in docs/storage.md.
 //
 // Security caveats: a store holds opaque, already-sealed bytes and never sees plaintext or keys.
 // The per-page CRC-32C detects accidents (torn writes, flipped bits, truncation); it is not a MAC
 // and detects nothing an attacker does on purpose — the sealed records above carry the MAC.
-//
-// Why CRC-32C and not a truncated SHA-256: the job is accident detection, where a 32-bit CRC is
-// the standard tool (all burst errors up to 32 bits, all odd bit-counts; the Castagnoli polynomial
-// has a better Hamming distance than IEEE CRC-32 at page sizes, which is why ext4, iSCSI and
-// LevelDB use it). It is synchronous pure TypeScript, so the IndexedDB adapter can compute it
-// without awaiting anything but IDB inside a transaction (WebCrypto digests are async), and the
-// storage layer needs no WASM kernel. Tampering is the MAC's job, one layer up.
-
-import { PqdbError } from '../errors';
-import { bytes as checkBytes, copyBytes, integer } from '../_args';
-import { yieldToEventLoop } from '../_yield';
 
 /** Largest page id: ids are u32. */
 export const MAX_PAGE_ID = 0xffff_ffff;
@@ -63,8 +53,8 @@ export interface PageStoreStats {
   readonly manifestBytes: number;
   /**
    * Bytes the medium holds for this store, framing included: for node-fs the committed segment
-   * bytes (dead records included, until `compact` removes their segment) plus the manifest file; for memory and
-   * IndexedDB an estimate (payload plus per-record framing).
+   * bytes (dead records included, until `reclaim` removes their segment) plus the manifest file; for
+   * memory and IndexedDB an estimate (payload plus per-record framing).
    */
   readonly storedBytes: number;
 }
@@ -77,6 +67,60 @@ export interface RecoveryReport {
   readonly truncatedBytes: number;
   /** One human-readable line per repair action. */
   readonly actions: readonly string[];
+}
+
+/**
+ * What a page store can do beyond the required methods, declared once (abstract-level's `supports`
+ * manifest). Each flag, when true, promises the methods and behaviour it names, and the shared
+ * conformance suite (node-tests/cases/page-store.ts) runs the cases of every flag declared. A
+ * page store without `supports` (one written before it existed) is taken as declaring nothing:
+ * callers then use only the required methods (readPagesOf and readRangeOf fall back to readPage).
+ * @example if (supportsOf(pages).reclaim) await pages.reclaim!({ minDeadFraction: 0.5 });
+ */
+export interface PageStoreSupports {
+  /** `readPages` is implemented (node-fs reads neighbouring pages together). */
+  readonly readPages: boolean;
+  /** `readRange` is implemented. */
+  readonly readRange: boolean;
+  /**
+   * `readRange` reads only the range's bytes from the medium (memory, node-fs, postgres); false
+   * when a range costs reading the whole page (IndexedDB), so that the engine's page cache reads and
+   * keeps the page instead of reading it again for each record in it. Implies `readRange`.
+   */
+  readonly partialRanges: boolean;
+  /** `readRangeSync` is implemented (it may still answer -1, "not now"). */
+  readonly readRangeSync: boolean;
+  /** `readRangeSync` with `block` always reads (node-fs, memory). Implies `readRangeSync`. */
+  readonly blockingReads: boolean;
+  /** `reclaim` is implemented: deleted pages leave dead space that it gives back (node-fs segments). */
+  readonly reclaim: boolean;
+  /**
+   * The store is a FollowablePageStore opened read-only beside a writer it follows (`view`,
+   * `watch`, `ready`: the postgres one opened with `readOnly`).
+   */
+  readonly follow: boolean;
+}
+
+/** The capabilities of a page store that declares none: only the required methods are used. */
+export const NOTHING_SUPPORTED: PageStoreSupports = Object.freeze({
+  readPages: false,
+  readRange: false,
+  partialRanges: false,
+  readRangeSync: false,
+  blockingReads: false,
+  reclaim: false,
+  follow: false,
+});
+
+/**
+ * `store.supports`, or NOTHING_SUPPORTED for a page store that declares none (a flag it leaves out
+ * counts as false).
+ * @example const ranged = supportsOf(pages).partialRanges;
+ */
+export function supportsOf(store: PageStore): PageStoreSupports {
+  const s = store.supports;
+  if (s === undefined || s === null || typeof s !== 'object') return NOTHING_SUPPORTED;
+  return s;
 }
 
 /**
@@ -100,18 +144,24 @@ export interface PageStore {
   readonly isOpen: boolean;
   /** What opening the store repaired. */
   readonly recovery: RecoveryReport;
+  /**
+   * What it can do beyond the required methods (PageStoreSupports). Optional for page stores
+   * written before it existed: those count as supporting nothing optional (supportsOf).
+   */
+  readonly supports?: PageStoreSupports;
   /** The page's bytes (a fresh copy), or undefined when absent. @throws PqdbError CORRUPTION */
   readPage(id: number): Promise<Uint8Array | undefined>;
   /**
    * `readPage` for each of `ids`, in their order; a medium that can reads adjacent pages together
-   * (node-fs: one read per run of neighbouring records). Optional: see readPagesOf.
+   * (node-fs: one read per run of neighbouring records). Optional (`supports.readPages`): see readPagesOf.
    */
   readPages?(ids: readonly number[]): Promise<(Uint8Array | undefined)[]>;
   /**
    * Bytes `[offset, offset + length)` of page `id` (a fresh copy), or undefined when the page is
    * absent: one sealed record out of a commit page without reading (or caching) the whole page.
    * node-fs and postgres read only the range; memory copies it; IndexedDB, which cannot read part
-   * of a value, reads the page (checked) and copies the range. Optional: see readRangeOf.
+   * of a value, reads the page (checked) and copies the range. Optional (`supports.readRange`):
+   * see readRangeOf.
    *
    * No checksum is checked on a partial read (the page's CRC-32C covers the whole page, so
    * checking it needs every byte): the bytes are returned as the medium holds them. That is sound
@@ -126,24 +176,20 @@ export interface PageStore {
    * @example const sealed = await store.readRange(pageId, loc.offset, loc.length);
    */
   readRange?(id: number, offset: number, length: number): Promise<Uint8Array | undefined>;
-  /**
-   * True when readRange reads only the range's bytes from the medium (memory, node-fs, postgres);
-   * false or absent when a range costs reading the whole page (IndexedDB), so that the engine's page
-   * cache reads and keeps the page instead of reading it again for each record in it.
-   */
+  /** @deprecated Ignored: declare `supports.partialRanges`. */
   readonly partialRanges?: boolean;
   /**
    * readRange done synchronously into `into[0, length)` when the medium can do it now: 1 when read,
    * 0 when the page is absent, -1 when not now (then call readRange). node-fs reads a record-sized
-   * range this way (at most 64 in one turn of the event loop); the others answer -1. Optional: a
-   * user's read of a record then costs no promise and no new array. The same trust rule as readRange.
-   * With `block` (where `blockingReads` is true) it always reads, however long the range, holding
+   * range this way (at most 64 in one turn of the event loop); the others answer -1. Optional
+   * (`supports.readRangeSync`): a user's read of a record then costs no promise and no new array.
+   * The same trust rule as readRange. With `block` (where `supports.blockingReads`) it always reads, however long the range, holding
    * the thread for the read: the engine loads the persisted directory's partitions this way on a
    * store's first lookup of them.
    * @throws as readRange; RangeError when `into` is shorter than `length`
    */
   readRangeSync?(id: number, offset: number, length: number, into: Uint8Array, block?: boolean): -1 | 0 | 1;
-  /** True when readRangeSync with `block` always reads (node-fs, memory). */
+  /** @deprecated Ignored: declare `supports.blockingReads`. */
   readonly blockingReads?: boolean;
   /** The manifest (a fresh copy), or undefined before the first commit that set one. */
   readManifest(): Promise<Uint8Array | undefined>;
@@ -160,15 +206,16 @@ export interface PageStore {
   /** Sizes. */
   stats(): Promise<PageStoreStats>;
   /**
-   * Reclaims the space of deleted pages where the medium keeps it (node-fs: segments whose dead
-   * fraction reaches `minDeadFraction` have their live pages copied into the newest segment, each
-   * checked against its CRC-32C as it is copied, and are then removed). Page ids and bytes never
-   * change; nothing becomes visible or invisible. It runs in the commit queue in bounded steps (at
-   * most `stepBytes` copied and one commit-protocol write per step), so commits and reads
-   * interleave with it, and a crash at any point leaves every acknowledged page exactly once.
-   * Resolves once no segment qualifies, `maxBytes` were copied, or the store was closed meanwhile
-   * (with what was done so far). Optional: a store without dead space has none (memory, IndexedDB
-   * and postgres free a deleted page at once).
+   * Segment reclaim: gives back the space of deleted pages where the medium keeps it (node-fs:
+   * segments whose dead fraction reaches `minDeadFraction` have their live pages copied into the
+   * newest segment, each checked against its CRC-32C as it is copied, and are then removed). Not
+   * the engine's record compaction (`store.compact()`), which calls it after its own work. Page
+   * ids and bytes never change; nothing becomes visible or invisible. It runs in the commit queue
+   * in bounded steps (at most `stepBytes` copied and one commit-protocol write per step), so
+   * commits and reads interleave with it, and a crash at any point leaves every acknowledged page
+   * exactly once. Resolves once no segment qualifies, `maxBytes` were copied, or the store was
+   * closed meanwhile (with what was done so far). Optional (`supports.reclaim`): a store without
+   * dead space has none (memory, IndexedDB and postgres free a deleted page at once).
    *
    * @throws RangeError for options out of range; PqdbError NOT_OPEN after close, READ_ONLY on a
    * read-only store, CORRUPTION when a page to copy fails its checksum (nothing is written),
@@ -176,15 +223,17 @@ export interface PageStore {
    * then refuses commits until reopened, as after a failed commit; nothing acknowledged is lost)
    * @example
    * await store.deletePages(oldPages);
-   * const { bytesBefore, bytesAfter } = await store.compact?.({ minDeadFraction: 0.5 }) ?? {};
+   * if (supportsOf(store).reclaim) console.log(await store.reclaim!({ minDeadFraction: 0.5 }));
    */
-  compact?(options?: SegmentCompactOptions): Promise<SegmentCompactResult>;
+  reclaim?(options?: ReclaimOptions): Promise<ReclaimResult>;
+  /** @deprecated The former name of `reclaim` (node-fs keeps it as an alias). */
+  compact?(options?: ReclaimOptions): Promise<ReclaimResult>;
   /** Waits for pending operations, then releases the medium and the writer lock. Idempotent. */
   close(): Promise<void>;
 }
 
-/** Options of `PageStore.compact`. */
-export interface SegmentCompactOptions {
+/** Options of `PageStore.reclaim`. */
+export interface ReclaimOptions {
   /** A segment is rewritten once this fraction of its bytes is dead, in (0, 1] (default 0.5). */
   readonly minDeadFraction?: number;
   /** Stop once about this many bytes were copied by this call (default: no limit). */
@@ -192,11 +241,11 @@ export interface SegmentCompactOptions {
   /** The most bytes one step copies (default: the store's step size, 4 MiB on node-fs); a larger page moves alone. */
   readonly stepBytes?: number;
   /** Called after each step. */
-  readonly onProgress?: (progress: SegmentCompactProgress) => void;
+  readonly onProgress?: (progress: ReclaimProgress) => void;
 }
 
-/** Where a `compact` call stands, after one of its steps. */
-export interface SegmentCompactProgress {
+/** Where a `reclaim` call stands, after one of its steps. */
+export interface ReclaimProgress {
   /** Segments removed so far by this call. */
   readonly segmentsRewritten: number;
   /** Page and tombstone bytes (framing included) copied so far by this call. */
@@ -205,8 +254,8 @@ export interface SegmentCompactProgress {
   readonly storedBytes: number;
 }
 
-/** What a `compact` call did. */
-export interface SegmentCompactResult {
+/** What a `reclaim` call did. */
+export interface ReclaimResult {
   /** Segments removed (their live pages copied out first). */
   readonly segmentsRewritten: number;
   /** Page and tombstone bytes (framing included) copied. */
@@ -216,6 +265,13 @@ export interface SegmentCompactResult {
   /** `stats().storedBytes` when it ended. */
   readonly bytesAfter: number;
 }
+
+/** @deprecated The former name of ReclaimOptions. */
+export type SegmentCompactOptions = ReclaimOptions;
+/** @deprecated The former name of ReclaimProgress. */
+export type SegmentCompactProgress = ReclaimProgress;
+/** @deprecated The former name of ReclaimResult. */
+export type SegmentCompactResult = ReclaimResult;
 
 /**
  * A commit after validation: copied bytes, existing-page deletes only. An adapter applies the
@@ -244,7 +300,8 @@ export interface PageStoreView {
 /**
  * The optional capability of a page store opened read-only beside a writer that it can follow
  * (the postgres one): a consistent view of the store now, and word of each new one. A `Store`
- * opened with `follow` (src/engine/follower.ts) needs it; no engine code branches on the kind.
+ * opened with `follow` (src/engine/follower.ts) needs it; no engine code branches on the kind. It
+ * declares `supports.follow` (true only when opened read-only).
  * @example if (canFollow(pages)) pages.watch(({ version }) => console.log(version, pages.view().manifest));
  */
 export interface FollowablePageStore extends PageStore {
@@ -262,386 +319,14 @@ export interface FollowablePageStore extends PageStore {
   ready(): Promise<void>;
 }
 
-/** Whether `pages` can follow a writer (FollowablePageStore, opened read-only). */
+/** Whether `pages` can follow a writer: it declares `supports.follow` (FollowablePageStore, opened read-only). */
 export function canFollow(pages: PageStore): pages is FollowablePageStore {
-  const f = pages as Partial<FollowablePageStore>;
-  return (
-    f.readOnly === true &&
-    typeof f.view === 'function' &&
-    typeof f.watch === 'function' &&
-    typeof f.ready === 'function'
-  );
+  return supportsOf(pages).follow === true;
 }
 
-/** `store.readPages(ids)`, or `readPage` for each id where the page store has no `readPages`. */
-export async function readPagesOf(store: PageStore, ids: readonly number[]): Promise<(Uint8Array | undefined)[]> {
-  if (store.readPages !== undefined) return store.readPages(ids);
-  const out: (Uint8Array | undefined)[] = [];
-  for (const id of ids) out.push(await store.readPage(id));
-  return out;
-}
-
-/**
- * `store.readRange(id, offset, length)`, or, where the page store has no `readRange`, `readPage`
- * and a copy of the range (the same contract: undefined for an absent page, CORRUPTION past its
- * end, a fresh copy).
- * @throws as PageStore.readRange
- * @example const sealed = await readRangeOf(store, loc.pageId, loc.offset, loc.length);
- */
-export async function readRangeOf(
-  store: PageStore,
-  id: number,
-  offset: number,
-  length: number,
-): Promise<Uint8Array | undefined> {
-  if (store.readRange !== undefined) return store.readRange(id, offset, length);
-  checkRange(offset, length);
-  const page = await store.readPage(id);
-  return page === undefined ? undefined : rangeOf(store.kind, id, page, offset, length);
-}
-
-/** Throws unless `offset` and `length` are integers in [0, MAX_PAGE_BYTES] (no page is larger). */
-export function checkRange(offset: unknown, length: unknown): void {
-  integer('offset', offset, 0, MAX_PAGE_BYTES);
-  integer('length', length, 0, MAX_PAGE_BYTES);
-}
-
-/**
- * Throws CORRUPTION unless `[offset, offset + length)` lies inside a page of `pageLength` bytes.
- * @throws PqdbError CORRUPTION
- */
-export function checkRangeInPage(kind: string, id: number, offset: number, length: number, pageLength: number): void {
-  if (offset + length > pageLength) {
-    throw corruption(
-      `${kind}: page ${id} holds ${pageLength} bytes, a read of [${offset}, ${offset + length}) runs past its end`,
-    );
-  }
-}
-
-/** A copy of `[offset, offset + length)` of `page` (page `id` of a `kind` store). @throws PqdbError CORRUPTION past its end */
-export function rangeOf(kind: string, id: number, page: Uint8Array, offset: number, length: number): Uint8Array {
-  checkRangeInPage(kind, id, offset, length, page.length);
-  return copyBytes(page, offset, offset + length);
-}
-
+/** The RecoveryReport of an open that repaired nothing. */
 export const CLEAN_RECOVERY: RecoveryReport = Object.freeze({
   clean: true,
   truncatedBytes: 0,
   actions: Object.freeze([]),
 });
-
-/** Throws unless `id` is a u32 page id. */
-export function checkPageId(name: string, id: unknown): number {
-  return integer(name, id, 0, MAX_PAGE_ID);
-}
-
-/** Validates and copies a commit batch (the copy keeps later caller writes out of the store). */
-export function checkBatch(batch: unknown): {
-  pages: PageWrite[];
-  manifest: Uint8Array | undefined;
-  deletes: number[];
-  replaces: Set<number>;
-} {
-  if (typeof batch !== 'object' || batch === null || Array.isArray(batch)) {
-    throw new TypeError(
-      `"batch" expected an object, got ${batch === null ? 'null' : Array.isArray(batch) ? 'Array' : typeof batch}`,
-    );
-  }
-  const b = batch as CommitBatch;
-  const pages: PageWrite[] = [];
-  const seen = new Set<number>();
-  if (b.pages !== undefined) {
-    if (!Array.isArray(b.pages)) throw new TypeError(`"pages" expected an array, got ${typeof b.pages}`);
-    b.pages.forEach((p: unknown, i: number) => {
-      if (typeof p !== 'object' || p === null)
-        throw new TypeError(`"pages[${i}]" expected {id, bytes}, got ${p === null ? 'null' : typeof p}`);
-      const id = checkPageId(`pages[${i}].id`, (p as PageWrite).id);
-      const data = checkBytes(`pages[${i}].bytes`, (p as PageWrite).bytes);
-      if (data.length > MAX_PAGE_BYTES) {
-        throw new RangeError(`"pages[${i}].bytes" expected at most ${MAX_PAGE_BYTES} bytes, got length=${data.length}`);
-      }
-      if (seen.has(id)) throw new RangeError(`"pages[${i}].id" page ${id} appears twice in one commit`);
-      seen.add(id);
-      pages.push({ id, bytes: b.transfer === true ? data : copyBytes(data) });
-    });
-  }
-  let manifest: Uint8Array | undefined;
-  if (b.manifest !== undefined) {
-    const m = checkBytes('manifest', b.manifest);
-    if (m.length > MAX_MANIFEST_BYTES) {
-      throw new RangeError(`"manifest" expected at most ${MAX_MANIFEST_BYTES} bytes, got length=${m.length}`);
-    }
-    manifest = b.transfer === true ? m : copyBytes(m);
-  }
-  const deletes = b.deletes === undefined ? [] : checkIds('deletes', b.deletes);
-  for (const id of deletes) {
-    if (seen.has(id)) throw new RangeError(`"deletes" page ${id} is also written by this commit`);
-  }
-  const replaces = new Set(b.replaces === undefined ? [] : checkIds('replaces', b.replaces));
-  for (const id of replaces)
-    if (!seen.has(id)) throw new RangeError(`"replaces" page ${id} is not written by this commit`);
-  return { pages, manifest, deletes, replaces };
-}
-
-/** Validates an id list; returns it without duplicates. */
-export function checkIds(name: string, ids: unknown): number[] {
-  if (!Array.isArray(ids))
-    throw new TypeError(`"${name}" expected an array, got ${ids === null ? 'null' : typeof ids}`);
-  const out = new Set<number>();
-  ids.forEach((id: unknown, i: number) => out.add(checkPageId(`${name}[${i}]`, id)));
-  return [...out];
-}
-
-/** PqdbError('NOT_OPEN'). */
-export function notOpen(kind: string): PqdbError {
-  return new PqdbError('NOT_OPEN', `${kind} page store is closed`);
-}
-
-/** PqdbError('CORRUPTION') with a message naming what failed. */
-export function corruption(message: string): PqdbError {
-  return new PqdbError('CORRUPTION', message);
-}
-
-/**
- * Maps an error from the medium to a PqdbError: an existing PqdbError (or TypeError/RangeError)
- * passes through, a full medium (QuotaExceededError, ENOSPC, EDQUOT) becomes QUOTA_EXCEEDED,
- * anything else IO_ERROR. The original is kept as `cause`.
- */
-export function mediumError(what: string, cause: unknown): Error {
-  if (cause instanceof PqdbError || cause instanceof TypeError || cause instanceof RangeError) return cause;
-  const name = (cause as { name?: unknown } | null)?.name;
-  const code = (cause as { code?: unknown } | null)?.code;
-  const inner = (cause as { error?: { name?: unknown } } | null)?.error?.name; // an aborted IDBTransaction
-  if (name === 'QuotaExceededError' || inner === 'QuotaExceededError' || code === 'ENOSPC' || code === 'EDQUOT') {
-    return new PqdbError('QUOTA_EXCEEDED', `${what}: storage quota exceeded`, { cause });
-  }
-  const detail = cause instanceof Error ? cause.message : String(cause);
-  return new PqdbError('IO_ERROR', `${what}: ${detail}`, { cause });
-}
-
-/**
- * The part of every adapter that is not about the medium: public methods validate and copy their
- * arguments, commits run one at a time in call order, `close()` waits for what is in flight, and
- * anything called after `close()` rejects with NOT_OPEN. Adapters implement the `_` methods and
- * receive checked arguments only.
- */
-export abstract class BasePageStore implements PageStore {
-  abstract readonly kind: string;
-  recovery: RecoveryReport = CLEAN_RECOVERY;
-  #open = true;
-  #tail: Promise<unknown> = Promise.resolve();
-  /**
-   * Reads in flight, counted (close waits for them): a count, not a set of the promises, since a
-   * record read is one of them and a set would give every promise an identity hash.
-   */
-  #inflight = 0;
-  /** close()'s wait for the reads in flight, resolved when the count reaches 0. */
-  #drained?: () => void;
-  readonly #done = (): void => {
-    if (--this.#inflight === 0 && this.#drained !== undefined) this.#drained();
-  };
-  #closing: Promise<void> | undefined;
-
-  get isOpen(): boolean {
-    return this.#open;
-  }
-
-  protected abstract _readPage(id: number): Promise<Uint8Array | undefined>;
-  protected abstract _readManifest(): Promise<Uint8Array | undefined>;
-  /** Live ids, ascending. */
-  protected abstract _listPages(): number[];
-  protected abstract _has(id: number): boolean;
-  /** Writes one checked batch atomically and durably; updates the adapter's view only on success. */
-  protected abstract _commit(batch: CheckedBatch): Promise<void>;
-  protected abstract _stats(): Promise<PageStoreStats>;
-  /** Releases the medium and the lock; called once, after everything in flight has settled. */
-  protected abstract _close(): Promise<void>;
-
-  async readPage(id: number): Promise<Uint8Array | undefined> {
-    this.#checkOpen();
-    checkPageId('id', id);
-    return this.#track(this._readPage(id));
-  }
-
-  async readPages(ids: readonly number[]): Promise<(Uint8Array | undefined)[]> {
-    this.#checkOpen();
-    if (!Array.isArray(ids)) throw new TypeError('"ids" expected an array of page ids');
-    for (const id of ids) checkPageId('id', id);
-    return this.#track(this._readPages(ids));
-  }
-
-  /** Reads pages one by one; an adapter that can read neighbours together overrides it. */
-  protected async _readPages(ids: readonly number[]): Promise<(Uint8Array | undefined)[]> {
-    const out: (Uint8Array | undefined)[] = [];
-    for (const id of ids) out.push(await this._readPage(id));
-    return out;
-  }
-
-  async readRange(id: number, offset: number, length: number): Promise<Uint8Array | undefined> {
-    this.#checkOpen();
-    checkPageId('id', id);
-    checkRange(offset, length);
-    return this.#track(this._readRange(id, offset, length));
-  }
-
-  readRangeSync(id: number, offset: number, length: number, into: Uint8Array, block = false): -1 | 0 | 1 {
-    this.#checkOpen();
-    checkPageId('id', id);
-    checkRange(offset, length);
-    if (!(into instanceof Uint8Array) || into.length < length)
-      throw new RangeError(`"into" expected Uint8Array of length >= ${length}`);
-    return this._readRangeSync(id, offset, length, into, block);
-  }
-
-  /** Not now (-1): an adapter that can read a range synchronously overrides it. */
-  protected _readRangeSync(
-    _id: number,
-    _offset: number,
-    _length: number,
-    _into: Uint8Array,
-    _block: boolean,
-  ): -1 | 0 | 1 {
-    return -1;
-  }
-
-  /**
-   * Reads the page and copies the range; an adapter that can read part of a page overrides it
-   * (and checks the range against the page's length itself: `checkRangeInPage`).
-   */
-  protected async _readRange(id: number, offset: number, length: number): Promise<Uint8Array | undefined> {
-    const page = await this._readPage(id);
-    return page === undefined ? undefined : rangeOf(this.kind, id, page, offset, length);
-  }
-
-  async readManifest(): Promise<Uint8Array | undefined> {
-    this.#checkOpen();
-    return this.#track(this._readManifest());
-  }
-
-  async listPages(): Promise<number[]> {
-    this.#checkOpen();
-    return this._listPages();
-  }
-
-  async stats(): Promise<PageStoreStats> {
-    this.#checkOpen();
-    return this.#track(this._stats());
-  }
-
-  async commit(batch: CommitBatch): Promise<void> {
-    this.#checkOpen();
-    const checked = checkBatch(batch);
-    return this.#serial(() => {
-      // Existence is checked when the commit runs, after every earlier commit has landed.
-      checked.pages.forEach((p, i) => {
-        if (this._has(p.id) && !checked.replaces.has(p.id))
-          throw new RangeError(`"pages[${i}].id" page ${p.id} already exists (pages are immutable)`);
-      });
-      // A replaced page is dropped and written in the same commit (deletes go first).
-      const deletes = [...checked.deletes, ...checked.replaces].filter((id) => this._has(id));
-      if (checked.pages.length === 0 && deletes.length === 0 && checked.manifest === undefined)
-        return Promise.resolve();
-      return this._commit({ pages: checked.pages, manifest: checked.manifest, deletes });
-    });
-  }
-
-  async deletePages(ids: readonly number[]): Promise<void> {
-    this.#checkOpen();
-    return this.commit({ deletes: checkIds('ids', ids) });
-  }
-
-  close(): Promise<void> {
-    if (this.#closing) return this.#closing;
-    this.#open = false;
-    this.#closing = (async () => {
-      await this.#tail.catch(() => undefined);
-      if (this.#inflight > 0) await new Promise<void>((resolve) => (this.#drained = resolve));
-      await this._close();
-    })();
-    return this.#closing;
-  }
-
-  #checkOpen(): void {
-    if (!this.#open) throw notOpen(this.kind);
-  }
-
-  #track<T>(p: Promise<T>): Promise<T> {
-    this.#inflight++;
-    p.then(this.#done, this.#done);
-    return p;
-  }
-
-  #serial(run: () => Promise<void>): Promise<void> {
-    return this._serial(run);
-  }
-
-  /**
-   * Runs `run` in the commit queue: after every commit called before it, before any called after
-   * (an adapter's maintenance, e.g. node-fs segment compaction, goes through it between commits).
-   * `close()` waits for what is queued.
-   */
-  protected _serial<T>(run: () => Promise<T>): Promise<T> {
-    const next = this.#tail.then(run, run);
-    this.#tail = next.catch(() => undefined);
-    return next;
-  }
-}
-
-// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), slicing-by-8: eight 256-entry tables so
-// the loop consumes 8 bytes per step (~4x the byte-at-a-time loop in V8).
-const CRC_TABLES = ((): Uint32Array => {
-  const t = new Uint32Array(8 * 256);
-  for (let i = 0; i < 256; i++) {
-    let c = i;
-    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0x82f63b78 : c >>> 1;
-    t[i] = c >>> 0;
-  }
-  for (let i = 0; i < 256; i++) {
-    for (let s = 1; s < 8; s++) {
-      const prev = t[(s - 1) * 256 + i];
-      t[s * 256 + i] = (prev >>> 8) ^ t[prev & 0xff];
-    }
-  }
-  return t;
-})();
-
-/** Bytes checksummed per step by crc32cAsync. */
-const CRC_STEP = 1 << 20;
-
-/**
- * crc32c of a large buffer in 1 MiB steps, yielding to the event loop between them (a 10 MB page
- * would otherwise hold it for tens of milliseconds). Small buffers are done at once.
- */
-export async function crc32cAsync(data: Uint8Array): Promise<number> {
-  let crc = crc32c(data.subarray(0, CRC_STEP));
-  for (let at = CRC_STEP; at < data.length; at += CRC_STEP) {
-    await yieldToEventLoop();
-    crc = crc32c(data.subarray(at, at + CRC_STEP), crc);
-  }
-  return crc;
-}
-
-/**
- * CRC-32C of `data` (RFC 3720 appendix B.4), continuing from `crc` when given.
- * @example crc32c(new TextEncoder().encode('123456789')) === 0xe3069283
- */
-export function crc32c(data: Uint8Array, crc = 0): number {
-  const T = CRC_TABLES;
-  let c = ~crc >>> 0;
-  let i = 0;
-  const n = data.length;
-  for (; n - i >= 8; i += 8) {
-    c ^= data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24);
-    c =
-      T[1792 + (c & 0xff)] ^
-      T[1536 + ((c >>> 8) & 0xff)] ^
-      T[1280 + ((c >>> 16) & 0xff)] ^
-      T[1024 + (c >>> 24)] ^
-      T[768 + data[i + 4]] ^
-      T[512 + data[i + 5]] ^
-      T[256 + data[i + 6]] ^
-      T[data[i + 7]];
-  }
-  for (; i < n; i++) c = T[(c ^ data[i]) & 0xff] ^ (c >>> 8);
-  return ~c >>> 0;
-}

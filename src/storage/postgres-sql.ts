@@ -8,7 +8,8 @@
 // otherwise; whether the bytes are the store's own is for the engine's MACs to say.
 
 import { PqdbError, type PqdbErrorCode } from '../errors';
-import { MAX_PAGE_ID, corruption } from './page-store';
+import { MAX_PAGE_ID } from './page-store';
+import { corruption } from './page-store-base';
 
 /** Store names and schemas: a letter or `_`, then letters, digits and `_`, at most 48 characters. */
 export const IDENTIFIER_RE = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;

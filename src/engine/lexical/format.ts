@@ -16,7 +16,7 @@
 import { PqdbError } from '../../errors';
 import { readVarint } from '../../_varint';
 import { utf8 } from '../../_utf8';
-import { crc32c } from '../../storage/page-store';
+import { crc32c } from '../../_crc32c';
 import { ValueWriter } from '../codec';
 import { MIN_CAPACITY } from './arena';
 import { sortCodePointsSteps } from './code-point-order';

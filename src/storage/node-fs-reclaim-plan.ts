@@ -1,7 +1,7 @@
-// node-fs segment compaction, the planning half (Node only, no I/O): per-segment accounting of live
+// node-fs segment reclaim, the planning half (Node only, no I/O): per-segment accounting of live
 // and dead bytes, which segment to rewrite next, which of its pages one bounded step moves, and
-// which of its delete tombstones must be carried forward. node-fs.ts does the writing, with the
-// commit protocol; the crash-safety argument is in docs/storage.md ("Segment compaction").
+// which of its delete tombstones must be carried forward. node-fs-reclaim.ts does the writing, with the
+// commit protocol; the crash-safety argument is in docs/storage.md ("Space: segment reclaim").
 //
 // Invariant this file relies on: records are replayed in (segment, offset) order and the last
 // record for an id decides it, so a copy appended to a newer segment supersedes the old one, and a
