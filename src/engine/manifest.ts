@@ -215,6 +215,8 @@ export interface Manifest {
   authority?: { keys: string[]; policy?: string; threshold?: number; domain?: string };
   /** The managed copies inventory, oldest first. */
   copies?: CopyRecord[];
+  /** Pages commits deleted while a backup held a pin, still in the page store (pins.ts): not part of it. */
+  heldPages?: number[];
   /** Set in a managed copy's manifest only: which copy of which store this is (it opens read-only). */
   copy?: { id: string; of: string; time: string };
 }
@@ -554,6 +556,7 @@ function checkManifest(h: ManifestHeader, b: unknown): Manifest {
       corrupt('has a bad authority domain');
   }
   if (b.copies !== undefined) list(b.copies, 'copy list').forEach(checkCopy);
+  if (b.heldPages !== undefined) list(b.heldPages, 'held page list').forEach(pageId);
   if (b.copy !== undefined) {
     if (!isObject(b.copy) || !/^[0-9a-f]{32}$/.test(str(b.copy.id, 'copy marker')) || b.copy.of !== h.storeId)
       corrupt('has a bad copy marker');

@@ -206,6 +206,8 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       fail('pages', e);
     }
     const listed = new Set(ids);
+    // Deleted by a commit while a backup pinned them (pins.ts): not part of the store.
+    const held = new Set(keys !== undefined ? ((manifest as Manifest).heldPages ?? []) : []);
     for (const pageId of special.keys())
       if (!listed.has(pageId))
         fail(`page ${pageId}`, new PqdbError('CORRUPTION', `page ${pageId} named by the manifest is missing`));
@@ -218,6 +220,10 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
       if (pageId >= manifest.nextPageId) {
         counts.pages++;
         continue; // written by a commit that never completed: never acknowledged, not part of the store
+      }
+      if (held.has(pageId)) {
+        unnamed++;
+        continue;
       }
       const role = special.get(pageId);
       let page: Uint8Array | undefined;
