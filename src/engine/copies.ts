@@ -20,6 +20,7 @@ import { suite as suiteOf, type SuiteName } from '../crypto/suites';
 import { checkpointHash } from '../crypto/proofs';
 import { readPagesOf, type PageStore } from '../storage/page-store';
 import { pinPages } from './pins';
+import { yieldToEventLoop } from '../_yield';
 import type { Locations } from './store-options';
 import {
   cloneManifest,
@@ -141,6 +142,9 @@ async function backupInto(p: Parts, dest: CopyDestination): Promise<BackupResult
   // pages are read outside the queue, while writes go on.
   const id = randomId();
   let pausedMs = 0;
+  // The key directory's partitions a store opened lazily, loaded here beside writes: in the queue,
+  // counting the live records (heldRecords) then walks memory only.
+  await p.directory.loadAllInSteps(yieldToEventLoop);
   const signing = p.checkpoints.checkpoint(true);
   signing.catch(() => undefined); // rethrown in the queue
   const snapshot = await p.pipeline.exclusive(async () => {
