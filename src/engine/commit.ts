@@ -29,6 +29,7 @@ import { Registry } from './registry';
 import { encodePage, pageKey, type IndexedOp, type PageWriteOp } from './page-format';
 import { SALT_BYTES } from '../crypto/record';
 import { cloneManifest, encodeManifest, keyringEntries, MANIFEST_KEY_LABEL, type Manifest } from './manifest';
+import { PagePins } from './pins';
 
 /** A page to write: its id (allocated from the draft) and bytes. */
 export interface PageOut {
@@ -247,6 +248,8 @@ export class CommitPipeline {
   #failure: HookFailure | undefined;
   #queue: Promise<unknown> = Promise.resolve();
   #check: () => void;
+  /** Page deletions held back while a reader holds a pin (pins.ts). */
+  readonly pins = new PagePins();
 
   /**
    * @param check runs before every task (it throws when the store is closed or read-only).
@@ -448,10 +451,11 @@ export class CommitPipeline {
     if (keyring !== undefined) m.keyring = keyringEntries(keyring.records);
     const pages = page !== undefined ? [page, ...draft.pages] : draft.pages;
     m.commit++;
+    const deletes = this.pins.hold(m, draft.deletes);
     const manifest = encodeManifest(m, this.#keys.storeKey(MANIFEST_KEY_LABEL));
     await this.#pages.commit({
       pages: pages.map((p) => ({ id: p.id, bytes: p.bytes })),
-      deletes: draft.deletes,
+      deletes,
       manifest,
       transfer: true,
     });

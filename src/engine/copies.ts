@@ -6,17 +6,22 @@
 // store's own manifest at that commit, sealed again with one field added (`copy`: this is managed
 // copy <id> of store <storeId>), so a copy opens only read-only (a restore, src/engine/restore.ts,
 // turns it into a live store under new keys). Pages are immutable and only a commit deletes them,
-// so the page set is read inside the commit queue: writes pause for the reads (not for the writes
-// to the destination, which follow outside it). The newest signed checkpoint covers the whole log
-// of the page set read (one is signed just before the reads when it does not: queued back to back,
-// no write comes between): the copy verifies on its own (verifyStore) against the signer key, and a
-// restore, which takes only what a checkpoint covers, gets every record of it.
+// so the page list and the manifest are taken inside the commit queue with a pin (pins.ts) that
+// holds back the deletions of later commits; the pages are then copied outside the queue in
+// bounded batches (writes go on; memory is one batch, whatever the store's size), and the pin is
+// released. The newest signed checkpoint covers the whole log of the page set taken (one is signed
+// just before when it does not: queued back to back, no write comes between): the copy verifies on
+// its own (verifyStore) against the signer key, and a restore, which takes only what a checkpoint
+// covers, gets every record of it.
 // Nothing is plaintext: the copy holds exactly the bytes the store holds.
 
 import { PqdbError } from '../errors';
 import { suite as suiteOf, type SuiteName } from '../crypto/suites';
 import { checkpointHash } from '../crypto/proofs';
 import type { PageStore } from '../storage/page-store';
+import { readPagesOf } from '../storage/page-store-base';
+import { pinPages } from './pins';
+import { yieldToEventLoop } from '../_yield';
 import type { Locations } from './store-options';
 import { cloneManifest, encodeManifest, MANIFEST_KEY_LABEL, type CopyRecord, type Manifest } from './manifest';
 import { hex, unb64 } from '../_encoding';
@@ -34,7 +39,7 @@ export interface BackupResult {
   /** Pages and bytes written to the destination. */
   pages: number;
   bytes: number;
-  /** How long writes waited while the page set was read, in milliseconds. */
+  /** How long writes waited while the page list and manifest were taken (and pinned), in milliseconds. */
   pausedMs: number;
   /** Time of the whole backup, in milliseconds. */
   tookMs: number;
@@ -124,13 +129,18 @@ async function backupInto(p: Parts, dest: CopyDestination): Promise<BackupResult
     );
   if ((await dest.pages.readManifest()) !== undefined)
     throw new PqdbError('CONFLICT', `the backup destination ${dest.label} already holds a store`);
-  // The page set at one commit, read inside the commit queue (writes wait for it), right after a
-  // checkpoint (unless the newest one covers the log): queued back to back, nothing comes between
-  // them, so the newest checkpoint signs the whole log of the pages read.
+  // The page set at one commit, taken inside the commit queue right after a checkpoint (unless the
+  // newest one covers the log): queued back to back, nothing comes between them, so the newest
+  // checkpoint signs the whole log of the pages taken. Only the page list and the manifest are
+  // taken there, and a pin (pins.ts) that holds back the deletions of the commits that follow: the
+  // pages are read outside the queue, while writes go on.
   const id = randomId();
   let pausedMs = 0;
+  // The key directory's partitions a store opened lazily, loaded here beside writes: in the queue,
+  // counting the live records (heldRecords) then walks memory only.
+  await p.directory.loadAllInSteps(yieldToEventLoop);
   const signing = p.checkpoints.checkpoint(true);
-  signing.catch(() => undefined); // rethrown by the reads
+  signing.catch(() => undefined); // rethrown in the queue
   const snapshot = await p.pipeline.exclusive(async () => {
     const last = await signing; // settled already: it ran before this task
     const t = performance.now();
@@ -142,61 +152,86 @@ async function backupInto(p: Parts, dest: CopyDestination): Promise<BackupResult
     pausedMs = performance.now() - t;
     return taken;
   });
-  const time = new Date().toISOString();
+  try {
+    const time = new Date().toISOString();
+    const entry: CopyRecord = {
+      id,
+      kind: 'backup',
+      time,
+      destination: dest.label,
+      ...(dest.location !== undefined ? { location: dest.location } : {}),
+      ...snapshot.held,
+      commit: snapshot.m.commit,
+      ...(snapshot.checkpoint !== undefined ? { checkpoint: hex(checkpointHash(snapshot.checkpoint.signed)) } : {}),
+      state: 'retained',
+    };
+    const copyManifest: Manifest = { ...snapshot.m, copy: { id, of: snapshot.m.storeId, time } };
+    const manifest = encodeManifest(copyManifest, p.keys.storeKey(MANIFEST_KEY_LABEL));
+    const { pages, bytes } = await copyPages(p.pages, snapshot.ids, dest.pages, manifest);
+    await snapshot.release(); // the copy is durable: the pages held back can go
+    await p.pipeline.run((draft) => {
+      draft.manifest.copies = [...(draft.manifest.copies ?? []), entry];
+    });
+    return { copy: publicCopy(entry), pages, bytes, pausedMs, tookMs: performance.now() - started };
+  } finally {
+    await snapshot.release();
+  }
+}
 
-  const entry: CopyRecord = {
-    id,
-    kind: 'backup',
-    time,
-    destination: dest.label,
-    ...(dest.location !== undefined ? { location: dest.location } : {}),
-    ...snapshot.held,
-    commit: snapshot.m.commit,
-    ...(snapshot.checkpoint !== undefined ? { checkpoint: hex(checkpointHash(snapshot.checkpoint.signed)) } : {}),
-    state: 'retained',
-  };
-  const copyManifest: Manifest = { ...snapshot.m, copy: { id, of: snapshot.m.storeId, time } };
+/**
+ * In the commit queue: the store's manifest, page list, newest checkpoint and live records as they
+ * stand, and a pin on those pages (released by `release`, once; it never throws). Pages a commit
+ * deleted while an earlier pin was held are not part of the store: they are left out, and so is
+ * their list.
+ */
+async function readSnapshot(p: Parts) {
+  const m = cloneManifest(p.pipeline.manifest);
+  const listed = await p.pages.listPages();
+  const excluded = new Set(m.heldPages ?? []);
+  delete m.heldPages;
+  const ids = excluded.size > 0 ? listed.filter((x) => !excluded.has(x)) : listed;
+  const held = heldRecords(p);
+  const release = pinPages(p.pipeline); // last: nothing throws after it
+  let pending: Promise<void> | undefined;
+  return { m, ids, checkpoint: p.checkpoints.list.at(-1), held, release: () => (pending ??= release()) };
+}
 
-  // The destination gets the pages in bounded commits, then the manifest: a copy cut short by a
-  // crash has no manifest, so it is no store.
+/** Pages read per read call: with COMMIT_BYTES, bounds what a backup holds in memory. */
+const READ_PAGES = 16;
+
+/**
+ * Copies pages `ids` of `from` into `to` in commits of about COMMIT_BYTES, then writes `manifest`
+ * (a copy cut short by a crash has no manifest, so it is no store). What is held in memory is one
+ * commit's pages and one read's, whatever the store's size.
+ * @throws PqdbError CORRUPTION when a page listed (and pinned) cannot be read
+ */
+async function copyPages(
+  from: PageStore,
+  ids: readonly number[],
+  to: PageStore,
+  manifest: Uint8Array,
+): Promise<{ pages: number; bytes: number }> {
   let bytes = 0;
   let batch: { id: number; bytes: Uint8Array }[] = [];
   let batchBytes = 0;
-  for (const page of snapshot.pages) {
-    batch.push(page);
-    batchBytes += page.bytes.length;
-    bytes += page.bytes.length;
+  for (let at = 0; at < ids.length; at += READ_PAGES) {
+    const run = ids.slice(at, at + READ_PAGES);
+    const read = await readPagesOf(from, run);
+    for (let k = 0; k < run.length; k++) {
+      const page = read[k];
+      if (page === undefined) throw new PqdbError('CORRUPTION', `page ${run[k]} is listed but cannot be read`);
+      batch.push({ id: run[k], bytes: page });
+      batchBytes += page.length;
+      bytes += page.length;
+    }
     if (batchBytes >= COMMIT_BYTES) {
-      await dest.pages.commit({ pages: batch, transfer: true });
+      await to.commit({ pages: batch, transfer: true });
       batch = [];
       batchBytes = 0;
     }
   }
-  const manifest = encodeManifest(copyManifest, p.keys.storeKey(MANIFEST_KEY_LABEL));
-  await dest.pages.commit({ pages: batch, manifest, transfer: true });
-  await p.pipeline.run((draft) => {
-    draft.manifest.copies = [...(draft.manifest.copies ?? []), entry];
-  });
-  return {
-    copy: publicCopy(entry),
-    pages: snapshot.pages.length,
-    bytes,
-    pausedMs,
-    tookMs: performance.now() - started,
-  };
-}
-
-/** The store's manifest, pages, newest checkpoint and live records as they stand (in the commit queue). */
-async function readSnapshot(p: Parts) {
-  const m = cloneManifest(p.pipeline.manifest);
-  const ids = await p.pages.listPages();
-  const pages: { id: number; bytes: Uint8Array }[] = [];
-  for (const pageId of ids) {
-    const bytes = await p.pages.readPage(pageId);
-    if (bytes === undefined) throw new PqdbError('CORRUPTION', `page ${pageId} is listed but cannot be read`);
-    pages.push({ id: pageId, bytes });
-  }
-  return { m, pages, checkpoint: p.checkpoints.list.at(-1), held: heldRecords(p) };
+  await to.commit({ pages: batch, manifest, transfer: true });
+  return { pages: ids.length, bytes };
 }
 
 /** The inventory, oldest first. */

@@ -94,6 +94,9 @@ export async function replay(
       known.set(Number(g), await logLeaves(pages, manifest, Number(g)));
   }
   for (const { pageId } of Object.values(manifest.indexes ?? {})) named.add(pageId);
+  // Deleted by a commit while a backup pinned them (pins.ts): not part of the store.
+  const held = manifest.heldPages ?? [];
+  for (const pageId of held) named.add(pageId);
   for (const pageId of manifest.checkpointPages ?? []) {
     const page = await pages.readPage(pageId);
     const c = page && decodeCheckpoint(page);
@@ -173,6 +176,10 @@ export async function replay(
     recovered.push(
       `dropped ${orphans.length} commit page(s) written after the last manifest (an unacknowledged commit)`,
     );
+  }
+  if (held.length > 0 && !readOnly) {
+    await pages.deletePages(held); // the manifest's list goes with the next commit
+    recovered.push(`deleted ${held.length} page(s) a commit deleted while a backup held them`);
   }
   return { checkpoints, recovered, pending: persisted?.pending, persistedLogs: persisted?.logs };
 }

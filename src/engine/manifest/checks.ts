@@ -172,6 +172,7 @@ export function checkManifest(h: ManifestHeader, b: unknown): Manifest {
       corrupt('has a bad authority domain');
   }
   if (b.copies !== undefined) list(b.copies, 'copy list').forEach(checkCopy);
+  if (b.heldPages !== undefined) list(b.heldPages, 'held page list').forEach(pageId);
   if (b.copy !== undefined) {
     if (!isObject(b.copy) || !/^[0-9a-f]{32}$/.test(str(b.copy.id, 'copy marker')) || b.copy.of !== h.storeId)
       corrupt('has a bad copy marker');

@@ -189,6 +189,8 @@ export interface Manifest {
   authority?: { keys: string[]; policy?: string; threshold?: number; domain?: string };
   /** The managed copies inventory, oldest first. */
   copies?: CopyRecord[];
+  /** Pages commits deleted while a backup held a pin, still in the page store (pins.ts): not part of it. */
+  heldPages?: number[];
   /** Set in a managed copy's manifest only: which copy of which store this is (it opens read-only). */
   copy?: { id: string; of: string; time: string };
 }

@@ -72,6 +72,8 @@ export async function readPages(run: VerifyRun, store: OpenedStore): Promise<Pag
     run.fail('pages', e);
   }
   const listed = new Set(ids);
+  // Deleted by a commit while a backup pinned them (pins.ts): not part of the store.
+  const held = new Set(keys !== undefined ? ((manifest as Manifest).heldPages ?? []) : []);
   for (const pageId of special.keys())
     if (!listed.has(pageId))
       run.fail(`page ${pageId}`, new PqdbError('CORRUPTION', `page ${pageId} named by the manifest is missing`));
@@ -83,6 +85,10 @@ export async function readPages(run: VerifyRun, store: OpenedStore): Promise<Pag
     if (pageId >= manifest.nextPageId) {
       counts.pages++;
       continue; // written by a commit that never completed: never acknowledged, not part of the store
+    }
+    if (held.has(pageId)) {
+      unnamed++;
+      continue;
     }
     const role = special.get(pageId);
     let page: Uint8Array | undefined;
