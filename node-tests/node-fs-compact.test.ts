@@ -20,6 +20,7 @@ import {
 } from '../src/storage/node-fs';
 import type { CompactProgress, PageStore } from '../src/storage/page-store';
 import { Rng } from './cases/_util';
+import { expectBytes } from './support/bytes';
 import { generateRecipient, generateSigner, openStore } from '../src/node';
 
 const tmpRoot = await mkdtemp(join(tmpdir(), 'pqdb-compact-'));
@@ -59,12 +60,6 @@ async function fill(s: PageStore, n: number, perCommit = 2): Promise<Map<number,
     await s.commit({ pages: batch, manifest: new Uint8Array([id & 0xff]) });
   }
   return pages;
-}
-
-/** `expect(got, label).toEqual(want)` at memcmp speed: the deep comparison (and its diff) only on a mismatch. */
-function expectBytes(got: Uint8Array | undefined, want: Uint8Array, label?: string): void {
-  if (got instanceof Uint8Array && Buffer.from(got.buffer, got.byteOffset, got.byteLength).equals(want)) return;
-  expect(got, label).toEqual(want);
 }
 
 async function expectPages(s: PageStore, pages: Map<number, Uint8Array>): Promise<void> {
