@@ -21,6 +21,7 @@ import {
 import type { CompactProgress, PageStore } from '../src/storage/page-store';
 import { Rng } from './cases/_util';
 import { expectBytes } from './support/bytes';
+import { runUntilKilled } from './support/kill';
 import { generateRecipient, generateSigner, openStore } from '../src/node';
 
 const tmpRoot = await mkdtemp(join(tmpdir(), 'pqdb-compact-'));
