@@ -8,8 +8,7 @@ import LongestFirst from './node-tests/support/sequencer.ts';
 // - the CLI's suites and the documents' samples run through it: cli*.test.ts, readme, examples;
 // - the long kill and fuzz loops: fork-fuzz, crash, writers, replication-kill;
 // - the PostgreSQL page store (each file starts its own cluster): postgres*.test.ts;
-// - the benchmark-shape checks: scale-bench, copies-bench, component-bench, migration-eval;
-// - the kernel hygiene sweep: hygiene.
+// - the benchmark-shape checks: scale-bench, copies-bench, component-bench, migration-eval.
 const QUICK_SKIPS = [
   'build',
   'bundle-size',
@@ -27,7 +26,6 @@ const QUICK_SKIPS = [
   'copies-bench',
   'component-bench',
   'migration-eval',
-  'hygiene',
 ].map((name) => `node-tests/${name}.test.ts`);
 
 export default defineConfig({

@@ -6,7 +6,7 @@
 // `--quick` (npm run test:quick, the edit loop's tier) runs vitest alone on a subset: it leaves out
 // the formatting check (npm run format:check), the Chromium suites (npm run test:browser) and the
 // vitest files listed in vitest.config.ts (QUICK_SKIPS: packaging and type checks, the CLI and
-// document suites, the long kill and fuzz loops, PostgreSQL, benchmark shapes, the hygiene sweep).
+// document suites, the long kill and fuzz loops, PostgreSQL, benchmark shapes).
 // Every check still runs in `npm test`, which CI runs.
 
 import { spawnSync } from 'node:child_process';
