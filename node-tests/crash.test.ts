@@ -3,17 +3,17 @@
 // node-fs only: the writer is a child process writing the store's directory, and the kill loop is
 // long (20 rounds, each a process start-up).
 import { describe, it, expect } from 'vitest';
-import { fork } from 'node:child_process';
 import { generateRecipient, verifyStore } from '../src/node';
 import { openNodeFsPageStore } from '../src/storage/node-fs';
 import { Rng } from './cases/_util';
+import { runUntilKilled } from './support/kill';
 import { nodeFsStoreFixture, perTest } from './support/store-fixtures';
 
 const KILLS = Number(process.env.PQDB_CRASH_KILLS ?? 20);
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 const schema = { round: 'integer', i: 'integer', payload: 'string' } as const;
 
-function runAndKill(
+async function runAndKill(
   dir: string,
   round: number,
   pub: string,
@@ -21,24 +21,17 @@ function runAndKill(
   batch: number,
   delayMs: number,
 ): Promise<string[]> {
-  return new Promise((resolve, reject) => {
-    const acked: string[] = [];
-    const child = fork(
-      new URL('./support/crash-writer.mjs', import.meta.url),
-      [dir, String(round), pub, sec, String(batch)],
-      { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] },
-    );
-    let stderr = '';
-    child.stderr?.on('data', (d) => (stderr += d));
-    child.on('message', (m: { ready?: boolean; acked?: number; count?: number }) => {
-      if (m.ready) setTimeout(() => child.kill('SIGKILL'), delayMs);
+  const acked: string[] = [];
+  const writer = new URL('./support/crash-writer.mjs', import.meta.url);
+  await runUntilKilled<{ ready?: boolean; acked?: number; count?: number }>(
+    writer,
+    [dir, String(round), pub, sec, String(batch)],
+    (m, kill) => {
+      if (m.ready) kill(delayMs);
       if (m.acked !== undefined) for (let j = m.acked; j < m.acked + (m.count ?? 1); j++) acked.push(`r${round}-${j}`);
-    });
-    child.on('exit', (code, signal) => {
-      if (signal === 'SIGKILL') resolve(acked);
-      else reject(new Error(`writer exited with ${code}: ${stderr}`));
-    });
-  });
+    },
+  );
+  return acked;
 }
 
 describe('crash safety (SIGKILL during commits)', () => {
@@ -92,23 +85,15 @@ describe('crash safety (SIGKILL during commits)', () => {
     let acked = -1;
     let compactions = 0;
     for (let kill = 0; kill < Math.max(4, Math.round(KILLS / 3)); kill++) {
-      await new Promise<void>((resolve, reject) => {
-        const child = fork(
-          new URL('./support/compact-writer.mjs', import.meta.url),
-          [f.dir, String(acked + 1), hex(r.publicKey), hex(r.secretKey)],
-          { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] },
-        );
-        let stderr = '';
-        child.stderr?.on('data', (d) => (stderr += d));
-        child.on('message', (m: { ready?: boolean; acked?: number; compacted?: number }) => {
-          if (m.ready) setTimeout(() => child.kill('SIGKILL'), 150 + rng.int(400));
+      await runUntilKilled<{ ready?: boolean; acked?: number; compacted?: number }>(
+        new URL('./support/compact-writer.mjs', import.meta.url),
+        [f.dir, String(acked + 1), hex(r.publicKey), hex(r.secretKey)],
+        (m, kill) => {
+          if (m.ready) kill(150 + rng.int(400));
           if (m.acked !== undefined) acked = Math.max(acked, m.acked);
           if (m.compacted !== undefined) compactions++;
-        });
-        child.on('exit', (code, signal) =>
-          signal === 'SIGKILL' ? resolve() : reject(new Error(`writer exited with ${code}: ${stderr}`)),
-        );
-      });
+        },
+      );
       const store = await f.open({ unlock: r.secretKey });
       const c = store.collection('k', { schema: { round: 'integer', payload: 'string' } });
       if (acked >= 0)

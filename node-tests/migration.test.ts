@@ -5,13 +5,13 @@
 // memory, node-fs and IndexedDB over fake-indexeddb; the killed migrator on node-fs (it is a child
 // process writing a directory).
 import { describe, it, expect } from 'vitest';
-import { fork } from 'node:child_process';
 import { generateRecipient, generateSigner, type Store } from '../src/node';
 import { verifyStore, verifySealed, openSealed, PqdbError, type AuthorityRequest } from '../src/index';
 import { readHeader } from '../src/crypto/record';
 import { tokenize } from '../src/engine/lexical';
 import { unlockManifest } from '../src/engine/manifest';
 import { hex } from './cases/_util';
+import { runUntilKilled } from './support/kill';
 import { STORE_FIXTURES, nodeFsStoreFixture, perTest, type NodeStoreFixture } from './support/store-fixtures';
 
 const schema = { lemma: 'string', gloss: 'string', n: 'integer' } as const;
@@ -425,19 +425,15 @@ describe('live migration across a kill (node-fs)', () => {
     const { store, model } = await fill(open, 2000);
     await store.close();
     // The migrator is killed once it has reported about half the records copied.
-    const killedAt = await new Promise<number>((resolve, reject) => {
-      const child = fork('node-tests/support/migrator.mjs', [dir, hex(recipient.secretKey), 'gcmsiv-hkdf384', '100'], {
-        stdio: 'ignore',
-      });
-      let copied = 0;
-      child.on('message', (m: { progress?: { copied: number } }) => {
-        copied = m.progress?.copied ?? copied;
-        if (copied >= 1000) child.kill('SIGKILL');
-      });
-      child.on('exit', (code, signal) =>
-        signal === 'SIGKILL' ? resolve(copied) : reject(new Error(`migrator exited with ${code}`)),
-      );
-    });
+    let killedAt = 0;
+    await runUntilKilled<{ progress?: { copied: number } }>(
+      'node-tests/support/migrator.mjs',
+      [dir, hex(recipient.secretKey), 'gcmsiv-hkdf384', '100'],
+      (m, kill) => {
+        killedAt = m.progress?.copied ?? killedAt;
+        if (killedAt >= 1000) kill();
+      },
+    );
     expect(killedAt).toBeGreaterThanOrEqual(1000);
     expect(killedAt).toBeLessThan(2000);
     // Reopening resumes it; migrate() with the same target awaits that migration.

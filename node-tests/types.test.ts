@@ -5,15 +5,19 @@
 //
 // README.md's ```js and ```ts blocks are type-checked the same way, each as its own module (js under
 // checkJs). A block preceded by a `<!-- no-typecheck -->` line is skipped.
+//
+// Every check runs in this process through the compiler API with the diagnostics `tsc -p <config>
+// --noEmit --pretty false` reports, in its order (no semantic pass while a file has a syntax error),
+// instead of one cold `tsc` process each: the parsed lib, @types/node and packed declaration files are
+// shared by the programs whose source-file-affecting options are the same.
 
 import { describe, it, expect, beforeAll } from 'vitest';
-import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import ts from 'typescript';
 import { REPO, linkDevPackage, packPackage } from './support/packed';
 
-const TSC = join(REPO, 'node_modules/typescript/bin/tsc');
 const FIXTURES = join(REPO, 'node-tests/types');
 
 const STRICT = {
@@ -63,10 +67,56 @@ const CONFIGS: Record<string, { compilerOptions: Record<string, unknown>; files:
   },
 };
 
-/** Runs tsc on a config in `dir`; its diagnostics, one per line. */
+/** Parsed files under node_modules (never written during the run), by parse options and path. */
+const parsed = new Map<string, ts.SourceFile>();
+const registry = ts.createDocumentRegistry();
+
+/** A compiler host for `options` whose node_modules files come from (and go to) `parsed`. */
+function hostFor(options: ts.CompilerOptions): ts.CompilerHost {
+  const host = ts.createCompilerHost(options);
+  const read = host.getSourceFile.bind(host);
+  const settings = registry.getKeyForCompilationSettings(options);
+  host.getSourceFile = (fileName, version, onError, fresh) => {
+    if (!fileName.includes('/node_modules/')) return read(fileName, version, onError, fresh);
+    const v = typeof version === 'object' ? version : { languageVersion: version };
+    const key = `${settings}|${v.languageVersion}|${v.impliedNodeFormat}|${v.jsDocParsingMode}|${fileName}`;
+    let file = fresh ? undefined : parsed.get(key);
+    if (file === undefined) {
+      file = read(fileName, version, onError, fresh);
+      if (file !== undefined) parsed.set(key, file);
+    }
+    return file;
+  };
+  return host;
+}
+
+/** What `tsc -p <config> --noEmit --pretty false` run in `dir` prints and its exit status. */
 function tsc(dir: string, config: string): { status: number | null; output: string } {
-  const run = spawnSync(process.execPath, [TSC, '-p', config, '--pretty', 'false'], { cwd: dir, encoding: 'utf8' });
-  return { status: run.status, output: (run.stdout + run.stderr).trim() };
+  const configPath = join(dir, config);
+  const json = ts.readConfigFile(configPath, ts.sys.readFile);
+  const cmd = ts.parseJsonConfigFileContent(json.config ?? {}, ts.sys, dir, undefined, configPath);
+  const host = hostFor(cmd.options);
+  const program = ts.createProgram({
+    rootNames: cmd.fileNames,
+    options: cmd.options,
+    host,
+    configFileParsingDiagnostics: [...(json.error ? [json.error] : []), ...ts.getConfigFileParsingDiagnostics(cmd)],
+  });
+  // The passes and their order are tsc's (emitFilesAndReportErrors).
+  const all = [...program.getConfigFileParsingDiagnostics()];
+  const before = all.length;
+  all.push(...program.getSyntacticDiagnostics());
+  if (all.length === before) {
+    all.push(...program.getOptionsDiagnostics(), ...program.getGlobalDiagnostics());
+    if (all.length === before) all.push(...program.getSemanticDiagnostics());
+  }
+  const diagnostics = ts.sortAndDeduplicateDiagnostics(all);
+  const output = ts.formatDiagnostics(diagnostics, {
+    getCanonicalFileName: (f) => f,
+    getCurrentDirectory: () => dir,
+    getNewLine: () => '\n',
+  });
+  return { status: diagnostics.length > 0 ? 1 : 0, output: output.trim() };
 }
 
 interface CodeBlock {
