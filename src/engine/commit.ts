@@ -295,7 +295,7 @@ export class CommitPipeline {
     let page: CommitPage | undefined;
     if (draft.ops.length > 0) {
       if (draft.editedKeyring !== undefined)
-        throw new PqdbError('CORRUPTION', 'a commit that changes the key ring cannot write records');
+        throw new PqdbError('INTERNAL', 'a commit that changes the key ring cannot write records');
       const id = draft.pageId();
       const generation = this.#keys.current();
       const key = this.#keys.generationKey(generation, 'page', pageKey);
