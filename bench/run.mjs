@@ -63,12 +63,19 @@ const hashWasm384 = (m) => {
   return hw.digest('binary');
 };
 
-/** The usual JavaScript way to build an RFC 9162 root: hash leaves, then pair up level by level. */
+/**
+ * The fastest plain-JavaScript way to build an RFC 9162 root with a one-shot hash `h`: hash each
+ * leaf behind its 0x00 prefix, then pair up level by level behind 0x01, every input written into one
+ * scratch buffer that is reused (no allocation per leaf or node; the form measured fastest of fresh
+ * `Uint8Array`s, `Buffer.concat` and incremental `update` calls, bench/merkle-forms.mjs).
+ */
 function peerMerkleRoot(leaves, h) {
+  let scratch = new Uint8Array(256);
   let level = leaves.map((leaf) => {
-    const buf = new Uint8Array(leaf.length + 1);
-    buf.set(leaf, 1);
-    return h(buf);
+    if (leaf.length + 1 > scratch.length) scratch = new Uint8Array(leaf.length + 1);
+    scratch[0] = 0;
+    scratch.set(leaf, 1);
+    return h(scratch.subarray(0, leaf.length + 1));
   });
   const node = new Uint8Array(97);
   node[0] = 1;
@@ -139,9 +146,9 @@ const benches = [
     heavy: true,
     impls: [
       ...pq(() => pqdb.merkle.root(leaves)),
-      { name: 'node:crypto hash() loop', fn: () => peerMerkleRoot(leaves, nodeSha384) },
-      { name: 'hash-wasm loop', fn: () => peerMerkleRoot(leaves, hashWasm384) },
-      { name: '@noble/hashes loop', fn: () => peerMerkleRoot(leaves, nobleSha384) },
+      { name: 'node:crypto hash() loop, one scratch buffer', fn: () => peerMerkleRoot(leaves, nodeSha384) },
+      { name: 'hash-wasm loop, one scratch buffer', fn: () => peerMerkleRoot(leaves, hashWasm384) },
+      { name: '@noble/hashes loop, one scratch buffer', fn: () => peerMerkleRoot(leaves, nobleSha384) },
     ],
   },
 ];

@@ -22,6 +22,7 @@ import {
 import { MemoryMedium, openMemoryPageStore } from '../src/storage/memory';
 import { clientHandshake } from '../src/replication/channel';
 import { memoryPair } from './support/transport';
+import { KeyRing } from '../src/engine/keys';
 
 const root = mkdtempSync(join(tmpdir(), 'pqdb-codes-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -314,6 +315,14 @@ const SCENARIOS: Record<PqdbErrorCode, Scenario[]> = {
           await s.collection('words', { schema }).exportSealed('w0');
         });
       },
+    ],
+  ],
+  INTERNAL: [
+    [
+      // A broken invariant is reachable only through a pqdb bug, never through the public API: the
+      // scenario breaks one directly, a key ring asked for its current generation before it has any.
+      'ask an empty key ring for the generation new records are written under',
+      async () => thrown(() => new KeyRing([], 2).current()),
     ],
   ],
   PROTOCOL_ERROR: [

@@ -1,4 +1,5 @@
-// The README's samples run: every ```js block of README.md is a whole program, run with node in a
+// The README's samples run: every ```js block of README.md and of the pages its samples moved to
+// (docs/api.md) is a whole program, run with node in a
 // fresh temporary directory whose node_modules/pqdb links to this checkout, so `import 'pqdb'` and
 // `'pqdb/crypto'` resolve to the built dist/ exactly as an installed package would. A block preceded
 // by a `<!-- not-run: reason -->` line is skipped (a browser-only snippet; its example has its own
@@ -68,7 +69,11 @@ function runSample(code: string): { status: number | null; stdout: string; stder
   }
 }
 
-const samples = jsBlocks(readFileSync(join(repo, 'README.md'), 'utf8'));
+/** The pages whose ```js blocks are run: the README and the long API reference it links. */
+export const SAMPLE_PAGES = ['README.md', 'docs/api.md'] as const;
+const pages = SAMPLE_PAGES.map((page) => ({ page, blocks: jsBlocks(readFileSync(join(repo, page), 'utf8')) }));
+const samples = pages[0].blocks;
+const all = pages.flatMap(({ page, blocks }) => blocks.map((s) => ({ ...s, page })));
 
 describe('README samples', () => {
   it('the extractor finds fences, headings and not-run markers', () => {
@@ -102,16 +107,24 @@ describe('README samples', () => {
     expect(headings).toEqual(
       expect.arrayContaining(['`pqdb`: the store', 'Keys and where to keep them', '`pqdb/crypto`']),
     );
-    expect(samples.length).toBeGreaterThanOrEqual(5);
+    expect(samples.length).toBeGreaterThanOrEqual(4);
+    expect(all.length).toBeGreaterThanOrEqual(8);
     expect(samples.filter((s) => s.skip !== undefined).length).toBeLessThanOrEqual(1);
+  });
+
+  it('docs/api.md has the samples that moved there: migration, authority, replication, posture', () => {
+    const api = pages[1].blocks.map((s) => s.code).join('\n');
+    for (const name of ['store.migrate(', 'restoreStore', 'openReplica', 'store.posture()'])
+      expect(api).toContain(name);
+    expect(pages[1].blocks.filter((s) => s.skip !== undefined)).toEqual([]);
   });
 
   it('a failing sample is reported as a failure', () => {
     expect(runSample("import { openStore } from 'pqdb';\nawait openStore({ create: true });").status).not.toBe(0);
   });
 
-  it.each(samples.filter((s) => s.skip === undefined).map((s) => [`line ${s.line} (${s.heading})`, s] as const))(
-    'README sample at %s runs under node',
+  it.each(all.filter((s) => s.skip === undefined).map((s) => [`${s.page}:${s.line} (${s.heading})`, s] as const))(
+    'sample at %s runs under node',
     (_, sample) => {
       const r = runSample(sample.code);
       expect(r.stderr, r.stdout).toBe('');

@@ -23,8 +23,8 @@ export const ERROR_CODES = [
   'CONFLICT', // another writer changed the store since this one read it
   'NOT_FOUND', // no pqdb store at this location (open without create, verify, delete)
   'NOT_CHECKPOINTED', // no signed checkpoint covers the record, and a new one would not (an export of it)
-  'PROTOCOL_ERROR', // a replication channel peer broke the protocol: malformed, unexpected, oversized or truncated bytes, no common suite, a handshake not finished in time
   'INTERNAL', // a broken engine invariant: a pqdb bug, never bad data; report it
+  'PROTOCOL_ERROR', // a replication channel peer broke the protocol: malformed, unexpected, oversized or truncated bytes, no common suite, a handshake not finished in time
 ] as const;
 
 export type PqdbErrorCode = (typeof ERROR_CODES)[number];

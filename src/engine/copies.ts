@@ -147,7 +147,7 @@ async function backupInto(p: Parts, dest: CopyDestination): Promise<BackupResult
     p.live();
     const g = p.keys.current();
     if (p.checkpoints.list.at(-1) !== last || last.generation !== g || last.size !== p.logs.size(g))
-      throw new PqdbError('CORRUPTION', 'the newest checkpoint does not sign the log it was taken of');
+      throw new PqdbError('INTERNAL', 'the newest checkpoint does not sign the log it was taken of');
     const taken = await readSnapshot(p);
     pausedMs = performance.now() - t;
     return taken;

@@ -402,7 +402,7 @@ export class KeyRing {
   /** The newest generation (the one new records are written under). */
   current(): number {
     const g = this.generations();
-    if (g.length === 0) throw new PqdbError('NOT_OPEN', 'the key ring has no generation');
+    if (g.length === 0) throw new PqdbError('INTERNAL', 'the key ring has no generation');
     return g[g.length - 1];
   }
 

@@ -186,7 +186,7 @@ export async function copyChunk(
   const r = draft.manifest.migration!;
   const g = ctx.current();
   if (g !== r.generation)
-    throw new PqdbError('CORRUPTION', `the migration targets generation ${r.generation}, the store writes ${g}`);
+    throw new PqdbError('INTERNAL', `the migration targets generation ${r.generation}, the store writes ${g}`);
   const to = suiteOf(r.to).name;
   const rw = { from: ctx.records, to: ctx.records, generation: () => g };
   buffers.reset(); // the last chunk's page is encoded (or its draft dropped): the queue runs one task at a time

@@ -294,7 +294,7 @@ export class Migration {
       await this.#ctx.directory.loadAllInSteps(yieldToEventLoop);
       for (;;) {
         const m = pipeline.manifest.migration;
-        if (m === undefined) throw new PqdbError('NOT_OPEN', 'no migration under way');
+        if (m === undefined) throw new PqdbError('INTERNAL', 'no migration under way');
         if (this.#ctx.closing())
           throw new PqdbError('NOT_OPEN', 'the store is closing; the migration resumes when it is reopened');
         if (this.#hooks.signal?.aborted)
