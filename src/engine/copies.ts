@@ -27,7 +27,30 @@ import {
   type CopyRecord,
   type Manifest,
 } from './manifest';
-import type { Parts } from './parts';
+import type { CommitPipeline } from './commit';
+import type { KeyDirectory } from './directory';
+import type { KeyRing } from './keys';
+import type { Checkpoints } from './checkpoints';
+import type { MerkleLogs } from './merkle-log';
+
+/** What a backup uses of the engine (engine.ts builds it). */
+export interface BackupContext {
+  readonly pages: Pick<PageStore, 'listPages' | 'readPage'>;
+  readonly pipeline: Pick<CommitPipeline, 'manifest' | 'run' | 'exclusive'>;
+  readonly directory: Pick<KeyDirectory, 'collections'>;
+  readonly keys: Pick<KeyRing, 'current' | 'storeKey'>;
+  readonly checkpoints: Pick<Checkpoints, 'canSign' | 'checkpoint' | 'list'>;
+  readonly logs: Pick<MerkleLogs, 'size'>;
+  /** Throws NOT_OPEN once the store is closed. */
+  live(): void;
+}
+
+/** What the inventory's edits use of the engine. */
+export interface InventoryContext {
+  readonly pipeline: Pick<CommitPipeline, 'manifest' | 'run'>;
+  /** Throws NOT_OPEN once the store is closed. */
+  live(): void;
+}
 
 /** A managed copy as `store.copies()` lists it. */
 export interface ManagedCopy extends Omit<CopyRecord, 'suites'> {
@@ -93,7 +116,11 @@ export function publicCopy(c: CopyRecord): ManagedCopy {
 }
 
 /** Generations and suites of the store's live records, and how many there are. */
-export function heldRecords(p: Parts): { generations: number[]; suites: number[]; records: number } {
+export function heldRecords(p: { readonly directory: Pick<KeyDirectory, 'collections'> }): {
+  generations: number[];
+  suites: number[];
+  records: number;
+} {
   const generations = new Set<number>();
   const suites = new Set<number>();
   let records = 0;
@@ -112,7 +139,7 @@ export function heldRecords(p: Parts): { generations: number[]; suites: number[]
  * @throws PqdbError CONFLICT (the destination holds a store), READ_ONLY, NOT_OPEN, IO_ERROR;
  * TypeError without signer keys (the copy carries a signed checkpoint).
  */
-export async function backup(p: Parts, dest: CopyDestination): Promise<BackupResult> {
+export async function backup(p: BackupContext, dest: CopyDestination): Promise<BackupResult> {
   // A destination opened here is closed on every path, a refused one included: an open file store
   // left to the garbage collector has its descriptors closed with a warning on stderr.
   try {
@@ -122,7 +149,7 @@ export async function backup(p: Parts, dest: CopyDestination): Promise<BackupRes
   }
 }
 
-async function backupInto(p: Parts, dest: CopyDestination): Promise<BackupResult> {
+async function backupInto(p: BackupContext, dest: CopyDestination): Promise<BackupResult> {
   const started = performance.now();
   p.live();
   if (!p.checkpoints.canSign)
@@ -194,7 +221,7 @@ async function backupInto(p: Parts, dest: CopyDestination): Promise<BackupResult
 }
 
 /** The store's manifest, pages, newest checkpoint and live records as they stand (in the commit queue). */
-async function readSnapshot(p: Parts) {
+async function readSnapshot(p: BackupContext) {
   const m = cloneManifest(p.pipeline.manifest);
   const ids = await p.pages.listPages();
   const pages: { id: number; bytes: Uint8Array }[] = [];
@@ -207,7 +234,7 @@ async function readSnapshot(p: Parts) {
 }
 
 /** The inventory, oldest first. */
-export function listCopies(p: Parts): ManagedCopy[] {
+export function listCopies(p: Pick<InventoryContext, 'pipeline'>): ManagedCopy[] {
   return (p.pipeline.manifest.copies ?? []).map(publicCopy);
 }
 
@@ -217,7 +244,7 @@ export function listCopies(p: Parts): ManagedCopy[] {
  * @throws RangeError for an unknown id; PqdbError CONFLICT when it is retired already
  */
 export async function retireCopy(
-  p: Parts,
+  p: InventoryContext,
   id: string,
   locations: Locations | undefined,
   retire: () => Promise<number[]>,

@@ -24,7 +24,26 @@ import { leafBlind } from './keys';
 import { readManifest, unb64, MANIFEST_KEY_LABEL, type Manifest } from './manifest';
 import { decodePage, pageGeneration, pageKey, pageKind, pageSalt } from './page-format';
 import { applyCommitPage, opLeafHashes, type ReplayPage, type ReplayTarget } from './replay';
-import type { Parts } from './parts';
+import type { KeyRing } from './keys';
+import type { KeyDirectory } from './directory';
+import type { MerkleLogs } from './merkle-log';
+import type { CommitPipeline } from './commit';
+import type { LexicalStore } from './lexical-store';
+import type { PageCache } from './page-cache';
+
+/** What following uses of a read-only engine (engine.ts builds it). */
+export interface FollowContext {
+  readonly readOnly: boolean;
+  readonly pipeline: CommitPipeline;
+  readonly keys: KeyRing;
+  readonly directory: KeyDirectory;
+  readonly logs: MerkleLogs;
+  readonly storeId: Uint8Array;
+  readonly lexical: LexicalStore;
+  readonly cache: PageCache;
+  /** Throws NOT_OPEN once the store is closed. */
+  live(): void;
+}
 
 /** Commits another writer made, as shipped: their new pages, deleted page ids and last sealed manifest. */
 export interface FollowedCommits {
@@ -52,7 +71,7 @@ const headerOf = (sealed: Uint8Array): string => JSON.stringify({ ...readManifes
  * @throws PqdbError AUTH_FAILED (a manifest or page that does not open), CORRUPTION (pages that do
  * not give the manifest's logs, a page outside the counters), ROLLBACK (a manifest not newer)
  */
-export function prepareFollow(p: Parts, next: FollowedCommits): (() => Promise<void>) | undefined {
+export function prepareFollow(p: FollowContext, next: FollowedCommits): (() => Promise<void>) | undefined {
   p.live();
   if (!p.readOnly) throw new PqdbError('READ_ONLY', 'only a read-only store follows another writer');
   const installed = p.pipeline.manifest;
