@@ -16,7 +16,7 @@ import { MemoryMedium } from '../src/storage/memory';
 import { openNodeFsPageStore } from '../src/storage/node-fs';
 import { openIndexedDbPageStore } from '../src/storage/indexeddb';
 import { crc32c, type PageStore } from '../src/storage/page-store';
-import { partsOf } from '../src/engine/parts';
+import { engineForTests as partsOf } from '../src/engine/store';
 import { pageKind } from '../src/engine/page-format';
 import type { Store } from '../src/engine/store';
 import { Primary, type MessageSession } from '../src/replication/primary';
