@@ -1,9 +1,8 @@
 // The engine of one open store (DESIGN §2), the composition root: it builds the parts around the
-// commit pipeline (commit.ts, the only PageStore writer) and registers every hook there, in order:
-// collection declaration and directory page drops (prepare), log heads (sealed), then the apply
-// step, lexical, auto-checkpoint, auto-compaction, migration accounting, replication shipping
-// (applied). No module registers its own hook nor gets the engine whole: each takes the declared
-// context it uses, built here. A following store swaps its engine for one opened anew (follower.ts).
+// commit pipeline (commit.ts, the only PageStore writer) and registers every hook, in order: migration
+// accounting; collection declaration, directory page drops, log heads, the apply step; lexical;
+// auto-checkpoint; auto-compaction; replication shipping. No module registers its own hook nor gets
+// the engine whole: each takes the context it declares, built here. A following store swaps engines.
 
 import { PqdbError } from '../errors';
 import type { PageStore } from '../storage/page-store';
@@ -57,8 +56,7 @@ export class Engine {
   readonly checkpoints: Checkpoints;
   readonly migration: Migration;
   readonly readOnly: boolean;
-  /** What replay and the apply step update (open, follower, replica alike). */
-  readonly target: ReplayTarget;
+  readonly target: ReplayTarget; // what replay and the apply step update (open, follower, replica)
   readonly checkpointList: SignedCheckpoint[] = []; // oldest first; replay fills it on open
   recovered: string[] = []; // what opening repaired at this layer
   readonly #declared = new Map<string, DeclaredCollection>();
@@ -160,9 +158,7 @@ export class Engine {
   }
 
   #schemaOf(collection: string): CompiledSchema {
-    const open = this.#declared.get(collection)?.schema;
-    if (open !== undefined) return open;
-    let s = this.#schemas.get(collection);
+    let s = this.#declared.get(collection)?.schema ?? this.#schemas.get(collection);
     if (s === undefined) this.#schemas.set(collection, (s = compileSchema(this.pipeline.manifest.collections[collection].schema))); // prettier-ignore
     return s;
   }

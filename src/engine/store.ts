@@ -39,11 +39,7 @@ export type { SearchOptions };
 export type { StoreOptions } from './store-options';
 export type { BackupResult, ManagedCopy } from './copies';
 
-/**
- * @internal What restoreStore reads and writes of a live store the user names (`live`): its state,
- * manifest and signed checkpoints, its current record versions (opened for `copy`), and its inventory
- * (a commit). Handed out only by `liveSourceOf` (not exported from the package): not the engine.
- */
+/** @internal What restoreStore uses of a live store the user names (`live`), from `liveSourceOf`: not the engine. */
 export interface LiveSource {
   live(): void;
   readonly readOnly: boolean;
@@ -63,14 +59,12 @@ declare module './collection' {
 let engineOf: (store: Store) => Engine;
 
 export class Store {
-  /** Replaced when a following store opens its state anew (follower.ts). */
-  #engine: Engine;
+  #engine: Engine; // replaced when a following store opens its state anew (follower.ts)
   readonly #collections = new Map<string, Collection>();
   readonly #api: CollectionEngine;
   readonly #locations?: Locations;
   #open = true;
-  /** Following the writer (`follow`): the follower keeps replaced engines for the reads on them. */
-  #follower: Follower<Engine> | undefined;
+  #follower: Follower<Engine> | undefined; // keeps replaced engines for the reads still on them
 
   static {
     engineOf = (store) => store.#engine;
@@ -118,14 +112,8 @@ export class Store {
   ): Promise<Store> {
     const store = await Store.open(view, { ...options, follow: false });
     const storeId = store.info().storeId;
-    const reopen = (next: PageStore, minCommit: number) =>
-      openEngine(next, { ...options, follow: false, storeId, minCommit });
-    const install = (next: Engine) => {
-      const old = store.#engine;
-      store.#engine = next;
-      for (const c of store.#collections.values()) next.declare(c);
-      return old;
-    };
+    const reopen = (next: PageStore, minCommit: number) => openEngine(next, { ...options, storeId, minCommit });
+    const install = (next: Engine, old = store.#engine) => (store.#engine = next, store.#collections.forEach((c) => next.declare(c)), old); // prettier-ignore
     store.#follower = new Follower<Engine>(view, { state: () => store.#engine, reopen, install }, follow);
     try {
       await store.#follower.start();
