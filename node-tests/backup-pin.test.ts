@@ -13,7 +13,7 @@ import {
 } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
 import type { PageStore } from '../src/storage/page-store';
-import { partsOf } from '../src/engine/parts';
+import { engineForTests as partsOf } from '../src/engine/store';
 
 const r = generateRecipient('classical');
 const s = generateSigner();

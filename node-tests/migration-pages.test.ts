@@ -141,7 +141,7 @@ describe('records sealed ahead of their commit page', () => {
   it('carry the salt the draft drew, and open from the page', async () => {
     const { pipeline, keys, records } = await pipelineOver();
     let applied: AppliedCommit | undefined;
-    pipeline.hook({ applied: (c) => void (applied = c) });
+    pipeline.on({ applied: (c) => void (applied = c) });
     const plaintext = new TextEncoder().encode('sealed before the page');
     let salt: Uint8Array | undefined;
     let sequence = 0;

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { openStore, openMemoryPageStore } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
-import { partsOf } from '../src/engine/parts';
+import { engineForTests as partsOf } from '../src/engine/store';
 import { Primary } from '../src/replication/primary';
 import { Replica } from '../src/replication/replica';
 import { Store } from '../src/engine/store';
@@ -47,7 +47,7 @@ describe('replication: the store a replica follows', () => {
   it('given storeId, a replica refuses another store on first contact, before staging or opening it', async () => {
     const { a, link, connect, close } = await twoStores();
     link.to = 'b'; // a substitute answers first
-    const opens = vi.spyOn(Store, 'open');
+    const opens = vi.spyOn(Store, 'over');
     const replica = await Replica.open(await openMemoryPageStore({ medium: new MemoryMedium() }), {
       unlock: recipient.secretKey,
       storeId: a.info().storeId.toUpperCase(),

@@ -1,25 +1,24 @@
 // A typed collection of a store: the façade users put, get, scan and search through. It holds no
 // state of its own beyond its name, schema and indexed fields; every operation goes to the store's
-// engine (src/engine/store.ts), whose writes all pass through the commit pipeline: this file checks
-// and encodes them (encodeOps) and stages them into a commit draft (stageOps).
+// engine (src/engine/store.ts, engine.ts), whose writes all pass through the commit pipeline
+// (writes.ts checks, encodes and stages them).
 
-import { canonicalGovernanceText, type Governance } from '../crypto/record';
-import { utf8Length } from '../_utf8';
-import { encodeValueInto, ValueWriter, type CompiledSchema, type InferValue, type Schema, type Value } from './codec';
+import type { Governance } from '../crypto/record';
+import { compileSchema, type CompiledSchema, type InferValue, type Schema, type Value } from './codec';
 import type { ValueShape } from './codec';
-import type { SuiteName } from '../crypto/suites';
-import type { RecordIO } from './records';
+import { suite as suiteOf, type SuiteName } from '../crypto/suites';
 import type { Manifest } from './manifest';
-import type { Registry } from './registry';
-import type { Draft } from './commit';
 import type { LexicalIndex, SearchOptions } from './lexical';
-import type { Store } from './store';
+import { WITHHELD, checkId, type PendingOp } from './writes';
 
-/** @internal What a read with `withhold` gives for a record the policy in force keeps from reading. */
-export const WITHHELD: unique symbol = Symbol('withheld');
+export { MAX_ID_BYTES } from './writes';
 
-/** Longest record id, in UTF-8 bytes. */
-export const MAX_ID_BYTES = 1024;
+/**
+ * The store a collection belongs to: the Store (store.ts completes this interface as `extends Store`,
+ * so this file does not import the façade above it).
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface CollectionStore {}
 
 export interface PutOptions {
   governance?: Governance;
@@ -58,11 +57,6 @@ export interface Transaction {
   delete<V extends ValueShape<V>>(collection: Collection<V>, id: string): void;
 }
 
-/** @internal A write a collection hands to its store. */
-export type PendingOp =
-  | { kind: 'put'; collection: Collection; id: string; value: Value; governance?: Governance }
-  | { kind: 'delete'; collection: Collection; id: string };
-
 /** @internal What a collection asks of its store. */
 export interface CollectionEngine {
   commit(ops: PendingOp[]): Promise<void>;
@@ -79,84 +73,26 @@ export interface CollectionEngine {
   exportSealed(collection: string, id: string): Promise<Uint8Array>;
 }
 
-/** @internal Checks a record id. @throws TypeError, RangeError */
-export function checkId(id: unknown): string {
-  if (typeof id !== 'string' || id.length === 0) throw new TypeError('"id" expected a non-empty string');
-  if (utf8Length(id) > MAX_ID_BYTES) throw new RangeError('"id" is limited to 1,024 UTF-8 bytes');
-  return id;
-}
-
 /**
- * @internal The suite collection `c` writes with under manifest `m`, and whether its commit must make it
- * active: a new collection that names its suite makes a decrypt-only suite active with its first
- * commit; quarantined and retired suites stay as they are (and refuse the write).
+ * @internal The checked options of `store.collection(name, options)` under manifest `m`.
+ * @throws TypeError for a bad name, schema or index; RangeError when the schema differs from the stored one.
  */
-export function writeSuite(m: Manifest, registry: Registry, c: Collection): { suite: number; activate: boolean } {
-  const meta = m.collections[c.name];
-  if (meta !== undefined) return { suite: meta.suite, activate: false };
-  if (c.suite !== undefined) return { suite: c.suite, activate: registry.state(c.suite) === 'decrypt-only' };
-  return { suite: m.defaultSuite, activate: false };
-}
-
-/** @internal A collection written for the first time enters the draft's manifest (and registry). */
-export function declareCollection(draft: Draft, c: Collection): void {
-  const m = draft.manifest;
-  if (m.collections[c.name] !== undefined) return;
-  const { suite, activate } = writeSuite(m, draft.currentRegistry, c);
-  if (activate) draft.registry.setState(suite, 'active');
-  m.collections[c.name] = { schema: c.schema.source as Schema, suite };
-}
-
-/** @internal Pending operations checked and encoded, their plaintexts in one shared buffer. */
-export interface EncodedOps {
-  pending: readonly PendingOp[];
-  buf: ValueWriter;
-  spans: [number, number][];
-  governance: string[];
-}
-
-/**
- * @internal Checks and encodes operations before anything is queued: a bad value writes nothing.
- * The plaintexts of the whole commit share one buffer.
- * @throws TypeError for a collection of another store or a bad id; PqdbError SCHEMA_MISMATCH,
- * SUITE_QUARANTINED, SUITE_RETIRED.
- */
-export function encodeOps(store: Store, pending: readonly PendingOp[], m: Manifest, registry: Registry): EncodedOps {
-  const buf = new ValueWriter();
-  const spans: [number, number][] = pending.map(() => [0, 0]);
-  const governance = pending.map((p, i) => {
-    if (!(p.collection instanceof Collection) || p.collection.store !== store)
-      throw new TypeError('"collection" expected a collection of this store');
-    checkId(p.id);
-    if (p.kind === 'delete') return '';
-    const start = buf.n;
-    spans[i] = [start, start + encodeValueInto(p.collection.schema, p.value, buf)];
-    const { suite, activate } = writeSuite(m, registry, p.collection);
-    if (!activate) registry.checkWrite(suite);
-    // The policy in force decides at commit (the write gate, gates.ts), against the commit's own.
-    return canonicalGovernanceText(p.governance);
-  });
-  return { pending, buf, spans, governance };
-}
-
-/** @internal Adds encoded operations to a draft as record writes of generation `g`, sealed with its commit. */
-export function stageOps(draft: Draft, records: RecordIO, g: number, e: EncodedOps): void {
-  const base = draft.sequences(e.pending.length);
-  e.pending.forEach((p, i) => {
-    const sequence = base + i;
-    const { name: collection } = p.collection;
-    if (p.kind === 'delete') {
-      draft.write({ kind: 'delete', collection, id: p.id, sequence }, { kind: 'delete', collection, id: p.id });
-      return;
-    }
-    // The suite is read again here: a migration may have changed it since the call.
-    const { suite, activate } = writeSuite(draft.manifest, draft.currentRegistry, p.collection);
-    if (!activate) draft.currentRegistry.checkWrite(suite);
-    const plaintext = e.buf.buf.subarray(e.spans[i][0], e.spans[i][1]);
-    const governance = e.governance[i];
-    const op = records.put({ collection, id: p.id, suite, generation: g, sequence, governance, plaintext });
-    draft.write(op, { kind: 'put', collection, id: p.id, value: p.value });
-  });
+export function collectionSpec(
+  name: unknown,
+  options: { schema: Schema; suite?: SuiteName; index?: { text: readonly string[] } },
+  m: Manifest,
+): { schema: CompiledSchema; text: readonly string[]; suite: number | undefined } {
+  if (typeof name !== 'string' || name.length === 0) throw new TypeError('"name" expected a non-empty string');
+  const schema = compileSchema(options?.schema);
+  const existing = m.collections[name];
+  const stored = existing !== undefined ? JSON.stringify(compileSchema(existing.schema).source) : undefined;
+  if (stored !== undefined && stored !== JSON.stringify(schema.source))
+    throw new RangeError(`collection "${name}" exists with another schema`);
+  const suite = options.suite !== undefined && existing === undefined ? suiteOf(options.suite).id : undefined;
+  const text = options.index?.text ?? [];
+  if (!Array.isArray(text) || text.some((f) => schema.fields.find((x) => x.name === f)?.type !== 'string'))
+    throw new TypeError('"index.text" expected names of string fields of the schema');
+  return { schema, text, suite };
 }
 
 /** A typed collection; `V` is the record value type (see CollectionValue). */
@@ -165,7 +101,7 @@ export class Collection<V extends ValueShape<V> = Value> {
 
   /** @internal Made by Store.collection. */
   constructor(
-    readonly store: Store,
+    readonly store: CollectionStore,
     engine: CollectionEngine,
     readonly name: string,
     /** @internal */ readonly schema: CompiledSchema,

@@ -310,11 +310,6 @@ export class CommitPipeline {
     };
   }
 
-  /** @deprecated Use `on`, which returns the hooks' removal. */
-  hook(hooks: CommitHooks): void {
-    this.on(hooks);
-  }
-
   /** How many hook registrations are in force (for tests of their removal). */
   get hookCount(): number {
     return this.#hooks.length;

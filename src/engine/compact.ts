@@ -20,8 +20,28 @@ import { PqdbError } from '../errors';
 import { yieldToEventLoop } from '../_yield';
 import { supportsOf } from '../storage/page-store';
 import { decodePage, pageKey } from './page-format';
-import { rewrite } from './rewrite';
-import type { Parts } from './parts';
+import { rewrite, type RewriteContext } from './rewrite';
+import type { PageStore } from '../storage/page-store';
+import type { AppliedCommit, CommitPipeline } from './commit';
+import type { KeyDirectory } from './directory';
+import type { RecordIO } from './records';
+import type { KeyRing } from './keys';
+import type { PageCache } from './page-cache';
+import type { Checkpoints } from './checkpoints';
+
+/** What a compaction uses of the engine (engine.ts builds it). */
+export interface CompactContext {
+  readonly pages: PageStore;
+  readonly pipeline: Pick<CommitPipeline, 'manifest' | 'run'>;
+  readonly directory: KeyDirectory;
+  readonly records: RewriteContext['from'] & RewriteContext['to'];
+  readonly keys: Pick<KeyRing, 'current' | 'generationKey'>;
+  readonly cache: Pick<PageCache, 'get'>;
+  readonly checkpoints: Pick<Checkpoints, 'persist'>;
+  readonly readOnly: boolean;
+  /** Throws NOT_OPEN once the store is closed. */
+  live(): void;
+}
 
 /** What `compact` takes. */
 export interface CompactOptions {
@@ -82,12 +102,44 @@ export function autoCompaction(
 }
 
 /**
+ * The `applied` hook of the `autoCompact` option (engine.ts registers it), or undefined when it is
+ * off: after a commit of records, queues one compaction (`run`) at a time once the dead bytes pass
+ * the rule. Dead bytes a compaction left (pages it keeps) do not start another one by themselves.
+ * @throws TypeError, RangeError for a malformed option
+ */
+export function autoCompactor(
+  option: { deadRatio?: number; minDeadBytes?: number } | false | undefined,
+  directory: Pick<KeyDirectory, 'liveBytes'>,
+  run: () => Promise<unknown>,
+): ((c: AppliedCommit) => void) | undefined {
+  const auto = autoCompaction(option);
+  if (auto === undefined) return undefined;
+  let compacting: Promise<unknown> | undefined;
+  let deadAfter = 0;
+  return (c) => {
+    if (c.foreign || compacting !== undefined || !c.writes.some((w) => w.copy !== true)) return;
+    // After a durable commit: nothing here may load (or fail to load) a directory partition.
+    const { pageBytes, recordBytes } = directory.liveBytes(true);
+    const dead = pageBytes - recordBytes;
+    if (dead - deadAfter < auto.minDeadBytes || dead < auto.deadRatio * pageBytes) return;
+    compacting = run().then(
+      () => {
+        const after = directory.liveBytes(true);
+        deadAfter = after.pageBytes - after.recordBytes;
+        compacting = undefined;
+      },
+      () => (compacting = undefined), // a failed one leaves the store as it was; the next commit tries again
+    );
+  };
+}
+
+/**
  * Compacts the store (see the file comment).
  * @throws PqdbError NOT_OPEN, READ_ONLY; whatever a commit throws (nothing is lost: each page is one
  * atomic commit).
  * @example const r = await store.compact(); console.log(r.bytesBefore, '→', r.bytesAfter);
  */
-export async function compact(p: Parts, options: CompactOptions = {}): Promise<CompactResult> {
+export async function compact(p: CompactContext, options: CompactOptions = {}): Promise<CompactResult> {
   const started = performance.now();
   const minDead = options.minDeadFraction ?? 0.5;
   if (!(minDead >= 0 && minDead <= 1)) throw new RangeError('"minDeadFraction" expected a number in [0, 1]');

@@ -20,12 +20,35 @@ import { suite as suiteOf, type SuiteName } from '../crypto/suites';
 import { checkpointHash } from '../crypto/proofs';
 import type { PageStore } from '../storage/page-store';
 import { readPagesOf } from '../storage/page-store-base';
-import { pinPages } from './pins';
+import { pinPages, type Pinnable } from './pins';
 import { yieldToEventLoop } from '../_yield';
 import type { Locations } from './store-options';
 import { cloneManifest, encodeManifest, MANIFEST_KEY_LABEL, type CopyRecord, type Manifest } from './manifest';
+import type { CommitPipeline } from './commit';
+import type { KeyDirectory } from './directory';
+import type { KeyRing } from './keys';
+import type { Checkpoints } from './checkpoints';
+import type { MerkleLogs } from './merkle-log';
+
+/** What a backup uses of the engine (engine.ts builds it). */
+export interface BackupContext {
+  readonly pages: PageStore;
+  readonly pipeline: Pick<CommitPipeline, 'manifest' | 'run' | 'exclusive'> & Pinnable;
+  readonly directory: Pick<KeyDirectory, 'collections' | 'loadAllInSteps'>;
+  readonly keys: Pick<KeyRing, 'current' | 'storeKey'>;
+  readonly checkpoints: Pick<Checkpoints, 'canSign' | 'checkpoint' | 'list'>;
+  readonly logs: Pick<MerkleLogs, 'size'>;
+  /** Throws NOT_OPEN once the store is closed. */
+  live(): void;
+}
+
+/** What the inventory's edits use of the engine. */
+export interface InventoryContext {
+  readonly pipeline: Pick<CommitPipeline, 'manifest' | 'run'>;
+  /** Throws NOT_OPEN once the store is closed. */
+  live(): void;
+}
 import { hex, unb64 } from '../_encoding';
-import type { Parts } from './parts';
 
 /** A managed copy as `store.copies()` lists it. */
 export interface ManagedCopy extends Omit<CopyRecord, 'suites'> {
@@ -91,7 +114,11 @@ export function publicCopy(c: CopyRecord): ManagedCopy {
 }
 
 /** Generations and suites of the store's live records, and how many there are. */
-export function heldRecords(p: Parts): { generations: number[]; suites: number[]; records: number } {
+export function heldRecords(p: { readonly directory: Pick<KeyDirectory, 'collections'> }): {
+  generations: number[];
+  suites: number[];
+  records: number;
+} {
   const generations = new Set<number>();
   const suites = new Set<number>();
   let records = 0;
@@ -110,7 +137,7 @@ export function heldRecords(p: Parts): { generations: number[]; suites: number[]
  * @throws PqdbError CONFLICT (the destination holds a store), READ_ONLY, NOT_OPEN, IO_ERROR;
  * TypeError without signer keys (the copy carries a signed checkpoint).
  */
-export async function backup(p: Parts, dest: CopyDestination): Promise<BackupResult> {
+export async function backup(p: BackupContext, dest: CopyDestination): Promise<BackupResult> {
   // A destination opened here is closed on every path, a refused one included: an open file store
   // left to the garbage collector has its descriptors closed with a warning on stderr.
   try {
@@ -120,7 +147,7 @@ export async function backup(p: Parts, dest: CopyDestination): Promise<BackupRes
   }
 }
 
-async function backupInto(p: Parts, dest: CopyDestination): Promise<BackupResult> {
+async function backupInto(p: BackupContext, dest: CopyDestination): Promise<BackupResult> {
   const started = performance.now();
   p.live();
   if (!p.checkpoints.canSign)
@@ -184,7 +211,7 @@ async function backupInto(p: Parts, dest: CopyDestination): Promise<BackupResult
  * deleted while an earlier pin was held are not part of the store: they are left out, and so is
  * their list.
  */
-async function readSnapshot(p: Parts) {
+async function readSnapshot(p: BackupContext) {
   const m = cloneManifest(p.pipeline.manifest);
   const listed = await p.pages.listPages();
   const excluded = new Set(m.heldPages ?? []);
@@ -235,7 +262,7 @@ async function copyPages(
 }
 
 /** The inventory, oldest first. */
-export function listCopies(p: Parts): ManagedCopy[] {
+export function listCopies(p: Pick<InventoryContext, 'pipeline'>): ManagedCopy[] {
   return (p.pipeline.manifest.copies ?? []).map(publicCopy);
 }
 
@@ -245,7 +272,7 @@ export function listCopies(p: Parts): ManagedCopy[] {
  * @throws RangeError for an unknown id; PqdbError CONFLICT when it is retired already
  */
 export async function retireCopy(
-  p: Parts,
+  p: InventoryContext,
   id: string,
   locations: Locations | undefined,
   retire: () => Promise<number[]>,

@@ -29,8 +29,17 @@ import { equalBytes } from '../_bytes';
 import { type FollowablePageStore, type PageStoreView } from '../storage/page-store';
 import { readPagesOf } from '../storage/page-store-base';
 import { FollowedPages } from './followed-pages';
-import { prepareFollow } from './follow';
-import type { Parts } from './parts';
+import type { FollowedCommits } from './follow';
+import type { CommitPipeline } from './commit';
+
+/** What the follower uses of an engine state (engine.ts's Engine is one). */
+export interface FollowState {
+  readonly pipeline: Pick<CommitPipeline, 'manifest' | 'sealedManifest'>;
+  /** Verifies records-only commits against the state: the step that applies them, or undefined (open anew). */
+  prepareFollow(next: FollowedCommits): (() => Promise<void>) | undefined;
+  /** Wipes a replaced state's keys (its pages stay: the state serving now reads them). */
+  retire(): void;
+}
 
 export { FollowedPages, followView } from './followed-pages';
 
@@ -63,13 +72,13 @@ export interface FollowOptions {
 const RETRY_MS = 1000;
 
 /** How the follower reaches the Store it drives (store.ts wires it). */
-export interface FollowHost<S> {
+export interface FollowHost<S extends FollowState> {
   /** The engine state the store serves now. */
-  parts(): Parts;
+  state(): S;
   /** Opens an engine state on `view` (read-only, the store id pinned, at least commit `minCommit`). */
   reopen(view: FollowedPages, minCommit: number): Promise<S>;
   /** Makes the store serve `next`; returns the state it replaced. */
-  install(next: S): Parts;
+  install(next: S): S;
 }
 
 /**
@@ -88,7 +97,7 @@ export function followOptions(follow: unknown): FollowOptions | undefined {
 }
 
 /** Follows the writer for one Store: started once it opened, closed with it. */
-export class Follower<S> {
+export class Follower<S extends FollowState> {
   readonly #host: FollowHost<S>;
   readonly #options: FollowOptions;
   readonly #base: FollowablePageStore;
@@ -99,8 +108,8 @@ export class Follower<S> {
   #closed = false;
   #retry: ReturnType<typeof setTimeout> | undefined;
   /** Reads under way per engine state; replaced states, closed once their reads are done. */
-  readonly #pins = new Map<Parts, number>();
-  readonly #retired = new Set<Parts>();
+  readonly #pins = new Map<S, number>();
+  readonly #retired = new Set<S>();
 
   constructor(view: FollowedPages, host: FollowHost<S>, options: FollowOptions) {
     this.#view = view;
@@ -123,7 +132,7 @@ export class Follower<S> {
   }
 
   /** Runs `read` counted against engine state `p`, which a reopen does not close under it. */
-  async pinned<T>(p: Parts, read: () => Promise<T>): Promise<T> {
+  async pinned<T>(p: S, read: () => Promise<T>): Promise<T> {
     this.#pins.set(p, (this.#pins.get(p) ?? 0) + 1);
     try {
       return await read();
@@ -132,7 +141,7 @@ export class Follower<S> {
       if (n > 0) this.#pins.set(p, n);
       else {
         this.#pins.delete(p);
-        if (this.#retired.delete(p)) retire(p);
+        if (this.#retired.delete(p)) p.retire();
       }
     }
   }
@@ -143,7 +152,7 @@ export class Follower<S> {
     this.#stop?.();
     if (this.#retry !== undefined) clearTimeout(this.#retry);
     await this.#running;
-    for (const p of this.#retired) retire(p);
+    for (const p of this.#retired) p.retire();
     this.#retired.clear();
   }
 
@@ -172,7 +181,7 @@ export class Follower<S> {
    */
   async #step(): Promise<boolean> {
     const next = this.#base.view();
-    const p = this.#host.parts();
+    const p = this.#host.state();
     const sealed = p.pipeline.sealedManifest;
     if (next.manifest === undefined || sealed === undefined || equalBytes(next.manifest, sealed)) return false;
     const installed = p.pipeline.manifest;
@@ -198,7 +207,7 @@ export class Follower<S> {
           throw new PqdbError('CORRUPTION', 'a page the new manifest lists is missing');
         }
         const pages = added.map((id, i) => ({ id, bytes: bytes[i]! }));
-        apply = prepareFollow(p, { pages, deletes: [], manifest: next.manifest });
+        apply = p.prepareFollow({ pages, deletes: [], manifest: next.manifest });
       }
       if (apply !== undefined) {
         this.#view.advance(next);
@@ -218,7 +227,7 @@ export class Follower<S> {
       const old = this.#host.install(state);
       this.#view = view;
       if (this.#pins.has(old)) this.#retired.add(old);
-      else retire(old);
+      else old.retire();
       this.#taken(false, next);
       return false;
     } catch (e) {
@@ -239,7 +248,7 @@ export class Follower<S> {
 
   #taken(inPlace: boolean, view: PageStoreView): void {
     if (this.#closed) return;
-    const event = { commit: this.#host.parts().pipeline.manifest.commit, inPlace, version: view.version };
+    const event = { commit: this.#host.state().pipeline.manifest.commit, inPlace, version: view.version };
     try {
       this.#options.onCommit?.(event);
     } catch {
@@ -259,10 +268,4 @@ export class Follower<S> {
       // as above
     }
   }
-}
-
-/** Wipes a replaced engine state's keys (its pages stay: the state serving now reads them). */
-function retire(p: Parts): void {
-  p.keys.close();
-  p.checkpoints.close();
 }

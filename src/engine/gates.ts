@@ -33,7 +33,7 @@ function decide(authority: Authority, operation: PolicyOperation, governance: st
  * The `prepare` hook that gates writes: each user's put of the draft (not a copy) under the policy
  * the commit runs under (it may be newer than the one in force when the write was called).
  * @throws PqdbError AUTHORITY_DENIED naming the first refused write (the commit is dropped)
- * @example pipeline.hook({ prepare: writeGate });
+ * @example pipeline.on({ prepare: writeGate });
  */
 export function writeGate(draft: Draft): void {
   for (const op of draft.ops) {

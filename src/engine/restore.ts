@@ -42,8 +42,11 @@ import { SignedCover, type UnsignedReason } from './signed-cover';
 import { publicKeysOf } from './keys';
 
 export type { UnsignedReason } from './signed-cover';
-import { partsOf, type Parts } from './parts';
-import { Store } from './store';
+import { Store, liveSourceOf, type LiveSource } from './store';
+import { openEngine } from './open-engine';
+import type { Engine } from './engine';
+import type { Checkpoints } from './checkpoints';
+import type { KeyDirectory } from './directory';
 import type { Locations, StoreOptions } from './store-options';
 import type { Registry, RegistryRecord } from './registry';
 import { yieldToEventLoop } from '../_yield';
@@ -138,7 +141,7 @@ export async function restoreStoreWith(
 ): Promise<RestoreResult> {
   const started = performance.now();
   if (typeof options !== 'object' || options === null) throw new TypeError('"options" expected an object');
-  const live = options.live !== undefined ? partsOf(options.live) : undefined;
+  const live = options.live !== undefined ? liveSourceOf(options.live) : undefined;
   live?.live();
   const trusted = options.trustedSigner ?? live?.checkpoints.signerPublicKey ?? options.signerPublicKey;
   if (!(trusted instanceof Uint8Array))
@@ -147,8 +150,8 @@ export async function restoreStoreWith(
     throw new TypeError('restoreStore needs "location" or "storage": where the new store goes');
 
   const from = await destinationOf(copy, locations, 'read');
-  let source: Store | undefined;
-  let target: Store | undefined;
+  let source: Engine | undefined;
+  let target: Engine | undefined;
   try {
     if ((await from.pages.readManifest()) === undefined)
       throw new PqdbError('NOT_FOUND', `no managed copy at ${from.label}`);
@@ -165,13 +168,16 @@ export async function restoreStoreWith(
     }
     if (report.counts.checkpoints === 0 || report.counts.signaturesVerified === 0)
       throw new PqdbError('CORRUPTION', `the copy at ${from.label} holds no checkpoint signed by the trusted key`);
-    source = await Store.open(from.pages, { unlock: options.unlock, readOnly: true });
-    const src = partsOf(source);
+    source = await openEngine(from.pages, { unlock: options.unlock, readOnly: true });
+    const src = source;
     const sm = src.pipeline.manifest;
     const lm = live?.pipeline.manifest;
     const inventoried = lm !== undefined ? checkAgainstLive(sm, lm, src, live!) : undefined;
     // What the trusted signer signed: the one thing of the copy a restore takes as it is.
-    const cover = await SignedCover.of(src, trusted);
+    const cover = await SignedCover.of(
+      { checkpoints: src.checkpoints, logs: src.logs, storeId: src.storeId, keys: src.keys },
+      trusted,
+    );
 
     // Current authority: the live store's policy, or a newer one given; never an older one, nor one
     // older than the copy's own. The pinned keys are the live store's, or the copy's when they are
@@ -203,7 +209,7 @@ export async function restoreStoreWith(
       ...rest
     } = options;
     try {
-      target = await Store.open(pages, {
+      target = await openEngine(pages, {
         ...rest,
         locations,
         create: true,
@@ -219,10 +225,10 @@ export async function restoreStoreWith(
 
     // The records, re-sealed under the new store's keys.
     await src.directory.loadAllInSteps(yieldToEventLoop);
-    const held = heldRecords(src);
+    const held = heldRecords({ directory: src.directory });
     const counts = { restored: 0, fromLive: 0, withheld: 0, deleted: 0, unsigned: 0, total: held.records };
     const refused: RestoreResult['refused'] = [];
-    const tp = partsOf(target);
+    const tp = target;
     // Records are opened through the restore gate of the authority taken here (and the scope the
     // live store holds them under now), not the copy's own, and re-sealed into the new store.
     const gates = { restore: restoreGate(authority, live && ((c, id) => live.directory.get(c, id)?.governance)) };
@@ -241,7 +247,7 @@ export async function restoreStoreWith(
       const suite = state === 'active' ? preferred : active;
       // A collection the live store never had holds nothing of it (each record counts as deleted).
       if (lm === undefined || lm.collections[name] !== undefined)
-        target.collection(name, { schema: meta.schema, suite: suiteOf(suite).name });
+        tp.declare({ name, schema, indexed: [], suite: suiteOf(suite).id });
       // Each record's plaintext is re-sealed as it is (checked against the schema, not re-encoded),
       // a batch to a commit of the new store's pipeline, under its current generation.
       const check = (plaintext: Uint8Array) => void decodeValue(schema, plaintext); // it must decode as its schema says
@@ -321,12 +327,12 @@ export async function restoreStoreWith(
       m.copies = [...(m.copies ?? []), entry];
       applyRegistry(draft.registry, registry, tp, m);
     });
-    if (tp.checkpoints.canSign) await target.checkpoint();
+    if (tp.checkpoints.canSign) await tp.checkpoints.checkpoint();
     if (live !== undefined) await recordRestore(live, inventoried, entry, from, newStoreId, time);
 
     const { total: _total, ...restoredCounts } = counts;
     const result: RestoreResult = {
-      store: target,
+      store: Store.over(target, locations),
       ...restoredCounts,
       refused,
       ...(sm.copy !== undefined ? { copyId: sm.copy.id } : {}),
@@ -354,7 +360,12 @@ export async function restoreStoreWith(
  * The copy is of the live store, not retired, and its newest checkpoint is one the live store
  * signed (so the copy is a prefix of the live chain, not a fork). Returns its inventory entry.
  */
-function checkAgainstLive(sm: Manifest, lm: Manifest, src: Parts, live: Parts): CopyRecord | undefined {
+function checkAgainstLive(
+  sm: Manifest,
+  lm: Manifest,
+  src: { readonly checkpoints: Pick<Checkpoints, 'list'> },
+  live: LiveSource,
+): CopyRecord | undefined {
   if (sm.storeId !== lm.storeId)
     throw new PqdbError('AUTH_FAILED', `the copy is of store ${sm.storeId}, not of the live store ${lm.storeId}`);
   const entry = sm.copy !== undefined ? (lm.copies ?? []).find((c) => c.id === sm.copy!.id) : undefined;
@@ -448,7 +459,12 @@ function callersKey(copy: Manifest, unlock: Uint8Array): Uint8Array[] {
 }
 
 /** The live registry's states on the new store: a suite quarantined or retired there is here too. */
-function applyRegistry(draft: Registry, states: readonly RegistryRecord[], tp: Parts, m: Manifest): void {
+function applyRegistry(
+  draft: Registry,
+  states: readonly RegistryRecord[],
+  tp: { readonly directory: Pick<KeyDirectory, 'usesSuite'> },
+  m: Manifest,
+): void {
   for (const r of states) {
     if (r.state === 'active' || draft.state(r.suite) === r.state) continue;
     const inUse = tp.directory.usesSuite(r.suite) || Object.values(m.collections).some((c) => c.suite === r.suite);
@@ -460,7 +476,7 @@ function applyRegistry(draft: Registry, states: readonly RegistryRecord[], tp: P
 
 /** The live store's inventory: its entry of the copy becomes `restored-from`, naming the new store. */
 async function recordRestore(
-  live: Parts,
+  live: LiveSource,
   inventoried: CopyRecord | undefined,
   entry: CopyRecord,
   from: CopyDestination,

@@ -17,7 +17,17 @@ import { equalBytes } from '../_bytes';
 import { pageSalt } from './page-format';
 import { leafBlind } from './keys';
 import type { Location } from './directory';
-import type { Parts } from './parts';
+import type { KeyRing } from './keys';
+import type { MerkleLogs } from './merkle-log';
+import type { Checkpoints } from './checkpoints';
+
+/** What the cover reads of the copy's engine. */
+export interface CoverContext {
+  readonly checkpoints: Pick<Checkpoints, 'list'>;
+  readonly logs: Pick<MerkleLogs, 'tree' | 'log'>;
+  readonly storeId: Uint8Array;
+  readonly keys: KeyRing;
+}
 
 /** Why a record version is not one a trusted checkpoint covers. */
 export type UnsignedReason =
@@ -27,14 +37,14 @@ export type UnsignedReason =
   | 'generation-unsigned';
 
 export class SignedCover {
-  readonly #p: Parts;
+  readonly #p: CoverContext;
   /**
    * Per generation: the signed size, and the log's first `size` leaves, checked against the signed
    * root (a view of the log: a store opened read-only never appends to it).
    */
   readonly #signed = new Map<number, { size: number; leaves: Uint8Array }>();
 
-  private constructor(p: Parts) {
+  private constructor(p: CoverContext) {
     this.#p = p;
   }
 
@@ -44,7 +54,7 @@ export class SignedCover {
    * @throws PqdbError AUTH_FAILED (a checkpoint not signed by the trusted key), CORRUPTION (a log
    * whose first leaves do not give the signed root)
    */
-  static async of(p: Parts, trusted: Uint8Array): Promise<SignedCover> {
+  static async of(p: CoverContext, trusted: Uint8Array): Promise<SignedCover> {
     const cover = new SignedCover(p);
     const newest = new Map<number, Uint8Array>();
     for (const c of p.checkpoints.list) newest.set(c.generation, c.signed);

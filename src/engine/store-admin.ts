@@ -6,7 +6,26 @@ import { suite as suiteOf, type SuiteName } from '../crypto/suites';
 import { checkpointHash } from '../crypto/proofs';
 import { b64, hex } from '../_encoding';
 import type { RegistryEntry, SuiteState } from './registry';
-import type { Parts } from './parts';
+import type { PageStore } from '../storage/page-store';
+import type { CommitPipeline } from './commit';
+import type { KeyDirectory } from './directory';
+import type { KeyRing } from './keys';
+import type { Checkpoints } from './checkpoints';
+
+/** What the registry edits use of the engine. */
+export interface RegistryContext {
+  readonly pipeline: Pick<CommitPipeline, 'registry' | 'run'>;
+  readonly directory: Pick<KeyDirectory, 'any' | 'usesSuite'>;
+}
+
+/** What `info()` reads of the engine. */
+export interface InfoContext {
+  readonly pipeline: Pick<CommitPipeline, 'manifest' | 'failure'>;
+  readonly directory: Pick<KeyDirectory, 'counts'>;
+  readonly checkpoints: Pick<Checkpoints, 'autoError' | 'list'>;
+  readonly pages: Pick<PageStore, 'kind'>;
+  readonly keys: Pick<KeyRing, 'generations'>;
+}
 
 /** What `store.info()` reports. */
 export interface StoreInfo {
@@ -23,7 +42,7 @@ export interface StoreInfo {
 }
 
 /** The crypto registry: list states, change them (durably). */
-export function registryApi(p: Parts): {
+export function registryApi(p: RegistryContext): {
   list(): RegistryEntry[];
   setState(suite: SuiteName | number, state: SuiteState): Promise<void>;
 } {
@@ -43,8 +62,12 @@ export function registryApi(p: Parts): {
 }
 
 /** Wraps the store's roots for another recipient, or drops a recipient's envelopes. */
-export function recipients(p: Parts, change: 'add' | 'remove', publicKey: Uint8Array): Promise<void> {
-  return p.pipeline.run((draft) => {
+export function recipients(
+  pipeline: Pick<CommitPipeline, 'run'>,
+  change: 'add' | 'remove',
+  publicKey: Uint8Array,
+): Promise<void> {
+  return pipeline.run((draft) => {
     const m = draft.manifest;
     if (change === 'add') {
       draft.keyring.addRecipient(publicKey);
@@ -58,7 +81,7 @@ export function recipients(p: Parts, change: 'add' | 'remove', publicKey: Uint8A
 }
 
 /** Store id, page store kind and counts. */
-export function info(p: Parts): StoreInfo {
+export function info(p: InfoContext): StoreInfo {
   const error = p.checkpoints.autoError;
   const failed = p.pipeline.failure;
   const last = p.checkpoints.list.at(-1);

@@ -1,9 +1,9 @@
 // The options of Store.open (openStore adds `location` and `storage`).
 
 import type { SuiteName } from '../crypto/suites';
-import type { AuthorityCheck } from './migration/run';
+import type { AuthorityCheck } from './migration/copy';
 import type { PageStore } from '../storage/page-store';
-import type { Parts } from './parts';
+import type { AppliedCommit, CommitPipeline } from './commit';
 import type { FollowOptions } from './follower';
 
 export interface StoreOptions {
@@ -99,7 +99,19 @@ export interface Locations {
   /** Deletes the store at `location`; false when there is none. */
   remove(location: string): Promise<boolean>;
   /** Serves replicas of a store (Node). */
-  serve?(parts: Parts, options: ServeReplicationOptions): Promise<ReplicationServer>;
+  serve?(source: ReplicationSource, options: ServeReplicationOptions): Promise<ReplicationServer>;
+}
+
+/**
+ * What a primary reads of the store it serves (src/replication/primary.ts): its sealed pages and
+ * manifest, the commit queue to take a consistent page set in, and the durable commits from now on
+ * (`ship`, registered by the engine; it returns its removal).
+ */
+export interface ReplicationSource {
+  /** Read only: pages are listed and read (page digests read them in batches). */
+  readonly pages: PageStore;
+  readonly pipeline: Pick<CommitPipeline, 'manifest' | 'sealedManifest' | 'exclusive'>;
+  ship(listener: (commit: AppliedCommit) => void): () => void;
 }
 
 /** Options of `store.serveReplication`. */

@@ -27,7 +27,16 @@
 
 import { equalBytes } from '../_bytes';
 import { PqdbError } from '../errors';
-import type { Parts } from '../engine/parts';
+import type { PageStore } from '../storage/page-store';
+import type { CommitPipeline } from '../engine/commit';
+import type { KeyRing } from '../engine/keys';
+
+/** What checking shipped pages uses of the engine verified on them. */
+export interface ShippedContext {
+  readonly pipeline: Pick<CommitPipeline, 'manifest'>;
+  readonly pages: PageStore;
+  readonly keys: KeyRing;
+}
 import type { PageInfo } from '../engine/directory';
 import { directoryRoles } from '../engine/verify/directory';
 import {
@@ -55,7 +64,7 @@ const rethrow = (e: unknown): never => {
  * @throws PqdbError AUTH_FAILED (a page or record that does not open), CORRUPTION (bad framing, a
  * page that is not what its place needs), FORMAT_VERSION
  */
-export async function checkShipped(p: Parts, pages: readonly Page[]): Promise<Page[]> {
+export async function checkShipped(p: ShippedContext, pages: readonly Page[]): Promise<Page[]> {
   const m = p.pipeline.manifest;
   const logs = new Map<number, { g: number; from: number; to: number }>();
   for (const [g, refs] of Object.entries(m.logs ?? {}))
@@ -111,7 +120,7 @@ export async function checkShipped(p: Parts, pages: readonly Page[]): Promise<Pa
 }
 
 /** Opens commit page `id` (the directory lists it as `info`): its index and every record version in it. */
-function openCommitPage(p: Parts, id: number, page: Uint8Array, info: PageInfo): void {
+function openCommitPage(p: Pick<ShippedContext, 'keys'>, id: number, page: Uint8Array, info: PageInfo): void {
   const { generation, salt } = info;
   const ops = decodePage(id, p.keys.generationKey(generation, 'page', pageKey), page);
   if (pageGeneration(page) !== generation || page.length !== info.bytes || !equalBytes(pageSalt(page), salt))

@@ -4,14 +4,16 @@
 import { Primary } from './primary';
 import { Replica, type ReplicaOptions } from './replica';
 import { listen, connect } from './tcp';
-import type { Parts } from '../engine/parts';
-import type { ReplicationServer, ServeReplicationOptions } from '../engine/store-options';
+import type { ReplicationServer, ReplicationSource, ServeReplicationOptions } from '../engine/store-options';
 import type { PageStore } from '../storage/page-store';
 
-/** Serves the store of `parts`: each session that completes the handshake becomes a follower. */
-export async function servePrimary(parts: Parts, options: ServeReplicationOptions): Promise<ReplicationServer> {
+/** Serves the store of `source`: each session that completes the handshake becomes a follower. */
+export async function servePrimary(
+  source: ReplicationSource,
+  options: ServeReplicationOptions,
+): Promise<ReplicationServer> {
   if (typeof options !== 'object' || options === null) throw new TypeError('"options" expected an object');
-  const primary = new Primary(parts);
+  const primary = new Primary(source);
   try {
     const listener = await listen({
       host: options.host ?? '127.0.0.1',

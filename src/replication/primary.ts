@@ -11,8 +11,8 @@
 // sends the page digests of those, and is sent again, as replacements, the pages whose bytes are
 // not the primary's (src/replication/_digests.ts); a plain HELLO (an older replica) skips that.
 
-import type { Parts } from '../engine/parts';
 import type { AppliedCommit } from '../engine/commit';
+import type { ReplicationSource } from '../engine/store-options';
 import { integer } from '../_args';
 import { PageDigests, rangeIds, DIGEST_BYTES } from './_digests';
 import {
@@ -74,9 +74,16 @@ interface Follower {
 
 type Page = { id: number; bytes: Uint8Array };
 
-/** Ships the store of `parts` to every session handed to `accept`; `close` ends them all. */
+/**
+ * What a primary uses of the store it serves: its sealed pages, the commit queue and manifest, and
+ * `ship`, the engine's registration of a listener of durable commits (it returns the removal).
+ */
+export type PrimaryContext = ReplicationSource;
+
+/** Ships the store of `source` to every session handed to `accept`; `close` ends them all. */
 export class Primary {
-  readonly #p: Parts;
+  readonly #p: PrimaryContext;
+  readonly #off: () => void;
   readonly #followers = new Set<Follower>();
   readonly #timer: ReturnType<typeof setInterval>;
   readonly #maxQueued: number;
@@ -85,11 +92,9 @@ export class Primary {
   /** Digests of this store's pages, kept once computed (pages are immutable). */
   readonly #digests: PageDigests;
   #closed = false;
-  /** Removes this primary's `applied` hook (close). */
-  readonly #off: () => void;
 
-  constructor(parts: Parts, limits: PrimaryLimits = {}) {
-    this.#p = parts;
+  constructor(source: PrimaryContext, limits: PrimaryLimits = {}) {
+    this.#p = source;
     this.#maxQueued =
       limits.maxQueuedBytes === undefined
         ? MAX_QUEUED_BYTES
@@ -102,8 +107,8 @@ export class Primary {
       limits.messageBytes === undefined
         ? PAGES_PER_MESSAGE_BYTES
         : integer('messageBytes', limits.messageBytes, 1, PAGES_PER_MESSAGE_BYTES);
-    this.#digests = new PageDigests(parts.pages);
-    this.#off = parts.pipeline.on({ applied: (c) => this.#ship(c) });
+    this.#digests = new PageDigests(source.pages);
+    this.#off = source.ship((c) => this.#ship(c));
     this.#timer = setInterval(() => this.#status(), STATUS_INTERVAL_MS);
     (this.#timer as { unref?: () => void }).unref?.();
   }

@@ -17,8 +17,8 @@ import { readManifest } from '../engine/manifest';
 import type { PageStore } from '../storage/page-store';
 import type { Schema } from '../engine/codec';
 import { StagedPages } from './staged';
-import { prepareFollow } from '../engine/follow';
-import { partsOf } from '../engine/parts';
+import { openEngine } from '../engine/open-engine';
+import type { Engine } from '../engine/engine';
 import { checkShipped } from './_check';
 import { helloOf, rangeCount, rangeOfDigests } from './_digests';
 import {
@@ -108,6 +108,8 @@ export class Replica {
   readonly #pages: PageStore;
   readonly #options: ReplicaOptions;
   #store: Store | undefined;
+  /** The engine #store is over (opened here: what verifies shipped pages and takes records-only commits). */
+  #engine: Engine | undefined;
   /** The page store view #store reads through. */
   #view: StagedPages | undefined;
   #applied = 0;
@@ -134,12 +136,13 @@ export class Replica {
   private constructor(
     pages: PageStore,
     options: ReplicaOptions,
-    opened: { store: Store; view: StagedPages } | undefined,
+    opened: { store: Store; engine: Engine; view: StagedPages } | undefined,
     first: Promise<Greeted>,
   ) {
     this.#pages = pages;
     this.#options = options;
     this.#store = opened?.store;
+    this.#engine = opened?.engine;
     this.#view = opened?.view;
     this.#applied = opened?.store.info().commit ?? 0;
     this.#storeId = options.storeId?.toLowerCase() ?? opened?.store.info().storeId;
@@ -170,12 +173,12 @@ export class Replica {
     const applied = raw === undefined ? 0 : readManifest(raw).header.commit;
     const first = options.connect().then((session) => greet(session, pages, applied, options.pageDigests !== false));
     first.catch(() => undefined);
-    let opened: { store: Store; view: StagedPages } | undefined;
+    let opened: { store: Store; engine: Engine; view: StagedPages } | undefined;
     try {
       if (raw !== undefined) {
         const view = new StagedPages(pages);
-        const store = await Store.open(view, { unlock: options.unlock, readOnly: true, storeId: options.storeId });
-        opened = { store, view };
+        const engine = await openEngine(view, { unlock: options.unlock, readOnly: true, storeId: options.storeId });
+        opened = { store: Store.over(engine), engine, view };
       }
     } catch (e) {
       void first.then((g) => g.session.close()).catch(() => undefined);
@@ -449,18 +452,22 @@ export class Replica {
     }
     if (await this.#take(staged, ms, at)) return;
     const storeId = this.#storeId;
-    const verified = await Store.open(staged, {
+    const engine = await openEngine(staged, {
       unlock: this.#options.unlock,
       readOnly: true,
       ...(storeId !== undefined ? { storeId } : {}),
       minCommit: this.#applied,
     });
+    const verified = Store.over(engine);
     try {
       if (verified.info().commit !== at) throw new PqdbError('CORRUPTION', `the staged store is not at commit ${at}`);
       // Every shipped page opens under the verified keys before it is kept (the open does not read
       // the commit pages its persisted directory covers).
       const batch = await staged.batch();
-      const pages = await checkShipped(partsOf(verified), batch.pages);
+      const pages = await checkShipped(
+        { pipeline: engine.pipeline, pages: engine.pages, keys: engine.keys },
+        batch.pages,
+      );
       const kept = new Set(pages.map((p) => p.id));
       // A replacement takes the place of the damaged copy in this same atomic commit.
       await this.#pages.commit({
@@ -477,6 +484,7 @@ export class Replica {
     this.#storeId ??= verified.info().storeId; // pinned from here on
     const old = this.#store;
     this.#store = verified;
+    this.#engine = engine;
     this.#view = staged;
     await this.#release(old);
     this.#advanced(at);
@@ -488,16 +496,15 @@ export class Replica {
    * checkpoint, a migration step, a key or policy change): the caller opens a store on them.
    */
   async #take(staged: StagedPages, ms: readonly CommitMessage[], at: number): Promise<boolean> {
-    const store = this.#store;
+    const engine = this.#engine;
     // A catch-up (snapshot) goes this way too when it is past the watermark and only adds records.
-    if (store === undefined || ms.some((m) => m.snapshot && m.commit <= this.#applied)) return false;
+    if (engine === undefined || ms.some((m) => m.snapshot && m.commit <= this.#applied)) return false;
     const batch = await staged.batch();
     if (batch.replaces.length > 0) return false; // a replaced page is for a full open to verify
-    const parts = partsOf(store);
     // A catch-up that also puts back older pages (the replica lost some) is for a full open to verify.
-    const next = parts.pipeline.manifest.nextPageId;
+    const next = engine.pipeline.manifest.nextPageId;
     if (ms.some((m) => m.snapshot) && batch.pages.some((p) => p.id < next)) return false;
-    const apply = prepareFollow(parts, batch);
+    const apply = engine.prepareFollow(batch);
     if (apply === undefined) return false;
     await this.#pages.commit({ ...batch, transfer: true });
     staged.settle();
@@ -524,6 +531,7 @@ export class Replica {
     await this.#loop.catch(() => undefined);
     await this.#store?.close();
     this.#store = undefined;
+    this.#engine = undefined;
     await this.#pages.close();
   }
 }

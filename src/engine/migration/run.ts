@@ -118,7 +118,6 @@ export class Migration {
 
   constructor(ctx: MigrationContext) {
     this.#ctx = ctx;
-    ctx.pipeline.hook({ prepare: (draft) => this.#accountWrites(draft), applied: (c) => this.#noteCopies(c) });
   }
 
   /** The migration this process is running, if any (close waits for it). */
@@ -403,7 +402,7 @@ export class Migration {
   }
 
   /** `prepare` hook: counts writes to migrated collections that reach records before the copy does. */
-  #accountWrites(draft: Draft): void {
+  accountWrites(draft: Draft): void {
     const r = draft.manifest.migration;
     if (r === undefined || r.phase === 'done') return;
     const seen = new Set<string>();
@@ -432,7 +431,7 @@ export class Migration {
   }
 
   /** `applied` hook: a durable copy chunk's page is kept until its records are verified (#verifyCopies). */
-  #noteCopies(c: AppliedCommit): void {
+  noteCopies(c: AppliedCommit): void {
     const r = c.manifest.migration;
     if (this.#run === undefined || r === undefined || r.phase !== 'copying' || c.page === undefined) return;
     if (c.page.generation === r.generation && c.writes.length > 0 && c.writes.every((w) => w.copy === true))

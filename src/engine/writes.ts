@@ -1,0 +1,149 @@
+// Record writes and reads below the collection façade (collection.ts): a collection's declaration
+// in its first commit, the checks and encoding of pending operations (encodeOps) before anything is
+// queued, their staging into a commit draft as sealed record writes (stageOps), and a record read
+// under the policy in force. The engine (engine.ts) calls these with the context each declares.
+
+import { canonicalGovernanceText, type Governance } from '../crypto/record';
+import { utf8Length } from '../_utf8';
+import { decodeValue, encodeValueInto, ValueWriter, type CompiledSchema, type Schema, type Value } from './codec';
+import type { RecordIO } from './records';
+import type { Manifest } from './manifest';
+import type { Registry } from './registry';
+import type { CommitPipeline, Draft } from './commit';
+import type { KeyDirectory } from './directory';
+import type { KeyRing } from './keys';
+
+/** @internal What a read with `withhold` gives for a record the policy in force keeps from reading. */
+export const WITHHELD: unique symbol = Symbol('withheld');
+
+/** Longest record id, in UTF-8 bytes. */
+export const MAX_ID_BYTES = 1024;
+
+/** @internal A write a collection hands to its store. */
+export type PendingOp =
+  | { kind: 'put'; collection: DeclaredCollection; id: string; value: Value; governance?: Governance }
+  | { kind: 'delete'; collection: DeclaredCollection; id: string };
+
+/** @internal What the engine knows of a collection a store opened: what its first commit declares. */
+export interface DeclaredCollection {
+  readonly name: string;
+  readonly schema: CompiledSchema;
+  readonly indexed: readonly string[];
+  readonly suite?: number;
+}
+
+/** @internal Checks a record id. @throws TypeError, RangeError */
+export function checkId(id: unknown): string {
+  if (typeof id !== 'string' || id.length === 0) throw new TypeError('"id" expected a non-empty string');
+  if (utf8Length(id) > MAX_ID_BYTES) throw new RangeError('"id" is limited to 1,024 UTF-8 bytes');
+  return id;
+}
+
+/**
+ * @internal The suite collection `c` writes with under manifest `m`, and whether its commit must make it
+ * active: a new collection that names its suite makes a decrypt-only suite active with its first
+ * commit; quarantined and retired suites stay as they are (and refuse the write).
+ */
+export function writeSuite(
+  m: Manifest,
+  registry: Registry,
+  c: DeclaredCollection,
+): { suite: number; activate: boolean } {
+  const meta = m.collections[c.name];
+  if (meta !== undefined) return { suite: meta.suite, activate: false };
+  if (c.suite !== undefined) return { suite: c.suite, activate: registry.state(c.suite) === 'decrypt-only' };
+  return { suite: m.defaultSuite, activate: false };
+}
+
+/** @internal A collection written for the first time enters the draft's manifest (and registry). */
+export function declareCollection(draft: Draft, c: DeclaredCollection): void {
+  const m = draft.manifest;
+  if (m.collections[c.name] !== undefined) return;
+  const { suite, activate } = writeSuite(m, draft.currentRegistry, c);
+  if (activate) draft.registry.setState(suite, 'active');
+  m.collections[c.name] = { schema: c.schema.source as Schema, suite };
+}
+
+/** @internal Pending operations checked and encoded, their plaintexts in one shared buffer. */
+export interface EncodedOps {
+  pending: readonly PendingOp[];
+  buf: ValueWriter;
+  spans: [number, number][];
+  governance: string[];
+}
+
+/**
+ * @internal Checks and encodes operations before anything is queued: a bad value writes nothing.
+ * The plaintexts of the whole commit share one buffer.
+ * The façade (Store) has checked that each collection is one of its own.
+ * @throws TypeError for a bad id; PqdbError SCHEMA_MISMATCH, SUITE_QUARANTINED, SUITE_RETIRED.
+ */
+export function encodeOps(pending: readonly PendingOp[], m: Manifest, registry: Registry): EncodedOps {
+  const buf = new ValueWriter();
+  const spans: [number, number][] = pending.map(() => [0, 0]);
+  const governance = pending.map((p, i) => {
+    checkId(p.id);
+    if (p.kind === 'delete') return '';
+    const start = buf.n;
+    spans[i] = [start, start + encodeValueInto(p.collection.schema, p.value, buf)];
+    const { suite, activate } = writeSuite(m, registry, p.collection);
+    if (!activate) registry.checkWrite(suite);
+    // The policy in force decides at commit (the write gate, gates.ts), against the commit's own.
+    return canonicalGovernanceText(p.governance);
+  });
+  return { pending, buf, spans, governance };
+}
+
+/** @internal Adds encoded operations to a draft as record writes of generation `g`, sealed with its commit. */
+export function stageOps(draft: Draft, records: Pick<RecordIO, 'put'>, g: number, e: EncodedOps): void {
+  const base = draft.sequences(e.pending.length);
+  e.pending.forEach((p, i) => {
+    const sequence = base + i;
+    const { name: collection } = p.collection;
+    if (p.kind === 'delete') {
+      draft.write({ kind: 'delete', collection, id: p.id, sequence }, { kind: 'delete', collection, id: p.id });
+      return;
+    }
+    // The suite is read again here: a migration may have changed it since the call.
+    const { suite, activate } = writeSuite(draft.manifest, draft.currentRegistry, p.collection);
+    if (!activate) draft.currentRegistry.checkWrite(suite);
+    const plaintext = e.buf.buf.subarray(e.spans[i][0], e.spans[i][1]);
+    const governance = e.governance[i];
+    const op = records.put({ collection, id: p.id, suite, generation: g, sequence, governance, plaintext });
+    draft.write(op, { kind: 'put', collection, id: p.id, value: p.value });
+  });
+}
+
+/** @internal What committing and reading records use of the engine (engine.ts builds it). */
+export interface RecordContext {
+  readonly pipeline: Pick<CommitPipeline, 'manifest' | 'registry' | 'run'>;
+  readonly keys: Pick<KeyRing, 'current'>;
+  readonly records: Pick<RecordIO, 'put' | 'read'>;
+  readonly directory: Pick<KeyDirectory, 'get'>;
+}
+
+/** @internal Encodes checked operations, then seals and commits them as one page. */
+export function commitOps(ctx: Omit<RecordContext, 'directory'>, pending: readonly PendingOp[]): Promise<void> {
+  const { pipeline, keys, records } = ctx;
+  const encoded = encodeOps(pending, pipeline.manifest, pipeline.registry);
+  // Sealing happens in commit order, so write sequences (and so nonces) are unique and ordered.
+  return pipeline.run((draft) => stageOps(draft, records, keys.current(), encoded));
+}
+
+/**
+ * @internal The value of record `id` of `c`, opened for reading through the read gate: a record the
+ * policy in force does not allow reading is AUTHORITY_DENIED, or, with `withhold`, WITHHELD.
+ */
+export async function readRecord(
+  ctx: Omit<RecordContext, 'keys'>,
+  c: DeclaredCollection,
+  id: string,
+  withhold: boolean,
+): Promise<Value | undefined | typeof WITHHELD> {
+  const loc = ctx.directory.get(c.name, id);
+  if (loc === undefined) return undefined;
+  // The read gate (gates.ts) refuses a scope the policy in force keeps from reading: WITHHELD for
+  // scans and searches, AUTHORITY_DENIED for a get.
+  const decode = (plaintext: Uint8Array) => decodeValue(c.schema, plaintext);
+  return ctx.records.read(c.name, id, loc, decode, withhold ? WITHHELD : undefined);
+}
