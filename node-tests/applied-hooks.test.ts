@@ -57,9 +57,10 @@ describe('applied hooks', () => {
     };
     // The stores the replica opens (its store is its own): the last one serves it.
     const opened: Store[] = [];
-    const open = Store.open.bind(Store);
-    const spy = vi.spyOn(Store, 'open').mockImplementation(async (...args) => {
-      const s = await open(...args);
+    // The replica opens engines and serves each through a Store made over it.
+    const over = Store.over.bind(Store);
+    const spy = vi.spyOn(Store, 'over').mockImplementation((...args) => {
+      const s = over(...args);
       opened.push(s);
       return s;
     });
@@ -100,14 +101,26 @@ describe('applied hooks', () => {
     await store.close();
   });
 
-  it('a primary registers one applied hook and its close removes it', async () => {
+  it('a primary listens to durable commits through the engine, and its close removes the listener', async () => {
     const store = await openStore({ ...options, storage: 'memory' });
-    const pipeline = partsOf(store).pipeline;
-    const before = pipeline.hookCount;
-    const primaries = [new Primary(partsOf(store)), new Primary(partsOf(store))];
-    expect(pipeline.hookCount).toBe(before + 2);
+    const engine = partsOf(store);
+    let listening = 0;
+    let shipped = 0;
+    const ship = (listener: (c: AppliedCommit) => void) => {
+      listening++;
+      const off = engine.ship((c) => (shipped++, listener(c)));
+      return () => (listening--, off());
+    };
+    const source = { pages: engine.pages, pipeline: engine.pipeline, ship };
+    const primaries = [new Primary(source), new Primary(source)];
+    expect(listening).toBe(2);
+    const words = store.collection('w', { schema });
+    await words.put('a', { lemma: 'a', n: 1 });
+    expect(shipped).toBe(2);
     for (const p of primaries) await p.close();
-    expect(pipeline.hookCount).toBe(before);
+    expect(listening).toBe(0);
+    await words.put('b', { lemma: 'b', n: 2 });
+    expect(shipped).toBe(2); // no listener is left behind
     await store.close();
   });
 });

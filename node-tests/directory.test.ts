@@ -433,8 +433,8 @@ describe('opening from the persisted directory', () => {
       wrap: (p) =>
         new Proxy(p, {
           get: (t, k) =>
-            k === 'blockingReads'
-              ? false
+            k === 'supports'
+              ? { ...t.supports, blockingReads: false }
               : typeof t[k as keyof typeof t] === 'function'
                 ? (t[k as keyof typeof t] as (...a: unknown[]) => unknown).bind(t)
                 : t[k as keyof typeof t],

@@ -1,7 +1,8 @@
 // The key directory (DESIGN §6), in memory and persisted: rows.ts (locations, row columns, the
 // partition of a row), table.ts (one collection's table), key-directory.ts (the directory of every
 // collection and the live commit pages), format.ts (the snapshot format), pages.ts (sealed directory
-// pages), partitions.ts (a base kept in partitions), persistence.ts (the checkpoint contributor).
+// pages), partitions.ts (a base kept in partitions); persistence.ts (the checkpoint contributor,
+// above the commit pipeline) is imported from its own path by the composition root.
 // The files import one another, never this one.
 
 export {
@@ -38,4 +39,3 @@ export {
   type PageSink,
 } from './pages';
 export { partSource, sealBase, PART_ROWS } from './partitions';
-export { noteDroppedPages, persistDirectory, type PersistContext } from './persistence';
