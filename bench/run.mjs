@@ -34,7 +34,7 @@ import { sha384 as nobleSha384 } from '@noble/hashes/sha2.js';
 import { hkdf as nobleHkdf } from '@noble/hashes/hkdf.js';
 import { createSHA384 } from 'hash-wasm';
 import * as pqdb from '../dist/crypto.js';
-import { measureInterleaved, fmtTime, hostInfo, writeReport } from './harness.mjs';
+import { bytes, measureInterleaved, fmtTime, hostInfo, writeReport } from './harness.mjs';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
@@ -43,18 +43,6 @@ const onlyIdx = args.indexOf('--only');
 const only = onlyIdx >= 0 ? args[onlyIdx + 1] : undefined;
 const opts = quick ? { warmupMs: 150, samples: 7, sampleMs: 10 } : { warmupMs: 500, samples: 21, sampleMs: 25 };
 
-/** Deterministic bytes. */
-function bytes(n, seed = 1) {
-  const out = new Uint8Array(n);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out[i] = x & 0xff;
-  }
-  return out;
-}
 
 const hw = await createSHA384();
 const hashWasm384 = (m) => {
