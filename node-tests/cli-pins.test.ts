@@ -1,5 +1,5 @@
 // The `pqdb` command's trust in what it opens and reads, as a shell user meets it (the built
-// bin/pqdb.mjs spawned in a temporary directory): a store pinned by --store-id, --min-commit and
+// command line run in-process in a temporary directory, the key file warning through bin/pqdb.mjs too): a store pinned by --store-id, --min-commit and
 // --pin-file (a substituted store is AUTH_FAILED, an older copy ROLLBACK, the pin file follows the
 // commits, is replaced atomically and refused as a symbolic link), every verb that opens a store
 // taking the pin options, a secret key file others may read used with one warning line, and a
@@ -15,7 +15,7 @@ import { VERBS } from '../src/cli/index';
 import type { Verb } from '../src/cli/_verb';
 
 let dir: string;
-const { pqdb, ok, failsWith } = cliIn(() => dir);
+const { pqdb, spawned, ok, failsWith } = cliIn(() => dir);
 const fails = async (args: string[], message: RegExp, status = 2) => await failsWith(args, status, message);
 const U = ['--unlock', 'alice'];
 const file = (name: string) => join(dir, name);
@@ -90,19 +90,25 @@ describe('the pin options', () => {
 });
 
 describe('key files', () => {
-  it('a secret key file others may read is used with one warning line', async () => {
-    chmodSync(file('alice'), 0o644);
-    try {
-      const r = await pqdb(['get', 'store', 'c', 'a', ...U, '--pin-file', 'app.pin']);
-      expect(r.status).toBe(0);
-      expect(r.stdout).toBe('{"w":"cat"}\n');
-      expect(r.stderr).toBe(
-        'pqdb: warning: UNPROTECTED SECRET KEY FILE alice (--unlock): mode 0644 lets others read or change it; chmod 600 alice\n',
-      );
-    } finally {
-      chmodSync(file('alice'), 0o600);
-    }
-  });
+  // Through bin/pqdb.mjs too: the mode a real process stats, and the warning once per run (in-process
+  // runs forget the files warned about, as each process starts with none).
+  it.each(['in-process', 'in-process again', 'bin/pqdb.mjs'])(
+    'a secret key file others may read is used with one warning line (%s)',
+    async (how) => {
+      chmodSync(file('alice'), 0o644);
+      try {
+        const args = ['get', 'store', 'c', 'a', ...U, '--pin-file', 'app.pin'];
+        const r = how === 'bin/pqdb.mjs' ? spawned(args) : await pqdb(args);
+        expect(r.status).toBe(0);
+        expect(r.stdout).toBe('{"w":"cat"}\n');
+        expect(r.stderr).toBe(
+          'pqdb: warning: UNPROTECTED SECRET KEY FILE alice (--unlock): mode 0644 lets others read or change it; chmod 600 alice\n',
+        );
+      } finally {
+        chmodSync(file('alice'), 0o600);
+      }
+    },
+  );
 
   it('a recipient secret key given for a public key is refused, and no store is made', async () => {
     await fails(
