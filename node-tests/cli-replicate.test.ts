@@ -1,5 +1,6 @@
-// `pqdb replicate serve` and `pqdb replicate follow` as a shell user runs them: the built
-// bin/pqdb.mjs (dist/cli.js) spawned in a temporary directory, with keys from pqdb keygen. serve
+// `pqdb replicate serve` and `pqdb replicate follow` as a shell user runs them, in a temporary
+// directory with keys from pqdb keygen: the verbs that run until a signal (serve, follow without
+// --once) as bin/pqdb.mjs processes, the others in-process through run() of dist/cli.js. serve
 // holds its store's writer lock, so the CLI primary serves records imported before it starts: a
 // follower catches up with --once and pqdb scan reads the replica directory; serve reports the
 // follower in its status lines and exits 0 on SIGINT. A follower the primary does not trust, one
@@ -7,20 +8,19 @@
 // with one line and status 2. For a primary that writes while it serves, a library store in this
 // process serves and the CLI follows it: status lines with lag and records/s, SIGINT, a restart
 // that resumes from the replica's own commit, and the records read back equal.
-import { cliIn, type Run } from './support/cli';
+import { BIN, cliIn, type Run } from './support/cli';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { openStore } from '../src/node';
 
 let dir: string;
 
-const { ok, failsWith } = cliIn(() => dir);
+const { pqdb, ok, failsWith } = cliIn(() => dir);
 
-const BIN = resolve('bin/pqdb.mjs');
 const U = ['--unlock', 'alice'];
 const keyOf = (name: string) => new Uint8Array(Buffer.from(readFileSync(join(dir, name), 'utf8').trim(), 'base64'));
 
@@ -80,8 +80,8 @@ function start(args: string[]): Child {
 
 const events = (lines: string[]) => lines.map((l) => JSON.parse(l) as Record<string, unknown> & { event: string });
 
-/** Runs pqdb to its end. */
-const run = (args: string[]): Promise<Run> => start(args).exited;
+/** Runs pqdb to its end, in-process. */
+const run = (args: string[]): Promise<Run> => pqdb(args);
 
 /** A TCP port nothing listens on (bound, then released). */
 async function freePort(): Promise<number> {
