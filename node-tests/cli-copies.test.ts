@@ -1,11 +1,12 @@
 // `pqdb backup`, `pqdb copies list|retire` and `pqdb restore` as a shell user runs them: the built
-// bin/pqdb.mjs (dist/cli.js) spawned in a temporary directory, on file stores. A store with records
-// (two of them in a governance scope, written by the library: the CLI writes none) is backed up;
-// the inventory lists the copy retained and the copy opens read-only. A record is deleted and a
-// policy revoking `restore` for the scope is set; `restore --live` then leaves out both, the new
-// store reads with get and scan and verifies, and both inventories record the restore. Retiring
-// deletes the copy and a restore of it is refused; so is a retired copy put back, a restore onto a
-// store, a copy of another store and a live store another writer holds: one line each, status 2.
+// command line (dist/cli.js, what bin/pqdb.mjs runs) run in-process in a temporary directory, on
+// file stores. A store with records (two of them in a governance scope, written by the library: the
+// CLI writes none) is backed up; the inventory lists the copy retained and the copy opens
+// read-only. A record is deleted and a policy revoking `restore` for the scope is set; `restore
+// --live` then leaves out both, the new store reads with get and scan and verifies, and both
+// inventories record the restore. Retiring deletes the copy and a restore of it is refused; so is a
+// retired copy put back, a restore onto a store, a copy of another store and a live store another
+// writer holds: one line each, status 2.
 import { cliIn } from './support/cli';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

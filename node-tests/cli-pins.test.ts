@@ -1,9 +1,10 @@
 // The `pqdb` command's trust in what it opens and reads, as a shell user meets it (the built
-// command line run in-process in a temporary directory, the key file warning through bin/pqdb.mjs too): a store pinned by --store-id, --min-commit and
-// --pin-file (a substituted store is AUTH_FAILED, an older copy ROLLBACK, the pin file follows the
-// commits, is replaced atomically and refused as a symbolic link), every verb that opens a store
-// taking the pin options, a secret key file others may read used with one warning line, and a
-// recipient secret key given where a public key belongs refused.
+// command line run in-process in a temporary directory, the key file warning through bin/pqdb.mjs
+// too): a store pinned by --store-id, --min-commit and --pin-file (a substituted store is
+// AUTH_FAILED, an older copy ROLLBACK, the pin file follows the commits, is replaced atomically and
+// refused as a symbolic link), every verb that opens a store taking the pin options, a secret key
+// file others may read used with one warning line, and a recipient secret key given where a public
+// key belongs refused.
 import { cliIn } from './support/cli';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { chmodSync, cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';

@@ -1,9 +1,9 @@
 // `pqdb init --authority` and `pqdb policy sign|set|show` as a shell user runs them: the built
-// bin/pqdb.mjs (dist/cli.js) spawned in a temporary directory. A policy signed from a JSON file is
-// set in a file store and shown back, and the library reads the same; each refusal of the store
-// (a second set of the same policy, a skipped version, a key it does not pin, an expired policy, a
-// store that pins no key, a threshold not met) is one line `pqdb: [CODE] …` and status 2, with the
-// policy in force unchanged.
+// command line (dist/cli.js, what bin/pqdb.mjs runs) run in-process in a temporary directory. A
+// policy signed from a JSON file is set in a file store and shown back, and the library reads the
+// same; each refusal of the store (a second set of the same policy, a skipped version, a key it
+// does not pin, an expired policy, a store that pins no key, a threshold not met) is one line
+// `pqdb: [CODE] …` and status 2, with the policy in force unchanged.
 import { cliIn } from './support/cli';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';

@@ -1,9 +1,9 @@
-// The `pqdb` command as a shell user runs it: every verb spawned from the built bin/pqdb.mjs
-// (dist/cli.js) in a temporary directory — key files and their modes, refusing to overwrite, a
-// store made by init and read back by the library, records put, read, deleted, scanned, searched,
-// imported from JSONL, CSV (quoted fields) and a slice of WordNet 3.1, exported as JSONL and as
-// sealed exports that verify (and stop verifying when altered), checkpoints, --json shapes, and
-// usage errors that are one line and status 2.
+// The `pqdb` command as a shell user runs it: every verb of the built command line (dist/cli.js,
+// what bin/pqdb.mjs runs) run in-process in a temporary directory — key files and their modes,
+// refusing to overwrite, a store made by init and read back by the library, records put, read,
+// deleted, scanned, searched, imported from JSONL, CSV (quoted fields) and a slice of WordNet 3.1,
+// exported as JSONL and as sealed exports that verify (and stop verifying when altered),
+// checkpoints, --json shapes, and usage errors that are one line and status 2.
 import { cliIn } from './support/cli';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import {
