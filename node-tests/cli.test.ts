@@ -140,6 +140,33 @@ describe('through bin/pqdb.mjs: what a shell sees is what run() gives', () => {
   });
 });
 
+describe('run(): each in-process run on its own', () => {
+  it('reads the keys from its env, names paths from its cwd, runs one at a time, leaves the process as it was', async () => {
+    const home = process.cwd();
+    const signals = process.listenerCount('SIGINT');
+    // Relative locations from two directories at once: the runs wait for each other.
+    const [here, there] = await Promise.all([
+      runCli(base, ['status', 'good'], undefined, { PQDB_UNLOCK: unlock }),
+      runCli(good, ['status', '.'], undefined, { PQDB_UNLOCK: unlock }),
+    ]);
+    expect(here.status).toBe(0);
+    expect(here.stdout).toContain('words: gcmsiv-hkdf384, 10 records');
+    expect(there.stdout.replace(/^[^\n]*\n/, '')).toBe(here.stdout.replace(/^[^\n]*\n/, ''));
+    // The key from this run's env only: the next run, without it, is refused.
+    expect((await runCli(base, ['status', 'good'])).stdout).toMatch(/^pqdb status good \(no --unlock: /);
+    // migrate listens for SIGINT while it runs, and stops listening after.
+    const copy = join(base, 'migrated');
+    cpSync(good, copy, { recursive: true });
+    const migrated = await runCli(base, ['migrate', 'migrated', '--to', 'gcmsiv-hkdf256'], undefined, {
+      PQDB_UNLOCK: unlock,
+    });
+    expect(migrated.status).toBe(0);
+    expect(process.cwd()).toBe(home);
+    expect(process.listenerCount('SIGINT')).toBe(signals);
+    expect(process.exitCode).toBeUndefined();
+  });
+});
+
 describe('the top-level catch of main()', () => {
   it.each([
     [
