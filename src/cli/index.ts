@@ -9,7 +9,9 @@
 //   backup, restore, copies list, copies retire   managed copies and their inventory (copies.ts)
 //   replicate serve, replicate follow    a primary serving replicas, a replica following (replicate.ts)
 // This file finds the verb (its first word, or two for a group: `policy sign`), parses its
-// arguments, loads the keys it declares (_keys.ts), runs it and wipes the keys after it. Keys come
+// arguments, loads the keys it declares (_keys.ts), runs it and wipes the keys after it: `main` for
+// the process (bin/pqdb.mjs), `run` in-process with the caller's streams, stdin, environment and
+// directory (the tests; not a public entry), both through the `io` of _io.ts. Keys come
 // from outside the store: --unlock FILE or PQDB_UNLOCK (the recipient secret key), --signer FILE or
 // PQDB_SIGNER (the ML-DSA-87 secret key; its public half from FILE.pub), --signer-public FILE or
 // PQDB_SIGNER_PUBLIC; a FILE holds the raw key bytes or their base64, the variables base64. The
@@ -117,6 +119,7 @@ let queue: Promise<unknown> = Promise.resolve();
  * `main` does for the process (the same output and status), but never exits: a second SIGINT or
  * SIGTERM while replicate waits only stops it, as the first does. Runs one at a time (each waits
  * for those before it); the directory is put back after each.
+ * @throws as process.chdir, for a `cwd` that is not a directory (or in a worker thread).
  * @example
  * let out = '';
  * const code = await run(['status', 'store'], { stdout: { write: (s) => (out += s) }, cwd: dir });
