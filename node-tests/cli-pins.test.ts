@@ -1,9 +1,10 @@
 // The `pqdb` command's trust in what it opens and reads, as a shell user meets it (the built
-// bin/pqdb.mjs spawned in a temporary directory): a store pinned by --store-id, --min-commit and
-// --pin-file (a substituted store is AUTH_FAILED, an older copy ROLLBACK, the pin file follows the
-// commits, is replaced atomically and refused as a symbolic link), every verb that opens a store
-// taking the pin options, a secret key file others may read used with one warning line, and a
-// recipient secret key given where a public key belongs refused.
+// command line run in-process in a temporary directory, the key file warning through bin/pqdb.mjs
+// too): a store pinned by --store-id, --min-commit and --pin-file (a substituted store is
+// AUTH_FAILED, an older copy ROLLBACK, the pin file follows the commits, is replaced atomically and
+// refused as a symbolic link), every verb that opens a store taking the pin options, a secret key
+// file others may read used with one warning line, and a recipient secret key given where a public
+// key belongs refused.
 import { cliIn } from './support/cli';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { chmodSync, cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -15,17 +16,17 @@ import { VERBS } from '../src/cli/index';
 import type { Verb } from '../src/cli/_verb';
 
 let dir: string;
-const { pqdb, ok, failsWith } = cliIn(() => dir);
-const fails = (args: string[], message: RegExp, status = 2) => failsWith(args, status, message);
+const { pqdb, spawned, ok, failsWith } = cliIn(() => dir);
+const fails = async (args: string[], message: RegExp, status = 2) => await failsWith(args, status, message);
 const U = ['--unlock', 'alice'];
 const file = (name: string) => join(dir, name);
 const pinOf = (name: string) => JSON.parse(readFileSync(file(name), 'utf8')) as { storeId: string; commit: number };
 const keyOf = (name: string) => new Uint8Array(Buffer.from(readFileSync(file(name), 'utf8').trim(), 'base64'));
 
-beforeAll(() => {
+beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'pqdb-cli-pins-'));
-  ok(['keygen', '--out', 'alice']);
-  ok(['keygen', '--out', 'bob', '--type', 'classical']);
+  await ok(['keygen', '--out', 'alice']);
+  await ok(['keygen', '--out', 'bob', '--type', 'classical']);
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -46,12 +47,15 @@ describe('the pin options', () => {
   });
 
   it('a substituted store is AUTH_FAILED, an older copy ROLLBACK; the pin file follows the commits', async () => {
-    ok(['init', 'store', '--recipient', 'alice.pub', ...U, '--pin-file', 'app.pin']);
+    await ok(['init', 'store', '--recipient', 'alice.pub', ...U, '--pin-file', 'app.pin']);
     const first = pinOf('app.pin');
     expect(first.storeId).toMatch(/^[0-9a-f]{32}$/);
-    fails(['init', 'other', '--recipient', 'alice.pub', ...U, '--pin-file', 'app.pin'], /app\.pin already pins store /);
+    await fails(
+      ['init', 'other', '--recipient', 'alice.pub', ...U, '--pin-file', 'app.pin'],
+      /app\.pin already pins store /,
+    );
     cpSync(file('store'), file('old'), { recursive: true }); // an older copy of the whole store
-    ok(['put', 'store', 'c', 'a', '{"w":"cat"}', '--schema', 'w:string', ...U, '--pin-file', 'app.pin']);
+    await ok(['put', 'store', 'c', 'a', '{"w":"cat"}', '--schema', 'w:string', ...U, '--pin-file', 'app.pin']);
     const second = pinOf('app.pin');
     expect(second).toEqual({ storeId: first.storeId, commit: first.commit + 1 });
     expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]); // replaced by a rename
@@ -64,42 +68,51 @@ describe('the pin options', () => {
     });
     await evil.close();
     const substituted = /^pqdb: \[AUTH_FAILED\] this is not the store /;
-    fails(['get', 'evil', 'c', 'a', ...U, '--pin-file', 'app.pin'], substituted);
-    fails(
+    await fails(['get', 'evil', 'c', 'a', ...U, '--pin-file', 'app.pin'], substituted);
+    await fails(
       ['status', 'evil', ...U, '--store-id', first.storeId.toUpperCase()],
       /\[AUTH_FAILED\] this is not the store /,
     );
-    fails(['scan', 'old', 'c', ...U, '--pin-file', 'app.pin'], /^pqdb: \[ROLLBACK\] the store is at commit /);
-    fails(['verify', 'old', ...U, '--pin-file', 'app.pin'], /^pqdb verify: old: \[ROLLBACK\] /, 1);
-    fails(['get', 'store', 'c', 'a', ...U, '--min-commit', '99'], /\[ROLLBACK\]/);
+    await fails(['scan', 'old', 'c', ...U, '--pin-file', 'app.pin'], /^pqdb: \[ROLLBACK\] the store is at commit /);
+    await fails(['verify', 'old', ...U, '--pin-file', 'app.pin'], /^pqdb verify: old: \[ROLLBACK\] /, 1);
+    await fails(['get', 'store', 'c', 'a', ...U, '--min-commit', '99'], /\[ROLLBACK\]/);
     expect(pinOf('app.pin')).toEqual(second); // no refused open moved it
     // Bad pins are usage errors: nothing is opened.
-    fails(['get', 'store', 'c', 'a', ...U, '--store-id', 'abc'], /^pqdb: --store-id expected 32 hex digits/);
-    fails(['get', 'store', 'c', 'a', ...U, '--pin-file', 'app.pin', '--store-id', '0'.repeat(32)], /is not the store/);
+    await fails(['get', 'store', 'c', 'a', ...U, '--store-id', 'abc'], /^pqdb: --store-id expected 32 hex digits/);
+    await fails(
+      ['get', 'store', 'c', 'a', ...U, '--pin-file', 'app.pin', '--store-id', '0'.repeat(32)],
+      /is not the store/,
+    );
     symlinkSync(file('app.pin'), file('link.pin'));
-    fails(['get', 'store', 'c', 'a', ...U, '--pin-file', 'link.pin'], /--pin-file link\.pin is a symbolic link/);
+    await fails(['get', 'store', 'c', 'a', ...U, '--pin-file', 'link.pin'], /--pin-file link\.pin is a symbolic link/);
     writeFileSync(file('junk.pin'), '{"storeId":1}');
-    fails(['get', 'store', 'c', 'a', ...U, '--pin-file', 'junk.pin'], /is not a pin file/);
+    await fails(['get', 'store', 'c', 'a', ...U, '--pin-file', 'junk.pin'], /is not a pin file/);
   });
 });
 
 describe('key files', () => {
-  it('a secret key file others may read is used with one warning line', () => {
-    chmodSync(file('alice'), 0o644);
-    try {
-      const r = pqdb(['get', 'store', 'c', 'a', ...U, '--pin-file', 'app.pin']);
-      expect(r.status).toBe(0);
-      expect(r.stdout).toBe('{"w":"cat"}\n');
-      expect(r.stderr).toBe(
-        'pqdb: warning: UNPROTECTED SECRET KEY FILE alice (--unlock): mode 0644 lets others read or change it; chmod 600 alice\n',
-      );
-    } finally {
-      chmodSync(file('alice'), 0o600);
-    }
-  });
+  // Through bin/pqdb.mjs too: the mode a real process stats, and the warning once per run (in-process
+  // runs forget the files warned about, as each process starts with none).
+  it.each(['in-process', 'in-process again', 'bin/pqdb.mjs'])(
+    'a secret key file others may read is used with one warning line (%s)',
+    async (how) => {
+      chmodSync(file('alice'), 0o644);
+      try {
+        const args = ['get', 'store', 'c', 'a', ...U, '--pin-file', 'app.pin'];
+        const r = how === 'bin/pqdb.mjs' ? spawned(args) : await pqdb(args);
+        expect(r.status).toBe(0);
+        expect(r.stdout).toBe('{"w":"cat"}\n');
+        expect(r.stderr).toBe(
+          'pqdb: warning: UNPROTECTED SECRET KEY FILE alice (--unlock): mode 0644 lets others read or change it; chmod 600 alice\n',
+        );
+      } finally {
+        chmodSync(file('alice'), 0o600);
+      }
+    },
+  );
 
-  it('a recipient secret key given for a public key is refused, and no store is made', () => {
-    fails(
+  it('a recipient secret key given for a public key is refused, and no store is made', async () => {
+    await fails(
       ['init', 's2', '--recipient', 'alice.pub', '--recipient', 'bob', ...U],
       /--recipient bob: a secret key, not a public key \(give bob\.pub\)/,
     );
@@ -114,7 +127,10 @@ describe('key files', () => {
         mode: 0o600,
       },
     );
-    fails(['init', 's2', '--recipient', 'alice.pub', '--recipient', 'carol', ...U], /--recipient carol: a secret key/);
+    await fails(
+      ['init', 's2', '--recipient', 'alice.pub', '--recipient', 'carol', ...U],
+      /--recipient carol: a secret key/,
+    );
     expect(readdirSync(dir)).not.toContain('s2');
   });
 });

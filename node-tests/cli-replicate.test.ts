@@ -1,5 +1,6 @@
-// `pqdb replicate serve` and `pqdb replicate follow` as a shell user runs them: the built
-// bin/pqdb.mjs (dist/cli.js) spawned in a temporary directory, with keys from pqdb keygen. serve
+// `pqdb replicate serve` and `pqdb replicate follow` as a shell user runs them, in a temporary
+// directory with keys from pqdb keygen: the verbs that run until a signal (serve, follow without
+// --once) as bin/pqdb.mjs processes, the others in-process through run() of dist/cli.js. serve
 // holds its store's writer lock, so the CLI primary serves records imported before it starts: a
 // follower catches up with --once and pqdb scan reads the replica directory; serve reports the
 // follower in its status lines and exits 0 on SIGINT. A follower the primary does not trust, one
@@ -7,20 +8,19 @@
 // with one line and status 2. For a primary that writes while it serves, a library store in this
 // process serves and the CLI follows it: status lines with lag and records/s, SIGINT, a restart
 // that resumes from the replica's own commit, and the records read back equal.
-import { cliIn, type Run } from './support/cli';
+import { BIN, cliIn, type Run } from './support/cli';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { openStore } from '../src/node';
 
 let dir: string;
 
-const { ok, failsWith } = cliIn(() => dir);
+const { pqdb, ok, failsWith } = cliIn(() => dir);
 
-const BIN = resolve('bin/pqdb.mjs');
 const U = ['--unlock', 'alice'];
 const keyOf = (name: string) => new Uint8Array(Buffer.from(readFileSync(join(dir, name), 'utf8').trim(), 'base64'));
 
@@ -80,8 +80,8 @@ function start(args: string[]): Child {
 
 const events = (lines: string[]) => lines.map((l) => JSON.parse(l) as Record<string, unknown> & { event: string });
 
-/** Runs pqdb to its end. */
-const run = (args: string[]): Promise<Run> => start(args).exited;
+/** Runs pqdb to its end, in-process. */
+const run = (args: string[]): Promise<Run> => pqdb(args);
 
 /** A TCP port nothing listens on (bound, then released). */
 async function freePort(): Promise<number> {
@@ -92,15 +92,15 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-beforeAll(() => {
+beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'pqdb-cli-replicate-'));
-  ok(['keygen', '--out', 'alice']);
-  ok(['keygen', '--out', 'bob']);
-  for (const name of ['primary', 'replica', 'stranger']) ok(['keygen', '--out', name, '--signer']);
-  ok(['init', 'store', '--recipient', 'alice.pub', ...U]);
+  await ok(['keygen', '--out', 'alice']);
+  await ok(['keygen', '--out', 'bob']);
+  for (const name of ['primary', 'replica', 'stranger']) await ok(['keygen', '--out', name, '--signer']);
+  await ok(['init', 'store', '--recipient', 'alice.pub', ...U]);
   const lines = ['w1', 'w2', 'w3'].map((id, i) => JSON.stringify({ id, value: { lemma: `word ${i + 1}` } }));
   writeFileSync(join(dir, 'words.jsonl'), `${lines.join('\n')}\n`);
-  ok(['import', 'store', 'words', 'words.jsonl', '--format', 'jsonl', '--schema', 'lemma:string', ...U]);
+  await ok(['import', 'store', 'words', 'words.jsonl', '--format', 'jsonl', '--schema', 'lemma:string', ...U]);
 });
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -121,24 +121,32 @@ const follow = (location: string, port: number, ...more: string[]) => [
 
 describe('pqdb replicate: usage', () => {
   it('--help lists both verbs; bad arguments are one line and status 2', async () => {
-    expect(ok(['--help'])).toMatch(/^ {2}replicate {3}/m);
-    expect(ok(['replicate', '--help'])).toMatch(/^usage: pqdb replicate serve\|follow …\n/);
-    expect(ok(['help', 'replicate', 'follow'])).toContain('--primary HOST:PORT');
+    expect(await ok(['--help'])).toMatch(/^ {2}replicate {3}/m);
+    expect(await ok(['replicate', '--help'])).toMatch(/^usage: pqdb replicate serve\|follow …\n/);
+    expect(await ok(['help', 'replicate', 'follow'])).toContain('--primary HOST:PORT');
     const serve = ['replicate', 'serve', 'store', ...U];
-    failsWith([...serve, '--identity', 'primary'], 2, /^pqdb: at least one --trust FILE is required/);
-    failsWith([...serve, '--trust', 'replica.pub'], 2, /^pqdb: --identity FILE is required/);
-    failsWith([...serve, '--identity', 'primary', '--trust', 'replica'], 2, /--trust replica: .*a secret key\?/);
-    failsWith([...serve, '--identity', 'primary', '--trust', 'replica.pub', '--port', '70000'], 2, /--port expected/);
+    await failsWith([...serve, '--identity', 'primary'], 2, /^pqdb: at least one --trust FILE is required/);
+    await failsWith([...serve, '--trust', 'replica.pub'], 2, /^pqdb: --identity FILE is required/);
+    await failsWith([...serve, '--identity', 'primary', '--trust', 'replica'], 2, /--trust replica: .*a secret key\?/);
+    await failsWith(
+      [...serve, '--identity', 'primary', '--trust', 'replica.pub', '--port', '70000'],
+      2,
+      /--port expected/,
+    );
     writeFileSync(join(dir, 'mixed'), readFileSync(join(dir, 'primary')));
     writeFileSync(join(dir, 'mixed.pub'), readFileSync(join(dir, 'replica.pub')));
-    failsWith([...serve, '--identity', 'mixed', '--trust', 'replica.pub'], 2, /mixed\.pub is not the public half/);
-    failsWith(
+    await failsWith(
+      [...serve, '--identity', 'mixed', '--trust', 'replica.pub'],
+      2,
+      /mixed\.pub is not the public half/,
+    );
+    await failsWith(
       follow('r', 1).filter((a) => a !== '--primary' && a !== '127.0.0.1:1'),
       2,
       /--primary HOST:PORT is/,
     );
-    failsWith(follow('r', 0), 2, /^pqdb: --primary expected HOST:PORT/);
-    failsWith(follow('r', 1, '--timeout', '100'), 2, /^pqdb: --timeout MS is for --once/);
+    await failsWith(follow('r', 0), 2, /^pqdb: --primary expected HOST:PORT/);
+    await failsWith(follow('r', 1, '--timeout', '100'), 2, /^pqdb: --timeout MS is for --once/);
   });
 
   it('--once --timeout gives up with status 1 when no primary answers', async () => {
@@ -173,8 +181,8 @@ describe('pqdb replicate serve, followed by pqdb replicate follow', () => {
     expect(got[0]).toEqual({ event: 'following', location: 'replica-a', primary: `127.0.0.1:${port}`, applied: 0 });
     expect(got.at(-1)).toEqual({ event: 'caught-up', storeId: listening.storeId, commit: listening.commit });
     // The replica directory is a store holding the primary's manifest: read it read-only.
-    expect(ok(['scan', 'replica-a', 'words', ...U])).toBe(ok(['scan', 'store', 'words', ...U]));
-    expect(ok(['get', 'replica-a', 'words', 'w2', ...U])).toBe('{"lemma":"word 2"}\n');
+    expect(await ok(['scan', 'replica-a', 'words', ...U])).toBe(await ok(['scan', 'store', 'words', ...U]));
+    expect(await ok(['get', 'replica-a', 'words', 'w2', ...U])).toBe('{"lemma":"word 2"}\n');
     // Again: nothing to fetch, it is caught up as soon as the primary reports.
     const again = await run(follow('replica-a', port, '--once'));
     expect(again.stdout).toMatch(
@@ -237,7 +245,7 @@ describe('pqdb replicate serve, followed by pqdb replicate follow', () => {
     });
     expect(got.at(-1)).toEqual({ event: 'closed', signal: 'SIGINT', commit: listening.commit });
     // The lock is released: the store takes a writer again.
-    ok(['put', 'store', 'words', 'w4', '{"lemma":"word 4"}', ...U]);
+    await ok(['put', 'store', 'words', 'w4', '{"lemma":"word 4"}', ...U]);
   });
 });
 
@@ -292,9 +300,7 @@ describe('pqdb replicate follow of a primary that writes while it serves', () =>
       expect(r.stdout).toMatch(new RegExp(`into live-replica from commit ${commit}\n`));
       expect(r.stdout).toMatch(new RegExp(`caught up: applied commit ${store.info().commit} of store`));
       expect(r.status).toBe(0);
-      const scanned = ok(['scan', 'live-replica', 'words', ...U])
-        .trimEnd()
-        .split('\n');
+      const scanned = (await ok(['scan', 'live-replica', 'words', ...U])).trimEnd().split('\n');
       expect(scanned).toHaveLength(n - 1);
       const stored: string[] = [];
       for await (const { id, value } of c.scan()) stored.push(`${id}\t${JSON.stringify(value)}`);

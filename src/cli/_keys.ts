@@ -9,6 +9,7 @@
 // bytes that are no X25519 public key) is refused.
 
 /// <reference types="node" />
+import { io } from './_io';
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, statSync } from 'node:fs';
 import { shake256 } from '../kernels/sha3';
 import { equalBytes } from '../_bytes';
@@ -51,7 +52,13 @@ export interface Keys {
 
 /** The key options whose FILE holds a secret key. */
 const SECRET_KEYS: ReadonlySet<KeyName> = new Set(['unlock', 'signer', 'authority-key', 'identity']);
+// The files warned about in this run (index.ts empties it when a run starts).
 const warned = new Set<string>();
+
+/** Forgets the files warned about: each run warns once per file, as each process does. */
+export function forgetWarnings(): void {
+  warned.clear();
+}
 
 /**
  * Warns (once per file) when the file of secret key option `--<option>` has mode bits 0077 set.
@@ -61,7 +68,7 @@ const warned = new Set<string>();
 function warnUnprotected(option: KeyName, file: string, mode: number): void {
   if (!SECRET_KEYS.has(option) || (mode & 0o077) === 0 || process.platform === 'win32' || warned.has(file)) return;
   warned.add(file);
-  process.stderr.write(
+  io.stderr.write(
     `pqdb: warning: UNPROTECTED SECRET KEY FILE ${file} (--${option}): mode 0${(mode & 0o777).toString(8)} lets others read or change it; chmod 600 ${file}\n`,
   );
 }

@@ -3,6 +3,7 @@
 // --progress, never with --json, so piped output stays clean. Node only.
 
 /// <reference types="node" />
+import { io } from './_io';
 import type { MigrationProgress } from '../engine/store';
 
 const BAR_COLUMNS = 30;
@@ -30,7 +31,7 @@ export function verifyProgress(enabled: boolean): (p: { phase: string; done: num
     const now = Date.now();
     if (done < total && now - last < REDRAW_MS) return;
     last = now;
-    process.stderr.write(
+    io.stderr.write(
       `\r  ${phase.padEnd(7)} [${bar(done, total)}] ${count(done)}/${count(total)}${done >= total ? '\n' : ''}`,
     );
   };
@@ -57,7 +58,7 @@ export function migrationProgress(enabled: boolean): (p: MigrationProgress) => v
     const todo = Math.max(0, p.total - p.inserted);
     const rate = ((accounted - done0) / Math.max(1, now - started)) * 1000;
     const eta = rate > 0 ? Math.ceil((todo - accounted) / rate) : 0;
-    process.stderr.write(
+    io.stderr.write(
       `\r  ${p.phase.padEnd(10)} [${bar(accounted, todo)}] ${count(accounted)}/${count(todo)}  ${count(Math.round(rate))} records/s  ETA ${eta} s   `,
     );
   };
@@ -78,7 +79,7 @@ export function countProgress(enabled: boolean, label: string, unit: string): (d
     if (done < total && now - last < REDRAW_MS) return;
     last = now;
     const rate = Math.round((done / Math.max(1, now - started)) * 1000);
-    process.stderr.write(
+    io.stderr.write(
       `\r  ${label.padEnd(7)} [${bar(done, total)}] ${count(done)}/${count(total)} ${unit}  ${count(rate)} ${unit}/s   ${done >= total ? '\n' : ''}`,
     );
   };

@@ -3,6 +3,7 @@
 // any error, the "cannot open" line and the migration accounting line. Node only.
 
 /// <reference types="node" />
+import { io } from './_io';
 import type { MigrationProgress, MigrationStatus } from '../engine/store';
 import { PqdbError } from '../errors';
 
@@ -36,7 +37,7 @@ export function errorText(e: unknown): string {
  * return cannotOpen('status', location, e);
  */
 export function cannotOpen(command: string, location: string, e: unknown): number {
-  process.stderr.write(`pqdb ${command}: cannot open ${location}: ${errorText(e)}\n`);
+  io.stderr.write(`pqdb ${command}: cannot open ${location}: ${errorText(e)}\n`);
   return 2;
 }
 

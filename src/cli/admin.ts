@@ -4,6 +4,7 @@
 // migrate.ts, status.ts and posture.ts. Node only.
 
 /// <reference types="node" />
+import { io } from './_io';
 import { openNodeFsPageStore } from '../storage/node-fs';
 import { Store } from '../engine/store';
 import { suite as suiteOf, DEFAULT_SUITE, type SuiteName } from '../crypto/suites';
@@ -127,7 +128,7 @@ ${KEYS_HELP}`,
               domain !== undefined ? `, domain ${domain}` : ''
             }`
           : '';
-      process.stdout.write(
+      io.stdout.write(
         values.json === true
           ? `${JSON.stringify(out, null, 2)}\n`
           : `pqdb init: created ${location}: store ${out.storeId}, suite ${suite}, ${recipients.length} recipient(s)${pinned}${checkpoint ? ', checkpoint signed' : ''}\n`,
@@ -159,7 +160,7 @@ ${PIN_HELP}`,
       await store.checkpoint();
       const cp = store.info().checkpoint!;
       const out = { location, ...cp, checkpoints: store.checkpoints().length };
-      process.stdout.write(
+      io.stdout.write(
         values.json === true
           ? `${JSON.stringify(out, null, 2)}\n`
           : `pqdb checkpoint: generation ${cp.generation}, size ${cp.size}, hash ${cp.hash}\n`,
@@ -192,7 +193,7 @@ ${PIN_HELP}`,
     try {
       const r = await store.compact({ minDeadFraction: minDead });
       const mib = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
-      process.stdout.write(
+      io.stdout.write(
         values.json === true
           ? `${JSON.stringify({ location, ...r }, null, 2)}\n`
           : `pqdb compact: ${r.pagesRewritten} page(s) rewritten, ${r.recordsMoved} record(s) moved, ${mib(r.bytesBefore)} → ${mib(r.bytesAfter)} (live records ${mib(r.liveRecordBytes)})${r.skipped !== undefined ? `; ${r.skipped}` : ''}\n`,

@@ -15,6 +15,7 @@
 // Exit status: 0 done; 2 a bad argument, a missing key, or any refusal (one line `pqdb: [CODE] …`).
 
 /// <reference types="node" />
+import { io } from './_io';
 import { resolve } from 'node:path';
 import { restoreStore } from '../node';
 import type { ManagedCopy } from '../engine/store';
@@ -34,7 +35,7 @@ const SIGNER_HELP = `  --signer FILE          or PQDB_SIGNER          ML-DSA-87 
   --signer-public FILE   or PQDB_SIGNER_PUBLIC   its public key, when not beside --signer FILE`;
 
 const print = (args: VerbArgs, json: unknown, text: string) =>
-  process.stdout.write(args.values.json === true ? `${JSON.stringify(json, null, 2)}\n` : `${text}\n`);
+  io.stdout.write(args.values.json === true ? `${JSON.stringify(json, null, 2)}\n` : `${text}\n`);
 
 const count = (x: number) => x.toLocaleString('en-US');
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;

@@ -7,6 +7,7 @@
 // file holds the record its name says. Node only.
 
 /// <reference types="node" />
+import { io } from './_io';
 import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { writeNew } from './_files';
 import { basename, join } from 'node:path';
@@ -73,12 +74,12 @@ ${PIN_HELP}`,
         for await (const r of c.scan({ prefix }))
           lines.push(`${JSON.stringify({ id: r.id, value: valueToJson(r.value) })}\n`);
         if (out === undefined) {
-          process.stdout.write(lines.join(''));
+          io.stdout.write(lines.join(''));
           return 0;
         }
         writeNew(out, lines.join(''));
         const report = { collection: name, out, records: lines.length };
-        process.stdout.write(
+        io.stdout.write(
           values.json === true
             ? `${JSON.stringify(report, null, 2)}\n`
             : `pqdb export: ${lines.length} record(s) of ${name} to ${out}\n`,
@@ -95,7 +96,7 @@ ${PIN_HELP}`,
         step(++n, ids.length);
       }
       const report = { collection: name, dir: out, files: n, checkpoint: opened.store.info().checkpoint };
-      process.stdout.write(
+      io.stdout.write(
         values.json === true
           ? `${JSON.stringify(report, null, 2)}\n`
           : `pqdb export: ${n} sealed export(s) of ${name} in ${out}${report.checkpoint ? ` (checkpoint ${report.checkpoint.size}, ${report.checkpoint.hash})` : ''}\n`,
@@ -160,12 +161,12 @@ export async function verifySealedFiles(
   });
   const invalid = results.filter((r) => !r.valid);
   if (values.json === true)
-    process.stdout.write(
+    io.stdout.write(
       `${JSON.stringify({ location, ok: invalid.length === 0, count: results.length, valid: results.length - invalid.length, results }, null, 2)}\n`,
     );
   else {
-    for (const r of invalid) process.stdout.write(`  invalid: ${r.file}: ${r.reason}\n`);
-    process.stdout.write(
+    for (const r of invalid) io.stdout.write(`  invalid: ${r.file}: ${r.reason}\n`);
+    io.stdout.write(
       `pqdb verify --sealed ${location}: ${results.length - invalid.length} of ${results.length} sealed export(s) valid${invalid.length === 0 ? '' : `, ${invalid.length} invalid`}\n`,
     );
   }

@@ -12,6 +12,7 @@
 // An id field that is not in the schema is left out of the value. Node only.
 
 /// <reference types="node" />
+import { io } from './_io';
 import { readFileSync } from 'node:fs';
 import { compileSchema, encodeValueInto, ValueWriter, type Schema, type Value } from '../engine/codec';
 import { PqdbError } from '../errors';
@@ -158,7 +159,8 @@ ${PIN_HELP}`,
     if (keys.signer !== undefined) requireSigner(keys);
     let text: string;
     try {
-      text = readFileSync(file === '-' ? 0 : file, format === 'wordnet' ? 'latin1' : 'utf8');
+      const encoding = format === 'wordnet' ? 'latin1' : 'utf8';
+      text = file === '-' ? io.readStdin().toString(encoding) : readFileSync(file, encoding);
     } catch (e) {
       throw new PqdbError('IO_ERROR', `cannot read ${file}: ${(e as Error).message}`, { cause: e });
     }
@@ -238,7 +240,7 @@ ${PIN_HELP}`,
         ms: Date.now() - started,
         ...(cp && { checkpoint: cp }),
       };
-      process.stdout.write(
+      io.stdout.write(
         values.json === true
           ? `${JSON.stringify(out, null, 2)}\n`
           : `pqdb import: ${out.records.toLocaleString('en-US')} records into ${name} in ${commits} commit(s), ${(out.ms / 1000).toFixed(2)} s${cp ? `; checkpoint ${cp.size} (${cp.hash})` : ''}\n`,

@@ -9,7 +9,9 @@
 //   backup, restore, copies list, copies retire   managed copies and their inventory (copies.ts)
 //   replicate serve, replicate follow    a primary serving replicas, a replica following (replicate.ts)
 // This file finds the verb (its first word, or two for a group: `policy sign`), parses its
-// arguments, loads the keys it declares (_keys.ts), runs it and wipes the keys after it. Keys come
+// arguments, loads the keys it declares (_keys.ts), runs it and wipes the keys after it: `main` for
+// the process (bin/pqdb.mjs), `run` in-process with the caller's streams, stdin, environment and
+// directory (the tests; not a public entry), both through the `io` of _io.ts. Keys come
 // from outside the store: --unlock FILE or PQDB_UNLOCK (the recipient secret key), --signer FILE or
 // PQDB_SIGNER (the ML-DSA-87 secret key; its public half from FILE.pub), --signer-public FILE or
 // PQDB_SIGNER_PUBLIC; a FILE holds the raw key bytes or their base64, the variables base64. The
@@ -25,7 +27,8 @@
 
 /// <reference types="node" />
 import { VERSION } from '../index';
-import { loadKeys, wipeKeys, type Keys } from './_keys';
+import { forgetWarnings, loadKeys, wipeKeys, type Keys } from './_keys';
+import { io, processIO, type CliIO, type CliOutput } from './_io';
 import { UsageError, errorText } from './_report';
 import { KEY_OPTIONS, groupUsage, parseVerb, str, verbUsage, type Verb, type VerbGroup } from './_verb';
 import { PIN_OPTIONS, pinFrom } from './_pin';
@@ -79,6 +82,20 @@ of a key, 130 (migrate) paused, (replicate follow --once) interrupted`;
 
 const KEY_ENV = { unlock: 'PQDB_UNLOCK', signer: 'PQDB_SIGNER', 'signer-public': 'PQDB_SIGNER_PUBLIC' } as const;
 
+/** What `run` takes in place of the process's own streams, stdin, environment and directory. */
+export interface RunOptions {
+  /** Default: process.stdout. */
+  stdout?: CliOutput;
+  /** Default: process.stderr. */
+  stderr?: CliOutput;
+  /** All of stdin, for a verb reading "-". Default: nothing (an empty stdin). */
+  stdin?: string | Uint8Array;
+  /** Where the key variables are read. Default: process.env. */
+  env?: Record<string, string | undefined>;
+  /** The directory relative paths name: the process's for the run (process.chdir). */
+  cwd?: string;
+}
+
 /**
  * Runs the command line; returns the exit status. Never throws: a failure no verb reports itself
  * is written as one line on stderr and gives status 2.
@@ -88,27 +105,70 @@ const KEY_ENV = { unlock: 'PQDB_UNLOCK', signer: 'PQDB_SIGNER', 'signer-public':
 export async function main(argv: string[]): Promise<number> {
   reportStreamErrors(process.stdout);
   reportStreamErrors(process.stderr);
-  let code: number;
-  try {
-    code = await run(argv);
-  } catch (e) {
-    process.stderr.write(`pqdb: ${errorText(e)}\n`);
-    code = 2;
-  }
+  const code = await runWith(argv, processIO());
   // A failed write is an 'error' event a tick later: one during the run is seen here, a later one
   // sets process.exitCode itself (onStreamError).
   return outputFailed ? 2 : code;
 }
 
+// The runs in-process, one after the other: `io` and the working directory are the process's.
+let queue: Promise<unknown> = Promise.resolve();
+
+/**
+ * Runs the command line in-process with the given streams, stdin, environment and directory, as
+ * `main` does for the process (the same output and status), but never exits: a second SIGINT or
+ * SIGTERM while replicate waits only stops it, as the first does. Runs one at a time (each waits
+ * for those before it); the directory is put back after each.
+ * @throws as process.chdir, for a `cwd` that is not a directory (or in a worker thread).
+ * @example
+ * let out = '';
+ * const code = await run(['status', 'store'], { stdout: { write: (s) => (out += s) }, cwd: dir });
+ */
+export function run(argv: string[], options: RunOptions = {}): Promise<number> {
+  const next = queue.then(async () => {
+    const home = process.cwd();
+    if (options.cwd !== undefined) process.chdir(options.cwd);
+    try {
+      const stdin = options.stdin ?? '';
+      return await runWith(argv, {
+        stdout: options.stdout ?? process.stdout,
+        stderr: options.stderr ?? process.stderr,
+        readStdin: () => (typeof stdin === 'string' ? Buffer.from(stdin, 'utf8') : Buffer.from(stdin)),
+        env: options.env ?? process.env,
+        exitNow: () => undefined,
+      });
+    } finally {
+      process.chdir(home);
+    }
+  });
+  queue = next.catch(() => undefined);
+  return next;
+}
+
+/** One run with `streams` as `io`; the process's are put back after it. */
+async function runWith(argv: string[], streams: CliIO): Promise<number> {
+  const before = { ...io };
+  Object.assign(io, streams);
+  forgetWarnings();
+  try {
+    return await dispatch(argv);
+  } catch (e) {
+    io.stderr.write(`pqdb: ${errorText(e)}\n`);
+    return 2;
+  } finally {
+    Object.assign(io, before);
+  }
+}
+
 /** Finds the verb, parses `argv`, loads the keys and runs the verb; wipes the keys after it. */
-async function run(argv: string[]): Promise<number> {
+async function dispatch(argv: string[]): Promise<number> {
   const [first, ...rest] = argv;
   if (first === '--version' || first === '-V') {
-    process.stdout.write(`pqdb ${VERSION}\n`);
+    io.stdout.write(`pqdb ${VERSION}\n`);
     return 0;
   }
   if (first === '--help' || first === '-h' || (first === 'help' && rest.length === 0)) {
-    process.stdout.write(`${USAGE}\n`);
+    io.stdout.write(`${USAGE}\n`);
     return 0;
   }
   if (first === undefined) return usageError('missing command', undefined);
@@ -123,7 +183,7 @@ async function run(argv: string[]): Promise<number> {
   if ('verbs' in command) {
     const [word, ...more] = after;
     if ((helpOnly && word === undefined) || word === '--help' || word === '-h') {
-      process.stdout.write(`${groupUsage(command)}\n`);
+      io.stdout.write(`${groupUsage(command)}\n`);
       return 0;
     }
     const words = command.verbs.map((v) => v.name.slice(command.name.length + 1));
@@ -135,7 +195,7 @@ async function run(argv: string[]): Promise<number> {
     args = more;
   } else verb = command;
   if (helpOnly) {
-    process.stdout.write(`${verbUsage(verb)}\n`);
+    io.stdout.write(`${verbUsage(verb)}\n`);
     return 0;
   }
   let parsed;
@@ -147,7 +207,7 @@ async function run(argv: string[]): Promise<number> {
   }
   const { values, positionals } = parsed;
   if (values.help === true) {
-    process.stdout.write(`${verbUsage(verb)}\n`);
+    io.stdout.write(`${verbUsage(verb)}\n`);
     return 0;
   }
   let pin;
@@ -167,16 +227,16 @@ async function run(argv: string[]): Promise<number> {
   const declared = (Object.keys(KEY_ENV) as (keyof typeof KEY_ENV)[]).filter((k) => verb.options[k] === KEY_OPTIONS[k]);
   if (declared.length > 0) {
     const files = Object.fromEntries(declared.map((k) => [k, values[k] as string | undefined]));
-    const env = Object.fromEntries(declared.map((k) => [KEY_ENV[k], process.env[KEY_ENV[k]]]));
+    const env = Object.fromEntries(declared.map((k) => [KEY_ENV[k], io.env[KEY_ENV[k]]]));
     try {
       keys = loadKeys(files, env);
     } catch (e) {
-      process.stderr.write(`pqdb ${verb.name}: ${errorText(e)}\n`);
+      io.stderr.write(`pqdb ${verb.name}: ${errorText(e)}\n`);
       return 2;
     }
   }
   if (pin !== undefined) keys.pin = pin;
-  const progress = values.json !== true && (values.progress === true || process.stderr.isTTY === true);
+  const progress = values.json !== true && (values.progress === true || io.stderr.isTTY === true);
   try {
     return await verb.run({ positionals, values, keys, progress });
   } catch (e) {
@@ -189,7 +249,7 @@ async function run(argv: string[]): Promise<number> {
 
 /** Writes `pqdb: <message> (see pqdb [<verb>] --help)`; returns status 2. */
 function usageError(message: string, verb: Verb | VerbGroup | undefined): number {
-  process.stderr.write(`pqdb: ${message} (see pqdb ${verb !== undefined ? `${verb.name} ` : ''}--help)\n`);
+  io.stderr.write(`pqdb: ${message} (see pqdb ${verb !== undefined ? `${verb.name} ` : ''}--help)\n`);
   return 2;
 }
 

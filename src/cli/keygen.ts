@@ -9,6 +9,7 @@
 // base64 strings cannot be. Node only.
 
 /// <reference types="node" />
+import { io } from './_io';
 import { existsSync, unlinkSync } from 'node:fs';
 import { writeNew } from './_files';
 import { generateRecipient, recipientId } from '../crypto/envelope';
@@ -58,7 +59,7 @@ export const keygen: Verb = {
         publicBytes: pair.publicKey.length,
         id: hex(recipientId(pair.publicKey)),
       };
-      process.stdout.write(
+      io.stdout.write(
         values.json === true
           ? `${JSON.stringify(report, null, 2)}\n`
           : `pqdb keygen: ${report.kind} key (${report.type}): secret ${out} (0600), public ${pub}, id ${report.id}\n`,

@@ -7,6 +7,7 @@
 // 2 a bad argument, a missing key or a store that cannot be opened; 130 paused by Ctrl-C.
 
 /// <reference types="node" />
+import { io } from './_io';
 import { openNodeFsPageStore } from '../storage/node-fs';
 import { Store } from '../engine/store';
 import { suite as suiteOf, type SuiteName } from '../crypto/suites';
@@ -77,7 +78,7 @@ export async function migrate(location: string, options: MigrateOptions, keys: K
       signal: ac.signal,
       onProgress,
     });
-    if (tty) process.stderr.write('\n');
+    if (tty) io.stderr.write('\n');
     // Retiring comes after the migration's own report is settled; a refusal (a record withheld or
     // left in an older generation) is reported on its own and leaves the migration as it is.
     let retired: number[] | undefined;
@@ -91,34 +92,33 @@ export async function migrate(location: string, options: MigrateOptions, keys: K
       }
     }
     if (options.json)
-      process.stdout.write(
+      io.stdout.write(
         `${JSON.stringify({ location, ...result, ...(retired && { retired }), ...(refused !== undefined && { retireRefused: refused }) }, null, 2)}\n`,
       );
     else {
-      process.stdout.write(
+      io.stdout.write(
         `pqdb migrate ${location}: ${result.collections.join(', ') || '(no collections)'} → ${result.to} (generation ${result.generation})\n`,
       );
-      process.stdout.write(`  ${formatAccounting(result)}\n`);
+      io.stdout.write(`  ${formatAccounting(result)}\n`);
       const phases = Object.entries(result.phaseMs)
         .map(([k, v]) => `${k} ${((v ?? 0) / 1000).toFixed(2)} s`)
         .join(', ');
-      process.stdout.write(`  work ${(result.workMs / 1000).toFixed(2)} s (${phases})\n`);
-      for (const f of result.failures) process.stdout.write(`  failed: ${f}\n`);
-      if (retired !== undefined) process.stdout.write(`  retired generation(s): ${retired.join(', ') || 'none'}\n`);
+      io.stdout.write(`  work ${(result.workMs / 1000).toFixed(2)} s (${phases})\n`);
+      for (const f of result.failures) io.stdout.write(`  failed: ${f}\n`);
+      if (retired !== undefined) io.stdout.write(`  retired generation(s): ${retired.join(', ') || 'none'}\n`);
     }
-    if (refused !== undefined)
-      process.stderr.write(`pqdb migrate: the older generations were not retired: ${refused}\n`);
+    if (refused !== undefined) io.stderr.write(`pqdb migrate: the older generations were not retired: ${refused}\n`);
     return result.failed > 0 || refused !== undefined ? 1 : 0;
   } catch (e) {
-    if (tty) process.stderr.write('\n');
+    if (tty) io.stderr.write('\n');
     if (e instanceof PqdbError && e.code === 'ABORTED') {
       const m = store.migration();
-      process.stderr.write(
+      io.stderr.write(
         `pqdb migrate: paused in phase ${m?.phase}; ${m ? formatAccounting(m) : ''}; run it again to resume\n`,
       );
       return 130;
     }
-    process.stderr.write(`pqdb migrate: ${errorText(e)}\n`);
+    io.stderr.write(`pqdb migrate: ${errorText(e)}\n`);
     return e instanceof RangeError || e instanceof TypeError ? 2 : 1;
   } finally {
     process.off('SIGINT', onSigint);

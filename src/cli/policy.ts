@@ -18,6 +18,7 @@
 // wiped after signing; the base64 text they were read from cannot be. Node only.
 
 /// <reference types="node" />
+import { io } from './_io';
 import { readFileSync } from 'node:fs';
 import { signPolicy, type Policy, type PolicyDocument } from '../crypto/policy';
 import { signerKeyId } from '../crypto/proofs';
@@ -42,11 +43,11 @@ ${PIN_HELP}`;
 const keyIdHex = (publicKey: Uint8Array): string => hex(signerKeyId(publicKey));
 
 const print = (args: VerbArgs, json: unknown, text: string) =>
-  process.stdout.write(args.values.json === true ? `${JSON.stringify(json, null, 2)}\n` : `${text}\n`);
+  io.stdout.write(args.values.json === true ? `${JSON.stringify(json, null, 2)}\n` : `${text}\n`);
 
 /** A file's bytes, or stdin's for "-". */
 function readInput(file: string): Uint8Array {
-  return new Uint8Array(readFileSync(file === '-' ? 0 : file));
+  return new Uint8Array(file === '-' ? io.readStdin() : readFileSync(file));
 }
 
 /** The signed policy in `raw`: its bytes as they are, or decoded from base64; undefined for neither. */
@@ -143,7 +144,7 @@ export const policySign: Verb = {
     const raw = values.raw === true;
     if (out === undefined && raw && values.json === true)
       throw new UsageError('--raw without --out writes the signed bytes to stdout: not with --json');
-    if (out === undefined && raw && process.stdout.isTTY === true)
+    if (out === undefined && raw && io.stdout.isTTY === true)
       throw new UsageError('--raw writes binary: give --out FILE or redirect stdout');
     const input = readInput(args.positionals[0]);
     let signed = signedFrom(input);
@@ -186,7 +187,7 @@ export const policySign: Verb = {
     const text = `${Buffer.from(result).toString('base64')}\n`;
     if (out !== undefined) writeNew(out, raw ? result : text);
     else if (values.json !== true) {
-      process.stdout.write(raw ? result : text);
+      io.stdout.write(raw ? result : text);
       return 0;
     }
     const threshold = doc.threshold ?? 1;

@@ -6,6 +6,7 @@
 // Exit status: 0 written; 2 a usage error, a store that cannot be opened, an --out file that exists.
 
 /// <reference types="node" />
+import { io } from './_io';
 import { writeNew } from './_files';
 import type { Keys } from './_keys';
 import { cannotOpen } from './_report';
@@ -39,13 +40,13 @@ export async function posture(
   const text = `${JSON.stringify(bom, null, 2)}\n`;
   const { out } = options;
   if (out === undefined) {
-    process.stdout.write(text);
+    io.stdout.write(text);
     return 0;
   }
   writeNew(out, text);
   const storeId = opened.manifest.storeId;
   const report = { location, storeId, out, serialNumber: bom.serialNumber, components: bom.components.length };
-  process.stdout.write(
+  io.stdout.write(
     options.json === true
       ? `${JSON.stringify(report, null, 2)}\n`
       : `pqdb posture: CycloneDX 1.6 CBOM of store ${storeId} (${report.components} components) in ${out}\n`,

@@ -8,7 +8,7 @@
 // not fit the schema, or a store that cannot be opened.
 
 /// <reference types="node" />
-import { readFileSync } from 'node:fs';
+import { io } from './_io';
 import type { Value } from '../engine/codec';
 import { PqdbError } from '../errors';
 import { UsageError } from './_report';
@@ -37,7 +37,7 @@ async function withStore<T>(
 }
 
 const print = (args: VerbArgs, json: unknown, text: string) =>
-  process.stdout.write(args.values.json === true ? `${JSON.stringify(json, null, 2)}\n` : `${text}\n`);
+  io.stdout.write(args.values.json === true ? `${JSON.stringify(json, null, 2)}\n` : `${text}\n`);
 
 export const put: Verb = {
   name: 'put',
@@ -55,7 +55,7 @@ ${PIN_HELP}`,
   options: { schema: { type: 'string' }, index: { type: 'string' }, unlock: KEY_OPTIONS.unlock, ...PIN_OPTIONS },
   async run(args) {
     const [location, name, id, json] = args.positionals;
-    const text = json === undefined || json === '-' ? readFileSync(0, 'utf8') : json;
+    const text = json === undefined || json === '-' ? io.readStdin().toString('utf8') : json;
     return withStore(location, args.keys, true, async (opened) => {
       const index = str(args.values, 'index');
       const c = collectionOf(
@@ -89,8 +89,8 @@ ${PIN_HELP}`,
       const found = value !== undefined;
       if (args.values.json === true)
         print(args, { collection: name, id, found, ...(found && { value: valueToJson(value) }) }, '');
-      else if (found) process.stdout.write(`${JSON.stringify(valueToJson(value))}\n`);
-      else process.stderr.write(`pqdb get: no record "${id}" in collection "${name}"\n`);
+      else if (found) io.stdout.write(`${JSON.stringify(valueToJson(value))}\n`);
+      else io.stderr.write(`pqdb get: no record "${id}" in collection "${name}"\n`);
       return found ? 0 : 1;
     });
   },
@@ -112,8 +112,8 @@ ${PIN_HELP}`,
     return withStore(location, args.keys, true, async (opened) => {
       const deleted = await collectionOf(opened, name, undefined).delete(id);
       if (args.values.json === true) print(args, { collection: name, id, deleted }, '');
-      else if (deleted) process.stdout.write(`pqdb delete: ${name}/${id}\n`);
-      else process.stderr.write(`pqdb delete: no record "${id}" in collection "${name}"\n`);
+      else if (deleted) io.stdout.write(`pqdb delete: ${name}/${id}\n`);
+      else io.stderr.write(`pqdb delete: no record "${id}" in collection "${name}"\n`);
       return deleted ? 0 : 1;
     });
   },
@@ -127,10 +127,10 @@ function printRecords(args: VerbArgs, head: Record<string, unknown>, records: { 
       count: records.length,
       records: records.map((r) => ({ id: r.id, value: valueToJson(r.value) })),
     };
-    process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+    io.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
     return;
   }
-  process.stdout.write(records.map((r) => `${r.id}\t${JSON.stringify(valueToJson(r.value))}\n`).join(''));
+  io.stdout.write(records.map((r) => `${r.id}\t${JSON.stringify(valueToJson(r.value))}\n`).join(''));
 }
 
 export const scan: Verb = {

@@ -28,6 +28,7 @@
 // 130 a signal before --once caught up. Node only.
 
 /// <reference types="node" />
+import { io } from './_io';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openNodeFsPageStore } from '../storage/node-fs';
 import type { PageStore } from '../storage/page-store';
@@ -57,7 +58,7 @@ const address = (host: string, port: number) => `${host.includes(':') ? `[${host
 
 /** A line on stdout: `json` as one line of JSON with --json, else `text`. */
 const emit = (args: VerbArgs, json: Record<string, unknown>, text: string) =>
-  process.stdout.write(args.values.json === true ? `${JSON.stringify(json)}\n` : `${text}\n`);
+  io.stdout.write(args.values.json === true ? `${JSON.stringify(json)}\n` : `${text}\n`);
 
 /**
  * The --identity pair.
@@ -89,7 +90,7 @@ function hostPort(text: string): { host: string; port: number } {
 function interrupts(): { signal: AbortSignal; abort(reason: string): void; dispose(): void } {
   const stop = new AbortController();
   const on = (name: NodeJS.Signals) => {
-    if (stop.signal.aborted) process.exit(130);
+    if (stop.signal.aborted) io.exitNow(130);
     stop.abort(name);
   };
   process.on('SIGINT', on);
@@ -461,7 +462,7 @@ ${UNLOCK_HELP}`,
           const now = Date.now();
           if (once && timeout !== undefined && now - started >= timeout) {
             const why = s.lastError !== undefined ? ` (${s.lastError})` : '';
-            process.stderr.write(
+            io.stderr.write(
               `pqdb replicate follow: not caught up within ${timeout} ms: applied ${s.appliedWatermark} of commit ${s.commitWatermark}${link.reported ? '' : ', the primary has not reported its commit'}${why}\n`,
             );
             return 1;

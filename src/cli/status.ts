@@ -7,6 +7,7 @@
 // Exit status: 0 printed; 2 a bad key or a store that cannot be opened or read.
 
 /// <reference types="node" />
+import { io } from './_io';
 import { openNodeFsPageStore } from '../storage/node-fs';
 import { Store, type MigrationProgress, type MigrationStatus } from '../engine/store';
 import { readManifest, unlockManifest, type Manifest, type MigrationRecord } from '../engine/manifest';
@@ -80,7 +81,7 @@ export async function status(location: string, options: { json?: boolean }, keys
       migration: migration ?? m?.migration ?? m?.migrations?.at(-1),
     };
     if (options.json) {
-      process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+      io.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
       return 0;
     }
     const lines = [
@@ -103,7 +104,7 @@ export async function status(location: string, options: { json?: boolean }, keys
       const counted: MigrationProgress = 'counts' in mig ? { phase: mig.phase, ...mig.counts } : mig;
       lines.push(`  migration    ${mig.collections?.join(', ')} → ${to}: ${mig.phase}; ${formatAccounting(counted)}`);
     }
-    process.stdout.write(`${lines.join('\n')}\n`);
+    io.stdout.write(`${lines.join('\n')}\n`);
     return 0;
   } catch (e) {
     return cannotOpen('status', location, e);

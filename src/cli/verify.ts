@@ -7,6 +7,7 @@
 // 2 the store cannot be opened; 3 nothing failed but checks were skipped for want of a key.
 
 /// <reference types="node" />
+import { io } from './_io';
 import { openNodeFsPageStore } from '../storage/node-fs';
 import { verifyStore, formatVerifyReport } from '../engine/verify';
 import { PqdbError } from '../errors';
@@ -32,10 +33,10 @@ export async function verify(
     pages = await openNodeFsPageStore(location, { readOnly: true, create: false });
   } catch (e) {
     if (options.json)
-      process.stdout.write(
+      io.stdout.write(
         `${JSON.stringify({ ok: false, complete: false, location, problems: [{ where: 'storage', code: e instanceof PqdbError ? e.code : 'IO_ERROR', message: (e as Error).message }] }, null, 2)}\n`,
       );
-    else process.stderr.write(`pqdb verify: cannot open ${location}: ${errorText(e)}\n`);
+    else io.stderr.write(`pqdb verify: cannot open ${location}: ${errorText(e)}\n`);
     return e instanceof PqdbError && e.code === 'CORRUPTION' ? 1 : 2;
   }
   try {
@@ -47,10 +48,10 @@ export async function verify(
         if (!(e instanceof PqdbError)) throw e;
         const problem = { where: 'manifest', code: e.code, message: e.message };
         if (options.json)
-          process.stdout.write(
+          io.stdout.write(
             `${JSON.stringify({ ok: false, complete: false, location, problems: [problem] }, null, 2)}\n`,
           );
-        else process.stderr.write(`pqdb verify: ${location}: ${errorText(e)}\n`);
+        else io.stderr.write(`pqdb verify: ${location}: ${errorText(e)}\n`);
         return 1;
       }
     const pin = options['expect-checkpoint'];
@@ -61,8 +62,8 @@ export async function verify(
       onProgress: verifyProgress(options.progress === true && !options.json && !options.quiet),
     });
     if (seen !== undefined && report.ok) recordPin(keys.pin, seen);
-    if (options.json) process.stdout.write(`${JSON.stringify({ location, ...report }, null, 2)}\n`);
-    else if (!options.quiet || !report.ok) process.stdout.write(`${formatVerifyReport(report, location)}\n`);
+    if (options.json) io.stdout.write(`${JSON.stringify({ location, ...report }, null, 2)}\n`);
+    else if (!options.quiet || !report.ok) io.stdout.write(`${formatVerifyReport(report, location)}\n`);
     return !report.ok ? 1 : report.complete ? 0 : 3;
   } finally {
     await pages.close();
