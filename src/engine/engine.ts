@@ -105,13 +105,14 @@ export class Engine {
     );
     const blind = (salt: Uint8Array) => leafBlind(keys, salt);
     const target = (this.target = { directory, logs, cache, storeId, blind, onPage: (page) => lexical.notePage(page) });
+    const migrationUses = { pipeline, keys, directory, records, cache, lexical, checkpoints, logs, live };
     const migration = (this.migration = new Migration({
-      pipeline, keys, directory, records, cache, lexical, checkpoints, logs, live,
+      ...migrationUses,
       authority: options.authority,
       current: () => keys.current(),
       closing: () => this.#closing,
       decode: (collection, plaintext) => decodeValue(this.#schemaOf(collection), plaintext),
-    })); // prettier-ignore
+    }));
     // Migration accounting first: it counts a commit's writes before anything else sees them.
     pipeline.on({ prepare: writeGate }); // the policy the commit runs under refuses a write before sealing
     pipeline.on({ prepare: (draft) => migration.accountWrites(draft), applied: (c) => migration.noteCopies(c) });
@@ -157,7 +158,8 @@ export class Engine {
 
   #schemaOf(collection: string): CompiledSchema {
     let s = this.#declared.get(collection)?.schema ?? this.#schemas.get(collection);
-    if (s === undefined) this.#schemas.set(collection, (s = compileSchema(this.pipeline.manifest.collections[collection].schema))); // prettier-ignore
+    if (s === undefined)
+      this.#schemas.set(collection, (s = compileSchema(this.pipeline.manifest.collections[collection].schema)));
     return s;
   }
 
@@ -180,7 +182,10 @@ export class Engine {
 
   compact(options?: CompactOptions): Promise<CompactResult> {
     const { pages, pipeline, directory, records, keys, cache, checkpoints, readOnly } = this;
-    return compact({ pages, pipeline, directory, records, keys, cache, checkpoints, readOnly, live: this.#live }, options); // prettier-ignore
+    return compact(
+      { pages, pipeline, directory, records, keys, cache, checkpoints, readOnly, live: this.#live },
+      options,
+    );
   }
 
   retireGenerations(): Promise<number[]> {
@@ -198,7 +203,7 @@ export class Engine {
   }
 
   retireCopy(id: string, locations: Locations | undefined): Promise<{ copy: ManagedCopy; deleted: boolean }> {
-    return retireCopy({ pipeline: this.pipeline, live: this.#live }, id, locations, () => this.retireGenerations()); // prettier-ignore
+    return retireCopy({ pipeline: this.pipeline, live: this.#live }, id, locations, () => this.retireGenerations());
   }
 
   posture(): Cbom {

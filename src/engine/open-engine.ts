@@ -40,7 +40,8 @@ export async function openEngine(pages: PageStore, options: StoreOptions): Promi
       const storeId = hex(keys.storeKey(STORE_ID_LABEL, 16));
       const manifest = newManifest(storeId, keys.records(), registry.records(), suite.id, recipients);
       const pinned = authorityKeysOf(options.authorityPublicKey);
-      manifest.authority = pinnedAuthority(pinned, pinnedOptions(pinned, options.authorityThreshold, options.authorityDomain)); // prettier-ignore
+      const { authorityThreshold: threshold, authorityDomain: domain } = options;
+      manifest.authority = pinnedAuthority(pinned, pinnedOptions(pinned, threshold, domain));
       const engine = made(new Engine({ pages, keys, manifest, registry }, options));
       await engine.pipeline.run(() => undefined); // the first manifest
       return engine;

@@ -113,7 +113,12 @@ export class Store {
     const store = await Store.open(view, { ...options, follow: false });
     const storeId = store.info().storeId;
     const reopen = (next: PageStore, minCommit: number) => openEngine(next, { ...options, storeId, minCommit });
-    const install = (next: Engine, old = store.#engine) => (store.#engine = next, store.#collections.forEach((c) => next.declare(c)), old); // prettier-ignore
+    const install = (next: Engine): Engine => {
+      const old = store.#engine;
+      store.#engine = next;
+      for (const c of store.#collections.values()) next.declare(c);
+      return old;
+    };
     store.#follower = new Follower<Engine>(view, { state: () => store.#engine, reopen, install }, follow);
     try {
       await store.#follower.start();
