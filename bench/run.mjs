@@ -43,7 +43,6 @@ const onlyIdx = args.indexOf('--only');
 const only = onlyIdx >= 0 ? args[onlyIdx + 1] : undefined;
 const opts = quick ? { warmupMs: 150, samples: 7, sampleMs: 10 } : { warmupMs: 500, samples: 21, sampleMs: 25 };
 
-
 const hw = await createSHA384();
 const hashWasm384 = (m) => {
   hw.init();
