@@ -250,3 +250,33 @@ export function saveReport(bench, report, out, opts = {}) {
   writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
   return out;
 }
+
+/** A record's searchable text in the search benches: lemma and gloss. */
+export const searchText = (v) => `${v.lemma} ${v.gloss}`;
+
+/** Words as pqdb's tokenizer sees ASCII text (WordNet is ASCII but for a few Latin-1 letters). */
+export const wordsOf = (v) =>
+  searchText(v)
+    .toLowerCase()
+    .match(/[\p{L}\p{N}][\p{L}\p{N}\p{M}]*/gu) ?? [];
+
+/**
+ * Query words for the search benches: `wordsFrom(n, min)` gives `n` distinct words of at least
+ * `min` letters of one record picked with `random`.
+ */
+export function queryWords(records, random) {
+  const pick = (a) => a[Math.floor(random() * a.length)];
+  const wordsFrom = (n, min = 1) => {
+    for (;;) {
+      const ws = [...new Set(wordsOf(pick(records).value))].filter((w) => w.length >= min);
+      if (ws.length < n) continue;
+      const out = [];
+      while (out.length < n) {
+        const w = pick(ws);
+        if (!out.includes(w)) out.push(w);
+      }
+      return out;
+    }
+  };
+  return { pick, wordsFrom };
+}

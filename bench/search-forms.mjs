@@ -11,7 +11,7 @@
 //   node bench/search-forms.mjs [--records 100000] [--queries 500]
 
 import { Index as FlexIndex } from 'flexsearch';
-import { synsets } from './harness.mjs';
+import { synsets, queryWords, searchText } from './harness.mjs';
 
 const args = process.argv.slice(2);
 const arg = (n, d) => (args.includes(n) ? args[args.indexOf(n) + 1] : d);
@@ -29,25 +29,9 @@ function rng(seed) {
   };
 }
 const records = synsets(N);
-const text = (v) => `${v.lemma} ${v.gloss}`;
-const wordsOf = (v) =>
-  text(v)
-    .toLowerCase()
-    .match(/[\p{L}\p{N}][\p{L}\p{N}\p{M}]*/gu) ?? [];
+const text = searchText;
 const random = rng(1);
-const pick = (a) => a[Math.floor(random() * a.length)];
-function wordsFrom(n, min = 1) {
-  for (;;) {
-    const ws = [...new Set(wordsOf(pick(records).value))].filter((w) => w.length >= min);
-    if (ws.length < n) continue;
-    const out = [];
-    while (out.length < n) {
-      const w = pick(ws);
-      if (!out.includes(w)) out.push(w);
-    }
-    return out;
-  }
-}
+const { pick, wordsFrom } = queryWords(records, random);
 const cut = (w) => w.slice(0, 2 + Math.floor(random() * 3));
 const KINDS = [
   { kind: 'exact, 1 word', prefix: false, suggest: false, make: () => wordsFrom(1)[0] },

@@ -26,7 +26,7 @@ import { runInNewContext } from 'node:vm';
 import MiniSearch from 'minisearch';
 import { Index as FlexIndex } from 'flexsearch';
 import { openStore, generateRecipient } from '../dist/node.js';
-import { hostInfo, synsets, reportPath } from './harness.mjs';
+import { hostInfo, synsets, reportPath, queryWords, searchText } from './harness.mjs';
 
 const args = process.argv.slice(2);
 const arg = (n, d) => (args.includes(n) ? args[args.indexOf(n) + 1] : d);
@@ -68,29 +68,11 @@ const rank = (a, p) => a[Math.max(0, Math.ceil((p / 100) * a.length) - 1)];
 
 const records = synsets(N);
 const schema = { lemma: 'string', pos: 'string', gloss: 'string', offset: 'integer' };
-const text = (v) => `${v.lemma} ${v.gloss}`;
-// Words as pqdb's tokenizer sees ASCII text (WordNet is ASCII but for a few Latin-1 letters).
-const wordsOf = (v) =>
-  text(v)
-    .toLowerCase()
-    .match(/[\p{L}\p{N}][\p{L}\p{N}\p{M}]*/gu) ?? [];
+const text = searchText;
 
 // ---- queries ----------------------------------------------------------------------------------
 const random = rng(SEED);
-const pick = (a) => a[Math.floor(random() * a.length)];
-/** A record with at least `n` distinct words of at least `min` letters, and those words. */
-function wordsFrom(n, min = 1) {
-  for (;;) {
-    const ws = [...new Set(wordsOf(pick(records).value))].filter((w) => w.length >= min);
-    if (ws.length < n) continue;
-    const out = [];
-    while (out.length < n) {
-      const w = pick(ws);
-      if (!out.includes(w)) out.push(w);
-    }
-    return out;
-  }
-}
+const { pick, wordsFrom } = queryWords(records, random);
 const cut = (w) => w.slice(0, 2 + Math.floor(random() * 3)); // 2–4 letters
 const KINDS = [
   { kind: 'exact, 1 word', mode: 'all', prefix: false, make: () => wordsFrom(1)[0] },
