@@ -251,6 +251,17 @@ export function saveReport(bench, report, out, opts = {}) {
   return out;
 }
 
+/** mulberry32: a small seeded generator, so every run of a search bench asks the same queries. */
+export function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}
+
 /** A record's searchable text in the search benches: lemma and gloss. */
 export const searchText = (v) => `${v.lemma} ${v.gloss}`;
 

@@ -11,7 +11,7 @@
 //   node bench/search-forms.mjs [--records 100000] [--queries 500]
 
 import { Index as FlexIndex } from 'flexsearch';
-import { synsets, queryWords, searchText } from './harness.mjs';
+import { synsets, queryWords, rng, searchText } from './harness.mjs';
 
 const args = process.argv.slice(2);
 const arg = (n, d) => (args.includes(n) ? args[args.indexOf(n) + 1] : d);
@@ -19,15 +19,6 @@ const N = Number(arg('--records', 100_000));
 const QUERIES = Number(arg('--queries', 500));
 const LIMIT = 20;
 
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 const records = synsets(N);
 const text = searchText;
 const random = rng(1);

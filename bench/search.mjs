@@ -26,7 +26,7 @@ import { runInNewContext } from 'node:vm';
 import MiniSearch from 'minisearch';
 import { Index as FlexIndex } from 'flexsearch';
 import { openStore, generateRecipient } from '../dist/node.js';
-import { hostInfo, synsets, reportPath, queryWords, searchText } from './harness.mjs';
+import { hostInfo, synsets, reportPath, queryWords, rng, searchText } from './harness.mjs';
 
 const args = process.argv.slice(2);
 const arg = (n, d) => (args.includes(n) ? args[args.indexOf(n) + 1] : d);
@@ -48,17 +48,6 @@ const heapMiB = () => {
   const m = process.memoryUsage();
   return (m.heapUsed + m.arrayBuffers) / 2 ** 20;
 };
-
-/** mulberry32: a small seeded generator, so every run asks the same queries. */
-function rng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 const versionOf = (pkg) =>
   JSON.parse(readFileSync(new URL(`../node_modules/${pkg}/package.json`, import.meta.url), 'utf8')).version;
