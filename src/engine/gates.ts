@@ -23,10 +23,13 @@ import type { Gate, GateRequest, Gates } from './records';
 /** What a gate reads of a manifest: its pinned keys and policy in force. */
 type Authority = Pick<Manifest, 'authority'>;
 
-/** The refusal of `operation` on `what` under `authority`, or undefined when it is allowed. */
-function decide(authority: Authority, operation: PolicyOperation, governance: string, what: string) {
+/**
+ * The refusal of `operation` on `what()` under `authority`, or undefined when it is allowed (the
+ * name is made only for a refusal: gates run on every read and write).
+ */
+function decide(authority: Authority, operation: PolicyOperation, governance: string, what: () => string) {
   const m = authority as Manifest; // the decisions read `authority` alone
-  return authorityAllows(m, operation, governance) ? undefined : authorityDenied(m, operation, governance, what);
+  return authorityAllows(m, operation, governance) ? undefined : authorityDenied(m, operation, governance, what());
 }
 
 /**
@@ -38,14 +41,14 @@ function decide(authority: Authority, operation: PolicyOperation, governance: st
 export function writeGate(draft: Draft): void {
   for (const op of draft.ops) {
     if (op.kind !== 'put' || op.copy === true) continue;
-    const refused = decide(draft.manifest, 'write', op.governance, `a write to ${op.collection}/${op.id}`);
+    const refused = decide(draft.manifest, 'write', op.governance, () => `a write to ${op.collection}/${op.id}`);
     if (refused !== undefined) throw refused;
   }
 }
 
 /** The gate of `operation` under the authority `manifest()` holds when a record is opened. */
 function authorityGate(manifest: () => Authority, operation: PolicyOperation): Gate {
-  return (at: GateRequest) => decide(manifest(), operation, at.governance, `${at.collection}/${at.id}`);
+  return (at: GateRequest) => decide(manifest(), operation, at.governance, () => `${at.collection}/${at.id}`);
 }
 
 /**
@@ -74,7 +77,7 @@ export function restoreGate(
 ): Gate {
   const a: Authority = { authority };
   return (at: GateRequest): PqdbError | undefined => {
-    const what = `${at.collection}/${at.id}`;
+    const what = () => `${at.collection}/${at.id}`;
     const refused = decide(a, 'restore', at.governance, what);
     if (refused !== undefined) return refused;
     const now = liveGovernance?.(at.collection, at.id);
