@@ -6,7 +6,7 @@
 import { describe, it, expect, vi } from 'vitest';
 import { openStore, openMemoryPageStore } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
-import { engineForTests as partsOf } from '../src/engine/store';
+import { engineOf as partsOf } from '../src/engine/store';
 import type { AppliedCommit } from '../src/engine/commit';
 import { Primary } from '../src/replication/primary';
 import { Replica } from '../src/replication/replica';

@@ -13,7 +13,7 @@ import {
 } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
 import type { PageStore } from '../src/storage/page-store';
-import { engineForTests as partsOf } from '../src/engine/store';
+import { engineOf as partsOf } from '../src/engine/store';
 
 const r = generateRecipient('classical');
 const s = generateSigner();
@@ -102,9 +102,12 @@ describe('a backup pins the page set instead of holding the commit queue', () =>
     expect(held.length).toBe(compacted.pagesRewritten);
     for (const id of held) expect(medium.pages.has(id)).toBe(true); // deleted, not yet gone
     for (let i = 0; i < 40; i++) expect((await docs.get(`k${i}`))?.v).toBe(expected(i));
+    const commitBefore = store.info().commit;
     gate.open();
     const done = await backup;
     expect(done.copy.records).toBe(40);
+    // One commit inventories the copy and deletes what was held back for it.
+    expect(store.info().commit).toBe(commitBefore + 1);
     // Released: the held pages are gone, the list with them.
     expect(partsOf(store).pipeline.manifest.heldPages).toBeUndefined();
     for (const id of held) expect(medium.pages.has(id)).toBe(false);

@@ -4,7 +4,7 @@
 // written on their own and backed up) and an altered copy are refused.
 import { describe, it, expect } from 'vitest';
 import { generateRecipient, generateSigner, signPolicy, verifyStore, restoreStore, openStore } from '../src/node';
-import { engineForTests as partsOf } from '../src/engine/store';
+import { engineOf as partsOf } from '../src/engine/store';
 import { copiesCases } from './cases/copies';
 import { STORE_FIXTURES, nodeFsStoreFixture, type NodeFsStoreFixture } from './support/store-fixtures';
 import type { StoreFixture } from './cases/_store';

@@ -16,7 +16,7 @@ import {
   readSnapshotSync,
   DIRECTORY_PART_BYTES,
 } from '../src/engine/directory';
-import { engineForTests } from '../src/engine/store';
+import { engineOf } from '../src/engine/store';
 import { MerkleLogs, LOG_PAGE_LEAVES } from '../src/engine/merkle-log';
 import { decodeLogPage } from '../src/engine/page-format';
 import type { LogPageRef } from '../src/engine/manifest';
@@ -407,7 +407,7 @@ describe('opening from the persisted directory', () => {
     await first.docs.put('fresh', { text: 'new after the base' });
     await first.store.close();
     const { store, docs } = await open();
-    const directory = engineForTests(store).directory;
+    const directory = engineOf(store).directory;
     const parts = directory.unloadedParts;
     expect(parts).toBe(4);
     expect(docs.size).toBe(10_000); // loads the partitions the later commits wrote to, at most 3
@@ -422,7 +422,7 @@ describe('opening from the persisted directory', () => {
     await store.close();
     // What visits every record loads the partitions in steps, letting others run between them.
     const stepped = await open();
-    const d2 = engineForTests(stepped.store).directory;
+    const d2 = engineOf(stepped.store).directory;
     let steps = 0;
     await d2.loadAllInSteps(async () => void steps++);
     expect([steps, d2.unloadedParts]).toEqual([4, 0]);
@@ -441,7 +441,7 @@ describe('opening from the persisted directory', () => {
         }),
     });
     const eager = await hidden();
-    expect(engineForTests(eager.store).directory.unloadedParts).toBe(0);
+    expect(engineOf(eager.store).directory.unloadedParts).toBe(0);
     expect(eager.docs.size).toBe(10_000);
     expect(await eager.docs.get('d9999')).toEqual({ text: 'w5' });
     await eager.store.close();
@@ -456,7 +456,7 @@ describe('opening from the persisted directory', () => {
         for (let i = 0; i < 1000; i++) tx.put(first.docs, `d${b * 1000 + i}`, { text: `w${i % 7}` });
       });
     await first.store.checkpoint();
-    const partPages = [...engineForTests(first.store).directory.partPages];
+    const partPages = [...engineOf(first.store).directory.partPages];
     await first.store.close();
     expect(partPages.length).toBe(4);
     const setPage = (id: number, bytes: Uint8Array) => medium.pages.set(id, { bytes, crc: crc32c(bytes) });

@@ -29,7 +29,7 @@ import {
   type Store,
 } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
-import { engineForTests as partsOf } from '../src/engine/store';
+import { engineOf as partsOf } from '../src/engine/store';
 import { b64 } from '../src/_encoding';
 import type { Location } from '../src/engine/directory';
 import { Rng } from './cases/_util';

@@ -34,7 +34,7 @@ const LAYERS: [string, (file: string) => boolean][] = [
  */
 const ENGINE_ROWS: string[][] = [
   ['open.ts', 'restore.ts'],
-  ['store.ts', 'collection.ts'],
+  ['store.ts', 'engine-slot.ts', 'collection.ts'],
   ['open-engine.ts', 'engine.ts'],
   [
     'copies.ts',

@@ -14,7 +14,7 @@ import {
 } from '../src/crypto/policy';
 import { ml_dsa87 } from '../src/kernels/mldsa';
 import { signerKeyId } from '../src/crypto/proofs';
-import { engineForTests as partsOf } from '../src/engine/store';
+import { engineOf as partsOf } from '../src/engine/store';
 import { b64 } from '../src/_encoding';
 import { Rng } from './cases/_util';
 

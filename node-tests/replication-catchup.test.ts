@@ -6,7 +6,7 @@
 import { describe, it, expect } from 'vitest';
 import { openStore, openMemoryPageStore } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
-import { engineForTests as partsOf } from '../src/engine/store';
+import { engineOf as partsOf } from '../src/engine/store';
 import { Primary } from '../src/replication/primary';
 import { Replica } from '../src/replication/replica';
 import { decodeMessage, MSG_PAGES } from '../src/replication/messages';

@@ -17,7 +17,7 @@ import { openNodeFsPageStore } from '../src/storage/node-fs';
 import { openIndexedDbPageStore } from '../src/storage/indexeddb';
 import { type PageStore } from '../src/storage/page-store';
 import { crc32c } from '../src/_crc32c';
-import { engineForTests as partsOf } from '../src/engine/store';
+import { engineOf as partsOf } from '../src/engine/store';
 import { pageKind } from '../src/engine/page-format';
 import type { Store } from '../src/engine/store';
 import { Primary, type MessageSession } from '../src/replication/primary';

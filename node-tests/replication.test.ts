@@ -6,7 +6,7 @@
 import { describe, it, expect, vi } from 'vitest';
 import { generateSigner, openStore, openMemoryPageStore } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
-import { engineForTests as partsOf } from '../src/engine/store';
+import { engineOf as partsOf } from '../src/engine/store';
 import { Primary } from '../src/replication/primary';
 import { Replica } from '../src/replication/replica';
 import { decodeMessage, encodeMessage, MSG_COMMIT, MSG_PAGES, type CommitMessage } from '../src/replication/messages';

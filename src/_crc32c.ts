@@ -35,16 +35,27 @@ const CRC_TABLES = ((): Uint32Array => {
 /** Bytes checksummed per step by crc32cAsync. */
 const CRC_STEP = 1 << 20;
 
+/** Bytes checksummed by crc32cAsync since it last yielded, over all its calls. */
+let sinceYield = 0;
+
 /**
- * crc32c of a large buffer in 1 MiB steps, yielding to the event loop between them (a 10 MB page
- * would otherwise hold it for tens of milliseconds). Small buffers are done at once.
+ * crc32c of a buffer, yielding to the event loop before each 1 MiB step, counted over every call:
+ * a large page, or many small ones checksummed one after another (a commit's pages, a run of pages
+ * read), hold the thread for about a millisecond at a time, never tens of them.
  */
 export async function crc32cAsync(data: Uint8Array): Promise<number> {
-  let crc = crc32c(data.subarray(0, CRC_STEP));
-  for (let at = CRC_STEP; at < data.length; at += CRC_STEP) {
-    await yieldToEventLoop();
-    crc = crc32c(data.subarray(at, at + CRC_STEP), crc);
-  }
+  let crc = 0;
+  let at = 0;
+  do {
+    const step = data.subarray(at, at + CRC_STEP);
+    if (sinceYield + step.length > CRC_STEP) {
+      await yieldToEventLoop();
+      sinceYield = 0;
+    }
+    sinceYield += step.length;
+    crc = crc32c(step, crc);
+    at += CRC_STEP;
+  } while (at < data.length);
   return crc;
 }
 

@@ -13,21 +13,17 @@ export { deleteStore } from './engine/open';
 import { restoreStoreWith, type RestoreOptions, type RestoreResult } from './engine/restore';
 import type { PageStore } from './storage/page-store';
 export type { AuthorityRequest } from './engine/migration/run';
+export { Store } from './engine/store';
 export {
-  Store,
   Collection,
   type Transaction,
   type CollectionOptions,
   type PutOptions,
   type ScanOptions,
-  type StoreOptions,
-  type MigrateOptions,
-  type MigrationStatus,
-  type MigrationProgress,
-  type MigrationCounts,
-  type MigrationPhase,
-  type AuthorityCheck,
-} from './engine/store';
+} from './engine/collection';
+export type { StoreOptions } from './engine/store-options';
+export type { MigrateOptions, MigrationStatus, MigrationProgress, AuthorityCheck } from './engine/migration/run';
+export type { MigrationCounts, MigrationPhase } from './engine/manifest';
 export type { Schema, FieldSpec, FieldType, FieldValue, InferValue, Value, ValueShape } from './engine/codec';
 export type { CollectionValue, TextField } from './engine/collection';
 export type { SearchOptions } from './engine/lexical';

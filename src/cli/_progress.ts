@@ -4,7 +4,7 @@
 
 /// <reference types="node" />
 import { io } from './_io';
-import type { MigrationProgress } from '../engine/store';
+import type { MigrationProgress } from '../engine/migration/run';
 
 const BAR_COLUMNS = 30;
 const REDRAW_MS = 100;

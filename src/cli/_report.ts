@@ -4,7 +4,7 @@
 
 /// <reference types="node" />
 import { io } from './_io';
-import type { MigrationProgress, MigrationStatus } from '../engine/store';
+import type { MigrationProgress, MigrationStatus } from '../engine/migration/run';
 import { PqdbError } from '../errors';
 
 /**

@@ -18,7 +18,7 @@
 import { io } from './_io';
 import { resolve } from 'node:path';
 import { restoreStore } from '../node';
-import type { ManagedCopy } from '../engine/store';
+import type { ManagedCopy } from '../engine/copies';
 import { PqdbError } from '../errors';
 import { authorityKeys, keyFrom, recipientKeys } from './_keys';
 import { countProgress } from './_progress';

@@ -9,7 +9,8 @@
 /// <reference types="node" />
 import { io } from './_io';
 import { openNodeFsPageStore } from '../storage/node-fs';
-import { Store, type MigrationProgress, type MigrationStatus } from '../engine/store';
+import { Store } from '../engine/store';
+import type { MigrationProgress, MigrationStatus } from '../engine/migration/run';
 import { readManifest, unlockManifest, type Manifest, type MigrationRecord } from '../engine/manifest';
 import { suite as suiteOf } from '../crypto/suites';
 import { PqdbError } from '../errors';

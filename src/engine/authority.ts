@@ -11,6 +11,7 @@ import { equalBytes } from '../_bytes';
 import { checkSuccessor, compilePolicy, verifyPolicy, type Policy, type PolicyDecider } from '../crypto/policy';
 import type { PolicyOperation } from '../crypto/policy';
 import { type Manifest } from './manifest';
+import type { CommitPipeline } from './commit';
 import { b64, unb64 } from '../_encoding';
 
 /** The pinned keys given to openStore, as a list (undefined: none given). */
@@ -166,6 +167,13 @@ export function installPolicy(manifest: Manifest, signed: Uint8Array, now = Date
   if (!policyGoverns(next, manifest)) throw notGoverned(next, manifest);
   manifest.authority = { ...a, policy: b64(signed) };
   return next;
+}
+
+/** Installs signed policy `signed` in a commit of its own (installPolicy); resolves with it. */
+export async function setPolicy(pipeline: Pick<CommitPipeline, 'run'>, signed: Uint8Array): Promise<Policy> {
+  let installed!: Policy;
+  await pipeline.run((draft) => void (installed = installPolicy(draft.manifest, signed)));
+  return installed;
 }
 
 /** The manifest entry a new store starts with. */

@@ -226,3 +226,14 @@ export class Collection<V extends ValueShape<V> = Value> {
     return this.#engine.count(this.name);
   }
 }
+
+/** @internal The operations `fn` gives a batch's transaction, in order (Store.batch commits them in one page). */
+export async function collectOps(fn: (tx: Transaction) => void | Promise<void>): Promise<PendingOp[]> {
+  const ops: PendingOp[] = [];
+  await fn({
+    put: (collection, id, value, options = {}) =>
+      ops.push({ kind: 'put', collection, id, value, governance: options.governance }),
+    delete: (collection, id) => ops.push({ kind: 'delete', collection, id }),
+  });
+  return ops;
+}

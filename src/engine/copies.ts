@@ -33,7 +33,7 @@ import type { MerkleLogs } from './merkle-log';
 /** What a backup uses of the engine (engine.ts builds it). */
 export interface BackupContext {
   readonly pages: PageStore;
-  readonly pipeline: Pick<CommitPipeline, 'manifest' | 'run' | 'exclusive'> & Pinnable;
+  readonly pipeline: Pick<CommitPipeline, 'manifest' | 'run' | 'exclusive' | 'idle'> & Pinnable;
   readonly directory: Pick<KeyDirectory, 'collections' | 'loadAllInSteps'>;
   readonly keys: Pick<KeyRing, 'current' | 'storeKey'>;
   readonly checkpoints: Pick<Checkpoints, 'canSign' | 'checkpoint' | 'list'>;
@@ -101,7 +101,7 @@ export async function destinationOf(
 }
 
 /** Pages written per destination commit: bounds the memory of one commit. */
-const COMMIT_BYTES = 8 << 20;
+const COMMIT_BYTES = 2 << 20;
 
 export const randomId = (): string => hex(globalThis.crypto.getRandomValues(new Uint8Array(16)));
 
@@ -122,12 +122,7 @@ export function heldRecords(p: { readonly directory: Pick<KeyDirectory, 'collect
   const generations = new Set<number>();
   const suites = new Set<number>();
   let records = 0;
-  for (const [, entries] of p.directory.collections())
-    for (const loc of entries.values()) {
-      generations.add(loc.generation);
-      suites.add(loc.suite);
-      records++;
-    }
+  for (const [, table] of p.directory.collections()) records += table.addHeld(generations, suites);
   const sort = (s: Set<number>) => [...s].sort((a, b) => a - b);
   return { generations: sort(generations), suites: sort(suites), records };
 }
@@ -194,22 +189,25 @@ async function backupInto(p: BackupContext, dest: CopyDestination): Promise<Back
     };
     const copyManifest: Manifest = { ...snapshot.m, copy: { id, of: snapshot.m.storeId, time } };
     const manifest = encodeManifest(copyManifest, p.keys.storeKey(MANIFEST_KEY_LABEL));
-    const { pages, bytes } = await copyPages(p.pages, snapshot.ids, dest.pages, manifest);
-    await snapshot.release(); // the copy is durable: the pages held back can go
+    // Background work: each step of the copy waits for the writes queued meanwhile, so a put beside
+    // a backup shares the thread with one bounded step at most, never with the whole copy.
+    const { pages, bytes } = await copyPages(p.pages, snapshot.ids, dest.pages, manifest, () => p.pipeline.idle());
+    // The copy is durable: one commit inventories it and deletes the pages held back for it.
     await p.pipeline.run((draft) => {
+      snapshot.pin.inCommit();
       draft.manifest.copies = [...(draft.manifest.copies ?? []), entry];
     });
     return { copy: publicCopy(entry), pages, bytes, pausedMs, tookMs: performance.now() - started };
   } finally {
-    await snapshot.release();
+    await snapshot.pin.release();
   }
 }
 
 /**
  * In the commit queue: the store's manifest, page list, newest checkpoint and live records as they
- * stand, and a pin on those pages (released by `release`, once; it never throws). Pages a commit
- * deleted while an earlier pin was held are not part of the store: they are left out, and so is
- * their list.
+ * stand, and a pin on those pages (`pin`: released in the inventory's commit, or on its own). Pages
+ * a commit deleted while an earlier pin was held are not part of the store: they are left out, and
+ * so is their list.
  */
 async function readSnapshot(p: BackupContext) {
   const m = cloneManifest(p.pipeline.manifest);
@@ -218,13 +216,12 @@ async function readSnapshot(p: BackupContext) {
   delete m.heldPages;
   const ids = excluded.size > 0 ? listed.filter((x) => !excluded.has(x)) : listed;
   const held = heldRecords(p);
-  const release = pinPages(p.pipeline); // last: nothing throws after it
-  let pending: Promise<void> | undefined;
-  return { m, ids, checkpoint: p.checkpoints.list.at(-1), held, release: () => (pending ??= release()) };
+  const pin = pinPages(p.pipeline); // last: nothing throws after it
+  return { m, ids, checkpoint: p.checkpoints.list.at(-1), held, pin };
 }
 
 /** Pages read per read call: with COMMIT_BYTES, bounds what a backup holds in memory. */
-const READ_PAGES = 16;
+const READ_PAGES = 4;
 
 /**
  * Copies pages `ids` of `from` into `to` in commits of about COMMIT_BYTES, then writes `manifest`
@@ -237,11 +234,13 @@ async function copyPages(
   ids: readonly number[],
   to: PageStore,
   manifest: Uint8Array,
+  yieldToWrites: () => Promise<void>,
 ): Promise<{ pages: number; bytes: number }> {
   let bytes = 0;
   let batch: { id: number; bytes: Uint8Array }[] = [];
   let batchBytes = 0;
   for (let at = 0; at < ids.length; at += READ_PAGES) {
+    await yieldToWrites();
     const run = ids.slice(at, at + READ_PAGES);
     const read = await readPagesOf(from, run);
     for (let k = 0; k < run.length; k++) {
@@ -252,6 +251,7 @@ async function copyPages(
       bytes += page.length;
     }
     if (batchBytes >= COMMIT_BYTES) {
+      await yieldToWrites();
       await to.commit({ pages: batch, transfer: true });
       batch = [];
       batchBytes = 0;

@@ -64,17 +64,37 @@ export interface Pinnable {
   run(task: () => void): Promise<unknown>;
 }
 
-/**
- * Pins the pages of `pipeline`'s store. The release deletes the pages held back while pinned (in a
- * commit, once the last pin goes); when that commit fails (the store closed, an I/O error), they
- * stay listed in the manifest for a later commit or the next open (see above): the release never
- * throws.
- */
-export function pinPages(pipeline: Pinnable): () => Promise<void> {
+/** A pin on a store's pages (pinPages). */
+export interface PageRelease {
+  /**
+   * Releases the pin inside a task of the pipeline: that task's commit deletes the pages held back
+   * (when it is the last pin). Once; returns whether it released.
+   */
+  inCommit(): boolean;
+  /**
+   * Releases the pin (unless released already) and, when it was the last one, deletes the pages
+   * held back in a commit of its own; when that commit fails (the store closed, an I/O error), they
+   * stay listed in the manifest for a later commit or the next open (see above). Never throws.
+   */
+  release(): Promise<void>;
+}
+
+/** Pins the pages of `pipeline`'s store until the pin is released (PageRelease). */
+export function pinPages(pipeline: Pinnable): PageRelease {
   const release = pipeline.pins.pin();
-  return async () => {
-    if (!release()) return;
-    if (pipeline.manifest.heldPages === undefined) return;
-    await pipeline.run(() => undefined).catch(() => undefined);
+  let done = false;
+  return {
+    inCommit: () => {
+      if (done) return false;
+      done = true;
+      release();
+      return true;
+    },
+    release: async () => {
+      if (done) return;
+      done = true;
+      if (!release() || pipeline.manifest.heldPages === undefined) return;
+      await pipeline.run(() => undefined).catch(() => undefined);
+    },
   };
 }

@@ -41,8 +41,9 @@ import { verifyStore, type VerifyReport } from './verify';
 import { SignedCover, type UnsignedReason } from './signed-cover';
 import { publicKeysOf } from './keys';
 
-export type { UnsignedReason } from './signed-cover';
-import { Store, liveSourceOf, type LiveSource } from './store';
+import { Store, engineOf } from './store';
+import type { CommitPipeline } from './commit';
+import type { RecordIO } from './records';
 import { openEngine } from './open-engine';
 import type { Engine } from './engine';
 import type { Checkpoints } from './checkpoints';
@@ -50,6 +51,29 @@ import type { KeyDirectory } from './directory';
 import type { Locations, StoreOptions } from './store-options';
 import type { Registry, RegistryRecord } from './registry';
 import { yieldToEventLoop } from '../_yield';
+
+export type { UnsignedReason } from './signed-cover';
+
+/** What a restore uses of a live store the user names (`options.live`): not its engine. */
+export interface LiveSource {
+  live(): void;
+  readonly readOnly: boolean;
+  readonly pipeline: Pick<CommitPipeline, 'manifest' | 'run'>;
+  readonly checkpoints: Pick<Checkpoints, 'signerPublicKey' | 'list'>;
+  readonly directory: Pick<KeyDirectory, 'get'>;
+  readonly records: Pick<RecordIO, 'open' | 'gated'>;
+}
+
+/**
+ * The narrow context a restore takes of a live store the user gives (LiveSource).
+ * @throws TypeError for anything that is not an open pqdb store
+ */
+function liveSourceOf(store: unknown): LiveSource {
+  if (!(store instanceof Store)) throw new TypeError('"live" expected a pqdb store (from openStore)');
+  const e = engineOf(store);
+  const { readOnly, pipeline, checkpoints, directory, records } = e;
+  return { live: () => e.live(), readOnly, pipeline, checkpoints, directory, records };
+}
 
 export interface RestoreOptions extends Omit<
   StoreOptions,

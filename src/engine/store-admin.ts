@@ -41,11 +41,14 @@ export interface StoreInfo {
   afterCommitError?: string;
 }
 
-/** The crypto registry: list states, change them (durably). */
-export function registryApi(p: RegistryContext): {
+/** The crypto registry as a store shows it: list states, change them (durably). */
+export interface StoreRegistry {
   list(): RegistryEntry[];
   setState(suite: SuiteName | number, state: SuiteState): Promise<void>;
-} {
+}
+
+/** The crypto registry: list states, change them (durably). */
+export function registryApi(p: RegistryContext): StoreRegistry {
   return {
     list: () => p.pipeline.registry.list(),
     setState: (suite, state) =>
@@ -98,4 +101,13 @@ export function info(p: InfoContext): StoreInfo {
       ? { checkpoint: { generation: last.generation, size: last.size, hash: hex(checkpointHash(last.signed)) } }
       : {}),
   };
+}
+
+/** What opening a store repaired, at the engine's layer (`recovered`) and in the page store below. */
+export function recoveryOf(p: { readonly pages: Pick<PageStore, 'recovery'>; readonly recovered: readonly string[] }): {
+  clean: boolean;
+  actions: string[];
+} {
+  const actions = [...p.pages.recovery.actions, ...p.recovered];
+  return { clean: actions.length === 0, actions };
 }

@@ -1,53 +1,31 @@
 // The pqdb store (DESIGN §6): the public façade over one engine (engine.ts). Each public method
 // checks its arguments and the store's state, then the engine acts (abstract-level's put → _put).
-// Opening builds the engine (open-engine.ts); a store that follows its writer (follower.ts) swaps
-// its engine for one opened anew, and keeps a replaced one for the reads still running on it.
-// Restore and the replica open engines themselves and make stores over them (`Store.over`).
+// Opening builds the engine (open-engine.ts), held in a slot (engine-slot.ts) that a store that
+// follows its writer swaps to an engine opened anew. Restore and the replica open engines
+// themselves and make stores over them (`Store.over`).
 
 import { PqdbError } from '../errors';
 import { bytes } from '../_args';
 import type { PageStore } from '../storage/page-store';
-import type { SuiteName } from '../crypto/suites';
 import type { KeyedAead } from '../kernels/aead';
 import type { Checkpoint } from '../crypto/proofs';
 import type { Policy } from '../crypto/policy';
 import type { Schema, ValueShape } from './codec';
-import type { SuiteState, RegistryEntry } from './registry';
 import type { CompactOptions, CompactResult } from './compact';
 import type { MigrateOptions, MigrationStatus } from './migration/run';
-import { currentPolicy, installPolicy } from './authority';
+import { currentPolicy, setPolicy } from './authority';
 import type { Cbom } from './posture';
-import { Collection, collectionSpec } from './collection';
 import { checkId, type PendingOp } from './writes';
-import type { CollectionEngine, CollectionOptions, CollectionValue, Transaction } from './collection';
-import type { SearchOptions } from './lexical';
+import { Collection, collectionSpec, collectOps, type CollectionEngine, type CollectionValue } from './collection';
+import type { CollectionOptions, Transaction } from './collection';
 import type { Engine } from './engine';
-import { openEngine } from './open-engine';
 import { destinationOf, type BackupResult, type ManagedCopy } from './copies';
-import { Follower, followOptions, followView, type FollowedPages } from './follower';
-import type { StoreInfo } from './store-admin';
-import type { CommitPipeline } from './commit';
-import type { Checkpoints } from './checkpoints';
-import type { KeyDirectory } from './directory';
-import type { RecordIO } from './records';
+import { EngineSlot } from './engine-slot';
+import { recoveryOf, type StoreInfo, type StoreRegistry } from './store-admin';
 import type { Locations, ReplicationServer, ServeReplicationOptions, StoreOptions } from './store-options';
 
-export { Collection, type PutOptions, type ScanOptions, type Transaction, type CollectionOptions } from './collection';
-export type { AuthorityCheck, MigrateOptions, MigrationStatus, MigrationProgress } from './migration/run';
-export type { MigrationCounts, MigrationPhase } from './manifest';
-export type { SearchOptions };
+export { Collection, type CollectionOptions } from './collection';
 export type { StoreOptions } from './store-options';
-export type { BackupResult, ManagedCopy } from './copies';
-
-/** @internal What restoreStore uses of a live store the user names (`live`), from `liveSourceOf`: not the engine. */
-export interface LiveSource {
-  live(): void;
-  readonly readOnly: boolean;
-  readonly pipeline: Pick<CommitPipeline, 'manifest' | 'run'>;
-  readonly checkpoints: Pick<Checkpoints, 'signerPublicKey' | 'list'>;
-  readonly directory: Pick<KeyDirectory, 'get'>;
-  readonly records: Pick<RecordIO, 'open' | 'gated'>;
-}
 
 declare module './collection' {
   /** A collection's `store` is the Store that made it. */
@@ -55,40 +33,48 @@ declare module './collection' {
   interface CollectionStore extends Store {}
 }
 
-/** The engine a store serves now (set in a static block: the class's own path to it). */
-let engineOf: (store: Store) => Engine;
+/**
+ * @internal The engine a store serves now (set in a static block: the class's own path to it), for
+ * a restore's live source (restore.ts) and the tests; nothing else of src/ calls it.
+ */
+export let engineOf: (store: Store) => Engine;
 
 export class Store {
-  #engine: Engine; // replaced when a following store opens its state anew (follower.ts)
-  readonly #collections = new Map<string, Collection>();
+  readonly #slot: EngineSlot;
+  readonly #collections: Map<string, Collection>;
   readonly #api: CollectionEngine;
   readonly #locations?: Locations;
   #open = true;
-  #follower: Follower<Engine> | undefined; // keeps replaced engines for the reads still on them
 
   static {
     engineOf = (store) => store.#engine;
   }
 
-  private constructor(engine: Engine, locations: Locations | undefined) {
-    this.#engine = engine;
+  private constructor(slot: EngineSlot, locations: Locations | undefined, collections = new Map<string, Collection>()) {
+    this.#slot = slot;
     this.#locations = locations;
-    // Through this.#engine, not `engine`: a following store may serve another engine later.
+    this.#collections = collections;
+    // Through the slot, never one engine: a following store may serve another engine later.
     this.#api = {
       commit: (ops) => this.#commit(ops),
-      read: (c, id, withhold) => (this.#live(), checkId(id), this.#pinned((e) => e.read(c, id, withhold))),
+      read: (c, id, withhold) => (this.#live(), checkId(id), slot.pinned((e) => e.read(c, id, withhold))),
       has: (collection, id) => this.#engine.directory.has(collection, id),
       count: (collection) => this.#engine.directory.count(collection),
       ids: (collection, prefix) => this.#engine.directory.ids(collection, prefix),
-      index: (collection) => this.#pinned((e) => e.lexical.indexOf(collection)),
+      index: (collection) => slot.pinned((e) => e.lexical.indexOf(collection)),
       loadedIndex: (collection) => this.#engine.lexical.loaded(collection),
-      exportSealed: (collection, id) => (this.#live(), this.#pinned((e) => e.exportSealed(collection, id))),
+      exportSealed: (collection, id) => (this.#live(), slot.pinned((e) => e.exportSealed(collection, id))),
     };
+  }
+
+  /** The engine served now. */
+  get #engine(): Engine {
+    return this.#slot.engine;
   }
 
   /** @internal A store over an engine its caller opened (restoreStore, the replica: open-engine.ts). */
   static over(engine: Engine, locations?: Locations): Store {
-    return new Store(engine, locations);
+    return new Store(EngineSlot.of(engine), locations);
   }
 
   /**
@@ -99,54 +85,20 @@ export class Store {
   static async open(pages: PageStore, options: StoreOptions): Promise<Store> {
     if (typeof options !== 'object' || options === null) throw new TypeError('"options" expected an object');
     bytes('unlock', options.unlock, 32);
-    const follow = followOptions(options.follow);
-    if (follow !== undefined) return Store.#following(followView(pages, options.readOnly), options, follow);
-    return new Store(await openEngine(pages, options), options.locations);
-  }
-
-  /** Opens a read-only store on `view` that follows the writer (follower.ts). */
-  static async #following(
-    view: FollowedPages,
-    options: StoreOptions,
-    follow: NonNullable<ReturnType<typeof followOptions>>,
-  ): Promise<Store> {
-    const store = await Store.open(view, { ...options, follow: false });
-    const storeId = store.info().storeId;
-    const reopen = (next: PageStore, minCommit: number) => openEngine(next, { ...options, storeId, minCommit });
-    const install = (next: Engine): Engine => {
-      const old = store.#engine;
-      store.#engine = next;
-      for (const c of store.#collections.values()) next.declare(c);
-      return old;
-    };
-    store.#follower = new Follower<Engine>(view, { state: () => store.#engine, reopen, install }, follow);
-    try {
-      await store.#follower.start();
-    } catch (e) {
-      await store.close();
-      throw e;
-    }
-    return store;
-  }
-
-  /** Runs `read` on the engine serving now; a following store keeps that engine for it until it is done. */
-  #pinned<T>(read: (e: Engine) => Promise<T>): Promise<T> {
-    const e = this.#engine;
-    return this.#follower === undefined ? read(e) : this.#follower.pinned(e, () => read(e));
+    const collections = new Map<string, Collection>();
+    const slot = await EngineSlot.open(pages, options, (next) => collections.forEach((c) => next.declare(c)));
+    return new Store(slot, options.locations, collections);
   }
 
   /** What opening the store repaired, at this layer and in the page store below. */
   get recovery(): { clean: boolean; actions: string[] } {
-    const actions = [...this.#engine.pages.recovery.actions, ...this.#engine.recovered];
-    return { clean: actions.length === 0, actions };
+    return recoveryOf(this.#engine);
   }
 
-  #live(): void {
+  /** Throws NOT_OPEN once the store is closed, and READ_ONLY for a change (`write`) of a read-only one. */
+  #live(write = false): void {
     if (!this.#open) throw new PqdbError('NOT_OPEN', 'the store is closed');
-  }
-
-  #writable(): void {
-    if (this.#engine.readOnly) throw new PqdbError('READ_ONLY', 'the store was opened read-only');
+    if (write && this.#engine.readOnly) throw new PqdbError('READ_ONLY', 'the store was opened read-only');
   }
 
   /** Checks that operations are of this store's collections; the engine encodes, seals and commits them. */
@@ -181,17 +133,12 @@ export class Store {
   /** Runs `fn` to collect operations, then commits them all in one page (all or nothing). */
   async batch(fn: (tx: Transaction) => void | Promise<void>): Promise<void> {
     this.#live();
-    const ops: PendingOp[] = [];
-    await fn({
-      put: (collection, id, value, options = {}) =>
-        ops.push({ kind: 'put', collection, id, value, governance: options.governance }),
-      delete: (collection, id) => ops.push({ kind: 'delete', collection, id }),
-    });
+    const ops = await collectOps(fn);
     if (ops.length > 0) await this.#commit(ops);
   }
 
   /** The crypto registry: list states, change them (durably). */
-  get registry(): { list(): RegistryEntry[]; setState(suite: SuiteName | number, state: SuiteState): Promise<void> } {
+  get registry(): StoreRegistry {
     return this.#engine.registry();
   }
 
@@ -206,10 +153,7 @@ export class Store {
    * version exactly the current one + 1. Resolves with the policy now in force.
    */
   setPolicy(signed: Uint8Array): Promise<Policy> {
-    let installed!: Policy;
-    return this.#engine.pipeline
-      .run((draft) => void (installed = installPolicy(draft.manifest, signed)))
-      .then(() => installed);
+    return setPolicy(this.#engine.pipeline, signed);
   }
 
   /** The authority policy in force, or undefined when none was set. */
@@ -281,15 +225,14 @@ export class Store {
   /**
    * Moves every record of the collection (or of every collection) to suite `to` while the store keeps
    * serving (docs/migration.md): key generation g+1, bounded copy chunks with a durable cursor, index
-   * rebuild, verification, checkpoint, activation. A reopened store resumes it; migrate() with the
-   * same target awaits it. Resolves with the accounting.
+   * rebuild, verification, checkpoint, activation; resolves with the accounting. A reopened store
+   * resumes it; migrate() with the same target awaits it.
    * @throws PqdbError ABORTED (paused by `signal`; it resumes later), AUTHORITY_DENIED (the authority
    * check refused it), SUITE_QUARANTINED (target refuses writes), READ_ONLY, NOT_OPEN; RangeError for
    * another migration under way or an unknown suite or collection; TypeError without recipient keys.
    */
   migrate(options: MigrateOptions): Promise<MigrationStatus> {
-    this.#live();
-    this.#writable();
+    this.#live(true);
     return this.#engine.migration.start(options);
   }
 
@@ -306,8 +249,7 @@ export class Store {
    * TypeError without signer keys.
    */
   async backup(destination: string | PageStore): Promise<BackupResult> {
-    this.#live();
-    this.#writable();
+    this.#live(true);
     return this.#engine.backup(await destinationOf(destination, this.#locations, 'create'));
   }
 
@@ -323,7 +265,7 @@ export class Store {
    * @throws RangeError (unknown id), PqdbError CONFLICT (retired already), GENERATION_IN_USE, IO_ERROR
    */
   retireCopy(id: string): Promise<{ copy: ManagedCopy; deleted: boolean }> {
-    this.#writable();
+    this.#live(true);
     return this.#engine.retireCopy(id, this.#locations);
   }
 
@@ -351,24 +293,7 @@ export class Store {
   /** Waits for pending commits, wipes every key and releases the storage. Idempotent. */
   async close(): Promise<void> {
     if (!this.#open) return;
-    await this.#follower?.close();
-    await this.#engine.close();
+    await this.#slot.close();
     this.#open = false;
   }
-}
-
-/**
- * @internal The narrow context restoreStore takes of a live store the user gives (see LiveSource).
- * @throws TypeError for anything that is not an open pqdb store
- */
-export function liveSourceOf(store: unknown): LiveSource {
-  if (!(store instanceof Store)) throw new TypeError('"live" expected a pqdb store (from openStore)');
-  const e = engineOf(store);
-  const { readOnly, pipeline, checkpoints, directory, records } = e;
-  return { live: () => e.live(), readOnly, pipeline, checkpoints, directory, records };
-}
-
-/** @internal For node-tests only (no module of src/ calls it): the engine a store serves now. */
-export function engineForTests(store: Store): Engine {
-  return engineOf(store);
 }

@@ -23,6 +23,13 @@ const SYNC_READS_PER_TURN = 64;
 /** The reads of one open store, over its state (arguments already checked by BasePageStore). */
 export class NodeFsReads {
   readonly #st: NodeFsState;
+  /**
+   * The buffer a run of pages is read into (made on first use), when no other readPages holds it:
+   * each page is then copied out into its own buffer, so a run costs the heap its pages' bytes only
+   * (a backup reads every page: one allocation per page instead of two halves the collector's work).
+   */
+  #scratch: Uint8Array | undefined;
+  #scratchFree = true;
 
   constructor(st: NodeFsState) {
     this.#st = st;
@@ -57,16 +64,27 @@ export class NodeFsReads {
         locs.push(next);
         prev = next;
       }
-      const run = new Uint8Array(bytes);
+      // A run of one page is read into a buffer of its own; a longer one into the scratch buffer
+      // when no other read holds it.
+      const pooled = locs.length > 1 && bytes <= READ_RUN_BYTES && this.#scratchFree;
+      if (pooled) this.#scratchFree = false;
+      const run = pooled
+        ? (this.#scratch ??= new Uint8Array(READ_RUN_BYTES)).subarray(0, bytes)
+        : new Uint8Array(bytes);
       try {
-        await this.#st.readAt(this.#st.segments.get(first.seq)!, run, bytes, first.offset);
-      } catch (e) {
-        throw mediumError(`node-fs: read pages ${ids[i]}…${ids[end - 1]}`, e);
-      }
-      for (let at = 0, k = 0; i < end; i++, k++) {
-        const loc = locs[k];
-        out[i] = await this.checked(ids[i], loc, run.subarray(at, at + RECORD_HEADER_BYTES + loc.length));
-        at += RECORD_HEADER_BYTES + loc.length;
+        try {
+          await this.#st.readAt(this.#st.segments.get(first.seq)!, run, bytes, first.offset);
+        } catch (e) {
+          throw mediumError(`node-fs: read pages ${ids[i]}…${ids[end - 1]}`, e);
+        }
+        for (let at = 0, k = 0; i < end; i++, k++) {
+          const loc = locs[k];
+          const record = run.subarray(at, at + RECORD_HEADER_BYTES + loc.length);
+          out[i] = await this.checked(ids[i], loc, record, pooled);
+          at += RECORD_HEADER_BYTES + loc.length;
+        }
+      } finally {
+        if (pooled) this.#scratchFree = true;
       }
     }
     return out;
@@ -141,15 +159,18 @@ export class NodeFsReads {
     return buf;
   }
 
-  /** A page's record as read (header ‖ body): its header and checksum checked, the body in its own buffer. */
-  async checked(id: number, loc: Location, record: Uint8Array): Promise<Uint8Array> {
+  /**
+   * A page's record as read (header ‖ body): its header and checksum checked, the body in its own
+   * buffer (a view of `record`'s when that is the whole buffer and `copy` is not set).
+   */
+  async checked(id: number, loc: Location, record: Uint8Array, copy = false): Promise<Uint8Array> {
     const name = segmentName(loc.seq);
     const h = parseRecordHeader(record, `${name} @${loc.offset}`);
     if (h.kind !== KIND_PAGE || h.id !== id || h.length !== loc.length || h.crc !== loc.crc) {
       throw corruption(`node-fs: page ${id} (${name} @${loc.offset}): record header changed`);
     }
     const body =
-      record.byteOffset === 0 && record.length === record.buffer.byteLength
+      !copy && record.byteOffset === 0 && record.length === record.buffer.byteLength
         ? record.subarray(RECORD_HEADER_BYTES)
         : record.slice(RECORD_HEADER_BYTES);
     // In steps: an index page can be megabytes, and its checksum must not hold the event loop.

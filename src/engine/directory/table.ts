@@ -165,6 +165,19 @@ export class DirectoryTable implements Iterable<[string, Location]> {
       if (this.#idLen[row] !== 0) out.set(this.#page[row], (out.get(this.#page[row]) ?? 0) + this.#length[row]);
   }
 
+  /** Adds the live records' key generations and suites to the sets; returns how many there are. */
+  addHeld(generations: Set<number>, suites: Set<number>): number {
+    this.#parts?.loadAll();
+    let n = 0;
+    for (let row = 0, g = -1, s = -1; row < this.#rows; row++) {
+      if (this.#idLen[row] === 0) continue;
+      n++;
+      if (this.#generation[row] !== g) generations.add((g = this.#generation[row]));
+      if (this.#suite[row] !== s) suites.add((s = this.#suite[row]));
+    }
+    return n;
+  }
+
   /** Live record counts per suite id. */
   suiteCounts(): Record<number, number> {
     this.#parts?.loadAll();
