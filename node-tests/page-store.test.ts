@@ -19,6 +19,8 @@ import { MemoryMedium, openMemoryPageStore } from '../src/storage/memory';
 import { openNodeFsPageStore, RECORD_HEADER_BYTES, SEGMENT_HEADER_BYTES } from '../src/storage/node-fs';
 import { openIndexedDbPageStore } from '../src/storage/indexeddb';
 import { openPostgresPageStore } from '../src/storage/postgres';
+import { openSyncPageStore } from '../src/storage/opfs';
+import { nodeSyncDirectory } from './support/sync-directory';
 import { freshStoreName, usePostgres } from './support/postgres';
 import { PqdbError } from '../src/errors';
 
@@ -47,6 +49,24 @@ async function corruptFsPage(dir: string, id: number): Promise<void> {
   await writeFile(hit.file, buf);
 }
 
+/** Test hook for the OPFS store's logs (records from byte 0): flips the first body byte of page `id`'s last record. */
+async function corruptLogPage(dir: string, id: number): Promise<void> {
+  let hit: { file: string; at: number } | undefined;
+  for (const name of ['log-0', 'log-1']) {
+    const buf = await readFile(join(dir, name)).catch(() => Buffer.alloc(0));
+    for (let off = 0; off + RECORD_HEADER_BYTES <= buf.length;) {
+      const len = buf.readUInt32LE(off + 12);
+      if (buf[off + 4] === 1 && buf.readUInt32LE(off + 8) === id && len > 0)
+        hit = { file: join(dir, name), at: off + RECORD_HEADER_BYTES };
+      off += RECORD_HEADER_BYTES + len;
+    }
+  }
+  if (!hit) throw new Error(`page ${id} not found in the logs`);
+  const buf = await readFile(hit.file);
+  buf[hit.at] ^= 1;
+  await writeFile(hit.file, buf);
+}
+
 const cluster = usePostgres();
 
 let idbNames = 0;
@@ -59,6 +79,17 @@ const FACTORIES: [string, PageStoreFixtureFactory][] = [
         open: () => openMemoryPageStore({ medium }),
         corruptPage: async (id) => medium.flipByte(id, 0),
         dispose: async () => undefined,
+      };
+    },
+  ],
+  [
+    'opfs (its logic over node files)',
+    async () => {
+      const dir = newDir();
+      return {
+        open: () => openSyncPageStore(nodeSyncDirectory(dir), dir),
+        corruptPage: (id) => corruptLogPage(dir, id),
+        dispose: () => rm(dir, { recursive: true, force: true }),
       };
     },
   ],

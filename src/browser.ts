@@ -1,13 +1,16 @@
-// pqdb for browsers: the universal entry plus the IndexedDB store (default storage 'indexeddb').
+// pqdb for browsers: the universal entry plus the IndexedDB store (default storage 'indexeddb') and,
+// in dedicated workers, the OPFS store (storage 'opfs').
 
 import { locationsOf, openStoreWith, type OpenStoreOptions } from './engine/open';
 import type { Store } from './engine/store';
 import { openIndexedDbPageStore, deleteIndexedDbStore } from './storage/indexeddb';
+import { openOpfsPageStore } from './storage/opfs';
 import { restoreStoreWith, type RestoreOptions, type RestoreResult } from './engine/restore';
 import type { PageStore } from './storage/page-store';
 
 export * from './index';
 export { openIndexedDbPageStore } from './storage/indexeddb';
+export { openOpfsPageStore, deleteOpfsPageStore, opfsAvailable } from './storage/opfs';
 
 /** Stores by IndexedDB database name: backups, restores and the copies retireCopy deletes. */
 const locations = locationsOf('IndexedDB database', (name) => openIndexedDbPageStore(name), deleteIndexedDbStore);
@@ -17,7 +20,12 @@ const locations = locationsOf('IndexedDB database', (name) => openIndexedDbPageS
  * @example const store = await openStore({ location: 'app', create: true, recipients: [r.publicKey], unlock: r.secretKey })
  */
 export function openStore(options: OpenStoreOptions): Promise<Store> {
-  return openStoreWith({ indexeddb: (name) => openIndexedDbPageStore(name) }, 'indexeddb', options, locations);
+  return openStoreWith(
+    { indexeddb: (name) => openIndexedDbPageStore(name), opfs: (name) => openOpfsPageStore(name) },
+    'indexeddb',
+    options,
+    locations,
+  );
 }
 
 /**

@@ -25,6 +25,7 @@ export const ERROR_CODES = [
   'NOT_CHECKPOINTED', // no signed checkpoint covers the record, and a new one would not (an export of it)
   'INTERNAL', // a broken engine invariant: a pqdb bug, never bad data; report it
   'PROTOCOL_ERROR', // a replication channel peer broke the protocol: malformed, unexpected, oversized or truncated bytes, no common suite, a handshake not finished in time
+  'UNSUPPORTED', // this platform lacks what the operation needs (OPFS sync access handles outside a dedicated worker)
 ] as const;
 
 export type PqdbErrorCode = (typeof ERROR_CODES)[number];

@@ -92,15 +92,15 @@ export function restoreStore(copy: PageStore, options: RestoreOptions): Promise<
  * Opens or creates a store. Here (the universal entry, the package's "default" export condition)
  * `storage` is 'memory' (the default) or a PageStore: the file and IndexedDB stores live in the
  * entries chosen by the "node" and "browser" conditions, so a `location` or storage 'fs' /
- * 'indexeddb' is refused rather than quietly kept in memory.
- * @throws TypeError for a `location` or storage 'fs' / 'indexeddb'.
+ * 'indexeddb' / 'opfs' is refused rather than quietly kept in memory.
+ * @throws TypeError for a `location` or storage 'fs' / 'indexeddb' / 'opfs'.
  * @example const store = await openStore({ storage: 'memory', create: true, recipients: [r.publicKey], unlock: r.secretKey })
  */
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
   const o: Partial<OpenStoreOptions> = typeof options === 'object' && options !== null ? options : {};
-  if (o.location !== undefined || o.storage === 'fs' || o.storage === 'indexeddb')
+  if (o.location !== undefined || o.storage === 'fs' || o.storage === 'indexeddb' || o.storage === 'opfs')
     throw new TypeError(
-      `"location" and storage "fs"/"indexeddb" need the "node" or "browser" export condition: this is pqdb's ` +
+      `"location" and storage "fs"/"indexeddb"/"opfs" need the "node" or "browser" export condition: this is pqdb's ` +
         `universal ("default") entry, which opens only storage "memory" or a PageStore`,
     );
   return openStoreWith({}, 'memory', options);

@@ -10,12 +10,15 @@ import { generateRecipient as makeRecipient, type EnvelopeType } from '../crypto
 import { Store, type StoreOptions } from './store';
 import type { Locations } from './store-options';
 
-export type StorageKind = 'memory' | 'fs' | 'indexeddb';
+export type StorageKind = 'memory' | 'fs' | 'indexeddb' | 'opfs';
 
 export interface OpenStoreOptions extends StoreOptions {
-  /** A directory (fs) or a database name (indexeddb); ignored for memory. */
+  /** A directory (fs), a database name (indexeddb) or a store name (opfs); ignored for memory. */
   location?: string;
-  /** Which page store; the platform default when omitted (fs in Node, indexeddb in browsers). */
+  /**
+   * Which page store; the platform default when omitted (fs in Node, indexeddb in browsers). 'opfs'
+   * runs in dedicated workers only (docs/storage.md).
+   */
   storage?: StorageKind | PageStore;
 }
 

@@ -5,14 +5,10 @@
 import { readSync } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { corruption } from './page-store-base';
-import { crc32c } from '../_crc32c';
 
 export const SEGMENT_HEADER_BYTES = 16;
-export const RECORD_HEADER_BYTES = 24;
 export const SEGMENT_MAGIC = 'PQDBSEG\0';
-const RECORD_MAGIC = 0x31525150; // "PQR1" little-endian
-export const KIND_PAGE = 1;
-export const KIND_DELETE = 2;
+export { RECORD_HEADER_BYTES, KIND_PAGE, KIND_DELETE, recordHeader, parseRecordHeader } from './records';
 /** Bytes written per gathered write (a larger record is written in a call of its own). */
 const WRITE_GATHER_BYTES = 4 << 20;
 /** Buffers per gathered write: well under IOV_MAX (1,024 on Linux and macOS). */
@@ -26,32 +22,6 @@ export function readSyncExactly(fd: number, buf: Uint8Array, at: number, name: s
     if (n === 0) throw corruption(`node-fs: ${name} ends before byte ${at + buf.length}`);
     done += n;
   }
-}
-
-export function recordHeader(kind: number, id: number, length: number, crc: number): Uint8Array {
-  const h = new Uint8Array(RECORD_HEADER_BYTES);
-  const v = new DataView(h.buffer);
-  v.setUint32(0, RECORD_MAGIC, true);
-  h[4] = kind;
-  v.setUint32(8, id, true);
-  v.setUint32(12, length, true);
-  v.setUint32(16, crc, true);
-  v.setUint32(20, crc32c(h.subarray(0, 20)), true);
-  return h;
-}
-
-export function parseRecordHeader(
-  h: Uint8Array,
-  where: string,
-): { kind: number; id: number; length: number; crc: number } {
-  const v = new DataView(h.buffer, h.byteOffset, RECORD_HEADER_BYTES);
-  if (v.getUint32(0, true) !== RECORD_MAGIC || v.getUint32(20, true) !== crc32c(h.subarray(0, 20))) {
-    throw corruption(`node-fs: ${where}: damaged record header`);
-  }
-  const kind = h[4];
-  if ((kind !== KIND_PAGE && kind !== KIND_DELETE) || h[5] | h[6] | h[7])
-    throw corruption(`node-fs: ${where}: unknown record kind ${kind}`);
-  return { kind, id: v.getUint32(8, true), length: v.getUint32(12, true), crc: v.getUint32(16, true) };
 }
 
 export async function readExactly(
