@@ -1,7 +1,8 @@
 // Serves the browser test page from 127.0.0.1 (IndexedDB and fetch need a real origin):
 //   /            browser-tests/page/index.html (the suites Playwright drives)
 //   /kat         browser-tests/page/kat.html (the known-answer test page, readable by a person)
-//   /storage     browser-tests/page/storage.html (the PageStore conformance suite over IndexedDB)
+//   /storage     browser-tests/page/storage.html (the PageStore conformance suite over IndexedDB, and
+//                over OPFS in the dedicated worker browser-tests/page/opfs-worker.ts)
 //   /store       browser-tests/page/store.html (the shared store cases: proofs and search on IndexedDB)
 //   /migration   browser-tests/page/migration.html (the live-migration evaluation, driven by
 //                bench/migration-browser.mjs and browser-tests/migration.spec.mjs)
@@ -35,6 +36,7 @@ const bundle = await esbuild.build({
     suite: join(here, 'page', 'suite.ts'),
     kat: join(here, 'page', 'kat.ts'),
     storage: join(here, 'page', 'storage.ts'),
+    'opfs-worker': join(here, 'page', 'opfs-worker.ts'),
     store: join(here, 'page', 'store.ts'),
     migration: join(here, 'page', 'migration.ts'),
   },

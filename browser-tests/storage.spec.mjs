@@ -43,3 +43,42 @@ test('a Web Lock keeps a second page (tab) out until the first closes or goes aw
   await a.evaluate((n) => globalThis.pqdbStorage.close(n), name);
   expect(errors).toEqual([]);
 });
+
+test('PageStore conformance (opfs in a dedicated worker, Chromium)', async ({ page }) => {
+  const errors = await openPage(page);
+  expect(await page.evaluate(() => globalThis.pqdbStorage.inWorker(0, 'available'))).toBe(true);
+  const s = await page.evaluate(() => globalThis.pqdbStorage.inWorker(0, 'conformance'));
+  console.log(`[chromium] ${s.name}: ${s.passed}/${s.total} passed`);
+  expect(s.failures).toEqual([]);
+  expect(s.total).toBeGreaterThanOrEqual(30);
+  expect(s.passed).toBe(s.total);
+  expect(errors).toEqual([]);
+});
+
+test('OPFS: a second worker is LOCKED until the first closes or goes away; the page thread is UNSUPPORTED', async ({
+  context,
+}) => {
+  const name = `lock-${Date.now()}`;
+  const a = await context.newPage();
+  const b = await context.newPage();
+  const errors = [...(await openPage(a)), ...(await openPage(b))];
+  const call = (p, op) => p.evaluate(([o, n]) => globalThis.pqdbStorage.inWorker(0, o, n), [op, name]);
+  expect(await call(a, 'open')).toBe('opened');
+  expect(await call(b, 'open')).toBe('LOCKED');
+  expect(await b.evaluate(([n]) => globalThis.pqdbStorage.inWorker(1, 'open', n), [name])).toBe('LOCKED');
+  expect(await call(b, 'remove')).toBe('LOCKED');
+  expect(await call(a, 'close')).toBe('closed');
+  expect(await call(b, 'open')).toBe('opened');
+  // A tab that goes away (its worker with it) gives the handles back without closing the store.
+  expect(await call(a, 'open')).toBe('LOCKED');
+  await b.reload();
+  await b.waitForFunction(() => 'pqdbStorage' in globalThis);
+  await expect.poll(() => call(a, 'open')).toBe('opened');
+  expect(await call(a, 'close')).toBe('closed');
+  expect(await call(a, 'remove')).toBe('deleted');
+  expect(await a.evaluate(() => globalThis.pqdbStorage.opfsOnPage())).toEqual({
+    available: false,
+    open: 'UNSUPPORTED',
+  });
+  expect(errors).toEqual([]);
+});

@@ -11,7 +11,12 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { openDB, deleteDB } from 'idb';
-import { pageStoreCases, indexedDbFixture, type PageStoreFixtureFactory } from './cases/page-store';
+import {
+  pageStoreCases,
+  indexedDbFixture,
+  syncDirectoryFixture,
+  type PageStoreFixtureFactory,
+} from './cases/page-store';
 import { type PageStore } from '../src/storage/page-store';
 import { mediumError } from '../src/storage/page-store-base';
 import { crc32c } from '../src/_crc32c';
@@ -49,24 +54,6 @@ async function corruptFsPage(dir: string, id: number): Promise<void> {
   await writeFile(hit.file, buf);
 }
 
-/** Test hook for the OPFS store's logs (records from byte 0): flips the first body byte of page `id`'s last record. */
-async function corruptLogPage(dir: string, id: number): Promise<void> {
-  let hit: { file: string; at: number } | undefined;
-  for (const name of ['log-0', 'log-1']) {
-    const buf = await readFile(join(dir, name)).catch(() => Buffer.alloc(0));
-    for (let off = 0; off + RECORD_HEADER_BYTES <= buf.length;) {
-      const len = buf.readUInt32LE(off + 12);
-      if (buf[off + 4] === 1 && buf.readUInt32LE(off + 8) === id && len > 0)
-        hit = { file: join(dir, name), at: off + RECORD_HEADER_BYTES };
-      off += RECORD_HEADER_BYTES + len;
-    }
-  }
-  if (!hit) throw new Error(`page ${id} not found in the logs`);
-  const buf = await readFile(hit.file);
-  buf[hit.at] ^= 1;
-  await writeFile(hit.file, buf);
-}
-
 const cluster = usePostgres();
 
 let idbNames = 0;
@@ -86,11 +73,11 @@ const FACTORIES: [string, PageStoreFixtureFactory][] = [
     'opfs (its logic over node files)',
     async () => {
       const dir = newDir();
-      return {
+      return syncDirectoryFixture({
+        dir: nodeSyncDirectory(dir),
         open: () => openSyncPageStore(nodeSyncDirectory(dir), dir),
-        corruptPage: (id) => corruptLogPage(dir, id),
         dispose: () => rm(dir, { recursive: true, force: true }),
-      };
+      });
     },
   ],
   [

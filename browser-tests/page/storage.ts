@@ -5,6 +5,7 @@
 
 import { openDB, deleteDB } from 'idb';
 import { openIndexedDbPageStore, lockName } from '../../src/storage/indexeddb';
+import { openOpfsPageStore, opfsAvailable } from '../../src/storage/opfs';
 import type { PageStore } from '../../src/storage/page-store';
 import { runPageStoreCases, indexedDbFixture, type PageStoreFixtureFactory } from '../../node-tests/cases/page-store';
 import type { Summary } from '../../node-tests/cases/_util';
@@ -20,7 +21,46 @@ const held = new Map<string, PageStore>();
 /** The message of the last failed open. */
 let lastMessage = '';
 
+/** A dedicated worker running browser-tests/page/opfs-worker.ts, called by message. */
+function startWorker(): (op: string, arg?: string) => Promise<unknown> {
+  const w = new Worker('/page/opfs-worker.js', { type: 'module' });
+  let next = 0;
+  const waiting = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
+  w.onmessage = (e: MessageEvent<{ id: number; value?: unknown; error?: string }>) => {
+    const p = waiting.get(e.data.id)!;
+    waiting.delete(e.data.id);
+    if (e.data.error !== undefined) p.reject(new Error(e.data.error));
+    else p.resolve(e.data.value);
+  };
+  w.onerror = (e) => {
+    for (const p of waiting.values()) p.reject(new Error(`worker: ${e.message}`));
+    waiting.clear();
+  };
+  return (op, arg = '') =>
+    new Promise((resolve, reject) => {
+      const id = next++;
+      waiting.set(id, { resolve, reject });
+      w.postMessage({ id, op, arg });
+    });
+}
+
+const workers: ((op: string, arg?: string) => Promise<unknown>)[] = [];
+
 const api = {
+  /** Calls `op` in dedicated worker `index` (started on first use). */
+  inWorker(index: number, op: string, arg?: string): Promise<unknown> {
+    workers[index] ??= startWorker();
+    return workers[index](op, arg);
+  },
+  /** What the page's own thread gets from the OPFS store: its availability and an open's code. */
+  async opfsOnPage(): Promise<{ available: boolean; open: string }> {
+    try {
+      await openOpfsPageStore('on-the-page');
+      return { available: opfsAvailable(), open: 'opened' };
+    } catch (e) {
+      return { available: opfsAvailable(), open: (e as { code?: string }).code ?? String(e) };
+    }
+  },
   /** Runs the whole conformance suite. */
   conformance: (): Promise<Summary> => runPageStoreCases('indexeddb, Chromium', factory),
   /** Opens store `name` and keeps it open; returns 'opened' or the PqdbError code. */

@@ -5,6 +5,8 @@
 
 import { MAX_PAGE_BYTES, supportsOf, type PageStore } from '../../src/storage/page-store';
 import { readPagesOf, readRangeOf } from '../../src/storage/page-store-base';
+import { KIND_PAGE, RECORD_HEADER_BYTES } from '../../src/storage/records';
+import type { SyncDirectory } from '../../src/storage/opfs';
 import { Rng, equalBytes, type Summary } from './_util';
 import { CheckFailed, runStoreCases } from './_store';
 
@@ -806,5 +808,51 @@ export function indexedDbFixture(
       db.close();
     },
     dispose: () => deps.deleteDB(name),
+  };
+}
+
+/**
+ * The OPFS store's fixture, shared by the Node run (its logic over plain files) and the Chromium
+ * worker (real OPFS): `corruptPage` flips the first body byte of page `id`'s last record in the
+ * logs (records from byte 0, framed as docs/storage.md says) through the same SyncDirectory.
+ */
+export function syncDirectoryFixture(deps: {
+  dir: SyncDirectory;
+  open: () => Promise<PageStore>;
+  dispose: () => Promise<void>;
+}): PageStoreFixture {
+  return {
+    open: deps.open,
+    corruptPage: async (id) => {
+      let hit: { name: string; at: number } | undefined;
+      for (const name of ['log-0', 'log-1']) {
+        const file = await deps.dir.open(name);
+        try {
+          const buf = new Uint8Array(file.getSize());
+          file.read(buf, { at: 0 });
+          const v = new DataView(buf.buffer);
+          for (let off = 0; off + RECORD_HEADER_BYTES <= buf.length;) {
+            const len = v.getUint32(off + 12, true);
+            if (buf[off + 4] === KIND_PAGE && v.getUint32(off + 8, true) === id && len > 0)
+              hit = { name, at: off + RECORD_HEADER_BYTES };
+            off += RECORD_HEADER_BYTES + len;
+          }
+        } finally {
+          file.close();
+        }
+      }
+      if (hit === undefined) throw new CheckFailed(`page ${id} not found in the logs`);
+      const file = await deps.dir.open(hit.name);
+      try {
+        const b = new Uint8Array(1);
+        file.read(b, { at: hit.at });
+        b[0] ^= 1;
+        file.write(b, { at: hit.at });
+        file.flush();
+      } finally {
+        file.close();
+      }
+    },
+    dispose: deps.dispose,
   };
 }
