@@ -8,7 +8,7 @@
 // Writes bench/results/sizes-<arch>[-emulated]-<runtime>-<date>[-n].json. A size is deterministic for one build: no repetitions.
 
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import * as esbuild from 'esbuild';
@@ -36,6 +36,9 @@ export const exportOnly = (name) => `import { ${name} } from 'pqdb/crypto';\nglo
  * the source modules those hold (esbuild marks each module in a chunk with a `// path` line).
  */
 export async function bundleSize(source) {
+  // Split as an app's bundler splits: what a dynamic import() loads (the worker engine's page side,
+  // the OPFS store) is a chunk of its own, fetched only when used. Counted: the entry and the chunks
+  // it imports statically, what a page loads before its first call.
   const result = await esbuild.build({
     stdin: { contents: source, resolveDir: root, loader: 'js', sourcefile: 'app.js' },
     bundle: true,
@@ -44,12 +47,20 @@ export async function bundleSize(source) {
     platform: 'browser',
     conditions: ['browser'],
     target: ['es2022', 'chrome120'],
+    splitting: true,
+    outdir: '/out',
     write: false,
     metafile: true,
     logLevel: 'error',
   });
-  const code = result.outputFiles[0].contents;
-  const inputs = Object.keys(Object.values(result.metafile.outputs)[0].inputs).filter((f) => f !== 'app.js');
+  const outputs = result.metafile.outputs;
+  const entry = Object.keys(outputs).find((o) => outputs[o].entryPoint !== undefined);
+  const loaded = new Set([entry]);
+  for (const o of loaded)
+    for (const i of outputs[o].imports) if (i.kind === 'import-statement' && outputs[i.path]) loaded.add(i.path);
+  const files = result.outputFiles.filter((f) => loaded.has(relative(process.cwd(), f.path)));
+  const code = Buffer.concat(files.map((f) => f.contents));
+  const inputs = [...loaded].flatMap((o) => Object.keys(outputs[o].inputs)).filter((f) => f !== 'app.js');
   const sources = inputs.flatMap((f) =>
     [...readFileSync(join(root, f), 'utf8').matchAll(/^\/\/ ((?:src\/|\S*node_modules\/)\S+)$/gm)].map((m) =>
       m[1].replace(/^.*node_modules\//, ''),

@@ -12,8 +12,10 @@ const SHA384_ONLY_GZIP_MAX = 25_000;
 // builds grew) and the synchronous record reads; 141.7 kB with the key directory's base in
 // partitions that load on first use; 143.8 kB with the backup pin, the page stores' `supports`, the
 // registered gates and the one apply path; 146.0 kB with the composition root and the declared
-// contexts each engine module takes.
-const FULL_STORE_GZIP_MAX = 147_000;
+// contexts each engine module takes; 148.0 kB with the engine slot, the copy that gives way to writes
+// and the `storage: 'opfs'` and `worker` choices (the OPFS store and the worker engine's page side
+// load by dynamic import, as chunks of their own: not counted, a page on IndexedDB never loads them).
+const FULL_STORE_GZIP_MAX = 149_000;
 
 type Size = { minBytes: number; gzipBytes: number; inputs: string[]; sources: string[] };
 

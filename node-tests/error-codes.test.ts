@@ -23,6 +23,7 @@ import { MemoryMedium, openMemoryPageStore } from '../src/storage/memory';
 import { clientHandshake } from '../src/replication/channel';
 import { memoryPair } from './support/transport';
 import { KeyRing } from '../src/engine/keys';
+import { openOpfsPageStore } from '../src/storage/opfs';
 
 const root = mkdtempSync(join(tmpdir(), 'pqdb-codes-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -335,6 +336,14 @@ const SCENARIOS: Record<PqdbErrorCode, Scenario[]> = {
         await server.write(new TextEncoder().encode('HTTP/1.1 400 Bad Request\r\n\r\n'));
         return thrown(() => handshake);
       },
+    ],
+  ],
+  UNSUPPORTED: [
+    [
+      // Where no FileSystemSyncAccessHandle can be had (Node here; a browser page's main thread in
+      // browser-tests/storage.spec.mjs) the OPFS store refuses to open.
+      'open the OPFS page store outside a dedicated worker',
+      async () => thrown(() => openOpfsPageStore('app')),
     ],
   ],
 };

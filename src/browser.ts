@@ -1,29 +1,44 @@
 // pqdb for browsers: the universal entry plus the IndexedDB store (default storage 'indexeddb') and,
 // in dedicated workers, the OPFS store (storage 'opfs').
 
+import { PqdbError } from './errors';
 import { locationsOf, openStoreWith, type OpenStoreOptions } from './engine/open';
 import type { Store } from './engine/store';
 import { openIndexedDbPageStore, deleteIndexedDbStore } from './storage/indexeddb';
-import { openOpfsPageStore } from './storage/opfs';
 import { restoreStoreWith, type RestoreOptions, type RestoreResult } from './engine/restore';
 import type { PageStore } from './storage/page-store';
+import type { WorkerStore, WorkerOpenOptions } from './worker/client';
+
+export type { WorkerStore, WorkerCollection, WorkerOpenOptions, WorkerTransaction } from './worker/client';
+export type { StorageInfo } from './worker/serve';
 
 export * from './index';
 export { openIndexedDbPageStore } from './storage/indexeddb';
-export { openOpfsPageStore, deleteOpfsPageStore, opfsAvailable } from './storage/opfs';
+
+/** The OPFS store, loaded when a store asks for it (an app on IndexedDB does not carry it). */
+async function openOpfs(name: string): Promise<PageStore> {
+  return (await import('./storage/opfs')).openOpfsPageStore(name);
+}
 
 /** Stores by IndexedDB database name: backups, restores and the copies retireCopy deletes. */
 const locations = locationsOf('IndexedDB database', (name) => openIndexedDbPageStore(name), deleteIndexedDbStore);
 
 /**
- * Opens or creates a store; `location` is the IndexedDB database name.
+ * Opens or creates a store; `location` is the IndexedDB database name (or, with storage 'opfs' in
+ * a dedicated worker, the OPFS store name). With `worker`, the store opens in that dedicated worker
+ * (running serveWorkerEngine from pqdb/worker) and a WorkerStore answers here (docs/worker.md).
  * @example const store = await openStore({ location: 'app', create: true, recipients: [r.publicKey], unlock: r.secretKey })
+ * @example const store = await openStore({ worker: new URL('./db-worker.js', import.meta.url), location: 'app', unlock })
  */
-export function openStore(options: OpenStoreOptions): Promise<Store> {
+export function openStore(options: WorkerOpenOptions): Promise<WorkerStore>;
+export function openStore(options: OpenStoreOptions): Promise<Store>;
+export function openStore(options: OpenStoreOptions | WorkerOpenOptions): Promise<Store | WorkerStore> {
+  if (typeof options === 'object' && options !== null && 'worker' in options && options.worker !== undefined)
+    return import('./worker/client').then((m) => m.WorkerStore.open(options)); // a page on its own thread does not carry it
   return openStoreWith(
-    { indexeddb: (name) => openIndexedDbPageStore(name), opfs: (name) => openOpfsPageStore(name) },
+    { indexeddb: (name) => openIndexedDbPageStore(name), opfs: openOpfs },
     'indexeddb',
-    options,
+    options as OpenStoreOptions,
     locations,
   );
 }
@@ -45,4 +60,15 @@ export function restoreStore(copy: string | PageStore, options: RestoreOptions):
  */
 export function deleteStore(location: string): Promise<void> {
   return deleteIndexedDbStore(location);
+}
+
+/**
+ * Asks the browser to keep this origin's storage under pressure (`navigator.storage.persist()`,
+ * which workers lack): resolves with whether it is persisted now. Call it from the page.
+ */
+export async function requestPersistence(): Promise<boolean> {
+  const sm = (globalThis as { navigator?: { storage?: { persist?(): Promise<boolean> } } }).navigator?.storage;
+  if (typeof sm?.persist !== 'function')
+    throw new PqdbError('UNSUPPORTED', 'navigator.storage.persist() is not available here (it is a page API)');
+  return sm.persist();
 }

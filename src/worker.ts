@@ -1,0 +1,49 @@
+// pqdb/worker: the engine in a dedicated worker (docs/worker.md). The worker's script calls
+// serveWorkerEngine(); a page then opens stores in it with `openStore({ worker, … })` from pqdb.
+// Every seal, open, signature and commit runs on the worker's thread, on OPFS where the worker can
+// get a sync access handle and on IndexedDB elsewhere.
+
+import { openStore } from './browser';
+import { opfsAvailable } from './storage/opfs';
+import type { OpenStoreOptions } from './engine/open';
+import type { Store } from './engine/store';
+import { serveConnections, type ServeWorkerOptions, type StorageInfo, type WorkerPlatform } from './worker/serve';
+
+export type { ServeWorkerOptions, StorageInfo } from './worker/serve';
+export { openOpfsPageStore, deleteOpfsPageStore, opfsAvailable } from './storage/opfs';
+
+type StorageManagerLike = {
+  persisted?(): Promise<boolean>;
+  estimate?(): Promise<{ usage?: number; quota?: number }>;
+};
+
+const browserWorker: WorkerPlatform = {
+  open(options: OpenStoreOptions & { storage?: unknown }) {
+    const storage = options.storage ?? 'auto';
+    if (storage !== 'auto' && storage !== 'opfs' && storage !== 'indexeddb' && storage !== 'memory')
+      throw new TypeError('"storage" expected "auto", "opfs", "indexeddb" or "memory"');
+    return openStore({ ...options, storage: storage === 'auto' ? (opfsAvailable() ? 'opfs' : 'indexeddb') : storage });
+  },
+  async storageInfo(store: Store): Promise<StorageInfo> {
+    const sm = (globalThis as { navigator?: { storage?: StorageManagerLike } }).navigator?.storage;
+    const [persisted, estimate] = await Promise.all([
+      sm?.persisted?.().catch(() => undefined),
+      sm?.estimate?.().then(
+        ({ usage, quota }) => ({ usage, quota }),
+        () => undefined,
+      ),
+    ]);
+    return { pageStore: store.info().storage, persisted, estimate };
+  },
+};
+
+/**
+ * Serves the stores pages open in this dedicated worker (`openStore({ worker })` on the page).
+ * `options` completes what a page cannot send: an authority check, a key unwrapped here.
+ * @example // worker.js
+ * import { serveWorkerEngine } from 'pqdb/worker';
+ * serveWorkerEngine();
+ */
+export function serveWorkerEngine(options?: ServeWorkerOptions): void {
+  serveConnections(globalThis as unknown as Parameters<typeof serveConnections>[0], browserWorker, options);
+}

@@ -1,0 +1,214 @@
+// The worker's side of the worker engine (docs/worker.md): serves the stores pages open over
+// MessagePorts. Each port is one page's connection: it opens one store, declares collections by
+// handle, and calls the façade's methods by name; every call runs here, on the worker's thread, so
+// no sealing, opening, signing or commit runs on the page's. What the page cannot send (functions:
+// an authority check; a key the worker unwraps itself) the worker adds through `options`.
+
+import { PqdbError } from '../errors';
+import type { Store } from '../engine/store';
+import type { Collection } from '../engine/collection';
+import type { OpenStoreOptions } from '../engine/open';
+import type { MigrateOptions } from '../engine/migration/run';
+import {
+  SCAN_CHUNK,
+  sendError,
+  type ConnectMessage,
+  type PageMessage,
+  type ScanChunk,
+  type WorkerMessage,
+} from './protocol';
+
+/** What a worker's page stores report of their storage (`store.storageInfo()`). */
+export interface StorageInfo {
+  /** The page store the engine runs on: 'opfs', 'indexeddb', 'memory' or another adapter's kind. */
+  readonly pageStore: string;
+  /** `navigator.storage.persisted()` in the worker (undefined where the API is missing). */
+  readonly persisted?: boolean;
+  /** `navigator.storage.estimate()`: bytes used and the quota (undefined where the API is missing). */
+  readonly estimate?: { readonly usage?: number; readonly quota?: number };
+}
+
+export interface ServeWorkerOptions {
+  /**
+   * Completes the options a page sent (which hold no functions) before the store opens: add an
+   * `authority` check, or an `unlock` key unwrapped here from the page's `context` (a CryptoKey and
+   * wrapped bytes, say: docs/worker.md). Default: the page's options as sent.
+   */
+  options?: (requested: OpenStoreOptions, context: unknown) => OpenStoreOptions | Promise<OpenStoreOptions>;
+}
+
+/** @internal How a platform opens stores and reports storage (src/worker.ts passes the browser's). */
+export interface WorkerPlatform {
+  open(options: OpenStoreOptions): Promise<Store>;
+  storageInfo(store: Store): Promise<StorageInfo>;
+}
+
+/** @internal Serves the pages that post `connect` to `scope` (the worker's global). */
+export function serveConnections(
+  scope: { addEventListener(type: 'message', l: (e: MessageEvent) => void): void },
+  platform: WorkerPlatform,
+  options: ServeWorkerOptions = {},
+): void {
+  scope.addEventListener('message', (e: MessageEvent) => {
+    const m = e.data as Partial<ConnectMessage> | null;
+    if (m?.pqdb === 'connect' && m.port !== undefined) servePort(m.port, platform, options);
+  });
+}
+
+type Method = (...args: never[]) => unknown;
+
+/** @internal Serves one page's connection on `port`. */
+export function servePort(port: MessagePort, platform: WorkerPlatform, serve: ServeWorkerOptions = {}): void {
+  let store: Store | undefined;
+  const collections = new Map<number, Collection>();
+  const scans = new Map<number, { gen: AsyncGenerator<{ id: string; value: unknown }>; withheld: string[] }>();
+  const aborts = new Map<number, AbortController>();
+
+  const post = (m: WorkerMessage, transfer: Transferable[] = []) => port.postMessage(m, transfer);
+  const opened = (): Store => {
+    if (store === undefined) throw new PqdbError('NOT_OPEN', 'the store is not open on this connection');
+    return store;
+  };
+  const collection = (h: number): Collection => {
+    const c = collections.get(h);
+    if (c === undefined) throw new TypeError(`collection handle ${h} was never declared`);
+    return c;
+  };
+
+  async function chunk(id: number): Promise<ScanChunk> {
+    const s = scans.get(id);
+    if (s === undefined) throw new TypeError(`scan ${id} is not open`);
+    const records: { id: string; value: unknown }[] = [];
+    let done = false;
+    while (records.length < SCAN_CHUNK) {
+      const r = await s.gen.next();
+      if (r.done === true) {
+        done = true;
+        break;
+      }
+      records.push(r.value);
+    }
+    const withheld = s.withheld.splice(0);
+    if (done) scans.delete(id);
+    return { records, withheld, done };
+  }
+
+  /** The store's methods a page may call, by name: each one the façade's own. */
+  const storeOps: Record<string, (s: Store, args: never, call: number) => unknown> = {
+    collection: (s, [h, name, options]: [number, string, Parameters<Store['collection']>[1]]) => {
+      collections.set(h, s.collection(name, options) as unknown as Collection);
+    },
+    batch: (s, [ops]: [{ h: number; kind: 'put' | 'delete'; id: string; value?: never; governance?: never }[]]) =>
+      s.batch((tx) => {
+        for (const o of ops)
+          if (o.kind === 'put') tx.put(collection(o.h), o.id, o.value as never, { governance: o.governance });
+          else tx.delete(collection(o.h), o.id);
+      }),
+    recovery: (s) => s.recovery,
+    'registry.list': (s) => s.registry.list(),
+    'registry.setState': (s, [suite, state]: Parameters<Store['registry']['setState']>) =>
+      s.registry.setState(suite, state),
+    migrate: (s, [o]: [MigrateOptions], call) => {
+      const abort = new AbortController();
+      aborts.set(call, abort);
+      return s
+        .migrate({ ...o, signal: abort.signal, onProgress: (p) => post({ t: 'event', id: call, value: p }) })
+        .finally(() => aborts.delete(call));
+    },
+    storageInfo: (s) => platform.storageInfo(s),
+    dataKeyFor: () => {
+      throw new TypeError('dataKeyFor is not served by a worker engine: data keys never leave the worker');
+    },
+    serveReplication: () => {
+      throw new TypeError('replication needs the Node build of pqdb');
+    },
+    close: async (s) => {
+      for (const sc of scans.values()) await sc.gen.return(undefined);
+      scans.clear();
+      await s.close();
+      store = undefined;
+    },
+  };
+  for (const name of [
+    'info',
+    'checkpoint',
+    'checkpoints',
+    'compact',
+    'consistencyProof',
+    'retireGenerations',
+    'migration',
+    'backup',
+    'copies',
+    'retireCopy',
+    'posture',
+    'policy',
+    'setPolicy',
+    'addRecipient',
+    'removeRecipient',
+  ] as const)
+    storeOps[name] = (s, args: unknown[]) => (s[name] as Method).apply(s, args as never[]);
+
+  const collectionOps: Record<string, (c: Collection, args: never) => unknown> = {
+    put: (c, [id, value, o]: Parameters<Collection['put']>) => c.put(id, value, o),
+    get: (c, [id]: [string]) => c.get(id),
+    has: (c, [id]: [string]) => c.has(id),
+    delete: (c, [id]: [string]) => c.delete(id),
+    size: (c) => c.size,
+    exportSealed: (c, [id]: [string]) => c.exportSealed(id),
+    search: async (c, [q, o]: Parameters<Collection['search']>) => {
+      const hits = await c.search(q, o);
+      return { hits: [...hits], withheld: hits.withheld };
+    },
+    scan: (c, [id, o]: [number, { prefix?: string; limit?: number }]) => {
+      const withheld: string[] = [];
+      const gen = c.scan({ prefix: o?.prefix, limit: o?.limit, onWithheld: (w) => withheld.push(w) });
+      scans.set(id, { gen, withheld });
+      return chunk(id);
+    },
+  };
+  const scanOps: Record<string, (args: never) => unknown> = {
+    'scan.next': ([id]: [number]) => chunk(id),
+    'scan.end': async ([id]: [number]) => {
+      await scans.get(id)?.gen.return(undefined);
+      scans.delete(id);
+    },
+  };
+
+  async function run(m: PageMessage): Promise<unknown> {
+    if (m.t === 'open') {
+      if (store !== undefined) throw new TypeError('this connection has a store open already');
+      const requested = m.options as unknown as OpenStoreOptions;
+      const options = serve.options !== undefined ? await serve.options(requested, m.context) : requested;
+      store = await platform.open(options);
+      return { recovery: store.recovery };
+    }
+    if (m.t !== 'call') return undefined;
+    const scanOp = Object.hasOwn(scanOps, m.op) ? scanOps[m.op] : undefined; // never an Object.prototype member
+    if (scanOp !== undefined) return scanOp(m.args as never);
+    if (m.target === 0) {
+      const op = Object.hasOwn(storeOps, m.op) ? storeOps[m.op] : undefined;
+      if (op === undefined) throw new TypeError(`"${m.op}" is not a method of a store`);
+      return op(opened(), m.args as never, m.id);
+    }
+    opened();
+    const op = Object.hasOwn(collectionOps, m.op) ? collectionOps[m.op] : undefined;
+    if (op === undefined) throw new TypeError(`"${m.op}" is not a method of a collection`);
+    return op(collection(m.target), m.args as never);
+  }
+
+  port.onmessage = (e: MessageEvent<PageMessage>) => {
+    const m = e.data;
+    if (m?.t === 'abort') {
+      aborts.get(m.id)?.abort();
+      return;
+    }
+    run(m).then(
+      (value) => {
+        const transfer = value instanceof Uint8Array && m.t === 'call' && m.op === 'exportSealed' ? [value.buffer] : [];
+        post({ t: 'ok', id: m.id, value }, transfer);
+        if (m.t === 'call' && m.op === 'close' && m.target === 0) port.close();
+      },
+      (err: unknown) => post({ t: 'err', id: m.id, error: sendError(err) }),
+    );
+  };
+}
