@@ -6,6 +6,8 @@
 //   /store       browser-tests/page/store.html (the shared store cases: proofs and search on IndexedDB)
 //   /migration   browser-tests/page/migration.html (the live-migration evaluation, driven by
 //                bench/migration-browser.mjs and browser-tests/migration.spec.mjs)
+//   /worker      browser-tests/page/worker.html (a store in a dedicated worker: browser-tests/page/engine-worker.js
+//                serves it from dist/worker.js)
 //   /examples/browser-app/   examples/browser-app (index.html, app.js) as a site would serve it, with
 //                the Content-Security-Policy the README asks for: script-src 'self' 'wasm-unsafe-eval'
 //                plus the hash of the page's inline import map (?csp=no-wasm leaves out
@@ -39,6 +41,7 @@ const bundle = await esbuild.build({
     'opfs-worker': join(here, 'page', 'opfs-worker.ts'),
     store: join(here, 'page', 'store.ts'),
     migration: join(here, 'page', 'migration.ts'),
+    worker: join(here, 'page', 'worker.ts'),
   },
   bundle: true,
   format: 'esm',
@@ -86,6 +89,8 @@ createServer(async (req, res) => {
   else if (url.pathname === '/storage') file = join(here, 'page', 'storage.html');
   else if (url.pathname === '/store') file = join(here, 'page', 'store.html');
   else if (url.pathname === '/migration') file = join(here, 'page', 'migration.html');
+  else if (url.pathname === '/worker') file = join(here, 'page', 'worker.html');
+  else if (url.pathname === '/page/engine-worker.js') file = join(here, 'page', 'engine-worker.js');
   else if (url.pathname === '/examples/browser-app/' || url.pathname === '/examples/browser-app/app.js') {
     file = join(example, url.pathname.endsWith('/') ? 'index.html' : 'app.js');
     headers = { 'content-security-policy': examplePolicy(url) };

@@ -1,0 +1,134 @@
+// The page of the worker engine's browser tests and bench: a store opened in a dedicated worker
+// (browser-tests/page/engine-worker.js) through pqdb's `openStore({ worker })`, from the built
+// package. It counts what would show work on the page's own thread: WebAssembly instances made here
+// (the kernels instantiate on first use, so a seal or an open on this thread makes one) and long
+// tasks (PerformanceObserver 'longtask'). Playwright drives window.pqdbWorker.
+
+import * as pqdb from 'pqdb';
+
+let instances = 0;
+const Instance = WebAssembly.Instance;
+WebAssembly.Instance = new Proxy(Instance, {
+  construct(target, args) {
+    instances++;
+    return Reflect.construct(target, args);
+  },
+});
+
+const longTasks: number[] = [];
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) longTasks.push(e.duration);
+}).observe({ type: 'longtask', buffered: true });
+
+type Keys = { publicKey: number[]; secretKey: number[] };
+interface RunOptions {
+  name: string;
+  storage: 'auto' | 'opfs' | 'indexeddb' | 'memory';
+  records: number;
+  recipient: Keys;
+  signer: Keys;
+  migrate?: boolean;
+  singlePuts?: number;
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))] ?? 0;
+const u8 = (a: number[]) => new Uint8Array(a);
+const schema = { lemma: 'string', gloss: 'string' } as const;
+
+async function openIn(o: RunOptions, create: boolean, unlock = u8(o.recipient.secretKey)) {
+  return pqdb.openStore({
+    worker: '/page/engine-worker.js',
+    storage: o.storage,
+    location: o.name,
+    create,
+    recipients: [u8(o.recipient.publicKey)],
+    unlock,
+    signer: u8(o.signer.secretKey),
+    signerPublicKey: u8(o.signer.publicKey),
+  });
+}
+
+const api = {
+  /** Opens a store in a worker, writes, reads, scans, checkpoints, migrates, reopens; what it saw. */
+  async run(o: RunOptions) {
+    longTasks.length = 0;
+    const before = instances;
+    const wiped = u8(o.recipient.secretKey);
+    const s = await openIn(o, true, wiped);
+    const words = s.collection('words', { schema, index: { text: ['lemma'] } });
+    const t0 = performance.now();
+    for (let i = 0; i < o.records; i += 1000)
+      await s.batch((tx) => {
+        for (let j = i; j < Math.min(o.records, i + 1000); j++)
+          tx.put(words, `w${String(j).padStart(7, '0')}`, { lemma: `lemma${j}`, gloss: `the gloss of word ${j}` });
+      });
+    const ingestMs = performance.now() - t0;
+    const ingestLongTask = Math.max(0, ...longTasks);
+    const puts: number[] = [];
+    for (let i = 0; i < (o.singlePuts ?? 50); i++) {
+      const t = performance.now();
+      await words.put(`single${i}`, { lemma: 'single', gloss: `put ${i}` });
+      puts.push(performance.now() - t);
+    }
+    const gets: number[] = [];
+    for (let i = 0; i < 200; i++) {
+      const t = performance.now();
+      await words.get(`w${String((i * 7919) % o.records).padStart(7, '0')}`);
+      gets.push(performance.now() - t);
+    }
+    let scanned = 0;
+    for await (const _ of words.scan()) scanned++;
+    const hits = await words.search('lemma42');
+    const checkpoint = await s.checkpoint();
+    const sealed = await words.exportSealed('w0000042');
+    longTasks.length = 0;
+    const progress: number[] = [];
+    let migrated: unknown;
+    if (o.migrate)
+      migrated = await s.migrate({ to: 'cnsa2-gcm-hkdf384-commit', onProgress: (p) => progress.push(p.copied) });
+    const migrationLongTask = Math.max(0, ...longTasks);
+    const storage = await s.storageInfo();
+    const info = await s.info();
+    await s.close();
+    const again = await openIn(o, false);
+    const count = await again.collection('words', { schema, index: { text: ['lemma'] } }).count();
+    const first = await again.collection('words', { schema, index: { text: ['lemma'] } }).get('w0000001');
+    await again.close();
+    return {
+      ingestMs,
+      ingestLongTask,
+      migrationLongTask,
+      putP50: median(puts),
+      putP99: p99(puts),
+      getP50: median(gets),
+      scanned,
+      hits: hits.map((h) => h.id),
+      checkpointSize: checkpoint.size,
+      sealed: Array.from(sealed),
+      progress: progress.length,
+      migrated,
+      storage,
+      info: { storage: info.storage, collections: info.collections },
+      count,
+      first,
+      keyWiped: wiped.every((b) => b === 0),
+      instancesOnPage: instances - before,
+    };
+  },
+  /** What a bad value gets from the worker: its class, code and message. */
+  async failure(o: RunOptions) {
+    const s = await openIn(o, true);
+    try {
+      await s.collection('words', { schema }).put('bad', { lemma: 3 } as never);
+      return 'no error';
+    } catch (e) {
+      return `${e instanceof pqdb.PqdbError ? 'PqdbError' : (e as Error).name} ${(e as { code?: string }).code}`;
+    } finally {
+      await s.close();
+    }
+  },
+  instances: () => instances,
+};
+
+(globalThis as unknown as { pqdbWorker: typeof api }).pqdbWorker = api;

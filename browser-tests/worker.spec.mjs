@@ -1,0 +1,66 @@
+// The worker engine in Debian Chromium: a store opened with openStore({ worker }) from the built
+// package runs in a dedicated worker, on OPFS ('auto' picks it there) and on IndexedDB. The page's
+// thread instantiates no WebAssembly kernel (nothing is sealed, opened or signed on it), its key is
+// wiped, errors keep their codes, a reopen finds every record, and a sealed export verifies.
+import { test, expect } from '@playwright/test';
+import { generateRecipient, generateSigner, verifySealed } from '../dist/node.js';
+
+const recipient = generateRecipient();
+const signer = generateSigner();
+const keys = (k) => ({ publicKey: Array.from(k.publicKey), secretKey: Array.from(k.secretKey) });
+
+async function openPage(page) {
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto('/worker');
+  await page.waitForFunction(() => 'pqdbWorker' in globalThis);
+  return errors;
+}
+
+for (const storage of ['auto', 'indexeddb']) {
+  test(`a store in a dedicated worker (storage ${storage}): the API, no kernel on the page, a reopen`, async ({
+    page,
+  }) => {
+    const errors = await openPage(page);
+    const r = await page.evaluate((o) => globalThis.pqdbWorker.run(o), {
+      name: `worker-${storage}-${Date.now()}`,
+      storage,
+      records: 3000,
+      recipient: keys(recipient),
+      signer: keys(signer),
+      migrate: true,
+      singlePuts: 20,
+    });
+    console.log(
+      `[chromium worker, ${r.storage.pageStore}] 3000 records in ${r.ingestMs.toFixed(0)} ms, put p50 ${r.putP50.toFixed(2)} ms / p99 ${r.putP99.toFixed(2)} ms, get p50 ${r.getP50.toFixed(3)} ms, longest task ${r.ingestLongTask.toFixed(0)} / ${r.migrationLongTask.toFixed(0)} ms`,
+    );
+    expect(r.storage.pageStore).toBe(storage === 'auto' ? 'opfs' : 'indexeddb');
+    expect(r.info.storage).toBe(r.storage.pageStore);
+    expect(typeof r.storage.persisted).toBe('boolean');
+    expect(r.storage.estimate.quota).toBeGreaterThan(0);
+    expect(r.instancesOnPage).toBe(0);
+    expect(r.keyWiped).toBe(true);
+    expect(r.scanned).toBe(3020);
+    expect(r.hits).toEqual(['w0000042']);
+    expect(r.checkpointSize).toBeGreaterThan(0);
+    expect(verifySealed(new Uint8Array(r.sealed), signer.publicKey).id).toBe('w0000042');
+    expect(r.progress).toBeGreaterThan(0);
+    expect(r.migrated.total).toBe(3020);
+    expect(r.count).toBe(3020);
+    expect(r.first).toEqual({ lemma: 'lemma1', gloss: 'the gloss of word 1' });
+    expect(errors).toEqual([]);
+  });
+}
+
+test('a bad value in a worker store is the PqdbError SCHEMA_MISMATCH on the page', async ({ page }) => {
+  const errors = await openPage(page);
+  const got = await page.evaluate((o) => globalThis.pqdbWorker.failure(o), {
+    name: `worker-fail-${Date.now()}`,
+    storage: 'auto',
+    records: 0,
+    recipient: keys(recipient),
+    signer: keys(signer),
+  });
+  expect(got).toBe('PqdbError SCHEMA_MISMATCH');
+  expect(errors).toEqual([]);
+});
