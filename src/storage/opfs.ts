@@ -207,8 +207,30 @@ function readExactly(file: SyncFile, buf: Uint8Array, at: number, what: string):
 }
 
 function writeAll(file: SyncFile, buf: Uint8Array, at: number): void {
-  let done = 0;
-  while (done < buf.length) done += file.write(buf.subarray(done), { at: at + done });
+  for (let done = 0; done < buf.length;) {
+    const n = file.write(buf.subarray(done), { at: at + done });
+    if (!(n > 0)) throw new PqdbError('IO_ERROR', `opfs: a write of ${buf.length - done} bytes wrote nothing`);
+    done += n;
+  }
+}
+
+/** Each call on a sync access handle has a fixed cost: the chunks go in writes of up to 4 MiB. */
+const GATHER_BYTES = 4 << 20;
+
+function writeGathered(file: SyncFile, chunks: readonly Uint8Array[], at: number): void {
+  for (let k = 0; k < chunks.length;) {
+    let end = k + 1;
+    let n = chunks[k].length;
+    while (end < chunks.length && n + chunks[end].length <= GATHER_BYTES) n += chunks[end++].length;
+    let buf = chunks[k];
+    if (end > k + 1) {
+      buf = new Uint8Array(n);
+      for (let o = 0, c = k; c < end; o += chunks[c++].length) buf.set(chunks[c], o);
+    }
+    writeAll(file, buf, at);
+    at += n;
+    k = end;
+  }
 }
 
 /** The slot's bytes for commit `s`. */
@@ -475,7 +497,7 @@ class SyncPageStore extends BasePageStore {
     const slotFile: 0 | 1 = this.#slotFile === 0 ? 1 : 0;
     try {
       if (rewrite) log.truncate(0);
-      for (let w = start, k = 0; k < chunks.length; w += chunks[k++].length) writeAll(log, chunks[k], w);
+      writeGathered(log, chunks, start);
       log.flush();
     } catch (e) {
       try {
@@ -487,8 +509,8 @@ class SyncPageStore extends BasePageStore {
     }
     try {
       const slot = this.#slots[slotFile];
+      // No truncate: the slot's own length field and CRC end it, whatever older bytes follow.
       writeAll(slot, slotBytes, 0);
-      slot.truncate(slotBytes.length);
       slot.flush();
     } catch (e) {
       // The slot may or may not hold the commit now: only a reopen can tell.
