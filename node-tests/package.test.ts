@@ -162,7 +162,13 @@ describe('package', () => {
     const report = JSON.parse(run.stdout) as {
       analysis: { entrypoints: Record<string, unknown>; problems: { kind: string; resolutionKind?: string }[] };
     };
-    expect(Object.keys(report.analysis.entrypoints).sort()).toEqual(['.', './crypto', './package.json', './postgres', './worker']);
+    expect(Object.keys(report.analysis.entrypoints).sort()).toEqual([
+      '.',
+      './crypto',
+      './package.json',
+      './postgres',
+      './worker',
+    ]);
     const problems = report.analysis.problems;
     expect(problems.filter((p) => p.resolutionKind !== 'node16-cjs')).toEqual([]);
     expect(new Set(problems.map((p) => p.kind))).toEqual(new Set(['CJSResolvesToESM']));

@@ -33,7 +33,13 @@ const common = {
 // For bundlers: one file per source module, so an application takes only what it imports.
 await esbuild.build({
   ...common,
-  entryPoints: { ...moduleEntryPoints(), index: 'src/index.ts', crypto: 'src/crypto.ts', browser: 'src/browser.ts', worker: 'src/worker.ts' },
+  entryPoints: {
+    ...moduleEntryPoints(),
+    index: 'src/index.ts',
+    crypto: 'src/crypto.ts',
+    browser: 'src/browser.ts',
+    worker: 'src/worker.ts',
+  },
   platform: 'neutral',
 });
 // For Node (the `node` conditions of package.json, and the CLI): the same code in a few large

@@ -1,7 +1,7 @@
-// npm test: the formatting check, then every suite, in Node (vitest) and in Chromium (Playwright),
-// both WebAssembly builds. Each runner prints its own closing line (`vitest: …`, `playwright: …`);
-// the exit code is non-zero when the check or either runner failed. Run after `npm run build` (npm
-// test does that first).
+// npm test: the formatting check, then every suite, in Node (vitest), in Chromium (Playwright) and
+// in Firefox ESR (browser-tests/firefox.mjs, puppeteer-core), both WebAssembly builds. Each runner
+// prints its own closing line (`vitest: …`, `playwright: …`, `firefox: …`); the exit code is
+// non-zero when the check or any runner failed. Run after `npm run build` (npm test does that first).
 //
 // `--quick` (npm run test:quick, the edit loop's tier) runs vitest alone on a subset: it leaves out
 // the formatting check (npm run format:check), the Chromium suites (npm run test:browser) and the
@@ -26,4 +26,5 @@ console.log(
 );
 const node = run(['node_modules/vitest/vitest.mjs', 'run'], { ...process.env, PQDB_TEST_TIER: 'full' });
 const browser = run(['node_modules/@playwright/test/cli.js', 'test']);
-process.exit(format !== 0 || node !== 0 || browser !== 0 ? 1 : 0);
+const firefox = run(['browser-tests/firefox.mjs']);
+process.exit(format !== 0 || node !== 0 || browser !== 0 || firefox !== 0 ? 1 : 0);

@@ -10,6 +10,7 @@ import {
   syncDirectoryFixture,
   type PageStoreFixtureFactory,
 } from '../../node-tests/cases/page-store';
+import { engineName } from './_engine';
 
 const run = Math.random().toString(36).slice(2, 8);
 let n = 0;
@@ -39,7 +40,7 @@ const held = new Map<string, PageStore>();
 
 const api: Record<string, (arg: string) => Promise<unknown>> = {
   available: async () => opfsAvailable(),
-  conformance: () => runPageStoreCases('opfs, Chromium worker', factory),
+  conformance: () => runPageStoreCases(`opfs, ${engineName} worker`, factory),
   /** Opens store `name` and keeps it open; 'opened' or the PqdbError code. */
   async open(name) {
     try {

@@ -9,6 +9,7 @@ import { openOpfsPageStore, opfsAvailable } from '../../src/storage/opfs';
 import type { PageStore } from '../../src/storage/page-store';
 import { runPageStoreCases, indexedDbFixture, type PageStoreFixtureFactory } from '../../node-tests/cases/page-store';
 import type { Summary } from '../../node-tests/cases/_util';
+import { engineName } from './_engine';
 
 const run = Math.random().toString(36).slice(2, 8);
 let n = 0;
@@ -62,7 +63,7 @@ const api = {
     }
   },
   /** Runs the whole conformance suite. */
-  conformance: (): Promise<Summary> => runPageStoreCases('indexeddb, Chromium', factory),
+  conformance: (): Promise<Summary> => runPageStoreCases(`indexeddb, ${engineName}`, factory),
   /** Opens store `name` and keeps it open; returns 'opened' or the PqdbError code. */
   async open(name: string): Promise<string> {
     try {

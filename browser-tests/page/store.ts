@@ -17,6 +17,7 @@ import { indexedDbRaw } from '../../node-tests/cases/_idb-raw';
 import { authorityCases } from '../../node-tests/cases/authority';
 import { copiesCases, type CopiesApi } from '../../node-tests/cases/copies';
 import type { Summary } from '../../node-tests/cases/_util';
+import { engineName } from './_engine';
 
 const run = Math.random().toString(36).slice(2, 8);
 let n = 0;
@@ -75,7 +76,7 @@ const suites: Record<string, () => StoreCase[]> = {
 async function runSuite(name: string): Promise<{ summary: Summary; storages: string[]; databases: string[] }> {
   storages.length = 0;
   names.length = 0;
-  const summary = await runStoreCases(`${name} (indexeddb, Chromium, ${crypto.wasmFlavor()})`, suites[name]());
+  const summary = await runStoreCases(`${name} (indexeddb, ${engineName}, ${crypto.wasmFlavor()})`, suites[name]());
   return { summary, storages: [...storages], databases: [...names] };
 }
 

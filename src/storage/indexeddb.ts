@@ -106,7 +106,7 @@ export async function openIndexedDbPageStore(
     return store;
   } catch (e) {
     db?.close();
-    release();
+    await release();
     throw mediumError(`indexeddb page store "${name}": open`, e);
   }
 }
@@ -155,7 +155,7 @@ export async function deleteIndexedDbStore(name: string, options: IndexedDbPageS
       throw mediumError(`indexeddb page store "${name}": delete`, e);
     });
   } finally {
-    release();
+    await release();
   }
 }
 
@@ -178,23 +178,32 @@ function lockedError(name: string, locks: LockManager | undefined): PqdbError {
 
 const localLocks = new Set<string>();
 
-/** Takes the exclusive lock if free; returns its release function, or undefined when held. */
-function acquire(name: string, locks: LockManager | undefined): Promise<(() => void) | undefined> {
+/**
+ * Takes the exclusive lock if free; returns its release function, or undefined when held. The
+ * release resolves once the lock manager has let the lock go (Firefox does so a task after the
+ * holder's promise settles: a reopen right after close() would otherwise find it held).
+ */
+function acquire(name: string, locks: LockManager | undefined): Promise<(() => Promise<void>) | undefined> {
   if (locks === undefined) {
     if (localLocks.has(name)) return Promise.resolve(undefined);
     localLocks.add(name);
-    return Promise.resolve(() => void localLocks.delete(name));
+    return Promise.resolve(async () => void localLocks.delete(name));
   }
   return new Promise((resolve, reject) => {
-    let release!: () => void;
-    const held = new Promise<void>((r) => (release = r));
-    locks
-      .request(name, { ifAvailable: true, mode: 'exclusive' }, async (lock) => {
-        if (lock === null) return resolve(undefined);
-        resolve(release);
-        await held; // the lock is held until this promise settles
-      })
-      .catch(reject);
+    let letGo!: () => void;
+    const held = new Promise<void>((r) => (letGo = r));
+    const granted = locks.request(name, { ifAvailable: true, mode: 'exclusive' }, async (lock) => {
+      if (lock === null) return resolve(undefined);
+      resolve(() => {
+        letGo();
+        return granted.then(
+          () => undefined,
+          () => undefined,
+        );
+      });
+      await held; // the lock is held until this promise settles
+    });
+    granted.catch(reject);
   });
 }
 
@@ -205,10 +214,10 @@ class IndexedDbPageStore extends BasePageStore {
   readonly #name: string;
   readonly #db: IDBPDatabase;
   readonly #index: Map<number, IndexEntry>;
-  readonly #release: () => void;
+  readonly #release: () => Promise<void>;
   #terminated = false;
 
-  constructor(name: string, db: IDBPDatabase, index: Map<number, IndexEntry>, release: () => void) {
+  constructor(name: string, db: IDBPDatabase, index: Map<number, IndexEntry>, release: () => Promise<void>) {
     super();
     this.#name = name;
     this.#db = db;
@@ -362,7 +371,7 @@ class IndexedDbPageStore extends BasePageStore {
     try {
       this.#db.close();
     } finally {
-      this.#release();
+      await this.#release();
     }
   }
 }
