@@ -12,7 +12,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
-import { generateRecipient, generateSigner, verifySealed } from '../dist/node.js';
+import { workerRun, sealedVerifies } from './worker-run.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const executablePath = process.env.FIREFOX_PATH ?? '/usr/bin/firefox-esr';
@@ -134,19 +134,8 @@ try {
     '/worker',
     () => 'pqdbWorker' in globalThis,
     async (page, errors) => {
-      const recipient = generateRecipient();
-      const signer = generateSigner();
-      const keys = (k) => ({ publicKey: Array.from(k.publicKey), secretKey: Array.from(k.secretKey) });
       for (const storage of ['auto', 'indexeddb']) {
-        const r = await page.evaluate((o) => globalThis.pqdbWorker.run(o), {
-          name: `worker-${storage}-${Date.now()}`,
-          storage,
-          records: 3000,
-          recipient: keys(recipient),
-          signer: keys(signer),
-          migrate: true,
-          singlePuts: 20,
-        });
+        const r = await page.evaluate((o) => globalThis.pqdbWorker.run(o), workerRun(storage));
         const ok =
           r.storage.pageStore === (storage === 'auto' ? 'opfs' : 'indexeddb') &&
           r.instancesOnPage === 0 &&
@@ -155,7 +144,7 @@ try {
           r.count === 3020 &&
           r.migrated.total === 3020 &&
           r.hits.join() === 'w0000042' &&
-          verifySealed(new Uint8Array(r.sealed), signer.publicKey).id === 'w0000042';
+          sealedVerifies(r.sealed, 'w0000042');
         report(
           `worker engine on ${r.storage.pageStore} (storage ${storage})`,
           ok,
