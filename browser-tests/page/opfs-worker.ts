@@ -57,32 +57,6 @@ const api: Record<string, (arg: string) => Promise<unknown>> = {
     held.delete(name);
     return 'closed';
   },
-  async timings() {
-    const root = await navigator.storage.getDirectory();
-    const f = await (await root.getFileHandle(`t-${run}`, { create: true })).createSyncAccessHandle();
-    const b = new Uint8Array(200);
-    const flush: number[] = [];
-    const write: number[] = [];
-    for (let i = 0; i < 50; i++) {
-      let t = performance.now();
-      f.write(b, { at: i * 200 });
-      write.push(performance.now() - t);
-      t = performance.now();
-      f.flush();
-      flush.push(performance.now() - t);
-    }
-    f.close();
-    const s = await openOpfsPageStore(`timings-${run}`);
-    const commit: number[] = [];
-    for (let i = 0; i < 50; i++) {
-      const t = performance.now();
-      await s.commit({ pages: [{ id: i + 1, bytes: b }], manifest: b });
-      commit.push(performance.now() - t);
-    }
-    await s.close();
-    const med = (x: number[]) => x.sort((a, b) => a - b)[x.length >> 1];
-    return { write: med(write), flush: med(flush), commit: med(commit) };
-  },
   async remove(name) {
     try {
       await deleteOpfsPageStore(name);
