@@ -102,6 +102,15 @@ try {
           codes.join(),
         );
       }
+      for (const storage of opfs ? ['opfs', 'indexeddb'] : ['indexeddb']) {
+        const r = await page.evaluate((s) => globalThis.pqdbStorage.inWorker(0, 'plaintext', s), storage);
+        const none = Object.values(r.found).every((n) => n === 0);
+        report(
+          `no plaintext on ${storage} (10,000 records)`,
+          none && r.controlHits > 0 && r.bytes > 600_000,
+          `${r.bytes} bytes searched: ${JSON.stringify(r.found)}`,
+        );
+      }
       const onPageThread = await page.evaluate(() => globalThis.pqdbStorage.opfsOnPage());
       report(
         'OPFS on the page thread is UNSUPPORTED',

@@ -82,3 +82,19 @@ test('OPFS: a second worker is LOCKED until the first closes or goes away; the p
   });
   expect(errors).toEqual([]);
 });
+
+for (const storage of ['opfs', 'indexeddb']) {
+  test(`no plaintext on ${storage}: 10,000 records' ids, values and collection name are in none of its bytes`, async ({
+    page,
+  }) => {
+    const errors = await openPage(page);
+    const r = await page.evaluate((s) => globalThis.pqdbStorage.inWorker(0, 'plaintext', s), storage);
+    console.log(
+      `[chromium] ${storage}: ${r.bytes} bytes in ${r.files} files/values searched: ${JSON.stringify(r.found)}`,
+    );
+    expect(r.bytes).toBeGreaterThan(10_000 * 60);
+    expect(r.controlHits).toBeGreaterThan(0);
+    expect(r.found).toEqual({ 'acct-id-': 0, 'owner-name-': 0, 'plain-note-marker': 0, 'confidential-ledger': 0 });
+    expect(errors).toEqual([]);
+  });
+}

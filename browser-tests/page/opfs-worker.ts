@@ -11,6 +11,7 @@ import {
   type PageStoreFixtureFactory,
 } from '../../node-tests/cases/page-store';
 import { engineName } from './_engine';
+import { openStore, generateRecipient, deleteStore } from '../../src/browser';
 
 const run = Math.random().toString(36).slice(2, 8);
 let n = 0;
@@ -56,6 +57,104 @@ const api: Record<string, (arg: string) => Promise<unknown>> = {
     await held.get(name)?.close();
     held.delete(name);
     return 'closed';
+  },
+  /**
+   * Writes 10,000 records with known ids, values and collection name to a store on `storage`
+   * ('opfs' or 'indexeddb'), closes it, then reads every byte the medium holds (the four OPFS files,
+   * or every value and key of the IndexedDB database's object stores) and counts the markers found.
+   */
+  async plaintext(storage) {
+    const name = `plaintext-${storage}-${run}`;
+    const r = generateRecipient();
+    const store = await openStore({
+      storage: storage as 'opfs' | 'indexeddb',
+      location: name,
+      create: true,
+      recipients: [r.publicKey],
+      unlock: r.secretKey.slice(),
+    });
+    const c = store.collection('confidential-ledger', {
+      schema: { owner: 'string', note: 'string', amount: 'integer' },
+    });
+    for (let i = 0; i < 10_000; i += 1000)
+      await store.batch((tx) => {
+        for (let j = i; j < i + 1000; j++)
+          tx.put(c, `acct-id-${String(j).padStart(6, '0')}`, {
+            owner: `owner-name-${j}`,
+            note: `plain-note-marker ${j}`,
+            amount: 7_000_000 + j,
+          });
+      });
+    await store.close();
+    const chunks: Uint8Array[] = [];
+    if (storage === 'opfs') {
+      const dir = await rawDirectory(name);
+      for (const f of ['log-0', 'log-1', 'slot-a', 'slot-b']) {
+        const file = await dir.open(f);
+        const buf = new Uint8Array(file.getSize());
+        file.read(buf, { at: 0 });
+        file.close();
+        chunks.push(buf);
+      }
+    } else {
+      const db = await new Promise<IDBDatabase>((ok, no) => {
+        const q = indexedDB.open(name);
+        q.onsuccess = () => ok(q.result);
+        q.onerror = () => no(q.error);
+      });
+      const enc = new TextEncoder();
+      const add = (v: unknown) => {
+        if (v instanceof Uint8Array) chunks.push(v);
+        else if (v instanceof ArrayBuffer) chunks.push(new Uint8Array(v));
+        else if (v !== undefined)
+          chunks.push(enc.encode(JSON.stringify(v, (_, x) => (x instanceof Uint8Array ? Array.from(x) : x))));
+        if (typeof v === 'object' && v !== null && !(v instanceof Uint8Array))
+          for (const x of Object.values(v)) if (x instanceof Uint8Array) chunks.push(x);
+      };
+      for (const os of Array.from(db.objectStoreNames)) {
+        await new Promise<void>((ok, no) => {
+          const q = db.transaction(os).objectStore(os).openCursor();
+          q.onsuccess = () => {
+            const cur = q.result;
+            if (cur === null) return ok();
+            add(cur.key);
+            add(cur.value);
+            cur.continue();
+          };
+          q.onerror = () => no(q.error);
+        });
+      }
+      db.close();
+    }
+    // The last marker is a control the medium does hold in clear (the slots' magic, a meta key):
+    // the search finds what is there.
+    const control = storage === 'opfs' ? 'PQDBOPFS' : 'manifest';
+    const markers = ['acct-id-', 'owner-name-', 'plain-note-marker', 'confidential-ledger', control];
+    const enc = new TextEncoder();
+    const found: Record<string, number> = {};
+    let bytes = 0;
+    for (const m of markers) {
+      const needle = enc.encode(m);
+      let hits = 0;
+      for (const buf of chunks) {
+        for (
+          let i = buf.indexOf(needle[0]);
+          i !== -1 && i <= buf.length - needle.length;
+          i = buf.indexOf(needle[0], i + 1)
+        ) {
+          let k = 1;
+          while (k < needle.length && buf[i + k] === needle[k]) k++;
+          if (k === needle.length) hits++;
+        }
+      }
+      found[m] = hits;
+    }
+    for (const b of chunks) bytes += b.length;
+    if (storage === 'opfs') await deleteOpfsPageStore(name);
+    else await deleteStore(name);
+    const controlHits = found[control];
+    delete found[control];
+    return { found, controlHits, bytes, files: chunks.length };
   },
   async remove(name) {
     try {
