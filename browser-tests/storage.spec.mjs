@@ -98,3 +98,29 @@ for (const storage of ['opfs', 'indexeddb']) {
     expect(errors).toEqual([]);
   });
 }
+
+for (const storage of ['opfs', 'indexeddb']) {
+  test(`a full quota on ${storage} is QUOTA_EXCEEDED; every acknowledged put is kept and the store opens after`, async ({
+    page,
+    context,
+  }) => {
+    const errors = await openPage(page);
+    const cdp = await context.newCDPSession(page);
+    const origin = new URL(page.url()).origin;
+    // The origin's usage now, plus room for a few hundred 4 KiB records.
+    const { usage } = await page.evaluate(() => navigator.storage.estimate());
+    await cdp.send('Storage.overrideQuotaForOrigin', { origin, quotaSize: usage + 2 * 1024 * 1024 });
+    let r;
+    try {
+      r = await page.evaluate((s) => globalThis.pqdbStorage.inWorker(0, 'fill', s), storage);
+    } finally {
+      await cdp.send('Storage.overrideQuotaForOrigin', { origin }); // lifted
+    }
+    console.log(`[chromium] ${storage}: ${r.acked} puts acknowledged, then ${r.code}; close: ${r.closed}`);
+    expect(r.code).toBe('QUOTA_EXCEEDED');
+    expect(r.acked).toBeGreaterThan(10);
+    const again = await page.evaluate((s) => globalThis.pqdbStorage.inWorker(0, 'refill', s), storage);
+    expect(again).toEqual({ found: r.acked, after: 16 });
+    expect(errors).toEqual([]);
+  });
+}

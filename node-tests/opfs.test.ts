@@ -144,6 +144,24 @@ describe('the OPFS page store: crashes and faults', () => {
     await r.close();
   });
 
+  it("a write that reports Chromium's no-space code (half written, 4294967288 bytes) is QUOTA_EXCEEDED, never an acknowledged commit", async () => {
+    const dir = newDir();
+    const s = await open(dir);
+    await s.commit({ pages: [page(1)], manifest: text('before') });
+    failing.noSpace = true;
+    await expectCode(s.commit({ pages: [page(2, 50_000)], manifest: text('lost') }), 'QUOTA_EXCEEDED');
+    failing.noSpace = false;
+    expect(await s.listPages()).toEqual([1]);
+    expect(str(await s.readManifest())).toBe('before');
+    await s.commit({ pages: [page(3)], manifest: text('after') });
+    await s.close();
+    const r = await open(dir);
+    expect(await r.listPages()).toEqual([1, 3]);
+    expect(str(await r.readManifest())).toBe('after');
+    expect(await r.readPage(3)).toEqual(page(3).bytes);
+    await r.close();
+  });
+
   it('a failed slot flush is IO_ERROR, and commits are refused until a reopen, which finds one of the two states', async () => {
     const dir = newDir();
     const s = await open(dir);

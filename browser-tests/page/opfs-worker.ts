@@ -38,6 +38,11 @@ const factory: PageStoreFixtureFactory = async () => {
 };
 
 const held = new Map<string, PageStore>();
+/** The store the quota check fills, between its two calls. */
+const quota: { name: string; recipient?: { publicKey: Uint8Array; secretKey: Uint8Array }; acked: number } = {
+  name: '',
+  acked: 0,
+};
 
 const api: Record<string, (arg: string) => Promise<unknown>> = {
   available: async () => opfsAvailable(),
@@ -155,6 +160,57 @@ const api: Record<string, (arg: string) => Promise<unknown>> = {
     const controlHits = found[control];
     delete found[control];
     return { found, controlHits, bytes, files: chunks.length };
+  },
+  /**
+   * Puts records of 4 KiB one commit at a time into a new store on `storage` until a put fails
+   * (the spec has set a small quota first); closes the store (or lets it go, when closing fails).
+   * Returns the acknowledged count and the failure's code.
+   */
+  async fill(storage) {
+    const name = `quota-${storage}-${run}`;
+    quota.name = name;
+    quota.recipient = generateRecipient();
+    quota.acked = 0;
+    const store = await openStore({
+      storage: storage as 'opfs' | 'indexeddb',
+      location: name,
+      create: true,
+      recipients: [quota.recipient.publicKey],
+      unlock: quota.recipient.secretKey.slice(),
+    });
+    const c = store.collection('q', { schema: { blob: 'bytes' } });
+    let code = 'none';
+    for (let i = 0; i < 100_000; i++) {
+      try {
+        await c.put(`r${i}`, { blob: crypto.getRandomValues(new Uint8Array(4096)) });
+        quota.acked = i + 1;
+      } catch (e) {
+        code = (e as { code?: string }).code ?? String(e);
+        break;
+      }
+    }
+    const closed = await store.close().then(
+      () => 'closed',
+      (e: { code?: string }) => e.code ?? String(e),
+    );
+    return { acked: quota.acked, code, closed };
+  },
+  /** Reopens the store `fill` made (the spec has lifted the quota): how many acknowledged records it finds, and a new put. */
+  async refill(storage) {
+    const store = await openStore({
+      storage: storage as 'opfs' | 'indexeddb',
+      location: quota.name,
+      unlock: quota.recipient!.secretKey.slice(),
+    });
+    const c = store.collection('q', { schema: { blob: 'bytes' } });
+    let found = 0;
+    for (let i = 0; i < quota.acked; i++) if ((await c.get(`r${i}`))?.blob.length === 4096) found++;
+    await c.put('after', { blob: new Uint8Array(16) });
+    const after = (await c.get('after'))?.blob.length;
+    await store.close();
+    if (storage === 'opfs') await deleteOpfsPageStore(quota.name);
+    else await deleteStore(quota.name);
+    return { found, after };
   },
   async remove(name) {
     try {

@@ -17,11 +17,14 @@ export const failing = {
   write: new Set<string>(),
   flush: new Set<string>(),
   quota: false,
+  /** Writes as Chromium's do on a full quota: half the bytes land, the count is FILE_ERROR_NO_SPACE as a uint32. */
+  noSpace: false,
   crashAfter: Infinity,
   reset() {
     this.write.clear();
     this.flush.clear();
     this.quota = false;
+    this.noSpace = false;
     this.crashAfter = Infinity;
   },
 };
@@ -61,6 +64,10 @@ export function nodeSyncDirectory(dir: string): SyncDirectory {
           step(name);
           if (failing.quota) throw domError('QuotaExceededError', 'quota exceeded');
           if (failing.write.has(name)) throw domError('InvalidModificationError', `${name}: write failed`);
+          if (failing.noSpace) {
+            writeSync(h, buffer, 0, buffer.length >> 1, at);
+            return 4294967288;
+          }
           return writeSync(h, buffer, 0, buffer.length, at);
         },
         truncate(size) {

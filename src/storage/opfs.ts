@@ -197,19 +197,35 @@ export async function openSyncPageStore(dir: SyncDirectory, label: string): Prom
 }
 
 /** Reads `buf.length` bytes of `file` at `at`. @throws CORRUPTION when the file ends first */
+/**
+ * The bytes a sync access handle's read or write reports, checked: an integer in [0, asked].
+ * Chromium reports a failure of the file below (a full quota among them) not by throwing but by
+ * returning base::File's negative error code as an unsigned 32-bit count (4294967288 is
+ * FILE_ERROR_NO_SPACE), after writing part of the bytes or none: trusting it would acknowledge a
+ * commit that never reached the file.
+ */
+function counted(n: number, asked: number, what: string): number {
+  if (Number.isInteger(n) && n >= 0 && n <= asked) return n;
+  const code = Number.isInteger(n) && n > 0x7fffffff && n <= 0xffffffff ? n - 0x100000000 : undefined;
+  if (code === -8) throw new PqdbError('QUOTA_EXCEEDED', `${KIND}: ${what}: the origin's storage quota is exhausted`);
+  throw new PqdbError(
+    'IO_ERROR',
+    `${KIND}: ${what}: the file reported ${code !== undefined ? `error ${code}` : `${n} bytes of ${asked}`}`,
+  );
+}
+
 function readExactly(file: SyncFile, buf: Uint8Array, at: number, what: string): void {
-  let done = 0;
-  while (done < buf.length) {
-    const n = file.read(buf.subarray(done), { at: at + done });
-    if (n <= 0) throw corruption(`${KIND}: ${what} ends before byte ${at + buf.length}`);
+  for (let done = 0; done < buf.length;) {
+    const n = counted(file.read(buf.subarray(done), { at: at + done }), buf.length - done, `reading ${what}`);
+    if (n === 0) throw corruption(`${KIND}: ${what} ends before byte ${at + buf.length}`);
     done += n;
   }
 }
 
 function writeAll(file: SyncFile, buf: Uint8Array, at: number): void {
   for (let done = 0; done < buf.length;) {
-    const n = file.write(buf.subarray(done), { at: at + done });
-    if (!(n > 0)) throw new PqdbError('IO_ERROR', `opfs: a write of ${buf.length - done} bytes wrote nothing`);
+    const n = counted(file.write(buf.subarray(done), { at: at + done }), buf.length - done, 'a write');
+    if (n === 0) throw new PqdbError('IO_ERROR', `${KIND}: a write of ${buf.length - done} bytes wrote nothing`);
     done += n;
   }
 }
