@@ -96,6 +96,8 @@ try {
           out.push(await w(1, 'close', n), await w(1, 'remove', n));
           return out;
         }, name);
+        const t = await page.evaluate(() => globalThis.pqdbStorage.inWorker(0, 'tamper'));
+        report(t.name, t.passed === t.total && t.total >= 9, summary(t));
         report(
           'OPFS: a second worker is LOCKED until the first closes',
           codes.join() === 'opened,LOCKED,closed,opened,closed,deleted',

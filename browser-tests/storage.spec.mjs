@@ -124,3 +124,15 @@ for (const storage of ['opfs', 'indexeddb']) {
     expect(errors).toEqual([]);
   });
 }
+
+test('a storage attacker editing the OPFS files (old page put back, pages swapped, manifest rolled back…) is caught', async ({
+  page,
+}) => {
+  const errors = await openPage(page);
+  const s = await page.evaluate(() => globalThis.pqdbStorage.inWorker(0, 'tamper'));
+  console.log(`[chromium] ${s.name}: ${s.passed}/${s.total} passed`);
+  expect(s.failures).toEqual([]);
+  expect(s.total).toBeGreaterThanOrEqual(9);
+  expect(s.passed).toBe(s.total);
+  expect(errors).toEqual([]);
+});

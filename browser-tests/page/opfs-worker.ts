@@ -11,7 +11,10 @@ import {
   type PageStoreFixtureFactory,
 } from '../../node-tests/cases/page-store';
 import { engineName } from './_engine';
-import { openStore, generateRecipient, deleteStore } from '../../src/browser';
+import { openStore, generateRecipient, generateSigner, verifyStore, deleteStore, type Store } from '../../src/browser';
+import { runStoreCases } from '../../node-tests/cases/_store';
+import { tamperCases, type TamperFixture } from '../../node-tests/cases/tamper';
+import { opfsRaw } from '../../node-tests/cases/_opfs-raw';
 
 const run = Math.random().toString(36).slice(2, 8);
 let n = 0;
@@ -38,6 +41,29 @@ const factory: PageStoreFixtureFactory = async () => {
 };
 
 const held = new Map<string, PageStore>();
+
+/** A fresh OPFS location for the tamper cases: the store through openStore, the raw medium its four files. */
+async function tamperFixture(): Promise<TamperFixture> {
+  const name = `tamper-${run}-${n++}`;
+  const open: (Store | PageStore)[] = [];
+  return {
+    async open(options) {
+      const s = await openStore({ ...options, storage: 'opfs', location: name });
+      open.push(s);
+      return s;
+    },
+    async pages() {
+      const p = await openOpfsPageStore(name);
+      open.push(p);
+      return p;
+    },
+    async dispose() {
+      for (const x of open.splice(0)) await x.close().catch(() => undefined);
+      await deleteOpfsPageStore(name);
+    },
+    raw: opfsRaw(await rawDirectory(name)),
+  };
+}
 /** The store the quota check fills, between its two calls. */
 const quota: { name: string; recipient?: { publicKey: Uint8Array; secretKey: Uint8Array }; acked: number } = {
   name: '',
@@ -46,6 +72,11 @@ const quota: { name: string; recipient?: { publicKey: Uint8Array; secretKey: Uin
 
 const api: Record<string, (arg: string) => Promise<unknown>> = {
   available: async () => opfsAvailable(),
+  tamper: () =>
+    runStoreCases(
+      `tamper (opfs, ${engineName} worker)`,
+      tamperCases(tamperFixture, { generateRecipient, generateSigner, verifyStore }),
+    ),
   conformance: () => runPageStoreCases(`opfs, ${engineName} worker`, factory),
   /** Opens store `name` and keeps it open; 'opened' or the PqdbError code. */
   async open(name) {
