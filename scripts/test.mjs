@@ -1,6 +1,7 @@
-// npm test: the formatting check, then every suite, in Node (vitest), in Chromium (Playwright) and
-// in Firefox ESR (browser-tests/firefox.mjs, puppeteer-core), both WebAssembly builds. Each runner
-// prints its own closing line (`vitest: …`, `playwright: …`, `firefox: …`); the exit code is
+// npm test: the formatting check, then every suite, in Node (vitest), in Chromium (Playwright), in
+// Firefox ESR (browser-tests/firefox.mjs, puppeteer-core) and in WebKitGTK (browser-tests/webkit.mjs,
+// WebKitWebDriver under Xvfb), both WebAssembly builds. Each runner prints its own closing line
+// (`vitest: …`, `playwright: …`, `firefox: …`, `webkit: …`); the exit code is
 // non-zero when the check or any runner failed. Run after `npm run build` (npm test does that first).
 //
 // `--quick` (npm run test:quick, the edit loop's tier) runs vitest alone on a subset: it leaves out
@@ -27,4 +28,5 @@ console.log(
 const node = run(['node_modules/vitest/vitest.mjs', 'run'], { ...process.env, PQDB_TEST_TIER: 'full' });
 const browser = run(['node_modules/@playwright/test/cli.js', 'test']);
 const firefox = run(['browser-tests/firefox.mjs']);
-process.exit(format !== 0 || node !== 0 || browser !== 0 || firefox !== 0 ? 1 : 0);
+const webkit = run(['browser-tests/webkit.mjs']);
+process.exit(format !== 0 || node !== 0 || browser !== 0 || firefox !== 0 || webkit !== 0 ? 1 : 0);

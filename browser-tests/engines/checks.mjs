@@ -103,20 +103,24 @@ export async function engineChecks({ onPage, report, unavailable }) {
     async (page, errors) => {
       for (const storage of ['auto', 'indexeddb']) {
         const r = await page.evaluate((o) => globalThis.pqdbWorker.run(o), workerRun(storage));
-        const ok =
-          r.storage.pageStore === (storage === 'auto' ? 'opfs' : 'indexeddb') &&
-          r.instancesOnPage === 0 &&
-          r.keyWiped &&
-          r.scanned === 3020 &&
-          r.count === 3020 &&
-          r.migrated.total === 3020 &&
-          r.hits.join() === 'w0000042' &&
-          sealedVerifies(r.sealed, 'w0000042');
+        const checks = {
+          'page store': r.storage.pageStore === (storage === 'auto' && opfsInWorkers ? 'opfs' : 'indexeddb'),
+          'no kernel on the page': r.instancesOnPage === 0,
+          'key zeroed': r.keyWiped,
+          scan: r.scanned === 3020,
+          reopen: r.count === 3020,
+          migration: r.migrated.total === 3020,
+          search: r.hits.join() === 'w0000042',
+          'sealed export': sealedVerifies(r.sealed, 'w0000042'),
+        };
+        const failed = Object.keys(checks).filter((k) => !checks[k]);
+        const ok = failed.length === 0;
         report(
           `worker engine on ${r.storage.pageStore} (storage ${storage})`,
           ok,
           `3000 records in ${r.ingestMs.toFixed(0)} ms, put p50 ${r.putP50.toFixed(2)} ms, get p50 ${r.getP50.toFixed(3)} ms, ` +
-            `${r.instancesOnPage} kernels on the page, longest task ${r.ingestLongTask.toFixed(0)} ms`,
+            `${r.instancesOnPage} kernels on the page, longest task ${r.ingestLongTask.toFixed(0)} ms` +
+            (ok ? '' : `; failed: ${failed.join(', ')}`),
         );
       }
       report('worker page: no page errors', errors.length === 0, errors.join('; '));
