@@ -8,9 +8,11 @@
 //                bench/migration-browser.mjs and browser-tests/migration.spec.mjs)
 //   /worker      browser-tests/page/worker.html (a store in a dedicated worker: browser-tests/page/engine-worker.js
 //                serves it from dist/worker.js)
-//   /bench       browser-tests/page/bench.html (bench/browser.mjs: pqdb in its forms and the peers; its
-//                workers bench-worker.js and sqlite-worker.js, the latter loading /vendor/sqlite-wasm/*,
-//                the @sqlite.org/sqlite-wasm package's files)
+//   /bench       browser-tests/page/bench.html (bench/browser.mjs: pqdb in its forms and the peers, the
+//                page and its pqdb worker each bundled into one file as an app's bundler makes them;
+//                sqlite-worker.js loads /vendor/sqlite-wasm/*, the @sqlite.org/sqlite-wasm package's files)
+//   /first       browser-tests/page/first.html: a page that only opens a store in its worker and reads
+//                one record (the bench's first read after a page load), minified as shipped
 //   /examples/browser-app/   examples/browser-app (index.html, app.js) as a site would serve it, with
 //                the Content-Security-Policy the README asks for: script-src 'self' 'wasm-unsafe-eval'
 //                plus the hash of the page's inline import map (?csp=no-wasm leaves out
@@ -55,7 +57,18 @@ const bundle = await esbuild.build({
   write: false,
   logLevel: 'warning',
 });
-const pages = Object.fromEntries(bundle.outputFiles.map((f) => [f.path, f.contents]));
+// The bench's first-read page and its pqdb worker, minified as an app's production build ships them.
+const shipped = await esbuild.build({
+  entryPoints: { first: join(here, 'page', 'first.ts'), 'bench-worker': join(here, 'page', 'bench-worker.ts') },
+  bundle: true,
+  minify: true,
+  format: 'esm',
+  target: ['es2022', 'chrome120'],
+  outdir: '/page',
+  write: false,
+  logLevel: 'warning',
+});
+const pages = Object.fromEntries([...bundle.outputFiles, ...shipped.outputFiles].map((f) => [f.path, f.contents]));
 
 const example = join(repo, 'examples', 'browser-app');
 const importMap = /<script type="importmap">([\s\S]*?)<\/script>/.exec(
@@ -102,9 +115,13 @@ createServer(async (req, res) => {
   else if (url.pathname === '/bench') {
     file = join(here, 'page', 'bench.html');
     headers = ISOLATED;
-  } else if (url.pathname === '/page/engine-worker.js') file = join(here, 'page', 'engine-worker.js');
-  else if (url.pathname === '/page/bench-worker.js' || url.pathname === '/page/sqlite-worker.js') {
-    file = join(here, 'page', url.pathname.slice(6));
+  } else if (url.pathname === '/first') file = join(here, 'page', 'first.html');
+  else if (url.pathname === '/page/engine-worker.js') file = join(here, 'page', 'engine-worker.js');
+  else if (url.pathname === '/page/sqlite-worker.js') {
+    file = join(here, 'page', 'sqlite-worker.js');
+    headers = ISOLATED;
+  } else if (url.pathname === '/page/bench-worker.js') {
+    body = pages[url.pathname];
     headers = ISOLATED;
   } else if (url.pathname.startsWith('/vendor/sqlite-wasm/'))
     file = under(join(repo, 'node_modules', '@sqlite.org', 'sqlite-wasm', 'dist'), url.pathname.slice(20));

@@ -6,7 +6,7 @@
 // are the official SQLite WASM build on OPFS (opfs-sahpool, in a worker: sqlite-worker.js) and
 // Dexie on IndexedDB, each with its values sealed by WebCrypto AES-256-GCM or not.
 
-import * as pqdb from 'pqdb';
+import * as pqdb from '../../src/browser'; // bundled, as an app bundles it
 import Dexie from 'dexie';
 
 type Rec = [id: string, lemma: string, pos: string, gloss: string, offset: number];
@@ -244,18 +244,4 @@ async function run(o: RunOptions) {
   };
 }
 
-/** Opens store `name` in a worker and reads one record: the time since this page's navigation began. */
-async function firstRead(o: { name: string; storage: 'opfs' | 'indexeddb'; keys: Keys; id: string }) {
-  const store = await pqdb.openStore({
-    worker: '/page/bench-worker.js',
-    storage: o.storage,
-    location: o.name,
-    unlock: u8(o.keys.secretKey),
-  });
-  const v = await store.collection('synsets', { schema }).get(o.id);
-  const ms = performance.now();
-  await store.close();
-  return { ms, found: v !== undefined };
-}
-
-(globalThis as unknown as { pqdbBench: unknown }).pqdbBench = { run, firstRead };
+(globalThis as unknown as { pqdbBench: unknown }).pqdbBench = { run };
