@@ -1,15 +1,18 @@
 // Direct edits of an OPFS page store's four files, written from the layout docs/storage.md gives
 // (not from the store's code): what an attacker with access to the origin's OPFS can do, checksums
-// made to match. A page put or removed is a record appended to the active log and a new commit slot
-// naming it; a manifest is a new slot. Used by the tamper cases in Node (over plain files) and in
+// made to match. A page put is a record appended to the active log and a new commit slot whose index
+// names it; a page removed, or a manifest, is a new slot. Used by the tamper cases in Node (over plain files) and in
 // Chromium and Firefox (real OPFS, in a dedicated worker).
 
 import { crc32c } from '../../src/_crc32c';
-import { KIND_DELETE, KIND_PAGE, RECORD_HEADER_BYTES, recordHeader } from '../../src/storage/records';
+import { KIND_PAGE, RECORD_HEADER_BYTES, recordHeader } from '../../src/storage/records';
 import type { SyncDirectory, SyncFile } from '../../src/storage/opfs';
 import type { RawMedium } from './tamper';
 
-const SLOT_HEADER = 40;
+const SLOT_HEADER = 44;
+const ENTRY = 20;
+
+type Entry = { at: number; length: number; crc: number };
 
 interface Slot {
   file: 0 | 1;
@@ -17,6 +20,7 @@ interface Slot {
   log: 0 | 1;
   committed: number;
   manifest: Uint8Array | undefined;
+  index: Map<number, Entry>;
 }
 
 function readAll(f: SyncFile): Uint8Array {
@@ -29,20 +33,29 @@ function parseSlot(b: Uint8Array, file: 0 | 1): Slot | undefined {
   if (b.length < SLOT_HEADER + 4) return undefined;
   const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
   const len = v.getUint32(36, true);
-  if (SLOT_HEADER + len + 4 > b.length) return undefined;
-  if (v.getUint32(SLOT_HEADER + len, true) !== crc32c(b.subarray(0, SLOT_HEADER + len))) return undefined;
+  const count = v.getUint32(40, true);
+  const end = SLOT_HEADER + len + count * ENTRY;
+  if (end + 4 > b.length || v.getUint32(end, true) !== crc32c(b.subarray(0, end))) return undefined;
+  const index = new Map<number, Entry>();
+  for (let i = 0, e = SLOT_HEADER + len; i < count; i++, e += ENTRY)
+    index.set(v.getUint32(e, true), {
+      at: v.getFloat64(e + 4, true),
+      length: v.getUint32(e + 12, true),
+      crc: v.getUint32(e + 16, true),
+    });
   return {
     file,
     commit: v.getFloat64(12, true),
     log: v.getUint32(20, true) as 0 | 1,
     committed: v.getFloat64(24, true),
     manifest: v.getUint32(32, true) === 1 ? b.slice(SLOT_HEADER, SLOT_HEADER + len) : undefined,
+    index,
   };
 }
 
 function slotBytes(s: Omit<Slot, 'file'>): Uint8Array {
   const m = s.manifest ?? new Uint8Array(0);
-  const b = new Uint8Array(SLOT_HEADER + m.length + 4);
+  const b = new Uint8Array(SLOT_HEADER + m.length + s.index.size * ENTRY + 4);
   const v = new DataView(b.buffer);
   b.set(new TextEncoder().encode('PQDBOPFS'), 0);
   v.setUint32(8, 1, true);
@@ -51,8 +64,17 @@ function slotBytes(s: Omit<Slot, 'file'>): Uint8Array {
   v.setFloat64(24, s.committed, true);
   v.setUint32(32, s.manifest === undefined ? 0 : 1, true);
   v.setUint32(36, m.length, true);
+  v.setUint32(40, s.index.size, true);
   b.set(m, SLOT_HEADER);
-  v.setUint32(SLOT_HEADER + m.length, crc32c(b.subarray(0, SLOT_HEADER + m.length)), true);
+  let e = SLOT_HEADER + m.length;
+  for (const [id, x] of s.index) {
+    v.setUint32(e, id, true);
+    v.setFloat64(e + 4, x.at, true);
+    v.setUint32(e + 12, x.length, true);
+    v.setUint32(e + 16, x.crc, true);
+    e += ENTRY;
+  }
+  v.setUint32(e, crc32c(b.subarray(0, e)), true);
   return b;
 }
 
@@ -76,31 +98,30 @@ export function opfsRaw(dir: SyncDirectory): RawMedium {
     const out = new Map<number, Uint8Array>();
     if (s === undefined) return out;
     const log = await withFile(`log-${s.log}`, readAll);
-    const v = new DataView(log.buffer);
-    for (let at = 0; at < s.committed;) {
-      const kind = log[at + 4];
-      const id = v.getUint32(at + 8, true);
-      const len = v.getUint32(at + 12, true);
-      if (kind === KIND_PAGE) out.set(id, log.slice(at + RECORD_HEADER_BYTES, at + RECORD_HEADER_BYTES + len));
-      else out.delete(id);
-      at += RECORD_HEADER_BYTES + len;
-    }
+    for (const [id, e] of s.index) out.set(id, log.slice(e.at, e.at + e.length));
     return out;
   };
-  /** Appends `record` to the active log at the committed end and commits it with `manifest` in the other slot. */
-  const commit = async (record: Uint8Array[] | undefined, manifest?: Uint8Array): Promise<void> => {
+  /** Appends `bytes` as page `id` (or drops its entry) and commits the index and `manifest` in the other slot. */
+  const commit = async (change: [number, Uint8Array | undefined] | undefined, manifest?: Uint8Array): Promise<void> => {
     const s = await newest();
     if (s === undefined) throw new Error('no commit slot to edit');
     let committed = s.committed;
-    if (record !== undefined)
-      await withFile(`log-${s.log}`, (f) => {
-        for (const part of record) {
-          f.write(part, { at: committed });
-          committed += part.length;
-        }
-        f.flush();
-      });
-    const next = slotBytes({ commit: s.commit + 1, log: s.log, committed, manifest: manifest ?? s.manifest });
+    const index = new Map(s.index);
+    if (change !== undefined) {
+      const [id, bytes] = change;
+      if (bytes === undefined) index.delete(id);
+      else {
+        const crc = crc32c(bytes);
+        await withFile(`log-${s.log}`, (f) => {
+          f.write(recordHeader(KIND_PAGE, id, bytes.length, crc), { at: committed });
+          f.write(bytes, { at: committed + RECORD_HEADER_BYTES });
+          f.flush();
+        });
+        index.set(id, { at: committed + RECORD_HEADER_BYTES, length: bytes.length, crc });
+        committed += RECORD_HEADER_BYTES + bytes.length;
+      }
+    }
+    const next = slotBytes({ commit: s.commit + 1, log: s.log, committed, manifest: manifest ?? s.manifest, index });
     await withFile(s.file === 0 ? 'slot-b' : 'slot-a', (f) => {
       f.write(next, { at: 0 });
       f.flush();
@@ -109,12 +130,7 @@ export function opfsRaw(dir: SyncDirectory): RawMedium {
   return {
     pages,
     manifest: async () => (await newest())?.manifest?.slice(),
-    setPage: (id, bytes) =>
-      commit(
-        bytes === undefined
-          ? [recordHeader(KIND_DELETE, id, 0, 0)]
-          : [recordHeader(KIND_PAGE, id, bytes.length, crc32c(bytes)), bytes.slice()],
-      ),
+    setPage: (id, bytes) => commit([id, bytes?.slice()]),
     setManifest: (bytes) => commit(undefined, bytes.slice()),
   };
 }
