@@ -36,6 +36,8 @@ interface Adapter {
   close(): Promise<void>;
   /** The same gets, timed inside the worker (pqdb in a worker). */
   inWorker?(ids: string[]): Promise<number[]>;
+  /** The store opened again through the worker (after inWorker). */
+  reopen?(): Promise<Adapter>;
   heap?(): Promise<number | undefined>;
 }
 
@@ -54,10 +56,10 @@ function message<T>(w: Worker, m: object, kind: string): Promise<T> {
   });
 }
 
-async function pqdbAdapter(mode: string, name: string, keys: Keys): Promise<Adapter> {
+async function pqdbAdapter(mode: string, name: string, keys: Keys, create = true): Promise<Adapter> {
   const storage = mode === 'pqdb-worker-opfs' ? 'opfs' : 'indexeddb';
   const worker = mode === 'pqdb-main-idb' ? undefined : new Worker('/page/bench-worker.js', { type: 'module' });
-  const options = { location: name, create: true, recipients: [u8(keys.publicKey)], unlock: u8(keys.secretKey) };
+  const options = { location: name, create, recipients: [u8(keys.publicKey)], unlock: u8(keys.secretKey) };
   const store =
     worker !== undefined
       ? await pqdb.openStore({ ...options, worker, storage })
@@ -87,6 +89,7 @@ async function pqdbAdapter(mode: string, name: string, keys: Keys): Promise<Adap
             return r.times;
           },
           heap: () => workerHeap(),
+          reopen: () => pqdbAdapter(mode, name, keys, false),
         }),
   };
 }
@@ -228,7 +231,22 @@ async function run(o: RunOptions) {
   }
   const heap = await a.heap?.();
   await a.close();
-  const inWorker = a.inWorker !== undefined ? await a.inWorker(ids.slice(0, Math.min(ids.length, 2000))) : undefined;
+  // The RPC's cost: the same gets on the same reopened store, inside the worker and through it.
+  let rpc: { inWorker: number[]; throughWorker: number[] } | undefined;
+  if (a.inWorker !== undefined && a.reopen !== undefined) {
+    const sample = ids.slice(0, Math.min(ids.length, 2000));
+    const inWorker = await a.inWorker(sample);
+    const again = await a.reopen();
+    for (const id of sample) await again.get(id);
+    const throughWorker: number[] = [];
+    for (const id of sample) {
+      const t = performance.now();
+      await again.get(id);
+      throughWorker.push(performance.now() - t);
+    }
+    await again.close();
+    rpc = { inWorker, throughWorker };
+  }
   return {
     mode: o.mode,
     form: a.form,
@@ -237,7 +255,11 @@ async function run(o: RunOptions) {
     put: { p50: pct(puts, 0.5), p99: pct(puts, 0.99), n: puts.length },
     ingest: { recPerSec: o.records.length / ((t1 - t0) / 1000), ms: t1 - t0, longTasks: ingestTasks },
     get: { p50: pct(gets, 0.5), p99: pct(gets, 0.99), recPerSec: ids.length / ((g1 - g0) / 1000), missing: wrong },
-    inWorkerGet: inWorker && { p50: pct(inWorker, 0.5), p99: pct(inWorker, 0.99) },
+    rpc: rpc && {
+      inWorkerP50: pct(rpc.inWorker, 0.5),
+      throughWorkerP50: pct(rpc.throughWorker, 0.5),
+      overheadP50: pct(rpc.throughWorker, 0.5) - pct(rpc.inWorker, 0.5),
+    },
     migration,
     heapAfterIngest: heap,
     userAgent: navigator.userAgent,
