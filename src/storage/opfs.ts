@@ -39,68 +39,24 @@ import {
   type RecoveryReport,
 } from './page-store';
 import { BasePageStore, checkRangeInPage, corruption } from './page-store-base';
+import {
+  ENTRY_BYTES,
+  KIND,
+  LOGS,
+  REWRITE_DEAD_BYTES,
+  SLOTS,
+  encodeSlot,
+  readExactly,
+  readSlot,
+  writeAll,
+  writeGathered,
+  type Located,
+  type Slot,
+  type SyncDirectory,
+  type SyncFile,
+} from './opfs-files';
 
-/** The part of FileSystemSyncAccessHandle the store uses. */
-export interface SyncFile {
-  read(buffer: Uint8Array, options: { at: number }): number;
-  write(buffer: Uint8Array, options: { at: number }): number;
-  truncate(size: number): void;
-  getSize(): number;
-  flush(): void;
-  close(): void;
-}
-
-/** Where a store's four files are opened: OPFS (openOpfsPageStore) or, in tests, any medium. */
-export interface SyncDirectory {
-  /** The file `name`, created when missing. @throws PqdbError LOCKED when another handle holds it */
-  open(name: string): Promise<SyncFile>;
-}
-
-const KIND = 'opfs';
-const LOGS = ['log-0', 'log-1'] as const;
-const SLOTS = ['slot-a', 'slot-b'] as const;
-const SLOT_MAGIC = 'PQDBOPFS';
-const FORMAT_VERSION = 1;
-/**
- * magic 8, version 4, commit 8, active log 4, committed length 8, has manifest 4, manifest length 4,
- * index entries 4; then the manifest, the entries, the CRC.
- */
-const SLOT_HEADER_BYTES = 44;
-/** An index entry: page id 4, where its body starts 8, its length 4, its CRC-32C 4. */
-const ENTRY_BYTES = 20;
-/** A commit rewrites the live pages into the other log once dead bytes pass both live bytes and this. */
-const REWRITE_DEAD_BYTES = 4 << 20;
-
-const SUPPORTS: PageStoreSupports = Object.freeze({
-  readPages: true,
-  readRange: true,
-  partialRanges: true,
-  readRangeSync: true,
-  blockingReads: true,
-  reclaim: true,
-  follow: false,
-});
-
-interface Located {
-  /** Where the record's body starts in the active log. */
-  readonly at: number;
-  readonly length: number;
-  readonly crc: number;
-}
-
-interface Slot {
-  readonly commit: number;
-  readonly log: 0 | 1;
-  readonly committed: number;
-  readonly manifest: Uint8Array | undefined;
-  readonly bytes: number;
-}
-
-/** A slot as read: its fields and the page index it holds (id, body offset, length, CRC). */
-interface ReadSlot extends Slot {
-  readonly entries: DataView;
-  readonly count: number;
-}
+export type { SyncDirectory, SyncFile } from './opfs-files';
 
 /** Whether this context can open OPFS page stores (a dedicated worker with sync access handles). */
 export function opfsAvailable(): boolean {
@@ -208,126 +164,15 @@ export async function openSyncPageStore(dir: SyncDirectory, label: string): Prom
   }
 }
 
-/** Reads `buf.length` bytes of `file` at `at`. @throws CORRUPTION when the file ends first */
-/**
- * The bytes a sync access handle's read or write reports, checked: an integer in [0, asked].
- * Chromium reports a failure of the file below (a full quota among them) not by throwing but by
- * returning base::File's negative error code as an unsigned 32-bit count (4294967288 is
- * FILE_ERROR_NO_SPACE), after writing part of the bytes or none: trusting it would acknowledge a
- * commit that never reached the file.
- */
-function counted(n: number, asked: number, what: string): number {
-  if (Number.isInteger(n) && n >= 0 && n <= asked) return n;
-  const code = Number.isInteger(n) && n > 0x7fffffff && n <= 0xffffffff ? n - 0x100000000 : undefined;
-  if (code === -8) throw new PqdbError('QUOTA_EXCEEDED', `${KIND}: ${what}: the origin's storage quota is exhausted`);
-  throw new PqdbError(
-    'IO_ERROR',
-    `${KIND}: ${what}: the file reported ${code !== undefined ? `error ${code}` : `${n} bytes of ${asked}`}`,
-  );
-}
-
-function readExactly(file: SyncFile, buf: Uint8Array, at: number, what: string): void {
-  for (let done = 0; done < buf.length;) {
-    const n = counted(file.read(buf.subarray(done), { at: at + done }), buf.length - done, `reading ${what}`);
-    if (n === 0) throw corruption(`${KIND}: ${what} ends before byte ${at + buf.length}`);
-    done += n;
-  }
-}
-
-function writeAll(file: SyncFile, buf: Uint8Array, at: number): void {
-  for (let done = 0; done < buf.length;) {
-    const n = counted(file.write(buf.subarray(done), { at: at + done }), buf.length - done, 'a write');
-    if (n === 0) throw new PqdbError('IO_ERROR', `${KIND}: a write of ${buf.length - done} bytes wrote nothing`);
-    done += n;
-  }
-}
-
-/** Each call on a sync access handle has a fixed cost: the chunks go in writes of up to 4 MiB. */
-const GATHER_BYTES = 4 << 20;
-
-function writeGathered(file: SyncFile, chunks: readonly Uint8Array[], at: number): void {
-  for (let k = 0; k < chunks.length;) {
-    let end = k + 1;
-    let n = chunks[k].length;
-    while (end < chunks.length && n + chunks[end].length <= GATHER_BYTES) n += chunks[end++].length;
-    let buf = chunks[k];
-    if (end > k + 1) {
-      buf = new Uint8Array(n);
-      for (let o = 0, c = k; c < end; o += chunks[c++].length) buf.set(chunks[c], o);
-    }
-    writeAll(file, buf, at);
-    at += n;
-    k = end;
-  }
-}
-
-/** The slot's bytes for commit `s`. */
-function encodeSlot(s: Omit<Slot, 'bytes'>, index: Iterable<[number, Located]>, count: number): Uint8Array {
-  const m = s.manifest ?? new Uint8Array(0);
-  const out = new Uint8Array(SLOT_HEADER_BYTES + m.length + count * ENTRY_BYTES + 4);
-  const v = new DataView(out.buffer);
-  for (let i = 0; i < 8; i++) out[i] = SLOT_MAGIC.charCodeAt(i);
-  v.setUint32(8, FORMAT_VERSION, true);
-  v.setFloat64(12, s.commit, true);
-  v.setUint32(20, s.log, true);
-  v.setFloat64(24, s.committed, true);
-  v.setUint32(32, s.manifest === undefined ? 0 : 1, true);
-  v.setUint32(36, m.length, true);
-  v.setUint32(40, count, true);
-  out.set(m, SLOT_HEADER_BYTES);
-  let at = SLOT_HEADER_BYTES + m.length;
-  for (const [id, loc] of index) {
-    v.setUint32(at, id, true);
-    v.setFloat64(at + 4, loc.at, true);
-    v.setUint32(at + 12, loc.length, true);
-    v.setUint32(at + 16, loc.crc, true);
-    at += ENTRY_BYTES;
-  }
-  if (at !== out.length - 4) throw new PqdbError('INTERNAL', `${KIND}: the page index has not ${count} entries`);
-  v.setUint32(out.length - 4, crc32c(out.subarray(0, out.length - 4)), true);
-  return out;
-}
-
-/**
- * The slot in `file`, or undefined when it is empty or torn (fails its CRC: a slot write a crash
- * cut short). @throws FORMAT_VERSION for a slot of another format version; CORRUPTION for a slot
- * whose CRC holds but whose fields do not
- */
-function readSlot(file: SyncFile, name: string): ReadSlot | undefined {
-  const size = file.getSize();
-  if (size < SLOT_HEADER_BYTES + 4) return undefined;
-  const buf = new Uint8Array(size);
-  readExactly(file, buf, 0, name);
-  const v = new DataView(buf.buffer);
-  const length = v.getUint32(36, true);
-  const count = v.getUint32(40, true);
-  const end = SLOT_HEADER_BYTES + length + count * ENTRY_BYTES;
-  if (end + 4 > size || v.getUint32(end, true) !== crc32c(buf.subarray(0, end))) return undefined;
-  if (String.fromCharCode(...buf.subarray(0, 8)) !== SLOT_MAGIC) return undefined;
-  const version = v.getUint32(8, true);
-  if (version !== FORMAT_VERSION)
-    throw new PqdbError(
-      'FORMAT_VERSION',
-      `${KIND}: ${name} is of format version ${version}, this build reads ${FORMAT_VERSION}`,
-    );
-  const commit = v.getFloat64(12, true);
-  const log = v.getUint32(20, true);
-  const committed = v.getFloat64(24, true);
-  const has = v.getUint32(32, true);
-  if (
-    !Number.isSafeInteger(commit) ||
-    commit < 1 ||
-    (log !== 0 && log !== 1) ||
-    !Number.isSafeInteger(committed) ||
-    committed < 0 ||
-    has > 1 ||
-    (has === 0 && length > 0)
-  )
-    throw corruption(`${KIND}: ${name} holds impossible fields`);
-  const manifest = has === 1 ? buf.slice(SLOT_HEADER_BYTES, SLOT_HEADER_BYTES + length) : undefined;
-  const entries = new DataView(buf.buffer, SLOT_HEADER_BYTES + length, count * ENTRY_BYTES);
-  return { commit, log, committed, manifest, bytes: end + 4, entries, count };
-}
+const SUPPORTS: PageStoreSupports = Object.freeze({
+  readPages: true,
+  readRange: true,
+  partialRanges: true,
+  readRangeSync: true,
+  blockingReads: true,
+  reclaim: true,
+  follow: false,
+});
 
 class SyncPageStore extends BasePageStore {
   readonly kind = KIND;
