@@ -6,7 +6,7 @@
 // writes update, delete and insert records ahead of and behind the copy, on memory, node-fs and
 // IndexedDB.
 import { describe, it, expect } from 'vitest';
-import { openMemoryPageStore, generateRecipient, verifyStore } from '../src/index';
+import { openMemoryPageStore, generateRecipient, verifyStore, Store } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
 import { CommitPipeline, type AppliedCommit } from '../src/engine/commit';
 import { KeyRing } from '../src/engine/keys';
@@ -265,5 +265,41 @@ describe.each(STORE_FIXTURES)('a migration reading pages in order while writes g
     } finally {
       await pages.close();
     }
+  });
+});
+
+describe('the open after a migration', () => {
+  it('without signer keys, the activation persists the key directory: a reopen reads none of the copy commits', async () => {
+    const medium = new MemoryMedium();
+    const open = async (create = false) => {
+      const pages = await openMemoryPageStore({ medium });
+      const reads: number[] = [];
+      const readPage = pages.readPage.bind(pages);
+      pages.readPage = (id: number) => (reads.push(id), readPage(id));
+      const readPages = pages.readPages!.bind(pages);
+      pages.readPages = (ids: readonly number[]) => (reads.push(...ids), readPages(ids));
+      const store = await Store.open(pages, {
+        create,
+        recipients: [r.publicKey],
+        unlock: r.secretKey,
+        autoCheckpoint: false,
+      });
+      return { store, reads };
+    };
+    const { store } = await open(true);
+    const c = store.collection('c', { schema: { t: 'string' } });
+    for (let i = 0; i < 20; i++)
+      await store.batch((tx) => {
+        for (let j = 0; j < 200; j++) tx.put(c, `k${i}-${j}`, { t: 'x'.repeat(40) });
+      });
+    await store.migrate({ to: 'cnsa2-gcm-hkdf384-commit', chunkRecords: 256 });
+    await store.close();
+    const again = await open();
+    // The persisted directory and its log pages, not the 4,000 records' 16 copy commits and 20 batches.
+    expect(again.reads.length).toBeLessThan(12);
+    expect(await again.store.collection('c', { schema: { t: 'string' } }).get('k19-199')).toEqual({
+      t: 'x'.repeat(40),
+    });
+    await again.store.close();
   });
 });

@@ -307,7 +307,9 @@ export class Migration {
           await this.#verify(m);
           next = 'activating';
         } else if (m.phase === 'activating') {
-          if (checkpoints.canSign) await checkpoints.checkpoint();
+          // Signed with signer keys; without them the key directory is persisted all the same, so
+          // the next open does not replay every copy commit (a 100k store: 529 ms against 53).
+          await (checkpoints.canSign ? checkpoints.checkpoint() : checkpoints.persist());
           next = 'done';
         }
         if (next !== undefined) await this.#advance(next);
