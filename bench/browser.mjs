@@ -6,10 +6,11 @@
 // p99), a bulk ingest of WordNet 3.1 synsets in batches of 1,000, random gets, the page thread's long
 // tasks during the ingest and, for pqdb, during a migration of every record; for pqdb in a worker,
 // the same get timed inside the worker (the RPC's cost) and the worker's JS heap (Chromium), and the
-// first read after a page load on the ingested store (warm HTTP caches: the second load).
+// first read after a page load on the ingested store (warm HTTP caches: the second load), and the
+// worker's heap after opening a store of 1M records (Chromium).
 //
 //   node bench/browser.mjs [--records 100000] [--puts 200] [--reads 5000] [--engines chromium,firefox]
-//                          [--modes pqdb-worker-opfs,…] [--out report.json]
+//                          [--modes pqdb-worker-opfs,…] [--heap-records 100000,1000000] [--out report.json]
 // Default report: bench/results/browser-<arch>-browsers-<date>[-n].json. Needs `npm run build`.
 
 import { readFileSync } from 'node:fs';
@@ -30,10 +31,18 @@ const N = Number(arg('--records', 100_000));
 const PUTS = Number(arg('--puts', 200));
 const READS = Number(arg('--reads', 5000));
 const ENGINES = arg('--engines', 'chromium,firefox').split(',');
+const HEAP = arg('--heap-records', '1000000')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
 const MODES = arg(
   '--modes',
   'pqdb-worker-opfs,pqdb-worker-idb,pqdb-main-idb,sqlite-opfs-sahpool-aesgcm,sqlite-opfs-sahpool,dexie-aesgcm,dexie',
-).split(',');
+)
+  .split(',')
+  .filter((m) => m !== '' && m !== 'none');
+const KNOWN = /^(pqdb-worker-opfs|pqdb-worker-idb|pqdb-main-idb|sqlite-opfs-sahpool(-aesgcm)?|dexie(-aesgcm)?)$/;
+for (const m of MODES) if (!KNOWN.test(m)) throw new RangeError(`--modes: unknown form "${m}"`);
 
 const records = [];
 outer: for (const f of ['data.noun', 'data.verb', 'data.adj', 'data.adv']) {
@@ -190,6 +199,19 @@ try {
         `first read after a page load (pqdb-worker-opfs, ${records.length} records): ${loads.map((l) => `${l.ms.toFixed(0)} ms (script at ${l.scriptStart.toFixed(0)}, worker and open ${l.openMs.toFixed(0)}, get ${l.getMs.toFixed(0)})`).join(', ')}; the first load is cold`,
       );
     }
+    // The worker's heap after opening a store of 100k and of 1M records (Chromium measures it).
+    if (engine === 'chromium')
+      for (const n of HEAP) {
+        const p = await d.newPage();
+        await p.goto('/bench');
+        await p.ready();
+        const h = await p.evaluate((o) => globalThis.pqdbBench.heapAfterOpen(o), { n, keys });
+        await p.close();
+        (out.heapAfterOpen ??= []).push(h);
+        console.log(
+          `worker heap after opening ${n} records on OPFS: ${(h.heap / 2 ** 20).toFixed(1)} MiB (open and first get ${h.openMs.toFixed(0)} ms; ingest ${(n / (h.ingestMs / 1000)).toFixed(0)} rec/s)`,
+        );
+      }
     await d.close();
   }
 } finally {

@@ -266,4 +266,48 @@ async function run(o: RunOptions) {
   };
 }
 
-(globalThis as unknown as { pqdbBench: unknown }).pqdbBench = { run };
+/**
+ * The worker's JS heap after opening a store of `n` records: ingested in a worker on OPFS in
+ * batches of 5,000 (synthetic records of about WordNet's size, made here), closed, then opened in a
+ * new worker, one record read, and the heap measured (Chromium: performance.measureUserAgentSpecificMemory).
+ */
+async function heapAfterOpen(o: { n: number; keys: Keys }) {
+  const name = `bench-heap-${o.n}-${Date.now()}`;
+  const make = async (create: boolean) => {
+    const worker = new Worker('/page/bench-worker.js', { type: 'module' });
+    const store = await pqdb.openStore({
+      worker,
+      storage: 'opfs',
+      location: name,
+      create,
+      recipients: [u8(o.keys.publicKey)],
+      unlock: u8(o.keys.secretKey),
+    });
+    return { worker, store, c: store.collection('synsets', { schema }) };
+  };
+  const a = await make(true);
+  const t0 = performance.now();
+  for (let i = 0; i < o.n; i += 5000)
+    await a.store.batch((tx) => {
+      for (let j = i; j < Math.min(o.n, i + 5000); j++)
+        (tx.put as (c: unknown, id: string, v: Value) => void)(a.c, `n${String(j).padStart(8, '0')}`, {
+          lemma: `lemma ${j}`,
+          pos: 'n',
+          gloss: `a gloss of about the length of a WordNet synset's, number ${j}`,
+          offset: j,
+        });
+    });
+  const ingestMs = performance.now() - t0;
+  await a.store.close();
+  a.worker.terminate();
+  const t1 = performance.now();
+  const b = await make(false);
+  const value = await b.c.get(`n${String(o.n >> 1).padStart(8, '0')}`);
+  const openMs = performance.now() - t1;
+  const heap = await workerHeap();
+  await b.store.close();
+  b.worker.terminate();
+  return { n: o.n, ingestMs, openMs, found: value !== undefined, heap };
+}
+
+(globalThis as unknown as { pqdbBench: unknown }).pqdbBench = { run, heapAfterOpen };
