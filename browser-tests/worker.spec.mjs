@@ -46,3 +46,16 @@ test('a bad value in a worker store is the PqdbError SCHEMA_MISMATCH on the page
   expect(got).toBe('PqdbError SCHEMA_MISMATCH');
   expect(errors).toEqual([]);
 });
+
+test('a store moves from IndexedDB to OPFS through the worker engine: backup, then restoreStore({ worker })', async ({
+  page,
+}) => {
+  const errors = await openPage(page);
+  const r = await page.evaluate((o) => globalThis.pqdbWorker.move(o), workerRun('indexeddb', 0));
+  expect(r.restored).toBe(1000);
+  expect(r.pageStore).toBe('opfs');
+  expect(r.count).toBe(1000);
+  expect(r.sample).toEqual({ lemma: 'lemma999', gloss: 'moved' });
+  expect(r.instancesOnPage).toBe(0);
+  expect(errors).toEqual([]);
+});

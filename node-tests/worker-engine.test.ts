@@ -4,8 +4,12 @@
 // Chromium (browser-tests/worker.spec.mjs).
 import { describe, it, expect, afterEach } from 'vitest';
 import { webcrypto } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import {
   openStore,
+  restoreStore,
   generateRecipient,
   generateSigner,
   verifySealed,
@@ -25,7 +29,7 @@ afterEach(async () => {
 });
 
 /** A "worker": a scope the server listens on, and the object a page posts `connect` to. */
-function fakeWorker(serve: ServeWorkerOptions = {}, medium = new MemoryMedium()) {
+function fakeWorker(serve: ServeWorkerOptions = {}, medium = new MemoryMedium(), restored = new MemoryMedium()) {
   const scope = new EventTarget();
   const opened: OpenStoreOptions[] = [];
   serveConnections(
@@ -38,6 +42,10 @@ function fakeWorker(serve: ServeWorkerOptions = {}, medium = new MemoryMedium())
           await pages.close();
           throw e;
         });
+      },
+      restore: async (copy, o) => {
+        const pages = await openMemoryPageStore({ medium: restored });
+        return restoreStore(copy, { ...o, storage: pages });
       },
       storageInfo: async (s) => ({ pageStore: s.info().storage }),
     },
@@ -224,6 +232,37 @@ describe('the worker engine over a MessageChannel', () => {
     expect(progress.at(-1)).toBe(done.copied);
     expect((await s.migration())?.phase).toBe(done.phase);
     expect(await c.get('k2999')).toEqual({ lemma: 'x', n: 2999 });
+  });
+
+  it('a backup written through the worker restores into a new store the worker then serves', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'pqdb-worker-copy-'));
+    try {
+      const { worker } = fakeWorker();
+      const s = await openIn(worker);
+      const c = s.collection('c', { schema });
+      await s.batch((tx) => {
+        for (let i = 0; i < 500; i++) tx.put(c, `k${i}`, { lemma: 'x', n: i });
+      });
+      const { copy } = await s.backup(join(dir, 'copy'));
+      expect((await s.copies()).map((x) => x.id)).toContain(copy.id);
+      await s.close();
+      const r = await WorkerStore.restore(join(dir, 'copy'), {
+        worker: fakeWorker().worker,
+        unlock: recipient.secretKey.slice(),
+        trustedSigner: signer.publicKey,
+        recipients: [recipient.publicKey],
+        location: 'restored',
+      });
+      open.push(r.store);
+      expect(r.restored).toBe(500);
+      expect(await r.store.collection('c', { schema }).get('k499')).toEqual({ lemma: 'x', n: 499 });
+      expect(await r.store.collection('c', { schema }).count()).toBe(500);
+      await expect(WorkerStore.restore(join(dir, 'copy'), { worker, live: s, location: 'x' } as never)).rejects.toThrow(
+        /"live" cannot be sent/,
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('dataKeyFor is refused: data keys never leave the worker', async () => {

@@ -7,9 +7,15 @@ import type { Store } from './engine/store';
 import { openIndexedDbPageStore, deleteIndexedDbStore } from './storage/indexeddb';
 import { restoreStoreWith, type RestoreOptions, type RestoreResult } from './engine/restore';
 import type { PageStore } from './storage/page-store';
-import type { WorkerStore, WorkerOpenOptions } from './worker/client';
+import type { WorkerStore, WorkerOpenOptions, WorkerRestoreOptions } from './worker/client';
 
-export type { WorkerStore, WorkerCollection, WorkerOpenOptions, WorkerTransaction } from './worker/client';
+export type {
+  WorkerStore,
+  WorkerCollection,
+  WorkerOpenOptions,
+  WorkerRestoreOptions,
+  WorkerTransaction,
+} from './worker/client';
 export type { StorageInfo } from './worker/serve';
 
 export * from './index';
@@ -46,10 +52,24 @@ export function openStore(options: OpenStoreOptions | WorkerOpenOptions): Promis
 /**
  * Makes a new store in IndexedDB database `options.location` from the managed copy in database
  * `copy` (written by store.backup): verified, under the current policy and new keys (docs/authority.md).
+ * With `worker`, the restore runs in that worker (on OPFS with storage 'auto' where it can) and a
+ * WorkerStore serves the new store (docs/worker.md).
  * @example const { store, restored } = await restoreStore('app-backup-1', { location: 'app-2', unlock, live, signer, signerPublicKey })
  */
-export function restoreStore(copy: string | PageStore, options: RestoreOptions): Promise<RestoreResult> {
-  return restoreStoreWith(locations, copy, options);
+export function restoreStore(
+  copy: string,
+  options: WorkerRestoreOptions,
+): Promise<{ store: WorkerStore } & Omit<RestoreResult, 'store'>>;
+export function restoreStore(copy: string | PageStore, options: RestoreOptions): Promise<RestoreResult>;
+export function restoreStore(
+  copy: string | PageStore,
+  options: RestoreOptions | WorkerRestoreOptions,
+): Promise<RestoreResult | ({ store: WorkerStore } & Omit<RestoreResult, 'store'>)> {
+  if (typeof options === 'object' && options !== null && 'worker' in options && options.worker !== undefined) {
+    const o = options;
+    return import('./worker/client').then((m) => m.WorkerStore.restore(copy as string, o));
+  }
+  return restoreStoreWith(locations, copy, options as RestoreOptions);
 }
 
 /**

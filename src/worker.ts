@@ -3,7 +3,8 @@
 // Every seal, open, signature and commit runs on the worker's thread, on OPFS where the worker can
 // get a sync access handle and on IndexedDB elsewhere.
 
-import { openStore } from './browser';
+import { openStore, restoreStore } from './browser';
+import { openOpfsPageStore } from './storage/opfs';
 import { opfsAvailable } from './storage/opfs';
 import type { OpenStoreOptions } from './engine/open';
 import type { Store } from './engine/store';
@@ -23,6 +24,22 @@ const browserWorker: WorkerPlatform = {
     if (storage !== 'auto' && storage !== 'opfs' && storage !== 'indexeddb' && storage !== 'memory')
       throw new TypeError('"storage" expected "auto", "opfs", "indexeddb" or "memory"');
     return openStore({ ...options, storage: storage === 'auto' ? (opfsAvailable() ? 'opfs' : 'indexeddb') : storage });
+  },
+  async restore(copy, options) {
+    // The new store goes where `storage` says, as open's: an OPFS store is given as its PageStore.
+    const storage: unknown = options.storage ?? 'auto';
+    if (storage !== 'auto' && storage !== 'opfs' && storage !== 'indexeddb')
+      throw new TypeError('"storage" expected "auto", "opfs" or "indexeddb"');
+    const opfs = storage === 'opfs' || (storage === 'auto' && opfsAvailable());
+    if (opfs && typeof options.location !== 'string') throw new TypeError('"location" expected a store name');
+    if (!opfs) return restoreStore(copy, { ...options, storage: undefined } as Parameters<typeof restoreStore>[1]);
+    const pages = await openOpfsPageStore(options.location!);
+    try {
+      return await restoreStore(copy, { ...options, storage: pages } as Parameters<typeof restoreStore>[1]);
+    } catch (e) {
+      await pages.close(); // a store given as a PageStore is the caller's to close
+      throw e;
+    }
   },
   async storageInfo(store: Store): Promise<StorageInfo> {
     const sm = (globalThis as { navigator?: { storage?: StorageManagerLike } }).navigator?.storage;

@@ -123,6 +123,14 @@ export async function engineChecks({ onPage, report, unavailable }) {
             (ok ? '' : `; failed: ${failed.join(', ')}`),
         );
       }
+      if (opfsInWorkers) {
+        const m = await page.evaluate((o) => globalThis.pqdbWorker.move(o), workerRun('indexeddb', 0));
+        report(
+          'a store moved from IndexedDB to OPFS (backup, restoreStore({ worker }))',
+          m.restored === 1000 && m.pageStore === 'opfs' && m.count === 1000 && m.instancesOnPage === 0,
+          JSON.stringify({ restored: m.restored, pageStore: m.pageStore, count: m.count }),
+        );
+      }
       report('worker page: no page errors', errors.length === 0, errors.join('; '));
     },
   );

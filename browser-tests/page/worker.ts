@@ -128,6 +128,41 @@ const api = {
       await s.close();
     }
   },
+  /**
+   * Moves a store from IndexedDB to OPFS through the worker engine: written in a worker on
+   * IndexedDB, backed up (a managed copy in IndexedDB), restored with `restoreStore({ worker })`
+   * into OPFS; what the restored store holds.
+   */
+  async move(o: RunOptions) {
+    const s = await openIn({ ...o, storage: 'indexeddb' }, true);
+    const words = s.collection('words', { schema });
+    await s.batch((tx) => {
+      for (let i = 0; i < 1000; i++) tx.put(words, `w${i}`, { lemma: `lemma${i}`, gloss: 'moved' });
+    });
+    const { copy } = await s.backup(`${o.name}-copy`);
+    await s.close();
+    const r = await pqdb.restoreStore(`${o.name}-copy`, {
+      worker: '/page/engine-worker.js',
+      storage: 'opfs',
+      location: `${o.name}-opfs`,
+      unlock: u8(o.recipient.secretKey),
+      recipients: [u8(o.recipient.publicKey)],
+      trustedSigner: u8(o.signer.publicKey),
+      signer: u8(o.signer.secretKey),
+      signerPublicKey: u8(o.signer.publicKey),
+    });
+    const moved = r.store.collection('words', { schema });
+    const out = {
+      copyKind: copy.kind,
+      restored: r.restored,
+      pageStore: (await r.store.storageInfo()).pageStore,
+      count: await moved.count(),
+      sample: await moved.get('w999'),
+      instancesOnPage: instances,
+    };
+    await r.store.close();
+    return out;
+  },
   instances: () => instances,
 };
 

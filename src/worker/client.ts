@@ -11,6 +11,7 @@ import { collectionSpec, type CollectionOptions, type CollectionValue, type PutO
 import type { Schema, ValueShape, Value } from '../engine/codec';
 import type { Manifest } from '../engine/manifest';
 import type { MigrateOptions } from '../engine/migration/run';
+import type { RestoreOptions, RestoreResult } from '../engine/restore';
 import { checkId } from '../engine/writes';
 import type { SearchOptions } from '../engine/lexical';
 import { receivedError, type ConnectMessage, type PageMessage, type ScanChunk, type WorkerMessage } from './protocol';
@@ -31,6 +32,18 @@ export interface WorkerOpenOptions extends Omit<OpenStoreOptions, 'storage' | 'a
    */
   unlock?: Uint8Array;
   /** Passed as is (structured clone: a CryptoKey, wrapped bytes) to the worker's `options` hook. */
+  context?: unknown;
+}
+
+/** Options of `restoreStore(copy, { worker, … })` in a browser page: restoreStore's, sendable. */
+export interface WorkerRestoreOptions extends Omit<
+  RestoreOptions,
+  'live' | 'storage' | 'authority' | 'onProgress' | 'locations' | 'unlock'
+> {
+  worker: Worker | URL | string;
+  /** Where the new store goes in the worker: 'auto' (default), 'opfs' or 'indexeddb'. */
+  storage?: 'auto' | 'opfs' | 'indexeddb';
+  unlock?: Uint8Array;
   context?: unknown;
 }
 
@@ -107,7 +120,7 @@ class Connection {
 
 const NO_MANIFEST = { collections: {} } as unknown as Manifest;
 const SECRET_OPTIONS = ['unlock', 'signer'] as const;
-const FUNCTION_OPTIONS = ['authority', 'follow', 'locations'] as const;
+const FUNCTION_OPTIONS = ['authority', 'follow', 'locations', 'onProgress'] as const;
 
 /** The page's copy of `options` for the worker: keys copied for transfer and wiped here. */
 function sendable(options: WorkerOpenOptions): { options: Record<string, unknown>; transfer: ArrayBuffer[] } {
@@ -147,6 +160,30 @@ export class WorkerStore {
 
   /** @internal Opens the store in `options.worker` (openStore in the browser entry). */
   static async open(options: WorkerOpenOptions): Promise<WorkerStore> {
+    return (await WorkerStore.#connect(options, undefined)).store;
+  }
+
+  /**
+   * @internal Restores managed copy `copy` (a name in the worker's IndexedDB, as `backup` wrote it)
+   * into a new store in the worker, which then serves it (restoreStore in the browser entry).
+   */
+  static async restore(
+    copy: string,
+    options: WorkerRestoreOptions,
+  ): Promise<{ store: WorkerStore } & Omit<RestoreResult, 'store'>> {
+    if (typeof copy !== 'string') throw new TypeError('"copy" expected the name of a managed copy');
+    if ((options as { live?: unknown })?.live !== undefined)
+      throw new TypeError(
+        '"live" cannot be sent to a worker engine: restore beside it in the worker, or give "policy"',
+      );
+    const { store, result } = await WorkerStore.#connect(options as WorkerOpenOptions, copy);
+    return { ...(result as Omit<RestoreResult, 'store'>), store };
+  }
+
+  static async #connect(
+    options: WorkerOpenOptions,
+    copy: string | undefined,
+  ): Promise<{ store: WorkerStore; result?: unknown }> {
     if (typeof options !== 'object' || options === null) throw new TypeError('"options" expected an object');
     const w = options.worker;
     const owned = typeof w === 'string' || w instanceof URL;
@@ -156,10 +193,14 @@ export class WorkerStore {
     const worker = owned ? new Worker(w, { type: 'module', name: 'pqdb' }) : (w as Worker);
     const c = new Connection(worker, owned);
     try {
-      const reply = (await c.send((id) => ({ t: 'open', id, options: sent, context: options.context }), transfer)) as {
-        recovery: Store['recovery'];
-      };
-      return new WorkerStore(c, reply.recovery);
+      const reply = (await c.send(
+        (id) =>
+          copy === undefined
+            ? { t: 'open', id, options: sent, context: options.context }
+            : { t: 'restore', id, copy, options: sent, context: options.context },
+        transfer,
+      )) as { recovery: Store['recovery']; result?: unknown };
+      return { store: new WorkerStore(c, reply.recovery), result: reply.result };
     } catch (e) {
       c.close();
       throw e;

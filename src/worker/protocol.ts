@@ -14,6 +14,13 @@ export type Target = number;
 
 export type PageMessage =
   | { readonly t: 'open'; readonly id: number; readonly options: Record<string, unknown>; readonly context?: unknown }
+  | {
+      readonly t: 'restore';
+      readonly id: number;
+      readonly copy: string;
+      readonly options: Record<string, unknown>;
+      readonly context?: unknown;
+    }
   | { readonly t: 'call'; readonly id: number; readonly target: Target; readonly op: string; readonly args: unknown[] }
   | { readonly t: 'abort'; readonly id: number };
 

@@ -9,6 +9,7 @@ import type { Store } from '../engine/store';
 import type { Collection } from '../engine/collection';
 import type { OpenStoreOptions } from '../engine/open';
 import type { MigrateOptions } from '../engine/migration/run';
+import type { RestoreOptions, RestoreResult } from '../engine/restore';
 import {
   SCAN_CHUNK,
   sendError,
@@ -40,6 +41,8 @@ export interface ServeWorkerOptions {
 /** @internal How a platform opens stores and reports storage (src/worker.ts passes the browser's). */
 export interface WorkerPlatform {
   open(options: OpenStoreOptions): Promise<Store>;
+  /** restoreStore of managed copy `copy` into a new store, which the connection then serves. */
+  restore(copy: string, options: RestoreOptions & { storage?: unknown }): Promise<RestoreResult>;
   storageInfo(store: Store): Promise<StorageInfo>;
 }
 
@@ -175,12 +178,17 @@ export function servePort(port: MessagePort, platform: WorkerPlatform, serve: Se
   };
 
   async function run(m: PageMessage): Promise<unknown> {
-    if (m.t === 'open') {
+    if (m.t === 'open' || m.t === 'restore') {
       if (store !== undefined) throw new TypeError('this connection has a store open already');
       const requested = m.options as unknown as OpenStoreOptions;
       const options = serve.options !== undefined ? await serve.options(requested, m.context) : requested;
-      store = await platform.open(options);
-      return { recovery: store.recovery };
+      if (m.t === 'open') {
+        store = await platform.open(options);
+        return { recovery: store.recovery };
+      }
+      const { store: restored, ...result } = await platform.restore(m.copy, options as unknown as RestoreOptions);
+      store = restored;
+      return { recovery: store.recovery, result };
     }
     if (m.t !== 'call') return undefined;
     const scanOp = Object.hasOwn(scanOps, m.op) ? scanOps[m.op] : undefined; // never an Object.prototype member
