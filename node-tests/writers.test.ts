@@ -176,10 +176,12 @@ describe('two writers in separate network namespaces, started at one instant', (
           const done = [a.next(), b.next()];
           a.proc.send({ op: 'go', n: PUTS, tag: 'a' }); // the start barrier: both wait for this
           b.proc.send({ op: 'go', n: PUTS, tag: 'b' });
-          const [ra, rb] = (await Promise.all(done)) as { acked: number[]; error?: string }[];
+          const [ra, rb] = (await Promise.all(done)) as { acked: number[]; error?: string; message?: string }[];
           const [winner, loser, wtag, ltag] =
             ra.acked.length >= rb.acked.length ? [ra, rb, 'a', 'b'] : [rb, ra, 'b', 'a'];
-          const where = `trial ${t}: a acked ${ra.acked.length} (${ra.error ?? 'no error'}), b acked ${rb.acked.length} (${rb.error ?? 'no error'})`;
+          const said = (x: { error?: string; message?: string }) =>
+            x.error === undefined ? 'no error' : `${x.error}: ${x.message}`;
+          const where = `trial ${t}: a acked ${ra.acked.length} (${said(ra)}), b acked ${rb.acked.length} (${said(rb)})`;
           expect(winner.acked.length, where).toBe(PUTS);
           expect(winner.error, where).toBeUndefined();
           expect(loser.acked, where).toEqual([]); // its first commit was the one overtaken

@@ -20,17 +20,19 @@ process.on('message', async (m) => {
     } else if (m.op === 'go') {
       const acked = [];
       let error;
+      let message;
       for (let i = 0; i < m.n; i++) {
         try {
           await c.put(`${m.tag}-${i}`, { w: m.tag, i });
           acked.push(i);
         } catch (e) {
           error = e?.code ?? String(e);
+          message = String(e?.message ?? e);
           break;
         }
       }
       await store.close().catch(() => undefined);
-      process.send({ acked, error });
+      process.send({ acked, error, message });
     } else if (m.op === 'exit') process.exit(0);
   } catch (e) {
     process.send({ fatal: e?.code ?? 'ERROR', message: String(e?.message ?? e) });
