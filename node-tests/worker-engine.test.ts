@@ -54,6 +54,7 @@ function fakeWorker(serve: ServeWorkerOptions = {}, medium = new MemoryMedium(),
   const worker = {
     postMessage: (data: unknown) => scope.dispatchEvent(new MessageEvent('message', { data })),
     addEventListener: () => undefined,
+    removeEventListener: () => undefined,
     terminate: () => undefined,
   } as unknown as Worker;
   return { worker, opened, medium };

@@ -380,9 +380,12 @@ class SyncPageStore extends BasePageStore {
     const slotBytes = encodeSlot(next, [...kept, ...placed], kept.length + placed.length);
     const slotFile: 0 | 1 = this.#slotFile === 0 ? 1 : 0;
     try {
+      // A commit that appends nothing (deletes, a manifest) leaves the log as it is: no write, no flush.
       if (rewrite) log.truncate(0);
-      writeGathered(log, chunks, start);
-      log.flush();
+      if (chunks.length > 0) {
+        writeGathered(log, chunks, start);
+        log.flush();
+      }
     } catch (e) {
       try {
         log.truncate(start); // nothing names these bytes: give them back

@@ -56,15 +56,18 @@ class Connection {
   readonly #waiting = new Map<number, Resolver>();
   #next = 1;
   #failed: Error | undefined;
+  readonly #unlisten: () => void;
 
   constructor(worker: Worker, owned: boolean) {
     const { port1, port2 } = new MessageChannel();
     this.#port = port1;
     this.#owned = owned ? worker : undefined;
     port1.onmessage = (e: MessageEvent<WorkerMessage>) => this.#receive(e.data);
-    worker.addEventListener('error', (e: ErrorEvent) =>
-      this.#fail(new PqdbError('IO_ERROR', `the worker engine failed: ${e.message ?? 'an error in its script'}`)),
-    );
+    const onError = (e: ErrorEvent) =>
+      this.#fail(new PqdbError('IO_ERROR', `the worker engine failed: ${e.message ?? 'an error in its script'}`));
+    worker.addEventListener('error', onError);
+    // A Worker the app made serves its next connections too: this one's listener goes with it.
+    this.#unlisten = () => worker.removeEventListener('error', onError);
     const connect: ConnectMessage = { pqdb: 'connect', port: port2 };
     worker.postMessage(connect, [port2]);
   }
@@ -114,6 +117,7 @@ class Connection {
   close(): void {
     this.#fail(new PqdbError('NOT_OPEN', 'the store is closed'));
     this.#port.close();
+    this.#unlisten();
     this.#owned?.terminate();
   }
 }
