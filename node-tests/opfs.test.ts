@@ -1,6 +1,7 @@
 // The OPFS page store's commit protocol (src/storage/opfs.ts) over node files (support/sync-directory.ts):
-// what opening finds after a crash at every step of a commit, torn and damaged slots, a rewrite cut
-// short, a full quota and a failing flush, the rewrite that gives back dead space, and the four files.
+// a commit as one write and one flush of the log, what opening finds after a crash at every step of
+// a commit, torn and damaged slots, commits cut short or put back in the log, a rewrite cut short, a
+// full quota and failing flushes, the rewrite that gives back dead space, and the four files.
 // The same store runs the shared conformance suite (page-store.test.ts) and, on real OPFS, in Chromium.
 import { describe, it, expect, afterAll, afterEach } from 'vitest';
 import { appendFile, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -8,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openSyncPageStore } from '../src/storage/opfs';
 import type { PageStore } from '../src/storage/page-store';
-import { failing, nodeSyncDirectory } from './support/sync-directory';
+import { calls, failing, nodeSyncDirectory } from './support/sync-directory';
 import { Rng } from './cases/_util';
 
 const root = await mkdtemp(join(tmpdir(), 'pqdb-opfs-'));
@@ -67,18 +68,108 @@ describe('the OPFS page store: crashes and faults', () => {
     await again.close();
   });
 
-  it('a torn newest slot leaves the commit before it; damage to both is CORRUPTION', async () => {
+  it('a commit is one write and one flush of the log; a slot is written only as the log grows, and at close', async () => {
     const dir = newDir();
     const s = await open(dir);
-    await s.commit({ pages: [page(1)], manifest: text('first') }); // slot-a
-    await s.commit({ pages: [page(2)], manifest: text('second') }); // slot-b
-    await s.close();
+    calls.clear();
+    for (let c = 1; c <= 20; c++)
+      await s.commit({ pages: [page(c)], deletes: c > 1 ? [c - 1] : [], manifest: text(`m${c}`) });
+    expect(calls.get('log-0')).toEqual({ writes: 20, flushes: 20 });
+    expect(calls.get('slot-a')).toBeUndefined();
+    expect(calls.get('slot-b')).toBeUndefined();
+    await s.commit({ pages: [page(99, 1 << 20)] }); // the log passes 1 MiB past the newest slot
+    expect(calls.get('slot-a')).toEqual({ writes: 1, flushes: 1 });
+    await s.commit({ pages: [page(21)], manifest: text('m21') });
+    await s.close(); // a slot of the last commit, so the next open reads no log
+    expect(calls.get('slot-b')).toEqual({ writes: 1, flushes: 1 });
+    const r = await open(dir);
+    expect(r.recovery.clean).toBe(true);
+    expect(await r.listPages()).toEqual([20, 21, 99]);
+    expect(str(await r.readManifest())).toBe('m21');
+    await r.close();
+  });
+
+  it('an open after a kill takes every whole commit the log holds past the newest slot, and cuts one a crash cut short', async () => {
+    const dir = newDir();
+    let s = await open(dir);
+    for (let c = 1; c <= 5; c++)
+      await s.commit({ pages: [page(c)], deletes: c === 4 ? [2] : [], manifest: text(`m${c}`) });
+    failing.crashAfter = 0; // killed: the close writes nothing
+    await s.close().catch(() => undefined);
+    failing.reset();
+    s = await open(dir);
+    expect(s.recovery.clean).toBe(true);
+    expect(await s.listPages()).toEqual([1, 3, 4, 5]);
+    expect(str(await s.readManifest())).toBe('m5');
+    await s.commit({ pages: [page(6, 5000)], manifest: text('m6') });
+    failing.crashAfter = 0;
+    await s.close().catch(() => undefined);
+    failing.reset();
+    // Commit 6 cut short: every byte count from its first record to its last one's end.
+    const log = await readFile(join(dir, 'log-0'));
+    const whole = log.length;
+    const m6 = whole - (24 + 5000) - (24 + 32 + 2); // where commit 6's records start
+    for (const keep of [m6 + 1, m6 + 24, m6 + 3000, whole - 30, whole - 1]) {
+      await writeFile(join(dir, 'log-0'), log.subarray(0, keep));
+      const r = await open(dir);
+      expect(r.recovery).toMatchObject({ clean: false, truncatedBytes: keep - m6 });
+      expect(str(await r.readManifest())).toBe('m5');
+      expect(await r.listPages()).toEqual([1, 3, 4, 5]);
+      failing.crashAfter = 0;
+      await r.close().catch(() => undefined);
+      failing.reset();
+    }
+    // Blocks that did not land before the crash while later ones did: a hole in commit 6's page.
+    const holed = Buffer.from(log);
+    holed.fill(0, m6 + 1000, m6 + 1100);
+    await writeFile(join(dir, 'log-0'), holed);
+    const r = await open(dir);
+    expect(r.recovery.truncatedBytes).toBe(whole - m6);
+    expect(str(await r.readManifest())).toBe('m5');
+    await r.close();
+  });
+
+  it('a commit put back after the log (an older one, or the last one twice) is not taken', async () => {
+    const dir = newDir();
+    let s = await open(dir);
+    await s.commit({ pages: [page(1)], manifest: text('m1') });
+    failing.crashAfter = 0;
+    await s.close().catch(() => undefined);
+    failing.reset();
+    const one = await readFile(join(dir, 'log-0'));
+    s = await open(dir);
+    await s.commit({ pages: [page(2)], manifest: text('m2') });
+    failing.crashAfter = 0;
+    await s.close().catch(() => undefined);
+    failing.reset();
+    const two = await readFile(join(dir, 'log-0'));
+    // Commit 1's bytes again after commit 2, and commit 2's twice: wrong number, wrong start.
+    for (const tail of [one, two.subarray(one.length)]) {
+      await writeFile(join(dir, 'log-0'), Buffer.concat([two, tail]));
+      const r = await open(dir);
+      expect(r.recovery).toMatchObject({ clean: false, truncatedBytes: tail.length });
+      expect(str(await r.readManifest())).toBe('m2');
+      expect(await r.listPages()).toEqual([1, 2]);
+      failing.crashAfter = 0;
+      await r.close().catch(() => undefined);
+      failing.reset();
+    }
+  });
+
+  it('a torn newest slot leaves the slot before it, and the log the commits after that; damage to both is CORRUPTION', async () => {
+    const dir = newDir();
+    let s = await open(dir);
+    await s.commit({ pages: [page(1)], manifest: text('first') });
+    await s.close(); // slot-a
+    s = await open(dir);
+    await s.commit({ pages: [page(2)], manifest: text('second') });
+    await s.close(); // slot-b
     const b = await readFile(join(dir, 'slot-b'));
     await writeFile(join(dir, 'slot-b'), b.subarray(0, b.length - 3)); // the write cut short
     const r = await open(dir);
-    expect(str(await r.readManifest())).toBe('first');
-    expect(await r.listPages()).toEqual([1]);
-    expect(r.recovery.truncatedBytes).toBeGreaterThan(0); // page 2's record, which no slot names
+    expect(r.recovery.clean).toBe(true); // slot-a, then commit 2 from the log
+    expect(str(await r.readManifest())).toBe('second');
+    expect(await r.listPages()).toEqual([1, 2]);
     await r.commit({ pages: [page(3)], manifest: text('third') });
     await r.close();
     expect(
@@ -99,17 +190,19 @@ describe('the OPFS page store: crashes and faults', () => {
     await expectCode(open(dir), 'CORRUPTION');
   });
 
-  it('a slot of an unknown format version is FORMAT_VERSION, never read', async () => {
-    const dir = newDir();
-    const s = await open(dir);
-    await s.commit({ pages: [page(1)], manifest: text('m') });
-    await s.close();
+  it('a slot of another format version (the first one, or a later one) is FORMAT_VERSION, never read', async () => {
     const { crc32c } = await import('../src/_crc32c');
-    const bytes = await readFile(join(dir, 'slot-a'));
-    bytes.writeUInt32LE(2, 8);
-    bytes.writeUInt32LE(crc32c(bytes.subarray(0, bytes.length - 4)), bytes.length - 4);
-    await writeFile(join(dir, 'slot-a'), bytes);
-    await expectCode(open(dir), 'FORMAT_VERSION');
+    for (const version of [1, 3]) {
+      const dir = newDir();
+      const s = await open(dir);
+      await s.commit({ pages: [page(1)], manifest: text('m') });
+      await s.close();
+      const bytes = await readFile(join(dir, 'slot-a'));
+      bytes.writeUInt32LE(version, 8);
+      bytes.writeUInt32LE(crc32c(bytes.subarray(0, bytes.length - 4)), bytes.length - 4);
+      await writeFile(join(dir, 'slot-a'), bytes);
+      await expectCode(open(dir), 'FORMAT_VERSION');
+    }
   });
 
   it('a rewrite no commit took (the other log not empty) is emptied at open', async () => {
@@ -162,11 +255,11 @@ describe('the OPFS page store: crashes and faults', () => {
     await r.close();
   });
 
-  it('a failed slot flush is IO_ERROR, and commits are refused until a reopen, which finds one of the two states', async () => {
+  it('a failed log flush is IO_ERROR, and commits are refused until a reopen, which finds one of the two states', async () => {
     const dir = newDir();
     const s = await open(dir);
     await s.commit({ pages: [page(1)], manifest: text('one') });
-    failing.flush.add('slot-b');
+    failing.flush.add('log-0');
     await expectCode(s.commit({ pages: [page(2)], manifest: text('two') }), 'IO_ERROR');
     failing.reset();
     await expectCode(s.commit({ pages: [page(3)] }), 'IO_ERROR');
@@ -175,6 +268,41 @@ describe('the OPFS page store: crashes and faults', () => {
     const m = str(await r.readManifest());
     expect(['one', 'two']).toContain(m);
     expect(await r.listPages()).toEqual(m === 'one' ? [1] : [1, 2]);
+    await r.close();
+  });
+
+  it('a failed slot write leaves the commit acknowledged in the log, and the store going on', async () => {
+    const dir = newDir();
+    const s = await open(dir);
+    await s.commit({ pages: [page(1)], manifest: text('one') });
+    failing.write.add('slot-a');
+    await s.commit({ pages: [page(2, 1 << 20)], manifest: text('two') }); // its slot fails
+    await s.commit({ pages: [page(3)], manifest: text('three') });
+    failing.reset();
+    failing.crashAfter = 0;
+    await s.close().catch(() => undefined);
+    failing.reset();
+    const r = await open(dir);
+    expect(str(await r.readManifest())).toBe('three');
+    expect(await r.listPages()).toEqual([1, 2, 3]);
+    expect(Buffer.from((await r.readPage(2))!).equals(page(2, 1 << 20).bytes)).toBe(true);
+    await r.close();
+  });
+
+  it('a failed slot flush in a rewrite is IO_ERROR, commits are refused until a reopen, which finds one of the two states', async () => {
+    const dir = newDir();
+    const s = await open(dir);
+    await s.commit({ pages: [page(1)], manifest: text('one') });
+    failing.flush.add('slot-a');
+    failing.flush.add('slot-b');
+    await expectCode(s.reclaim!({ minDeadFraction: 0.01 }), 'IO_ERROR'); // the commit record is dead bytes
+    failing.reset();
+    await expectCode(s.commit({ pages: [page(3)] }), 'IO_ERROR');
+    await s.close();
+    const r = await open(dir);
+    expect(str(await r.readManifest())).toBe('one');
+    expect(await r.listPages()).toEqual([1]);
+    expect(await r.readPage(1)).toEqual(page(1).bytes);
     await r.close();
   });
 

@@ -1,11 +1,12 @@
 // Direct edits of an OPFS page store's four files, written from the layout docs/storage.md gives
 // (not from the store's code): what an attacker with access to the origin's OPFS can do, checksums
-// made to match. A page put is a record appended to the active log and a new commit slot whose index
-// names it; a page removed, or a manifest, is a new slot. Used by the tamper cases in Node (over plain files) and in
+// made to match. The store stands as its newest slot and the commit records after it in the log
+// say; a page put is a record appended to the active log and a new commit slot, covering the whole
+// log, whose index names it; a page removed, or a manifest, is a new slot. Used by the tamper cases in Node (over plain files) and in
 // Chromium and Firefox (real OPFS, in a dedicated worker).
 
 import { crc32c } from '../../src/_crc32c';
-import { KIND_PAGE, RECORD_HEADER_BYTES, recordHeader } from '../../src/storage/records';
+import { KIND_COMMIT, KIND_PAGE, RECORD_HEADER_BYTES, recordHeader } from '../../src/storage/records';
 import type { SyncDirectory, SyncFile } from '../../src/storage/opfs';
 import type { RawMedium } from './tamper';
 
@@ -58,7 +59,7 @@ function slotBytes(s: Omit<Slot, 'file'>): Uint8Array {
   const b = new Uint8Array(SLOT_HEADER + m.length + s.index.size * ENTRY + 4);
   const v = new DataView(b.buffer);
   b.set(new TextEncoder().encode('PQDBOPFS'), 0);
-  v.setUint32(8, 1, true);
+  v.setUint32(8, 2, true);
   v.setFloat64(12, s.commit, true);
   v.setUint32(20, s.log, true);
   v.setFloat64(24, s.committed, true);
@@ -91,7 +92,33 @@ export function opfsRaw(dir: SyncDirectory): RawMedium {
   const newest = async (): Promise<Slot | undefined> => {
     const a = await withFile('slot-a', (f) => parseSlot(readAll(f), 0));
     const b = await withFile('slot-b', (f) => parseSlot(readAll(f), 1));
-    return a !== undefined && (b === undefined || a.commit > b.commit) ? a : b;
+    const s = a !== undefined && (b === undefined || a.commit > b.commit) ? a : b;
+    if (s === undefined) return undefined;
+    // The commits the log holds past the slot: page records, then a commit record (the store's own
+    // writes, so whole; a record header's fields: kind at 4, page id at 8, length at 12).
+    const log = await withFile(`log-${s.log}`, readAll);
+    const v = new DataView(log.buffer, log.byteOffset, log.byteLength);
+    let pending: [number, Entry][] = [];
+    for (let off = s.committed; off + RECORD_HEADER_BYTES <= log.length;) {
+      const kind = log[off + 4];
+      const id = v.getUint32(off + 8, true);
+      const length = v.getUint32(off + 12, true);
+      const at = off + RECORD_HEADER_BYTES;
+      off = at + length;
+      if (kind === KIND_PAGE) pending.push([id, { at, length, crc: v.getUint32(at - 8, true) }]);
+      if (kind !== KIND_COMMIT) continue;
+      // commit 8, start 8, has manifest 4, manifest length 4, deleted ids 4, page records 4; manifest; ids
+      const has = v.getUint32(at + 16, true);
+      const mlen = v.getUint32(at + 20, true);
+      const deletes = v.getUint32(at + 24, true);
+      for (let i = 0; i < deletes; i++) s.index.delete(v.getUint32(at + 32 + mlen + 4 * i, true));
+      for (const [pid, e] of pending) s.index.set(pid, e);
+      pending = [];
+      if (has === 1) s.manifest = log.slice(at + 32, at + 32 + mlen);
+      s.commit = v.getFloat64(at, true);
+      s.committed = off;
+    }
+    return s;
   };
   const pages = async (): Promise<Map<number, Uint8Array>> => {
     const s = await newest();

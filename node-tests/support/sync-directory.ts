@@ -29,6 +29,14 @@ export const failing = {
   },
 };
 
+/** The writes and flushes each file has had (by file name), for tests of what a commit costs. */
+export const calls = new Map<string, { writes: number; flushes: number }>();
+const count = (name: string, what: 'writes' | 'flushes') => {
+  const c = calls.get(name) ?? { writes: 0, flushes: 0 };
+  c[what]++;
+  calls.set(name, c);
+};
+
 function step(name: string): void {
   if (failing.crashAfter <= 0) throw domError('InvalidStateError', `${name}: the process is gone`);
   failing.crashAfter--;
@@ -62,6 +70,7 @@ export function nodeSyncDirectory(dir: string): SyncDirectory {
         write(buffer, { at }) {
           live();
           step(name);
+          count(name, 'writes');
           if (failing.quota) throw domError('QuotaExceededError', 'quota exceeded');
           if (failing.write.has(name)) throw domError('InvalidModificationError', `${name}: write failed`);
           if (failing.noSpace) {
@@ -82,6 +91,7 @@ export function nodeSyncDirectory(dir: string): SyncDirectory {
         flush() {
           live();
           step(name);
+          count(name, 'flushes');
           if (failing.flush.has(name)) throw domError('InvalidModificationError', `${name}: flush failed`);
           fsyncSync(h);
         },

@@ -1,11 +1,13 @@
-// The OPFS page store's files (src/storage/opfs.ts): the sync access handle it uses, the commit
-// slot's format (docs/storage.md: "opfs"), and reads and writes whose every reported count is
-// checked. What the files hold is the adversary's (DESIGN §11): a slot is trusted only as far as its
-// CRC and field checks go; the engine authenticates the pages and manifest it names.
+// The OPFS page store's files (src/storage/opfs.ts): the sync access handle it uses, the formats of
+// the slot and of the commit record (docs/storage.md: "opfs"), and reads and writes whose every
+// reported count is checked. What the files hold is the adversary's (DESIGN §11): a slot or a commit
+// record is trusted only as far as its CRC and field checks go; the engine authenticates the pages
+// and manifest they name.
 
 import { PqdbError } from '../errors';
 import { crc32c } from '../_crc32c';
 import { corruption } from './page-store-base';
+import { KIND_COMMIT, KIND_PAGE, RECORD_HEADER_BYTES, parseRecordHeader, recordHeader } from './records';
 
 /** The part of FileSystemSyncAccessHandle the store uses. */
 export interface SyncFile {
@@ -27,7 +29,9 @@ export const KIND = 'opfs';
 export const LOGS = ['log-0', 'log-1'] as const;
 export const SLOTS = ['slot-a', 'slot-b'] as const;
 const SLOT_MAGIC = 'PQDBOPFS';
-const FORMAT_VERSION = 1;
+const FORMAT_VERSION = 2;
+/** The record kinds an OPFS log holds. */
+export const LOG_KINDS: readonly number[] = [KIND_PAGE, KIND_COMMIT];
 /**
  * magic 8, version 4, commit 8, active log 4, committed length 8, has manifest 4, manifest length 4,
  * index entries 4; then the manifest, the entries, the CRC.
@@ -37,6 +41,16 @@ const SLOT_HEADER_BYTES = 44;
 export const ENTRY_BYTES = 20;
 /** A commit rewrites the live pages into the other log once dead bytes pass both live bytes and this. */
 export const REWRITE_DEAD_BYTES = 4 << 20;
+/**
+ * A commit writes a slot too once the log has grown this much past the newest slot: an open reads
+ * (and checks) at most about this much of the log besides the slot.
+ */
+export const SLOT_EVERY_BYTES = 1 << 20;
+/**
+ * A commit record's body: commit number 8, where the commit's first record starts 8, has manifest
+ * 4, the manifest's length 4, deleted ids 4, page records 4; then the manifest; the deleted ids.
+ */
+const COMMIT_HEADER_BYTES = 32;
 
 export interface Located {
   /** Where the record's body starts in the active log. */
@@ -111,8 +125,120 @@ export function writeGathered(file: SyncFile, chunks: readonly Uint8Array[], at:
   }
 }
 
+/** A commit as its log records give it, checked whole. */
+export interface LogCommit {
+  readonly commit: number;
+  /** Where the log ends after it. */
+  readonly end: number;
+  /** The new manifest, or undefined when the commit leaves it as it is. */
+  readonly manifest: Uint8Array | undefined;
+  readonly deletes: readonly number[];
+  readonly pages: readonly (readonly [number, Located])[];
+}
+
+/**
+ * The commit record (header and body) of commit `commit`, whose records start at `start` in the
+ * log: `pages` page records, then this one.
+ */
+export function encodeCommitRecord(
+  commit: number,
+  start: number,
+  manifest: Uint8Array | undefined,
+  deletes: readonly number[],
+  pages: number,
+): Uint8Array {
+  const m = manifest ?? new Uint8Array(0);
+  const body = new Uint8Array(COMMIT_HEADER_BYTES + m.length + 4 * deletes.length);
+  const v = new DataView(body.buffer);
+  v.setFloat64(0, commit, true);
+  v.setFloat64(8, start, true);
+  v.setUint32(16, manifest === undefined ? 0 : 1, true);
+  v.setUint32(20, m.length, true);
+  v.setUint32(24, deletes.length, true);
+  v.setUint32(28, pages, true);
+  body.set(m, COMMIT_HEADER_BYTES);
+  deletes.forEach((id, i) => v.setUint32(COMMIT_HEADER_BYTES + m.length + 4 * i, id, true));
+  const out = new Uint8Array(RECORD_HEADER_BYTES + body.length);
+  out.set(recordHeader(KIND_COMMIT, 0, body.length, crc32c(body)));
+  out.set(body, RECORD_HEADER_BYTES);
+  return out;
+}
+
+/**
+ * The commits after commit `commit` that `tail` (the log's bytes from offset `from`) holds whole:
+ * each its page records, every one with its header and body CRC-32C intact, then its commit record
+ * naming the next commit number, where the commit began and how many page records it has. The
+ * first record that is not so ends them (a commit a crash cut short, or damage): what follows it is
+ * not read.
+ */
+export function scanCommits(tail: Uint8Array, from: number, commit: number): LogCommit[] {
+  const out: LogCommit[] = [];
+  let pages: [number, Located][] = [];
+  let start = 0;
+  for (let off = 0; off + RECORD_HEADER_BYTES <= tail.length;) {
+    let h: ReturnType<typeof parseRecordHeader>;
+    try {
+      h = parseRecordHeader(tail.subarray(off, off + RECORD_HEADER_BYTES), `@${from + off}`, KIND, LOG_KINDS);
+    } catch {
+      break;
+    }
+    const at = off + RECORD_HEADER_BYTES;
+    if (h.length > tail.length - at) break;
+    const body = tail.subarray(at, at + h.length);
+    if (crc32c(body) !== h.crc) break;
+    off = at + h.length;
+    if (h.kind === KIND_PAGE) {
+      pages.push([h.id, { at: from + at, length: h.length, crc: h.crc }]);
+      continue;
+    }
+    const c = decodeCommitBody(body);
+    if (
+      c === undefined ||
+      c.commit !== commit + 1 ||
+      c.start !== from + start ||
+      c.pages !== pages.length ||
+      new Set(pages.map(([id]) => id)).size !== pages.length
+    )
+      break;
+    out.push({ commit: c.commit, end: from + off, manifest: c.manifest, deletes: c.deletes, pages });
+    commit = c.commit;
+    start = off;
+    pages = [];
+  }
+  return out;
+}
+
+function decodeCommitBody(
+  body: Uint8Array,
+): { commit: number; start: number; manifest: Uint8Array | undefined; deletes: number[]; pages: number } | undefined {
+  if (body.length < COMMIT_HEADER_BYTES) return undefined;
+  const v = new DataView(body.buffer, body.byteOffset, body.length);
+  const commit = v.getFloat64(0, true);
+  const start = v.getFloat64(8, true);
+  const has = v.getUint32(16, true);
+  const length = v.getUint32(20, true);
+  const count = v.getUint32(24, true);
+  if (
+    !Number.isSafeInteger(commit) ||
+    !Number.isSafeInteger(start) ||
+    start < 0 ||
+    has > 1 ||
+    (has === 0 && length > 0) ||
+    body.length !== COMMIT_HEADER_BYTES + length + 4 * count
+  )
+    return undefined;
+  const deletes: number[] = [];
+  for (let i = 0; i < count; i++) deletes.push(v.getUint32(COMMIT_HEADER_BYTES + length + 4 * i, true));
+  const manifest = has === 1 ? body.slice(COMMIT_HEADER_BYTES, COMMIT_HEADER_BYTES + length) : undefined;
+  return { commit, start, manifest, deletes, pages: v.getUint32(28, true) };
+}
+
 /** The slot's bytes for commit `s`. */
-export function encodeSlot(s: Omit<Slot, 'bytes'>, index: Iterable<[number, Located]>, count: number): Uint8Array {
+export function encodeSlot(
+  s: Omit<Slot, 'bytes'>,
+  index: Iterable<readonly [number, Located]>,
+  count: number,
+): Uint8Array {
   const m = s.manifest ?? new Uint8Array(0);
   const out = new Uint8Array(SLOT_HEADER_BYTES + m.length + count * ENTRY_BYTES + 4);
   const v = new DataView(out.buffer);

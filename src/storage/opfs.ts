@@ -2,21 +2,27 @@
 // System, read and written through FileSystemSyncAccessHandle. Four files per store, whatever its
 // size (Safari allows about 252 open handles per origin; a file per page or per table does not fit):
 //
-//   pqdb-<name>/log-0, log-1        append-only page logs in node-fs's record framing (records.ts):
-//                                   one is active, the other empty or being rewritten
-//   pqdb-<name>/slot-a, slot-b      commit slots, written in turn: "PQDBOPFS", format version,
-//                                   commit number, the active log and its committed length, the
-//                                   user manifest, the page index (where each live page's record
-//                                   lies), a CRC-32C of all of it
+//   pqdb-<name>/log-0, log-1        append-only logs in node-fs's record framing (records.ts): each
+//                                   commit's page records, then its commit record (the commit
+//                                   number, where the commit began, its manifest, its deletes, how
+//                                   many pages it wrote); one log is active, the other empty or
+//                                   being rewritten
+//   pqdb-<name>/slot-a, slot-b      checkpoints of the page index, written in turn: "PQDBOPFS",
+//                                   format version, commit number, the active log and the length
+//                                   it covers, the manifest, where each live page's record lies,
+//                                   a CRC-32C of all of it
 //
-// A commit appends its records to the active log past its committed length, flushes the log,
-// writes the slot not holding the newest commit, and flushes that: the flush of the slot is the
-// commit point. Opening takes the valid slot with the highest commit number, takes the page index
-// it holds (no read of the log: each call on a sync access handle costs a fixed 0.1-0.3 ms), and
-// cuts whatever lies past the committed length (a commit that never reached its slot). A torn slot fails its CRC and the other one,
-// a commit older, stands. When dead records outweigh live ones (and pass 4 MiB) a commit writes
-// the live pages and its own into the other log instead, and its slot makes that log the active
-// one: reclaiming space is a commit like any other. Layout and crash cases: docs/storage.md.
+// A commit appends its records and its commit record to the active log in one write and flushes
+// it once: that flush is the commit point (each call on a sync access handle costs a fixed
+// 0.1-0.3 ms, so a commit makes two). Opening takes the valid slot with the highest commit number
+// and its page index, reads the log past what the slot covers in one read, applies the commits it
+// holds whole (every record's CRC intact, each commit record naming the next commit number and
+// where it began) and cuts the rest. A commit writes a slot as well once the log has grown 1 MiB
+// past the newest, and closing writes one, so an open reads little of the log; a torn slot fails
+// its CRC and the other one, older, stands with more of the log to read. When dead records
+// outweigh live ones (and pass 4 MiB) a commit writes the live pages and its own into the other
+// log instead, and the slot naming that log is its commit point: reclaiming space is a commit like
+// any other. Layout and crash cases: docs/storage.md.
 //
 // The sync access handle is exclusive: a second open of the same store, in this or another tab or
 // worker, fails to get it and is LOCKED. No `readwrite-unsafe`, `createWritable`,
@@ -43,15 +49,19 @@ import {
   ENTRY_BYTES,
   KIND,
   LOGS,
+  LOG_KINDS,
   REWRITE_DEAD_BYTES,
   SLOTS,
+  SLOT_EVERY_BYTES,
+  encodeCommitRecord,
   encodeSlot,
   readExactly,
   readSlot,
+  scanCommits,
   writeAll,
   writeGathered,
+  type LogCommit,
   type Located,
-  type Slot,
   type SyncDirectory,
   type SyncFile,
 } from './opfs-files';
@@ -184,10 +194,15 @@ class SyncPageStore extends BasePageStore {
   readonly #logs: [SyncFile, SyncFile];
   readonly #slots: [SyncFile, SyncFile];
   readonly #index = new Map<number, Located>();
-  #slot: Slot | undefined; // the newest commit's
-  #slotFile: 0 | 1 = 1; // the slot file holding it (the next commit writes the other)
+  #active: 0 | 1 = 0; // the log the commits are in
+  #end = 0; // where the active log's last commit ends
+  #commit = 0; // the newest commit's number
+  #manifest: Uint8Array | undefined; // the newest commit's
+  #slotFile: 0 | 1 = 1; // the slot file holding the newest slot (the next slot goes to the other)
+  #slotAt = 0; // where in the active log the newest slot's commit ends (the log is read from there at an open)
+  #slotBytes = 0;
   #liveBytes = 0; // record bytes (headers included) of the live pages in the active log
-  #failed: unknown; // a commit that failed past its log write: state on disk unknown until reopen
+  #failed: unknown; // a commit that failed past its first write: state on disk unknown until reopen
 
   constructor(files: [SyncFile, SyncFile, SyncFile, SyncFile], label: string) {
     super();
@@ -198,52 +213,63 @@ class SyncPageStore extends BasePageStore {
   }
 
   get #log(): SyncFile {
-    return this.#logs[this.#slot?.log ?? 0];
-  }
-
-  get #committed(): number {
-    return this.#slot?.committed ?? 0;
+    return this.#logs[this.#active];
   }
 
   #what(): string {
     return `opfs page store ${JSON.stringify(this.#label)}`;
   }
 
-  /** Takes the newest valid slot and the page index it holds, cuts what no slot covers. */
+  /**
+   * Takes the newest valid slot and the page index it holds, then the commits the active log holds
+   * whole past it, and cuts whatever follows them (a commit a crash cut short).
+   */
   #recover(): RecoveryReport {
     const slots = SLOTS.map((n, i) => readSlot(this.#slots[i], n));
     const pick = slots[0] !== undefined && (slots[1] === undefined || slots[0].commit > slots[1].commit) ? 0 : 1;
-    this.#slot = slots[pick];
-    this.#slotFile = this.#slot === undefined ? 1 : pick;
+    const slot = slots[pick];
     const actions: string[] = [];
-    if (this.#slot === undefined && SLOTS.some((_, i) => this.#slots[i].getSize() > 0))
+    if (slot === undefined && SLOTS.some((_, i) => this.#slots[i].getSize() > 0))
       throw corruption(`${KIND}: ${this.#what()}: neither commit slot is readable`);
+    if (slot !== undefined) {
+      this.#slotFile = pick;
+      this.#active = slot.log;
+      this.#commit = slot.commit;
+      this.#end = this.#slotAt = slot.committed;
+      this.#manifest = slot.manifest;
+      this.#slotBytes = slot.bytes;
+    }
     const log = this.#log;
     const size = log.getSize();
-    if (size < this.#committed)
+    if (size < this.#end)
       throw corruption(
-        `${KIND}: ${this.#what()}: ${LOGS[this.#slot!.log]} holds ${size} bytes, its commit names ${this.#committed}`,
+        `${KIND}: ${this.#what()}: ${LOGS[this.#active]} holds ${size} bytes, its slot names ${this.#end}`,
       );
-    // The index the slot holds: each entry a record that lies whole inside the committed length.
-    const slot = slots[pick];
+    // The index the slot holds: each entry a record that lies whole inside what the slot covers.
     for (let i = 0; slot !== undefined && i < slot.count; i++) {
       const e = i * ENTRY_BYTES;
       const id = slot.entries.getUint32(e, true);
       const at = slot.entries.getFloat64(e + 4, true);
       const length = slot.entries.getUint32(e + 12, true);
-      if (!Number.isSafeInteger(at) || at < RECORD_HEADER_BYTES || at + length > this.#committed || this.#index.has(id))
+      if (!Number.isSafeInteger(at) || at < RECORD_HEADER_BYTES || at + length > this.#end || this.#index.has(id))
         throw corruption(`${KIND}: ${this.#what()}: ${SLOTS[pick]} indexes page ${id} impossibly`);
       this.#add(id, { at, length, crc: slot.entries.getUint32(e + 16, true) });
     }
-    let truncatedBytes = 0;
-    if (size > this.#committed) {
-      truncatedBytes = size - this.#committed;
-      log.truncate(this.#committed);
-      actions.push(`cut ${truncatedBytes} bytes no commit covers from ${LOGS[this.#slot?.log ?? 0]}`);
+    // The commits after the slot's: in one read (each call on a handle has its fixed cost).
+    if (size > this.#end) {
+      const tail = new Uint8Array(size - this.#end);
+      readExactly(log, tail, this.#end, LOGS[this.#active]);
+      for (const c of scanCommits(tail, this.#end, this.#commit)) this.#apply(c);
     }
-    const other = this.#logs[1 - (this.#slot?.log ?? 0)];
+    let truncatedBytes = 0;
+    if (size > this.#end) {
+      truncatedBytes = size - this.#end;
+      log.truncate(this.#end);
+      actions.push(`cut ${truncatedBytes} bytes of ${LOGS[this.#active]} that hold no whole commit`);
+    }
+    const other = this.#logs[1 - this.#active];
     if (other.getSize() > 0) {
-      actions.push(`emptied ${LOGS[1 - (this.#slot?.log ?? 0)]}, a rewrite no commit took`);
+      actions.push(`emptied ${LOGS[1 - this.#active]}, a rewrite no commit took`);
       other.truncate(0);
     }
     if (actions.length > 0) {
@@ -251,6 +277,15 @@ class SyncPageStore extends BasePageStore {
       other.flush();
     }
     return { clean: actions.length === 0, truncatedBytes, actions };
+  }
+
+  /** Installs commit `c` of the active log (after it is durable, or as an open finds it). */
+  #apply(c: LogCommit): void {
+    for (const id of c.deletes) this.#drop(id);
+    for (const [id, loc] of c.pages) (this.#drop(id), this.#add(id, loc));
+    if (c.manifest !== undefined) this.#manifest = c.manifest;
+    this.#commit = c.commit;
+    this.#end = c.end;
   }
 
   #add(id: number, loc: Located): void {
@@ -271,7 +306,7 @@ class SyncPageStore extends BasePageStore {
     if (loc === undefined) return undefined;
     const record = new Uint8Array(RECORD_HEADER_BYTES + loc.length);
     readExactly(this.#log, record, loc.at - RECORD_HEADER_BYTES, `page ${id}`);
-    const h = parseRecordHeader(record, `page ${id} @${loc.at - RECORD_HEADER_BYTES}`, KIND);
+    const h = parseRecordHeader(record, `page ${id} @${loc.at - RECORD_HEADER_BYTES}`, KIND, LOG_KINDS);
     if (h.kind !== KIND_PAGE || h.id !== id || h.length !== loc.length || h.crc !== loc.crc)
       throw corruption(`${KIND}: page ${id}: record header changed`);
     const body = record.subarray(RECORD_HEADER_BYTES);
@@ -302,7 +337,7 @@ class SyncPageStore extends BasePageStore {
   }
 
   protected async _readManifest(): Promise<Uint8Array | undefined> {
-    return this.#slot?.manifest?.slice();
+    return this.#manifest?.slice();
   }
 
   protected _listPages(): number[] {
@@ -331,8 +366,8 @@ class SyncPageStore extends BasePageStore {
       throw new TypeError('"onProgress" expected a function');
     return this._serial(async () => {
       const bytesBefore = (await this._stats()).storedBytes;
-      const dead = this.#committed - this.#liveBytes;
-      if (dead === 0 || dead < min * this.#committed)
+      const dead = this.#end - this.#liveBytes;
+      if (dead === 0 || dead < min * this.#end)
         return { segmentsRewritten: 0, bytesCopied: 0, bytesBefore, bytesAfter: bytesBefore };
       await this.#write({ pages: [], deletes: [], manifest: undefined }, true);
       const bytesAfter = (await this._stats()).storedBytes;
@@ -342,20 +377,24 @@ class SyncPageStore extends BasePageStore {
     });
   }
 
-  /** One commit: appended to the active log, or (`rewrite`, or when dead bytes outweigh live ones) into the other. */
+  /**
+   * One commit: its records and its commit record appended to the active log in one write, then one
+   * flush, the commit point; or (`rewrite`, or when dead bytes outweigh live ones) the live pages
+   * and its own written into the other log, whose slot is then the commit point.
+   */
   async #write(batch: CheckedBatch, force: boolean): Promise<void> {
     if (this.#failed !== undefined)
       throw new PqdbError('IO_ERROR', `${this.#what()}: an earlier commit failed midway; reopen the store`, {
         cause: this.#failed,
       });
     const added = batch.pages.reduce((n, p) => n + RECORD_HEADER_BYTES + p.bytes.length, 0);
-    const dead = this.#committed - this.#liveBytes;
+    const dead = this.#end - this.#liveBytes;
     const rewrite = force || (dead > REWRITE_DEAD_BYTES && dead > this.#liveBytes + added);
-    const from = this.#slot?.log ?? 0;
+    const from = this.#active;
     const to: 0 | 1 = rewrite ? ((1 - from) as 0 | 1) : from;
     const log = this.#logs[to];
-    const start = rewrite ? 0 : this.#committed;
-    // The records and their places, made first: nothing changes until the slot is durable.
+    const start = rewrite ? 0 : this.#end;
+    // The records and their places, made first: nothing changes until the commit is durable.
     const chunks: Uint8Array[] = [];
     const placed: [number, Located][] = [];
     let at = start;
@@ -365,60 +404,86 @@ class SyncPageStore extends BasePageStore {
       at += RECORD_HEADER_BYTES + body.length;
     };
     const gone = new Set(batch.deletes);
-    // A delete is the page's entry leaving the slot's index: nothing goes to the log for it.
     if (rewrite) for (const [id, loc] of this.#index) if (!gone.has(id)) put(id, (await this._readPage(id))!, loc.crc);
     for (const p of batch.pages) put(p.id, p.bytes, crc32c(p.bytes));
-    const next: Omit<Slot, 'bytes'> = {
-      commit: (this.#slot?.commit ?? 0) + 1,
-      log: to,
-      committed: at,
-      manifest: batch.manifest ?? this.#slot?.manifest,
+    // A rewrite's log holds only live pages: what it deletes is simply not there.
+    const deletes = rewrite ? [] : batch.deletes.filter((id) => this.#index.has(id));
+    const commit: LogCommit = {
+      commit: this.#commit + 1,
+      end: 0,
+      manifest: batch.manifest,
+      deletes,
+      pages: placed,
     };
-    // The index as it stands after this commit: the live pages kept, then the ones it places.
-    const placedIds = new Set(placed.map(([id]) => id));
-    const kept = rewrite ? [] : [...this.#index].filter(([id]) => !gone.has(id) && !placedIds.has(id));
-    const slotBytes = encodeSlot(next, [...kept, ...placed], kept.length + placed.length);
-    const slotFile: 0 | 1 = this.#slotFile === 0 ? 1 : 0;
+    const record = encodeCommitRecord(commit.commit, start, batch.manifest, deletes, placed.length);
+    chunks.push(record);
+    const end = at + record.length;
     try {
-      // A commit that appends nothing (deletes, a manifest) leaves the log as it is: no write, no flush.
       if (rewrite) log.truncate(0);
-      if (chunks.length > 0) {
-        writeGathered(log, chunks, start);
-        log.flush();
-      }
+      writeGathered(log, chunks, start);
+      log.flush();
     } catch (e) {
+      // Perhaps written in part or whole: cut back, or nobody can tell whether it committed.
       try {
-        log.truncate(start); // nothing names these bytes: give them back
+        log.truncate(start);
+        log.flush();
       } catch {
-        // the next open cuts them
+        if (!rewrite) this.#failed = e;
       }
       throw fsError(`${this.#what()}: commit`, e);
     }
-    try {
-      const slot = this.#slots[slotFile];
-      // No truncate: the slot's own length field and CRC end it, whatever older bytes follow.
-      writeAll(slot, slotBytes, 0);
-      slot.flush();
-    } catch (e) {
-      // The slot may or may not hold the commit now: only a reopen can tell.
-      this.#failed = e;
-      throw fsError(`${this.#what()}: commit`, e);
-    }
-    // Durable: install.
-    this.#slot = { ...next, bytes: slotBytes.length };
-    this.#slotFile = slotFile;
     if (rewrite) {
+      // The slot naming the other log is the commit point; the old log is emptied after it.
+      try {
+        this.#writeSlot(to, end, commit.commit, batch.manifest ?? this.#manifest, placed);
+      } catch (e) {
+        this.#failed = e; // the slot may or may not hold the commit now: only a reopen can tell
+        throw fsError(`${this.#what()}: commit`, e);
+      }
       this.#index.clear();
       this.#liveBytes = 0;
-    } else for (const id of batch.deletes) this.#drop(id);
-    for (const [id, loc] of placed) this.#add(id, loc);
-    if (rewrite) {
+      this.#active = to;
+      this.#apply({ ...commit, end });
       try {
         this.#logs[from].truncate(0);
         this.#logs[from].flush();
       } catch {
         // the next open empties it
       }
+      return;
+    }
+    this.#apply({ ...commit, end });
+    // Durable. A slot now and then keeps what an open reads of the log short; one that fails leaves
+    // the newest slot and the log standing (the commit is in the log), and the next commit tries again.
+    if (end - this.#slotAt >= SLOT_EVERY_BYTES) this.#trySlot();
+  }
+
+  /** Writes and flushes the slot of commit `commit` ending at `end` in log `log` into the slot file not holding the newest. */
+  #writeSlot(
+    log: 0 | 1,
+    end: number,
+    commit: number,
+    manifest: Uint8Array | undefined,
+    index: readonly (readonly [number, Located])[],
+  ): void {
+    const bytes = encodeSlot({ commit, log, committed: end, manifest }, index, index.length);
+    const file: 0 | 1 = this.#slotFile === 0 ? 1 : 0;
+    const slot = this.#slots[file];
+    // No truncate: the slot's own length field and CRC end it, whatever older bytes follow.
+    writeAll(slot, bytes, 0);
+    slot.flush();
+    this.#slotFile = file;
+    this.#slotAt = end;
+    this.#slotBytes = bytes.length;
+  }
+
+  /** A slot of the state as it stands, when the log has grown past the newest one; a failure is let be. */
+  #trySlot(): void {
+    if (this.#end === this.#slotAt) return;
+    try {
+      this.#writeSlot(this.#active, this.#end, this.#commit, this.#manifest, [...this.#index]);
+    } catch {
+      // The other slot file may be torn now: the newest slot still stands, and the log holds the rest.
     }
   }
 
@@ -428,12 +493,13 @@ class SyncPageStore extends BasePageStore {
     return {
       pageCount: this.#index.size,
       pageBytes,
-      manifestBytes: this.#slot?.manifest?.length ?? 0,
-      storedBytes: this.#committed + (this.#slot?.bytes ?? 0),
+      manifestBytes: this.#manifest?.length ?? 0,
+      storedBytes: this.#end + this.#slotBytes,
     };
   }
 
   protected async _close(): Promise<void> {
+    if (this.#failed === undefined) this.#trySlot(); // the next open then reads no log
     for (const f of [...this.#logs, ...this.#slots]) {
       try {
         f.close();
