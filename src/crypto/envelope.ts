@@ -188,11 +188,17 @@ export function readEnvelope(envelope: Uint8Array): {
 }
 
 /**
- * Unwraps the root secret with the recipient's secret key.
+ * Unwraps the root secret with the recipient's secret key. `publicKeys`, when the caller has them
+ * already: the key's public keys taken as a hybrid seed and as an X25519 scalar (publicKeysOf's
+ * pair, in that order), so that neither key derivation runs again.
  * @throws PqdbError AUTH_FAILED for a wrong key or an altered envelope; FORMAT_VERSION/CORRUPTION
  * for unreadable envelopes.
  */
-export function unwrapRoot(envelope: Uint8Array, secretKey: Uint8Array): Uint8Array {
+export function unwrapRoot(
+  envelope: Uint8Array,
+  secretKey: Uint8Array,
+  publicKeys?: readonly [hybrid: Uint8Array, x25519: Uint8Array],
+): Uint8Array {
   const info = readEnvelope(envelope);
   bytes('secretKey', secretKey, 32);
   const prefix = envelope.subarray(0, PREFIX_BYTES);
@@ -202,10 +208,10 @@ export function unwrapRoot(envelope: Uint8Array, secretKey: Uint8Array): Uint8Ar
   try {
     if (info.type === 'hybrid') {
       ss = ml_kem1024_x25519.decapsulate(kemCt, secretKey);
-      pk = ml_kem1024_x25519.getPublicKey(secretKey);
+      pk = publicKeys?.[0] ?? ml_kem1024_x25519.getPublicKey(secretKey);
     } else {
       ss = x25519.getSharedSecret(secretKey, kemCt);
-      pk = x25519.getPublicKey(secretKey);
+      pk = publicKeys?.[1] ?? x25519.getPublicKey(secretKey);
     }
   } catch (cause) {
     ss?.fill(0);

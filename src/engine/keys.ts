@@ -83,7 +83,7 @@ function bindOf(secret: Uint8Array, r: GenerationRecord, root: Uint8Array): Uint
 export const DEFAULT_KEY_CACHE = 1024;
 
 /** The public keys a recipient secret key may have (as a hybrid 32-byte seed and as an X25519 scalar). */
-export function publicKeysOf(secretKey: Uint8Array): Uint8Array[] {
+export function publicKeysOf(secretKey: Uint8Array): [hybrid: Uint8Array, x25519: Uint8Array] {
   bytes('secretKey', secretKey, 32);
   // A 32-byte secret may be either kind: try both ids (the hybrid id needs an ML-KEM key generation).
   return [ml_kem1024_x25519.getPublicKey(secretKey), x25519.getPublicKey(secretKey)];
@@ -110,7 +110,7 @@ function unwrapFor(
   r: Pick<GenerationRecord, 'generation' | 'envelopes'>,
   secretKey: Uint8Array,
   idOnly = false,
-  publicKeys: Uint8Array[] = publicKeysOf(secretKey),
+  publicKeys: [Uint8Array, Uint8Array] = publicKeysOf(secretKey),
 ): { root: Uint8Array; publicKey: Uint8Array } {
   const ids = publicKeys.map((pk) => hex(recipientId(pk)));
   const env = r.envelopes.find((e) => ids.includes(hex(readEnvelope(e).recipientId)));
@@ -122,7 +122,7 @@ function unwrapFor(
         : `the secret key does not open key generation ${r.generation}`,
     );
   const publicKey = publicKeys[ids.indexOf(hex(readEnvelope(env).recipientId))];
-  return { root: idOnly ? new Uint8Array(0) : unwrapRoot(env, secretKey), publicKey };
+  return { root: idOnly ? new Uint8Array(0) : unwrapRoot(env, secretKey, publicKeys), publicKey };
 }
 
 /**
@@ -130,8 +130,12 @@ function unwrapFor(
  * it to KeyRing.unlock).
  * @throws PqdbError AUTH_FAILED, CORRUPTION, FORMAT_VERSION.
  */
-export function openStoreSecret(envelopes: Uint8Array[], secretKey: Uint8Array): Uint8Array {
-  return unwrapFor({ generation: STORE_GENERATION, envelopes }, secretKey).root;
+export function openStoreSecret(
+  envelopes: Uint8Array[],
+  secretKey: Uint8Array,
+  publicKeys: [Uint8Array, Uint8Array] = publicKeysOf(secretKey),
+): Uint8Array {
+  return unwrapFor({ generation: STORE_GENERATION, envelopes }, secretKey, false, publicKeys).root;
 }
 
 export class KeyRing {
@@ -250,9 +254,12 @@ export class KeyRing {
    * @throws PqdbError AUTH_FAILED when the key does not open the store secret or some generation,
    * or a generation is not bound to the store (a root wrapped by someone else).
    */
-  unlock(secretKey: Uint8Array, storeSecret?: Uint8Array): number {
+  unlock(
+    secretKey: Uint8Array,
+    storeSecret?: Uint8Array,
+    publicKeys: [Uint8Array, Uint8Array] = publicKeysOf(secretKey), // once: an ML-KEM and an X25519 key derivation
+  ): number {
     this.live();
-    const publicKeys = publicKeysOf(secretKey); // once: it costs an ML-KEM and an X25519 key derivation
     const unwrap = (r: GenerationRecord): Uint8Array => {
       const { root, publicKey } = unwrapFor(r, secretKey, false, publicKeys);
       this.#unlockedBy = publicKey;

@@ -158,20 +158,24 @@ export async function deleteOpfsPageStore(name: string): Promise<void> {
  * directory of files): opens its four files and recovers it.
  */
 export async function openSyncPageStore(dir: SyncDirectory, label: string): Promise<PageStore> {
-  const opened: SyncFile[] = [];
-  try {
-    for (const f of [...LOGS, ...SLOTS]) {
-      try {
-        opened.push(await dir.open(f));
-      } catch (e) {
-        throw fsError(`opfs page store ${JSON.stringify(label)}, ${f}`, e);
-      }
+  // The four at once: each open is a round trip to the browser's process (~4 ms in Chromium).
+  const names = [...LOGS, ...SLOTS];
+  const opened = await Promise.allSettled(names.map((f) => dir.open(f)));
+  const failed = opened.findIndex((r) => r.status === 'rejected');
+  if (failed < 0) {
+    const files = opened.map((r) => (r as PromiseFulfilledResult<SyncFile>).value);
+    try {
+      return new SyncPageStore(files as [SyncFile, SyncFile, SyncFile, SyncFile], label);
+    } catch (e) {
+      for (const h of files) h.close();
+      throw e;
     }
-    return new SyncPageStore(opened as [SyncFile, SyncFile, SyncFile, SyncFile], label);
-  } catch (e) {
-    for (const h of opened) h.close();
-    throw e;
   }
+  for (const r of opened) if (r.status === 'fulfilled') r.value.close();
+  throw fsError(
+    `opfs page store ${JSON.stringify(label)}, ${names[failed]}`,
+    (opened[failed] as PromiseRejectedResult).reason,
+  );
 }
 
 const SUPPORTS: PageStoreSupports = Object.freeze({

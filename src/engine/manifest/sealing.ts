@@ -14,7 +14,7 @@
 import { PqdbError } from '../../errors';
 import { gcmsiv } from '../../kernels/aead';
 import { hex } from '../../_encoding';
-import { KeyRing, openStoreSecret, withStoreKey } from '../keys';
+import { KeyRing, openStoreSecret, publicKeysOf, withStoreKey } from '../keys';
 import { generationRecords, MANIFEST_VERSION, type Manifest, type ManifestHeader } from './schema';
 import { base64, checkHeader, checkManifest, parseJson } from './checks';
 
@@ -126,14 +126,15 @@ export function unlockManifest(
   const sealed = readManifest(raw);
   if (options.storeId !== undefined && options.storeId.toLowerCase() !== sealed.header.storeId)
     throw new PqdbError('AUTH_FAILED', `this is not the store ${options.storeId} (its id is ${sealed.header.storeId})`);
-  const secret = openStoreSecret(sealed.storeEnvelopes, secretKey);
+  const publicKeys = publicKeysOf(secretKey); // once for the store secret and every generation
+  const secret = openStoreSecret(sealed.storeEnvelopes, secretKey, publicKeys);
   let keys: KeyRing | undefined;
   try {
     if (withStoreKey(secret, STORE_ID_LABEL, hex, 16) !== sealed.header.storeId)
       throw new PqdbError('AUTH_FAILED', 'the manifest does not authenticate');
     const manifest = withStoreKey(secret, MANIFEST_KEY_LABEL, (k) => sealed.open(k));
     keys = new KeyRing(generationRecords(manifest), options.keyCacheSize);
-    keys.unlock(secretKey, secret);
+    keys.unlock(secretKey, secret, publicKeys);
     return { manifest, keys };
   } catch (e) {
     if (keys !== undefined) keys.close();
