@@ -14,14 +14,10 @@
 // Default report: bench/results/browser-<arch>-browsers-<date>[-n].json. Needs `npm run build`.
 
 import puppeteer from 'puppeteer-core';
-import { chromium } from 'playwright-core';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { freePort } from './migration/common.mjs';
-import { CHROMIUM_ARGS } from '../browser-tests/chromium-args.mjs';
+import { launchChromiumProfile } from './chromium.mjs';
 import { generateRecipient } from '../dist/node.js';
 import { hostInfo, saveReport, synsets } from './harness.mjs';
 
@@ -63,27 +59,14 @@ const server = spawn(
 await new Promise((resolve) => server.stdout.once('data', resolve));
 const base = `http://127.0.0.1:${port}`;
 
-/** The browser's version from a page, for a persistent context (which has no Browser object). */
-async function chromiumVersion(context) {
-  const page = await context.newPage();
-  const v = await page.evaluate(() => navigator.userAgent.match(/Chrome\/([\d.]+)/)?.[1] ?? 'unknown');
-  await page.close();
-  return v;
-}
-
 /** A driver per engine: newPage() → { goto, ready, evaluate, close }. */
 async function launch(engine) {
   if (engine === 'chromium') {
-    // A profile on disk, as a user's browser has: a context without one (Playwright's newContext) is
-    // incognito, where OPFS and IndexedDB live in memory and every sync access handle call is an IPC
-    // to the browser process (a 400-byte write 0.8-1.4 ms there, ~0.01 ms with a profile here).
-    const profile = await mkdtemp(join(tmpdir(), 'pqdb-bench-chromium-'));
-    const context = await chromium.launchPersistentContext(profile, {
-      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-      // Memory measured at once (performance.measureUserAgentSpecificMemory otherwise waits for a GC).
-      args: [...CHROMIUM_ARGS, '--enable-blink-features=ForceEagerMeasureMemory'],
-    });
-    const version = context.browser()?.version() ?? (await chromiumVersion(context));
+    // A profile on disk (chromium.mjs says why). Memory measured at once
+    // (performance.measureUserAgentSpecificMemory otherwise waits for a GC).
+    const chrome = await launchChromiumProfile(['--enable-blink-features=ForceEagerMeasureMemory']);
+    const context = chrome.context;
+    const version = chrome.browser.version();
     return {
       version,
       newPage: async () => {
@@ -95,10 +78,7 @@ async function launch(engine) {
           close: () => page.close(),
         };
       },
-      close: async () => {
-        await context.close();
-        await rm(profile, { recursive: true, force: true });
-      },
+      close: () => chrome.close(),
     };
   }
   const browser = await puppeteer.launch({
