@@ -33,24 +33,26 @@ export async function launchChromiumProfile(args = []) {
   }
   // A persistent context has no Browser object: the version comes from the DevTools protocol (the
   // user agent string names only the major version).
-  const probe = context.pages()[0] ?? (await context.newPage());
-  const cdp = await context.newCDPSession(probe);
-  const { product } = await cdp.send('Browser.getVersion');
-  await cdp.detach();
-  const version = product.split('/')[1] ?? product;
+  const close = async () => {
+    await context.close();
+    await rm(profile, { recursive: true, force: true });
+  };
+  let version;
+  try {
+    const cdp = await context.newCDPSession(context.pages()[0] ?? (await context.newPage()));
+    const { product } = await cdp.send('Browser.getVersion');
+    await cdp.detach();
+    version = product.split('/')[1] ?? product;
+  } catch (e) {
+    await close();
+    throw e;
+  }
   const browser = {
     version: () => version,
     newPage: () => context.newPage(),
     newContext: async () => context,
   };
-  return {
-    browser,
-    context,
-    close: async () => {
-      await context.close();
-      await rm(profile, { recursive: true, force: true });
-    },
-  };
+  return { browser, context, close };
 }
 
 /**

@@ -187,6 +187,9 @@ export function readEnvelope(envelope: Uint8Array): {
   };
 }
 
+/** A recipient secret key's public keys, taken as a hybrid seed and as an X25519 scalar. */
+export type PublicKeyPair = readonly [hybrid: Uint8Array, x25519: Uint8Array];
+
 /**
  * Unwraps the root secret with the recipient's secret key. `publicKeys`, when the caller has them
  * already: the key's public keys taken as a hybrid seed and as an X25519 scalar (publicKeysOf's
@@ -194,11 +197,7 @@ export function readEnvelope(envelope: Uint8Array): {
  * @throws PqdbError AUTH_FAILED for a wrong key or an altered envelope; FORMAT_VERSION/CORRUPTION
  * for unreadable envelopes.
  */
-export function unwrapRoot(
-  envelope: Uint8Array,
-  secretKey: Uint8Array,
-  publicKeys?: readonly [hybrid: Uint8Array, x25519: Uint8Array],
-): Uint8Array {
+export function unwrapRoot(envelope: Uint8Array, secretKey: Uint8Array, publicKeys?: PublicKeyPair): Uint8Array {
   const info = readEnvelope(envelope);
   bytes('secretKey', secretKey, 32);
   const prefix = envelope.subarray(0, PREFIX_BYTES);

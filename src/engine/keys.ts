@@ -18,7 +18,7 @@ import { PqdbError } from '../errors';
 import { gcm, gcmsiv, type KeyedAead } from '../kernels/aead';
 import { randomBytes } from '../kernels/mlkem';
 import { ml_kem1024_x25519 } from '../crypto/kem';
-import { wrapRoot, unwrapRoot, readEnvelope, recipientId } from '../crypto/envelope';
+import { wrapRoot, unwrapRoot, readEnvelope, recipientId, type PublicKeyPair } from '../crypto/envelope';
 import { deriveDataKey, canonicalGovernanceText, type Governance } from '../crypto/record';
 import { suite as suiteOf, type Suite, type SuiteName } from '../crypto/suites';
 import { x25519 } from '../kernels/x25519';
@@ -83,7 +83,7 @@ function bindOf(secret: Uint8Array, r: GenerationRecord, root: Uint8Array): Uint
 export const DEFAULT_KEY_CACHE = 1024;
 
 /** The public keys a recipient secret key may have (as a hybrid 32-byte seed and as an X25519 scalar). */
-export function publicKeysOf(secretKey: Uint8Array): [hybrid: Uint8Array, x25519: Uint8Array] {
+export function publicKeysOf(secretKey: Uint8Array): PublicKeyPair {
   bytes('secretKey', secretKey, 32);
   // A 32-byte secret may be either kind: try both ids (the hybrid id needs an ML-KEM key generation).
   return [ml_kem1024_x25519.getPublicKey(secretKey), x25519.getPublicKey(secretKey)];
@@ -110,7 +110,7 @@ function unwrapFor(
   r: Pick<GenerationRecord, 'generation' | 'envelopes'>,
   secretKey: Uint8Array,
   idOnly = false,
-  publicKeys: [Uint8Array, Uint8Array] = publicKeysOf(secretKey),
+  publicKeys: PublicKeyPair = publicKeysOf(secretKey),
 ): { root: Uint8Array; publicKey: Uint8Array } {
   const ids = publicKeys.map((pk) => hex(recipientId(pk)));
   const env = r.envelopes.find((e) => ids.includes(hex(readEnvelope(e).recipientId)));
@@ -133,7 +133,7 @@ function unwrapFor(
 export function openStoreSecret(
   envelopes: Uint8Array[],
   secretKey: Uint8Array,
-  publicKeys: [Uint8Array, Uint8Array] = publicKeysOf(secretKey),
+  publicKeys: PublicKeyPair = publicKeysOf(secretKey),
 ): Uint8Array {
   return unwrapFor({ generation: STORE_GENERATION, envelopes }, secretKey, false, publicKeys).root;
 }
@@ -257,7 +257,7 @@ export class KeyRing {
   unlock(
     secretKey: Uint8Array,
     storeSecret?: Uint8Array,
-    publicKeys: [Uint8Array, Uint8Array] = publicKeysOf(secretKey), // once: an ML-KEM and an X25519 key derivation
+    publicKeys: PublicKeyPair = publicKeysOf(secretKey), // once: an ML-KEM and an X25519 key derivation
   ): number {
     this.live();
     const unwrap = (r: GenerationRecord): Uint8Array => {

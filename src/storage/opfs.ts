@@ -412,16 +412,11 @@ class SyncPageStore extends BasePageStore {
     for (const p of batch.pages) put(p.id, p.bytes, crc32c(p.bytes));
     // A rewrite's log holds only live pages: what it deletes is simply not there.
     const deletes = rewrite ? [] : batch.deletes.filter((id) => this.#index.has(id));
-    const commit: LogCommit = {
-      commit: this.#commit + 1,
-      end: 0,
-      manifest: batch.manifest,
-      deletes,
-      pages: placed,
-    };
-    const record = encodeCommitRecord(commit.commit, start, batch.manifest, deletes, placed.length);
+    const number = this.#commit + 1;
+    const record = encodeCommitRecord(number, start, batch.manifest, deletes, placed.length);
     chunks.push(record);
     const end = at + record.length;
+    const commit: LogCommit = { commit: number, end, manifest: batch.manifest, deletes, pages: placed };
     try {
       if (rewrite) log.truncate(0);
       writeGathered(log, chunks, start);
@@ -447,7 +442,7 @@ class SyncPageStore extends BasePageStore {
       this.#index.clear();
       this.#liveBytes = 0;
       this.#active = to;
-      this.#apply({ ...commit, end });
+      this.#apply(commit);
       try {
         this.#logs[from].truncate(0);
         this.#logs[from].flush();
@@ -456,7 +451,7 @@ class SyncPageStore extends BasePageStore {
       }
       return;
     }
-    this.#apply({ ...commit, end });
+    this.#apply(commit);
     // Durable. A slot now and then keeps what an open reads of the log short; one that fails leaves
     // the newest slot and the log standing (the commit is in the log), and the next commit tries again.
     if (end - this.#slotAt >= SLOT_EVERY_BYTES) this.#trySlot();

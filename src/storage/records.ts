@@ -1,6 +1,6 @@
 // The record framing of the append-only page logs (node-fs segments, node-fs.ts; the OPFS logs,
-// opfs.ts): a 24-byte header — magic "PQR1", kind (a page, a deletion, an OPFS commit), page id, body length,
-// the body's CRC-32C and the header's own — then the body. Layout in docs/storage.md.
+// opfs.ts): a 24-byte header — magic "PQR1", kind (a page, a deletion, an OPFS commit), page id,
+// body length, the body's CRC-32C and the header's own — then the body. Layout in docs/storage.md.
 //
 // Security caveat: the CRCs detect accidents only; the pages' bytes are authenticated one layer up.
 
