@@ -1,6 +1,7 @@
 // The browser bench: pqdb in the forms an app embeds it (in a dedicated worker on OPFS, in a worker
 // on IndexedDB, on the page's thread on IndexedDB) beside the peers that install from npm (the
-// official SQLite WASM build on OPFS through opfs-sahpool, in a worker; Dexie on IndexedDB), each peer
+// official SQLite WASM build on OPFS through opfs-sahpool, and wa-sqlite on OPFS through its
+// AccessHandlePoolVFS, each in a worker; Dexie on IndexedDB), each peer
 // once with its values sealed by WebCrypto AES-256-GCM and once in clear, in Chromium and Firefox
 // ESR, all in one run. Measured per form (browser-tests/page/bench.ts): durable single puts (p50,
 // p99), a bulk ingest of WordNet 3.1 synsets in batches of 1,000, random gets, the page thread's long
@@ -33,11 +34,12 @@ const HEAP = arg('--heap-records', '1000000')
   .filter((n) => n > 0);
 const MODES = arg(
   '--modes',
-  'pqdb-worker-opfs,pqdb-worker-idb,pqdb-main-idb,sqlite-opfs-sahpool-aesgcm,sqlite-opfs-sahpool,dexie-aesgcm,dexie',
+  'pqdb-worker-opfs,pqdb-worker-idb,pqdb-main-idb,sqlite-opfs-sahpool-aesgcm,sqlite-opfs-sahpool,wa-sqlite-opfs-ahp-aesgcm,wa-sqlite-opfs-ahp,dexie-aesgcm,dexie',
 )
   .split(',')
   .filter((m) => m !== '' && m !== 'none');
-const KNOWN = /^(pqdb-worker-opfs|pqdb-worker-idb|pqdb-main-idb|sqlite-opfs-sahpool(-aesgcm)?|dexie(-aesgcm)?)$/;
+const KNOWN =
+  /^(pqdb-worker-opfs|pqdb-worker-idb|pqdb-main-idb|sqlite-opfs-sahpool(-aesgcm)?|wa-sqlite-opfs-ahp(-aesgcm)?|dexie(-aesgcm)?)$/;
 for (const m of MODES) if (!KNOWN.test(m)) throw new RangeError(`--modes: unknown form "${m}"`);
 
 // As [id, lemma, pos, gloss, offset]: the page gets them in one structured clone.

@@ -10,7 +10,8 @@
 //                serves it from dist/worker.js)
 //   /bench       browser-tests/page/bench.html (bench/browser.mjs: pqdb in its forms and the peers, the
 //                page and its pqdb worker each bundled into one file as an app's bundler makes them;
-//                sqlite-worker.js loads /vendor/sqlite-wasm/*, the @sqlite.org/sqlite-wasm package's files)
+//                sqlite-worker.js loads /vendor/sqlite-wasm/*, the @sqlite.org/sqlite-wasm package's files,
+//                and wa-sqlite-worker.js /vendor/wa-sqlite/*, the wa-sqlite package's; both peer-seal.js)
 //   /first       browser-tests/page/first.html: a page that only opens a store in its worker and reads
 //                one record (the bench's first read after a page load), minified as shipped
 //   /examples/browser-app/   examples/browser-app (index.html, app.js) as a site would serve it, with
@@ -84,6 +85,8 @@ function examplePolicy(url) {
 
 /** The bench page and its workers are cross-origin isolated: finer timers, and memory measurement. */
 const ISOLATED = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
+/** The bench's peer workers and what they share, served from browser-tests/page as they are. */
+const PEER_FILES = new Set(['/page/sqlite-worker.js', '/page/wa-sqlite-worker.js', '/page/peer-seal.js']);
 
 const TYPES = {
   '.js': 'text/javascript',
@@ -117,14 +120,16 @@ createServer(async (req, res) => {
     headers = ISOLATED;
   } else if (url.pathname === '/first') file = join(here, 'page', 'first.html');
   else if (url.pathname === '/page/engine-worker.js') file = join(here, 'page', 'engine-worker.js');
-  else if (url.pathname === '/page/sqlite-worker.js') {
-    file = join(here, 'page', 'sqlite-worker.js');
+  else if (PEER_FILES.has(url.pathname)) {
+    file = join(here, 'page', url.pathname.slice(6));
     headers = ISOLATED;
   } else if (url.pathname === '/page/bench-worker.js') {
     body = pages[url.pathname];
     headers = ISOLATED;
   } else if (url.pathname.startsWith('/vendor/sqlite-wasm/'))
     file = under(join(repo, 'node_modules', '@sqlite.org', 'sqlite-wasm', 'dist'), url.pathname.slice(20));
+  else if (url.pathname.startsWith('/vendor/wa-sqlite/'))
+    file = under(join(repo, 'node_modules', 'wa-sqlite'), url.pathname.slice(18));
   else if (url.pathname === '/examples/browser-app/' || url.pathname === '/examples/browser-app/app.js') {
     file = join(example, url.pathname.endsWith('/') ? 'index.html' : 'app.js');
     headers = { 'content-security-policy': examplePolicy(url) };

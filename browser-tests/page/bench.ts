@@ -3,8 +3,9 @@
 // gets, and for pqdb a migration of everything; long tasks on this page's thread (over 50 ms,
 // PerformanceObserver 'longtask') during the ingest and the migration. pqdb runs in a worker on
 // OPFS or IndexedDB (browser-tests/page/bench-worker.js) or on this thread on IndexedDB; the peers
-// are the official SQLite WASM build on OPFS (opfs-sahpool, in a worker: sqlite-worker.js) and
-// Dexie on IndexedDB, each with its values sealed by WebCrypto AES-256-GCM or not.
+// are the official SQLite WASM build on OPFS (opfs-sahpool, in a worker: sqlite-worker.js),
+// wa-sqlite on OPFS (AccessHandlePoolVFS, in a worker: wa-sqlite-worker.js) and Dexie on IndexedDB,
+// each with its values sealed by WebCrypto AES-256-GCM or not (peer-seal.js for the workers).
 
 import * as pqdb from '../../src/browser'; // bundled, as an app bundles it
 import Dexie from 'dexie';
@@ -94,8 +95,9 @@ async function pqdbAdapter(mode: string, name: string, keys: Keys, create = true
   };
 }
 
-async function sqliteAdapter(name: string, encrypted: boolean): Promise<Adapter> {
-  const w = new Worker('/page/sqlite-worker.js', { type: 'module' });
+/** A peer in a dedicated worker answering peer-seal.js's serveOps messages: SQLite WASM or wa-sqlite. */
+async function peerWorkerAdapter(peer: 'sqlite' | 'wa-sqlite', name: string, encrypted: boolean): Promise<Adapter> {
+  const w = new Worker(`/page/${peer}-worker.js`, { type: 'module' });
   let next = 0;
   const call = <T>(op: string, arg: object = {}): Promise<T> =>
     new Promise((ok, no) => {
@@ -111,7 +113,7 @@ async function sqliteAdapter(name: string, encrypted: boolean): Promise<Adapter>
     });
   const version = await call<string>('open', { name, encrypted });
   return {
-    form: `SQLite ${version} WASM, opfs-sahpool, in a worker${encrypted ? ', AES-256-GCM (WebCrypto)' : ''}`,
+    form: `${peer === 'sqlite' ? `SQLite ${version} WASM, opfs-sahpool` : `wa-sqlite (SQLite ${version}), AccessHandlePoolVFS`}, in a worker${encrypted ? ', AES-256-GCM (WebCrypto)' : ''}`,
     putOne: (r) => call('putOne', { id: r[0], value: valueOf(r) }),
     putBatch: (rs) => call('putBatch', { rows: rs.map((r) => [r[0], valueOf(r)]) }),
     get: (id) => call('get', { id }),
@@ -189,8 +191,8 @@ async function run(o: RunOptions) {
   const name = `bench-${o.mode}-${Date.now()}`;
   const a = o.mode.startsWith('pqdb')
     ? await pqdbAdapter(o.mode, name, o.keys)
-    : o.mode.startsWith('sqlite')
-      ? await sqliteAdapter(name, o.mode.endsWith('aesgcm'))
+    : o.mode.startsWith('sqlite') || o.mode.startsWith('wa-sqlite')
+      ? await peerWorkerAdapter(o.mode.startsWith('sqlite') ? 'sqlite' : 'wa-sqlite', name, o.mode.endsWith('aesgcm'))
       : await dexieAdapter(name, o.mode.endsWith('aesgcm'));
   const puts: number[] = [];
   for (let i = 0; i < o.puts; i++) {
