@@ -6,6 +6,7 @@
 
 import { PqdbError } from '../errors';
 import { crc32c } from '../_crc32c';
+import type { Scratch } from '../_bytes';
 import { corruption } from './page-store-base';
 import { KIND_COMMIT, KIND_PAGE, RECORD_HEADER_BYTES, parseRecordHeader, recordHeader } from './records';
 
@@ -107,16 +108,20 @@ export function writeAll(file: SyncFile, buf: Uint8Array, at: number): void {
 }
 
 /** Each call on a sync access handle has a fixed cost: the chunks go in writes of up to 4 MiB. */
-const GATHER_BYTES = 4 << 20;
+export const GATHER_BYTES = 4 << 20;
 
-export function writeGathered(file: SyncFile, chunks: readonly Uint8Array[], at: number): void {
+/**
+ * Writes `chunks` one after another from `at`, neighbours gathered into `scratch` (a buffer the
+ * caller keeps: a fresh one per commit cost 10× the copy, in page faults and collection).
+ */
+export function writeGathered(file: SyncFile, chunks: readonly Uint8Array[], at: number, scratch: Scratch): void {
   for (let k = 0; k < chunks.length;) {
     let end = k + 1;
     let n = chunks[k].length;
     while (end < chunks.length && n + chunks[end].length <= GATHER_BYTES) n += chunks[end++].length;
     let buf = chunks[k];
     if (end > k + 1) {
-      buf = new Uint8Array(n);
+      buf = scratch.get(n).subarray(0, n);
       for (let o = 0, c = k; c < end; o += chunks[c++].length) buf.set(chunks[c], o);
     }
     writeAll(file, buf, at);

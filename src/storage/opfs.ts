@@ -34,6 +34,7 @@
 
 import { PqdbError } from '../errors';
 import { crc32c } from '../_crc32c';
+import { Scratch } from '../_bytes';
 import { KIND_PAGE, RECORD_HEADER_BYTES, parseRecordHeader, recordHeader } from './records';
 import {
   type CheckedBatch,
@@ -47,6 +48,7 @@ import {
 import { BasePageStore, checkRangeInPage, corruption } from './page-store-base';
 import {
   ENTRY_BYTES,
+  GATHER_BYTES,
   KIND,
   LOGS,
   LOG_KINDS,
@@ -198,6 +200,7 @@ class SyncPageStore extends BasePageStore {
   readonly #logs: [SyncFile, SyncFile];
   readonly #slots: [SyncFile, SyncFile];
   readonly #index = new Map<number, Located>();
+  readonly #gather = new Scratch(0, GATHER_BYTES); // a commit's records, gathered for its write
   #active: 0 | 1 = 0; // the log the commits are in
   #end = 0; // where the active log's last commit ends
   #commit = 0; // the newest commit's number
@@ -419,7 +422,7 @@ class SyncPageStore extends BasePageStore {
     const commit: LogCommit = { commit: number, end, manifest: batch.manifest, deletes, pages: placed };
     try {
       if (rewrite) log.truncate(0);
-      writeGathered(log, chunks, start);
+      writeGathered(log, chunks, start, this.#gather);
       log.flush();
     } catch (e) {
       // Perhaps written in part or whole: cut back, or nobody can tell whether it committed.
