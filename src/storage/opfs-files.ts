@@ -153,8 +153,10 @@ export function encodeCommitRecord(
   pages: number,
 ): Uint8Array {
   const m = manifest ?? new Uint8Array(0);
-  const body = new Uint8Array(COMMIT_HEADER_BYTES + m.length + 4 * deletes.length);
-  const v = new DataView(body.buffer);
+  // One buffer, the header written over its front once the body's CRC is known.
+  const out = new Uint8Array(RECORD_HEADER_BYTES + COMMIT_HEADER_BYTES + m.length + 4 * deletes.length);
+  const body = out.subarray(RECORD_HEADER_BYTES);
+  const v = new DataView(out.buffer, RECORD_HEADER_BYTES);
   v.setFloat64(0, commit, true);
   v.setFloat64(8, start, true);
   v.setUint32(16, manifest === undefined ? 0 : 1, true);
@@ -163,9 +165,7 @@ export function encodeCommitRecord(
   v.setUint32(28, pages, true);
   body.set(m, COMMIT_HEADER_BYTES);
   deletes.forEach((id, i) => v.setUint32(COMMIT_HEADER_BYTES + m.length + 4 * i, id, true));
-  const out = new Uint8Array(RECORD_HEADER_BYTES + body.length);
   out.set(recordHeader(KIND_COMMIT, 0, body.length, crc32c(body)));
-  out.set(body, RECORD_HEADER_BYTES);
   return out;
 }
 
