@@ -53,7 +53,7 @@ const bundle = await esbuild.build({
   bundle: true,
   format: 'esm',
   target: ['es2022', 'chrome120'],
-  external: ['pqdb/crypto', 'pqdb'],
+  external: ['pqdb/crypto', 'pqdb/client', 'pqdb'],
   outdir: '/page',
   write: false,
   logLevel: 'warning',

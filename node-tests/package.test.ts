@@ -164,6 +164,7 @@ describe('package', () => {
     };
     expect(Object.keys(report.analysis.entrypoints).sort()).toEqual([
       '.',
+      './client',
       './crypto',
       './package.json',
       './postgres',

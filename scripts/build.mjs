@@ -39,6 +39,7 @@ await esbuild.build({
     crypto: 'src/crypto.ts',
     browser: 'src/browser.ts',
     worker: 'src/worker.ts',
+    client: 'src/client.ts',
   },
   platform: 'neutral',
 });

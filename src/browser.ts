@@ -1,7 +1,6 @@
 // pqdb for browsers: the universal entry plus the IndexedDB store (default storage 'indexeddb') and,
 // in dedicated workers, the OPFS store (storage 'opfs').
 
-import { PqdbError } from './errors';
 import { locationsOf, openStoreWith, type OpenStoreOptions } from './engine/open';
 import type { Store } from './engine/store';
 import { openIndexedDbPageStore, deleteIndexedDbStore } from './storage/indexeddb';
@@ -20,6 +19,7 @@ export type { StorageInfo } from './worker/serve';
 
 export * from './index';
 export { openIndexedDbPageStore } from './storage/indexeddb';
+export { requestPersistence } from './storage/persistence';
 
 /** The OPFS store, loaded when a store asks for it (an app on IndexedDB does not carry it). */
 async function openOpfs(name: string): Promise<PageStore> {
@@ -80,15 +80,4 @@ export function restoreStore(
  */
 export function deleteStore(location: string): Promise<void> {
   return deleteIndexedDbStore(location);
-}
-
-/**
- * Asks the browser to keep this origin's storage under pressure (`navigator.storage.persist()`,
- * which workers lack): resolves with whether it is persisted now. Call it from the page.
- */
-export async function requestPersistence(): Promise<boolean> {
-  const sm = (globalThis as { navigator?: { storage?: { persist?(): Promise<boolean> } } }).navigator?.storage;
-  if (typeof sm?.persist !== 'function')
-    throw new PqdbError('UNSUPPORTED', 'navigator.storage.persist() is not available here (it is a page API)');
-  return sm.persist();
 }

@@ -2,7 +2,7 @@
 // screen does, open its store in a dedicated worker and read one record, with the store's name, key
 // and the record's id in the URL's fragment (a bench page only). `globalThis.firstRead` holds the
 // times, since the navigation began, once the record is there.
-import { openStore } from '../../src/browser';
+import { openStore } from '../../src/client';
 
 const scriptStart = performance.now();
 const q = new URLSearchParams(location.hash.slice(1));

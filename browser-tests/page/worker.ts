@@ -2,9 +2,11 @@
 // (browser-tests/page/engine-worker.js) through pqdb's `openStore({ worker })`, from the built
 // package. It counts what would show work on the page's own thread: WebAssembly instances made here
 // (the kernels instantiate on first use, so a seal or an open on this thread makes one) and long
-// tasks (PerformanceObserver 'longtask'). Playwright drives window.pqdbWorker.
+// tasks (PerformanceObserver 'longtask'). `failure` and `move` go through pqdb/client, the page's
+// side alone. Playwright drives window.pqdbWorker.
 
 import * as pqdb from 'pqdb';
+import * as client from 'pqdb/client';
 
 let instances = 0;
 const Instance = WebAssembly.Instance;
@@ -36,8 +38,8 @@ const p99 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length -
 const u8 = (a: number[]) => new Uint8Array(a);
 const schema = { lemma: 'string', gloss: 'string' } as const;
 
-async function openIn(o: RunOptions, create: boolean, unlock = u8(o.recipient.secretKey)) {
-  return pqdb.openStore({
+async function openIn(o: RunOptions, create: boolean, unlock = u8(o.recipient.secretKey), entry = 'pqdb') {
+  return (entry === 'pqdb' ? pqdb : client).openStore({
     worker: '/page/engine-worker.js',
     storage: o.storage,
     location: o.name,
@@ -118,12 +120,14 @@ const api = {
   },
   /** What a bad value gets from the worker: its class, code and message. */
   async failure(o: RunOptions) {
-    const s = await openIn(o, true);
+    const s = await openIn(o, true, undefined, 'client');
     try {
       await s.collection('words', { schema }).put('bad', { lemma: 3 } as never);
       return 'no error';
     } catch (e) {
-      return `${e instanceof pqdb.PqdbError ? 'PqdbError' : (e as Error).name} ${(e as { code?: string }).code}`;
+      // One class whichever entry the page imports it from.
+      const both = e instanceof client.PqdbError && e instanceof pqdb.PqdbError;
+      return `${both ? 'PqdbError' : (e as Error).name} ${(e as { code?: string }).code}`;
     } finally {
       await s.close();
     }
@@ -141,7 +145,7 @@ const api = {
     });
     const { copy } = await s.backup(`${o.name}-copy`);
     await s.close();
-    const r = await pqdb.restoreStore(`${o.name}-copy`, {
+    const r = await client.restoreStore(`${o.name}-copy`, {
       worker: '/page/engine-worker.js',
       storage: 'opfs',
       location: `${o.name}-opfs`,

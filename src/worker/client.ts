@@ -16,6 +16,8 @@ import { checkId } from '../engine/writes';
 import type { SearchOptions } from '../engine/lexical';
 import { receivedError, type ConnectMessage, type PageMessage, type ScanChunk, type WorkerMessage } from './protocol';
 import type { StorageInfo } from './serve';
+import type { SuiteName } from '../crypto/suites';
+import type { SuiteState } from '../engine/registry';
 
 /** Options of `openStore({ worker, … })` in a browser page. */
 export interface WorkerOpenOptions extends Omit<OpenStoreOptions, 'storage' | 'authority' | 'follow' | 'unlock'> {
@@ -273,7 +275,7 @@ export class WorkerStore {
 
   readonly registry = {
     list: (): Promise<ReturnType<Store['registry']['list']>> => this.#call('registry.list'),
-    setState: (...a: Parameters<Store['registry']['setState']>): Promise<void> => this.#call('registry.setState', ...a),
+    setState: (suite: SuiteName | number, state: SuiteState): Promise<void> => this.#call('registry.setState', suite, state),
   };
 
   addRecipient(publicKey: Uint8Array): Promise<void> {
