@@ -40,7 +40,9 @@ for (const storage of ['auto', 'indexeddb']) {
   });
 }
 
-test('a bad value in a worker store (opened through pqdb/client) is the PqdbError SCHEMA_MISMATCH on the page', async ({ page }) => {
+test('a bad value in a worker store (opened through pqdb/client) is the PqdbError SCHEMA_MISMATCH on the page', async ({
+  page,
+}) => {
   const errors = await openPage(page);
   const got = await page.evaluate((o) => globalThis.pqdbWorker.failure(o), workerRun('auto', 0));
   expect(got).toBe('PqdbError SCHEMA_MISMATCH');

@@ -275,7 +275,8 @@ export class WorkerStore {
 
   readonly registry = {
     list: (): Promise<ReturnType<Store['registry']['list']>> => this.#call('registry.list'),
-    setState: (suite: SuiteName | number, state: SuiteState): Promise<void> => this.#call('registry.setState', suite, state),
+    setState: (suite: SuiteName | number, state: SuiteState): Promise<void> =>
+      this.#call('registry.setState', suite, state),
   };
 
   addRecipient(publicKey: Uint8Array): Promise<void> {
