@@ -69,6 +69,7 @@ const shipped = await esbuild.build({
   write: false,
   logLevel: 'warning',
 });
+const SHIPPED = new Set(shipped.outputFiles.map((f) => f.path));
 const pages = Object.fromEntries([...bundle.outputFiles, ...shipped.outputFiles].map((f) => [f.path, f.contents]));
 
 const example = join(repo, 'examples', 'browser-app');
@@ -150,6 +151,15 @@ createServer(async (req, res) => {
     };
     if (gzipped && /\bgzip\b/.test(req.headers['accept-encoding'] ?? '')) headers['content-encoding'] = 'gzip';
     else if (gzipped) body = gunzipSync(body);
+    const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
+    headers.etag = etag;
+    // Revalidated on every load, except the bench's shipped bundles, which a browser keeps as an
+    // app's hashed production assets are kept (and compiles from its code cache on a warm load).
+    headers['cache-control'] = SHIPPED.has(url.pathname) ? 'max-age=3600' : 'no-cache';
+    if (req.headers['if-none-match'] === etag) {
+      res.writeHead(304, headers).end();
+      return;
+    }
     res.writeHead(200, headers);
     res.end(body);
   } catch {

@@ -30,12 +30,16 @@ export function b64(b: Uint8Array): string {
   return btoa(s);
 }
 
+/** `Uint8Array.fromBase64` (ES2026; Chromium 140, Firefox 133, Safari 18.2), where the platform has it. */
+const native = Uint8Array as unknown as { fromBase64?: (s: string) => Uint8Array };
+
 /**
  * The bytes of base64 text `s`, for text pqdb itself embeds (the WebAssembly builds).
- * @throws DOMException (the platform's `atob`) when `s` is not base64.
+ * @throws SyntaxError (`fromBase64`) or DOMException (`atob`) when `s` is not base64.
  * @example decodeBase64('AQID'); // Uint8Array [1, 2, 3]
  */
 export function decodeBase64(s: string): Uint8Array {
+  if (native.fromBase64 !== undefined) return native.fromBase64(s); // atob and a loop: 7 ms of a worker's start
   const bin = atob(s);
   const out = new Uint8Array(bin.length);
   for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);

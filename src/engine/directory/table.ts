@@ -255,7 +255,10 @@ export class DirectoryTable implements Iterable<[string, Location]> {
    */
   applyRows(r: Rows, governance: readonly string[], removed?: Uint8Array, adopt = false): void {
     const gov = governance.map((s) => this.#interned.of(s));
-    if (this.#rows === 0 && this.#parts === undefined && (removed === undefined || removed.every((x) => x === 0)))
+    // Into an empty table (a base, or the first run over a base still in partitions, which then
+    // marks the partitions its ids fall in as written to): in one pass.
+    const clean = this.#parts === undefined || this.#parts.removed.size === 0;
+    if (this.#rows === 0 && clean && (removed === undefined || removed.every((x) => x === 0)))
       return this.#load(r, gov, adopt);
     this.#eachRow(r, (i) => {
       if (removed?.[i] === 1) {
@@ -273,6 +276,7 @@ export class DirectoryTable implements Iterable<[string, Location]> {
   /** Room for the rows of `r`, then `visit(i, at, len)` with row i's id (at `at`, `len` bytes) in the key buffer. */
   #eachRow(r: Rows, visit: (i: number, at: number, len: number) => void): void {
     this.#reserve(this.#size + r.n);
+    if (this.#rows + r.n > this.#idLen.length) this.#growRows(this.#rows + r.n);
     if (this.#arenaEnd + r.ids.length > this.#arena.length) this.#growArena(r.ids.length);
     for (let i = 0, at = 0; i < r.n; i++) {
       const len = r.idLength[i];
@@ -393,6 +397,7 @@ export class DirectoryTable implements Iterable<[string, Location]> {
     const idLen = this.#idLen;
     const length = this.#length;
     const arena = this.#arena;
+    const parts = this.#parts;
     let at = 0;
     let bytes = 0;
     for (let row = 0; row < n; row++) {
@@ -405,6 +410,10 @@ export class DirectoryTable implements Iterable<[string, Location]> {
       table[s] = row + 1;
       at += len;
       bytes += length[row];
+      if (parts !== undefined) {
+        const p = partOf(h >>> 0, parts.bits);
+        if (parts.loaded[p] === 0) parts.touched.add(p); // as #touch: no id here was removed
+      }
     }
     this.#usedSlots = n;
     this.#rows = n;
