@@ -50,6 +50,7 @@ const ENGINE_ROWS: string[][] = [
     'migration/',
     'store-admin.ts',
     'store-options.ts',
+    'changes.ts',
   ],
   ['rewrite.ts', 'writes.ts'],
   ['checkpoints.ts', 'lexical-store.ts', 'gates.ts', 'authority.ts', 'directory/persistence.ts'],

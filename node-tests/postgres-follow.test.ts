@@ -9,6 +9,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { generateRecipient, generateSigner, openStore, type Store } from '../src/node';
 import type { FollowEvent } from '../src/engine/follower';
+import type { Change } from '../src/engine/changes';
 import { PqdbError } from '../src/errors';
 import { crc32c } from '../src/_crc32c';
 import { openPostgresPageStore } from '../src/storage/postgres';
@@ -138,6 +139,8 @@ describe('a read-only Store following a postgres writer', () => {
     const f = await follower(name);
     const fc = f.store.collection('c', text); // the collection does not exist yet on the writer's side
     expect(fc.size).toBe(0);
+    const heard: Change[] = [];
+    fc.watch((c) => heard.push(c)); // the follower's listeners stay across a reopen
     // Engine states opened anew from here on (each is an event that was not taken in place).
     const from = f.events.length;
     const reopened = () => f.events.slice(from).filter((e) => !e.inPlace).length;
@@ -150,9 +153,14 @@ describe('a read-only Store following a postgres writer', () => {
     expect((await fc.search('red')).map((x) => x.id).sort()).toEqual(['a', 'c']); // the loaded index followed
 
     expect(reopened()).toBe(0);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(heard.flatMap((c) => c.ids)).toEqual(['a', 'b', 'c']); // the writer's commits, taken in place
+    expect(heard.at(-1)!.commit).toBe(w.info().commit);
     const cp = await w.checkpoint();
     await f.at(w.info().commit);
     expect(reopened()).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(heard.at(-1)).toEqual({ commit: w.info().commit, collection: 'c', ids: [], reset: true });
     expect(f.events.at(-1)).toMatchObject({ commit: w.info().commit, inPlace: false });
     expect(f.store.checkpoints().at(-1)!.root).toEqual(cp.root);
     expect(f.store.info().checkpoint).toEqual(w.info().checkpoint);
@@ -166,6 +174,7 @@ describe('a read-only Store following a postgres writer', () => {
     expect(reopened()).toBe(1);
     expect(f.events.at(-1)!.inPlace).toBe(true);
     expect((await fc.search('red')).map((x) => x.id).sort()).toEqual(['c', 'd']);
+    expect(heard.filter((c) => c.reset === undefined).flatMap((c) => c.ids)).toEqual(['a', 'b', 'c', 'a', 'd']);
     expect(fc.size).toBe(3);
     expect(f.errors).toEqual([]);
   });

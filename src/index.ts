@@ -28,6 +28,8 @@ export type { Schema, FieldSpec, FieldType, FieldValue, InferValue, Value, Value
 export type { CollectionValue, TextField } from './engine/collection';
 export type { SearchOptions } from './engine/lexical';
 export type { CompactOptions, CompactProgress, CompactResult } from './engine/compact';
+export type { Change, WatchOptions, ChangesOptions } from './engine/changes';
+export type { LiveQuery } from './engine/collection';
 export type { SuiteName } from './crypto/suites';
 export type { SuiteState, RegistryEntry } from './engine/registry';
 export type {

@@ -10,6 +10,7 @@ import { suite as suiteOf, type SuiteName } from '../crypto/suites';
 import type { Manifest } from './manifest';
 import type { LexicalIndex, SearchOptions } from './lexical';
 import { WITHHELD, checkId, type PendingOp } from './writes';
+import { rerunOnChange, type Change, type WatchOptions } from './changes';
 
 export { MAX_ID_BYTES } from './writes';
 
@@ -71,7 +72,13 @@ export interface CollectionEngine {
   index(collection: string): Promise<LexicalIndex>;
   loadedIndex(collection: string): Promise<LexicalIndex> | undefined;
   exportSealed(collection: string, id: string): Promise<Uint8Array>;
+  /** Listens to the collection's changes (ChangeFeed.watch); returns the removal. */
+  watch(collection: string, listener: (change: Change) => void, options?: WatchOptions): () => void;
 }
+
+/** What `collection.live` re-runs: one get, a scan (collected into an array) or a search. */
+export type LiveQuery =
+  { get: string } | { scan: Omit<ScanOptions, 'onWithheld'> } | { search: string; options?: SearchOptions };
 
 /**
  * @internal The checked options of `store.collection(name, options)` under manifest `m`.
@@ -225,6 +232,61 @@ export class Collection<V extends ValueShape<V> = Value> {
   get size(): number {
     return this.#engine.count(this.name);
   }
+
+  /**
+   * Calls `listener` after each durable commit that puts or deletes records of this collection
+   * (only those of `options.ids`, or whose id starts with `options.prefix`, when given) with the
+   * commit number and the ids: never values. Returns the function that stops it (docs/changes.md).
+   * @example const stop = notes.watch(({ ids }) => refresh(ids), { prefix: 'inbox/' })
+   */
+  watch(listener: (change: Change) => void, options?: WatchOptions): () => void {
+    return this.#engine.watch(this.name, listener, options);
+  }
+
+  /**
+   * Runs `query` now and again whenever a commit touches what it read (the id of a get, the prefix
+   * of a scan, any record for a search), handing each result to `onResult`; returns the stop.
+   * @example const stop = notes.live({ scan: { prefix: 'inbox/' } }, (rows) => render(rows))
+   */
+  live<T = unknown>(query: LiveQuery, onResult: (result: T) => void, onError?: (e: unknown) => void): () => void {
+    const { watch, run } = liveParts(query, {
+      get: (id) => this.get(id),
+      scan: async (o) => {
+        const rows: { id: string; value: V }[] = [];
+        for await (const r of this.scan(o)) rows.push(r);
+        return rows;
+      },
+      search: (q, o) => this.search(q, o),
+    });
+    return rerunOnChange((heard) => this.watch(heard, watch), run as () => Promise<T>, onResult, onError);
+  }
+}
+
+/** @internal The watch filter and the run of a live query, over a collection's reads (here and on a worker's page side). */
+export function liveParts(
+  query: LiveQuery,
+  reads: {
+    get(id: string): Promise<unknown>;
+    scan(options: Omit<ScanOptions, 'onWithheld'>): Promise<unknown>;
+    search(query: string, options?: SearchOptions): Promise<unknown>;
+  },
+): { watch: WatchOptions; run: () => Promise<unknown> } {
+  if (typeof query !== 'object' || query === null)
+    throw new TypeError('"query" expected { get }, { scan } or { search }');
+  if ('get' in query) {
+    const id = checkId(query.get);
+    return { watch: { ids: [id] }, run: () => reads.get(id) };
+  }
+  if ('scan' in query) {
+    const o = query.scan ?? {};
+    if (typeof o !== 'object' || o === null) throw new TypeError('"scan" expected scan options');
+    return { watch: o.prefix ? { prefix: o.prefix } : {}, run: () => reads.scan(o) };
+  }
+  if ('search' in query) {
+    if (typeof query.search !== 'string') throw new TypeError('"search" expected a string');
+    return { watch: {}, run: () => reads.search(query.search, query.options) };
+  }
+  throw new TypeError('"query" expected { get }, { scan } or { search }');
 }
 
 /** @internal The operations `fn` gives a batch's transaction, in order (Store.batch commits them in one page). */

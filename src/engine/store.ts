@@ -21,6 +21,7 @@ import type { CollectionOptions, Transaction } from './collection';
 import type { Engine } from './engine';
 import { destinationOf, type BackupResult, type ManagedCopy } from './copies';
 import { EngineSlot } from './engine-slot';
+import { ChangeFeed, type Change, type ChangesOptions } from './changes';
 import { recoveryOf, type StoreInfo, type StoreRegistry } from './store-admin';
 import type { Locations, ReplicationServer, ServeReplicationOptions, StoreOptions } from './store-options';
 
@@ -44,16 +45,24 @@ export class Store {
   readonly #collections: Map<string, Collection>;
   readonly #api: CollectionEngine;
   readonly #locations?: Locations;
+  readonly #feed: ChangeFeed;
   #open = true;
 
   static {
     engineOf = (store) => store.#engine;
   }
 
-  private constructor(slot: EngineSlot, locations: Locations | undefined, collections = new Map<string, Collection>()) {
+  private constructor(
+    slot: EngineSlot,
+    locations: Locations | undefined,
+    collections = new Map<string, Collection>(),
+    feed = new ChangeFeed(),
+  ) {
     this.#slot = slot;
     this.#locations = locations;
     this.#collections = collections;
+    this.#feed = feed;
+    slot.engine.ship((c) => feed.applied(c)); // an engine opened anew later subscribes in open's declare
     // Through the slot, never one engine: a following store may serve another engine later.
     this.#api = {
       commit: (ops) => this.#commit(ops),
@@ -64,6 +73,7 @@ export class Store {
       index: (collection) => slot.pinned((e) => e.lexical.indexOf(collection)),
       loadedIndex: (collection) => this.#engine.lexical.loaded(collection),
       exportSealed: (collection, id) => (this.#live(), slot.pinned((e) => e.exportSealed(collection, id))),
+      watch: (collection, listener, options) => (this.#live(), feed.watch(collection, listener, options)),
     };
   }
 
@@ -86,8 +96,14 @@ export class Store {
     if (typeof options !== 'object' || options === null) throw new TypeError('"options" expected an object');
     bytes('unlock', options.unlock, 32);
     const collections = new Map<string, Collection>();
-    const slot = await EngineSlot.open(pages, options, (next) => collections.forEach((c) => next.declare(c)));
-    return new Store(slot, options.locations, collections);
+    const feed = new ChangeFeed();
+    const slot = await EngineSlot.open(pages, options, (next) => {
+      // A following store's engine opened anew: the store's collections, its listeners.
+      collections.forEach((c) => next.declare(c));
+      next.ship((c) => feed.applied(c));
+      feed.reset(next.pipeline.manifest.commit, Object.keys(next.pipeline.manifest.collections));
+    });
+    return new Store(slot, options.locations, collections, feed);
   }
 
   /** What opening the store repaired, at this layer and in the page store below. */
@@ -295,5 +311,18 @@ export class Store {
     if (!this.#open) return;
     await this.#slot.close();
     this.#open = false;
+    this.#feed.close();
+  }
+
+  /**
+   * The changes of every collection (or of `options.collections`) from now on, one per collection
+   * and durable commit, in commit order: commit number, collection and ids, never values. It ends
+   * when the store closes, `options.signal` aborts or the loop leaves it (docs/changes.md).
+   * @throws PqdbError ABORTED (from the iterator) when more than a million changed ids wait unread
+   * @example for await (const { collection, ids, commit } of store.changes()) log(commit, collection, ids)
+   */
+  changes(options?: ChangesOptions): AsyncIterableIterator<Change> {
+    this.#live();
+    return this.#feed.changes(options);
   }
 }

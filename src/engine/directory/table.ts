@@ -255,8 +255,7 @@ export class DirectoryTable implements Iterable<[string, Location]> {
    */
   applyRows(r: Rows, governance: readonly string[], removed?: Uint8Array, adopt = false): void {
     const gov = governance.map((s) => this.#interned.of(s));
-    // Into an empty table (a base, or the first run over a base still in partitions, which then
-    // marks the partitions its ids fall in as written to): in one pass.
+    // Into an empty table (a base, or a first run over a base in partitions): in one pass.
     const clean = this.#parts === undefined || this.#parts.removed.size === 0;
     if (this.#rows === 0 && clean && (removed === undefined || removed.every((x) => x === 0)))
       return this.#load(r, gov, adopt);
@@ -410,10 +409,8 @@ export class DirectoryTable implements Iterable<[string, Location]> {
       table[s] = row + 1;
       at += len;
       bytes += length[row];
-      if (parts !== undefined) {
-        const p = partOf(h >>> 0, parts.bits);
-        if (parts.loaded[p] === 0) parts.touched.add(p); // as #touch: no id here was removed
-      }
+      const p = parts === undefined ? 0 : partOf(h >>> 0, parts.bits);
+      if (parts !== undefined && parts.loaded[p] === 0) parts.touched.add(p); // as #touch (nothing was removed)
     }
     this.#usedSlots = n;
     this.#rows = n;
