@@ -61,3 +61,18 @@ test('a store moves from IndexedDB to OPFS through the worker engine: backup, th
   expect(r.instancesOnPage).toBe(0);
   expect(errors).toEqual([]);
 });
+
+test('change notifications from the worker engine reach the page: a prefix heard, an untouched one not, a live get', async ({
+  page,
+}) => {
+  const errors = await openPage(page);
+  const r = await page.evaluate((o) => globalThis.pqdbWorker.changes(o), { ...workerRun('auto', 0), singlePuts: 40 });
+  console.log(
+    `[chromium worker] a change heard on the page ${r.lagP50.toFixed(2)} ms p50 / ${r.lagP95.toFixed(2)} ms p95 after its put was acknowledged (negative: before)`,
+  );
+  expect(r.heard).toBe(40);
+  expect(r.lastCommit).toBe(r.commit - 1); // the put of 'other' was not heard
+  expect(r.untouched).toBe(0);
+  expect(r.live).toBe(2); // before p/7 was written, and once after
+  expect(errors).toEqual([]);
+});

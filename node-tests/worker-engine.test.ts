@@ -20,6 +20,7 @@ import { MemoryMedium, openMemoryPageStore } from '../src/storage/memory';
 import { WorkerStore } from '../src/worker/client';
 import { serveConnections, type ServeWorkerOptions } from '../src/worker/serve';
 import { SCAN_CHUNK } from '../src/worker/protocol';
+import type { Change } from '../src/engine/changes';
 
 const recipient = generateRecipient();
 const signer = generateSigner();
@@ -264,6 +265,54 @@ describe('the worker engine over a MessageChannel', () => {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  });
+
+  it('change notifications cross: watch with a prefix, store.changes(), live(); the stream stops with the last listener', async () => {
+    const { worker } = fakeWorker();
+    const s = await openIn(worker);
+    const c = s.collection('w', { schema });
+    const other = s.collection('o', { schema });
+    const heard: Change[] = [];
+    const stop = c.watch((x) => heard.push(x), { prefix: 'a' });
+    const all = s.changes();
+    const live: unknown[] = [];
+    const stopLive = c.live({ get: 'a1' }, (v) => live.push(v));
+    await c.put('a1', { lemma: 'one', n: 1 });
+    await c.put('b1', { lemma: 'two', n: 2 }); // not the prefix
+    await s.batch((tx) => {
+      tx.put(c, 'a2', { lemma: 'three', n: 3 });
+      tx.put(other, 'a3', { lemma: 'four', n: 4 }); // another collection
+    });
+    const last = (await s.info()).commit;
+    const got: Change[] = [];
+    for await (const x of all) if (got.push(x) === 4) break;
+    expect(got.map((x) => [x.commit, x.collection, x.ids])).toEqual([
+      [last - 2, 'w', ['a1']],
+      [last - 1, 'w', ['b1']],
+      [last, 'w', ['a2']],
+      [last, 'o', ['a3']],
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(heard.map((x) => [x.commit, x.ids])).toEqual([
+      [last - 2, ['a1']],
+      [last, ['a2']],
+    ]);
+    expect(live).toEqual([undefined, { lemma: 'one', n: 1 }]);
+    expect(JSON.stringify(heard)).not.toMatch(/one|three/);
+    stop();
+    stopLive();
+    await c.put('a4', { lemma: 'five', n: 5 });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(heard).toHaveLength(2);
+    // With no listener left the worker streams nothing; a new listener starts it again.
+    const again: Change[] = [];
+    c.watch((x) => again.push(x));
+    await c.put('a5', { lemma: 'six', n: 6 });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(again.map((x) => x.ids)).toEqual([['a5']]);
+    const waiting = s.changes().next();
+    await s.close();
+    expect((await waiting).done).toBe(true);
   });
 
   it('dataKeyFor is refused: data keys never leave the worker', async () => {

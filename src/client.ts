@@ -24,6 +24,8 @@ export type { MigrateOptions, MigrationStatus, MigrationProgress } from './engin
 export type { RestoreResult } from './engine/restore';
 export type { BackupResult, ManagedCopy } from './engine/copies';
 export type { SuiteName } from './crypto/suites';
+export type { Change, WatchOptions, ChangesOptions } from './engine/changes';
+export type { LiveQuery } from './engine/collection';
 
 /**
  * Opens or creates a store in dedicated worker `options.worker` (a Worker running

@@ -118,6 +118,52 @@ const api = {
       instancesOnPage: instances - before,
     };
   },
+  /**
+   * Change notifications from a worker engine: a listener on a prefix, one on a prefix nothing
+   * touches, a live get; per put the time from its acknowledgement to its listener's call.
+   */
+  async changes(o: RunOptions) {
+    const s = await openIn(o, true, undefined, 'client');
+    const words = s.collection('words', { schema });
+    const heardAt = new Map<string, number>();
+    const heard: { commit: number; ids: readonly string[] }[] = [];
+    const stop = words.watch(
+      (c) => {
+        const t = performance.now();
+        heard.push({ commit: c.commit, ids: c.ids });
+        for (const id of c.ids) heardAt.set(id, t);
+      },
+      { prefix: 'p/' },
+    );
+    let untouched = 0;
+    words.watch(() => untouched++, { prefix: 'never/' });
+    const live: unknown[] = [];
+    words.live({ get: 'p/7' }, (v) => live.push(v));
+    const lag: number[] = [];
+    for (let i = 0; i < (o.singlePuts ?? 50); i++) {
+      const id = `p/${i}`;
+      await words.put(id, { lemma: `l${i}`, gloss: 'g' });
+      const acked = performance.now();
+      while (!heardAt.has(id)) await new Promise((resolve) => setTimeout(resolve, 0));
+      lag.push(heardAt.get(id)! - acked); // negative: heard before the put's reply arrived
+    }
+    await words.put('other', { lemma: 'x', gloss: 'y' });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    stop();
+    const commit = (await s.info()).commit;
+    await s.close();
+    const sorted = [...lag].sort((a, b) => a - b);
+    return {
+      heard: heard.length,
+      lastCommit: heard.at(-1)?.commit,
+      commit,
+      untouched,
+      live: live.length,
+      lagP50: sorted[sorted.length >> 1],
+      lagP95: sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.95))],
+      instancesOnPage: instances,
+    };
+  },
   /** What a bad value gets from the worker: its class, code and message. */
   async failure(o: RunOptions) {
     const s = await openIn(o, true, undefined, 'client');

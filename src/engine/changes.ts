@@ -86,9 +86,28 @@ export function changesOf(c: AppliedCommit): Change[] {
   return [...byCollection].map(([collection, ids]) => ({ commit, collection, ids: [...ids] }));
 }
 
+/**
+ * A store's listeners and iterators. The Store feeds it from its engine's commits (`applied`); a
+ * worker engine's page side (WorkerStore) feeds it from the worker's stream (`publish`), which
+ * `onListened` starts with the first listener and stops after the last.
+ */
 export class ChangeFeed {
   readonly #watchers = new Set<Watcher>();
   readonly #ends = new Set<() => void>();
+  readonly #onListened: ((listened: boolean) => void) | undefined;
+
+  constructor(onListened?: (listened: boolean) => void) {
+    this.#onListened = onListened;
+  }
+
+  #add(w: Watcher): void {
+    this.#watchers.add(w);
+    if (this.#watchers.size === 1) this.#onListened?.(true);
+  }
+
+  #remove(w: Watcher): void {
+    if (this.#watchers.delete(w) && this.#watchers.size === 0) this.#onListened?.(false);
+  }
 
   /** Whether anything listens (a commit's changes are not grouped otherwise). */
   get listened(): boolean {
@@ -106,7 +125,12 @@ export class ChangeFeed {
       this.#publish([...collections].map((collection) => ({ commit, collection, ids: [], reset: true as const })));
   }
 
-  #publish(changes: Change[]): void {
+  /** Tells each listener the part of `changes` it hears. */
+  publish(changes: readonly Change[]): void {
+    if (this.#watchers.size > 0) this.#publish(changes);
+  }
+
+  #publish(changes: readonly Change[]): void {
     for (const change of changes)
       for (const w of this.#watchers) {
         if (w.collection !== undefined && w.collection !== change.collection) continue;
@@ -130,8 +154,8 @@ export class ChangeFeed {
       prefix,
       deliver: (change) => queueMicrotask(() => this.#watchers.has(w) && listener(change)),
     };
-    this.#watchers.add(w);
-    return () => void this.#watchers.delete(w);
+    this.#add(w);
+    return () => this.#remove(w);
   }
 
   /**
@@ -167,7 +191,7 @@ export class ChangeFeed {
     };
     const end = (): void => {
       done = true;
-      this.#watchers.delete(w);
+      this.#remove(w);
       this.#ends.delete(end);
       signal?.removeEventListener('abort', abort);
       wake?.();
@@ -176,7 +200,7 @@ export class ChangeFeed {
       queue.length = 0; // what was not read yet is dropped, as by return()
       end();
     };
-    this.#watchers.add(w);
+    this.#add(w);
     this.#ends.add(end);
     if (signal?.aborted === true) abort();
     else signal?.addEventListener('abort', abort, { once: true });
@@ -211,7 +235,7 @@ export class ChangeFeed {
   /** Ends every iterator and drops every listener (the store closed). */
   close(): void {
     for (const end of [...this.#ends]) end();
-    this.#watchers.clear();
+    for (const w of [...this.#watchers]) this.#remove(w);
   }
 }
 

@@ -7,7 +7,15 @@
 import { PqdbError } from '../errors';
 import type { Store } from '../engine/store';
 import type { OpenStoreOptions } from '../engine/open';
-import { collectionSpec, type CollectionOptions, type CollectionValue, type PutOptions } from '../engine/collection';
+import {
+  collectionSpec,
+  liveParts,
+  type CollectionOptions,
+  type CollectionValue,
+  type PutOptions,
+} from '../engine/collection';
+import type { LiveQuery } from '../engine/collection';
+import { ChangeFeed, rerunOnChange, type Change, type ChangesOptions, type WatchOptions } from '../engine/changes';
 import type { Schema, ValueShape, Value } from '../engine/codec';
 import type { Manifest } from '../engine/manifest';
 import type { MigrateOptions } from '../engine/migration/run';
@@ -156,12 +164,39 @@ export class WorkerStore {
   readonly #c: Connection;
   readonly #collections = new Map<string, WorkerCollection<never>>();
   readonly #recovery: Store['recovery'];
+  /** The page's listeners, fed by one stream of the worker's changes while any listens. */
+  readonly #feed: ChangeFeed;
   #handles = 1;
   #open = true;
 
   private constructor(c: Connection, recovery: Store['recovery']) {
     this.#c = c;
     this.#recovery = recovery;
+    let stream: number | undefined;
+    this.#feed = new ChangeFeed((listened) => {
+      if (listened && this.#open) {
+        stream = c.nextId;
+        c.call(0, 'changes', [], (change) => this.#feed.publish([change as Change])).catch(() => undefined);
+      } else if (!listened && stream !== undefined) {
+        if (this.#open) c.abort(stream);
+        stream = undefined;
+      }
+    });
+  }
+
+  /**
+   * The changes of every collection (or of `options.collections`) from now on, as Store's: after
+   * each durable commit in the worker, its number, the collection and the ids (docs/changes.md).
+   */
+  changes(options?: ChangesOptions): AsyncIterableIterator<Change> {
+    if (!this.#open) throw new PqdbError('NOT_OPEN', 'the store is closed');
+    return this.#feed.changes(options);
+  }
+
+  /** @internal Listens to a collection's changes (WorkerCollection.watch). */
+  watch(collection: string, listener: (change: Change) => void, options?: WatchOptions): () => void {
+    if (!this.#open) throw new PqdbError('NOT_OPEN', 'the store is closed');
+    return this.#feed.watch(collection, listener, options);
   }
 
   /** @internal Opens the store in `options.worker` (openStore in the browser entry). */
@@ -361,6 +396,7 @@ export class WorkerStore {
       await this.#call('close');
     } finally {
       this.#open = false;
+      this.#feed.close(); // iterators end after what they hold, listeners go
       this.#c.close();
     }
   }
@@ -415,6 +451,26 @@ export class WorkerCollection<V extends ValueShape<V> = Value> {
   exportSealed(id: string): Promise<Uint8Array> {
     return this.#call('exportSealed', id);
   }
+
+  /** As Collection's: the ids each durable commit put or deleted here (of `options.ids` or `prefix`), never values. */
+  watch(listener: (change: Change) => void, options?: WatchOptions): () => void {
+    return this.store.watch(this.name, listener, options);
+  }
+
+  /** As Collection's: `query` run now and again whenever a commit touches what it read. */
+  live<T = unknown>(query: LiveQuery, onResult: (result: T) => void, onError?: (e: unknown) => void): () => void {
+    const { watch, run } = liveParts(query, {
+      get: (id) => this.get(id),
+      scan: async (o) => {
+        const rows: { id: string; value: V }[] = [];
+        for await (const r of this.scan(o)) rows.push(r);
+        return rows;
+      },
+      search: (q, o) => this.search(q, o),
+    });
+    return rerunOnChange((heard) => this.watch(heard, watch), run as () => Promise<T>, onResult, onError);
+  }
+
   async search(query: string, options: SearchOptions = {}): Promise<{ id: string; value: V }[] & { withheld: number }> {
     const { hits, withheld } = await this.#call<{ hits: { id: string; value: V }[]; withheld: number }>(
       'search',

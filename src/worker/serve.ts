@@ -118,6 +118,16 @@ export function servePort(port: MessagePort, platform: WorkerPlatform, serve: Se
         .migrate({ ...o, signal: abort.signal, onProgress: (p) => post({ t: 'event', id: call, value: p }) })
         .finally(() => aborts.delete(call));
     },
+    // The store's changes, streamed as events of this call until the page aborts it (its last listener went).
+    changes: async (s, _args: [], call) => {
+      const abort = new AbortController();
+      aborts.set(call, abort);
+      try {
+        for await (const change of s.changes({ signal: abort.signal })) post({ t: 'event', id: call, value: change });
+      } finally {
+        aborts.delete(call);
+      }
+    },
     storageInfo: (s) => platform.storageInfo(s),
     dataKeyFor: () => {
       throw new TypeError('dataKeyFor is not served by a worker engine: data keys never leave the worker');
