@@ -24,6 +24,8 @@ import { clientHandshake } from '../src/replication/channel';
 import { memoryPair } from './support/transport';
 import { KeyRing } from '../src/engine/keys';
 import { openOpfsPageStore } from '../src/storage/opfs';
+import { WorkerStore } from '../src/worker/client';
+import { tabsOf } from './support/tabs';
 
 const root = mkdtempSync(join(tmpdir(), 'pqdb-codes-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -335,6 +337,31 @@ const SCENARIOS: Record<PqdbErrorCode, Scenario[]> = {
         await server.read(); // the ClientHello
         await server.write(new TextEncoder().encode('HTTP/1.1 400 Bad Request\r\n\r\n'));
         return thrown(() => handshake);
+      },
+    ],
+  ],
+  HANDOVER: [
+    [
+      // Two tabs of one origin (support/tabs.ts): the serving tab crashes as the other's put reaches it.
+      'put from a tab while the tab serving the store crashes',
+      async () => {
+        const o = tabsOf();
+        try {
+          const [serving, other] = [o.open(), o.open()];
+          const opts = () => ({
+            location: 'app',
+            create: true,
+            recipients: [r.publicKey],
+            unlock: r.secretKey.slice(),
+          });
+          await WorkerStore.open({ ...opts(), worker: serving.worker });
+          const c = (await WorkerStore.open({ ...opts(), worker: other.worker })).collection('c', { schema });
+          await c.count();
+          serving.crashOn((m) => (m as { op?: string }).op === 'put'); // as the put reaches it
+          return await thrown(() => c.put('k', { lemma: 'x', n: 1 }));
+        } finally {
+          o.closeAll();
+        }
       },
     ],
   ],

@@ -26,6 +26,7 @@ export const ERROR_CODES = [
   'INTERNAL', // a broken engine invariant: a pqdb bug, never bad data; report it
   'PROTOCOL_ERROR', // a replication channel peer broke the protocol: malformed, unexpected, oversized or truncated bytes, no common suite, a handshake not finished in time
   'UNSUPPORTED', // this platform lacks what the operation needs (OPFS sync access handles outside a dedicated worker)
+  'HANDOVER', // the tab serving the store went away with the call in flight; the store is served again: call again
 ] as const;
 
 export type PqdbErrorCode = (typeof ERROR_CODES)[number];

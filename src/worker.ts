@@ -9,6 +9,8 @@ import { opfsAvailable } from './storage/opfs';
 import type { OpenStoreOptions } from './engine/open';
 import type { Store } from './engine/store';
 import { serveConnections, type ServeWorkerOptions, type StorageInfo, type WorkerPlatform } from './worker/serve';
+import { bridgePort } from './worker/bridge';
+import type { LockManagerLike, PortLike, TabsPlatform } from './worker/tabs';
 
 export type { ServeWorkerOptions, StorageInfo } from './worker/serve';
 export { openOpfsPageStore, deleteOpfsPageStore, opfsAvailable } from './storage/opfs';
@@ -18,7 +20,17 @@ type StorageManagerLike = {
   estimate?(): Promise<{ usage?: number; quota?: number }>;
 };
 
+/** Web Locks and BroadcastChannel where the worker has both: one tab serves each store to the others (docs/tabs.md). */
+function browserTabs(): TabsPlatform | undefined {
+  const locks = (globalThis as { navigator?: { locks?: LockManagerLike } }).navigator?.locks;
+  if (locks === undefined || typeof BroadcastChannel !== 'function') return undefined;
+  return { locks, channel: (name) => new BroadcastChannel(name) as unknown as PortLike };
+}
+
+const tabs = browserTabs();
+
 const browserWorker: WorkerPlatform = {
+  bridge: tabs && ((port, options) => bridgePort(port, browserWorker, tabs, options)),
   open(options: OpenStoreOptions & { storage?: unknown }) {
     const storage = options.storage ?? 'auto';
     if (storage !== 'auto' && storage !== 'opfs' && storage !== 'indexeddb' && storage !== 'memory')

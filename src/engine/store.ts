@@ -6,6 +6,7 @@
 
 import { PqdbError } from '../errors';
 import { bytes } from '../_args';
+import { unb64 } from '../_encoding';
 import type { PageStore } from '../storage/page-store';
 import type { KeyedAead } from '../kernels/aead';
 import type { Checkpoint } from '../crypto/proofs';
@@ -175,6 +176,12 @@ export class Store {
   /** The authority policy in force, or undefined when none was set. */
   policy(): Policy | undefined {
     return currentPolicy(this.#engine.pipeline.manifest)?.policy;
+  }
+
+  /** The public keys the store's roots are wrapped to (addRecipient adds one, removeRecipient drops one). */
+  recipientKeys(): Uint8Array[] {
+    this.#live();
+    return (this.#engine.pipeline.manifest.recipients ?? []).map((k) => unb64(k));
   }
 
   /** Drops a recipient's envelopes. */

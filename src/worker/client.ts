@@ -173,11 +173,16 @@ export class WorkerStore {
     this.#c = c;
     this.#recovery = recovery;
     let stream: number | undefined;
+    const start = (): void => {
+      const id = (stream = c.nextId);
+      c.call(0, 'changes', [], (change) => this.#feed.publish([change as Change])).catch((e: unknown) => {
+        // The serving tab went: the stream starts again at the next one (its commits meanwhile are not heard).
+        if (e instanceof PqdbError && e.code === 'HANDOVER' && stream === id && this.#open) start();
+      });
+    };
     this.#feed = new ChangeFeed((listened) => {
-      if (listened && this.#open) {
-        stream = c.nextId;
-        c.call(0, 'changes', [], (change) => this.#feed.publish([change as Change])).catch(() => undefined);
-      } else if (!listened && stream !== undefined) {
+      if (listened && this.#open) start();
+      else if (!listened && stream !== undefined) {
         if (this.#open) c.abort(stream);
         stream = undefined;
       }

@@ -18,6 +18,7 @@ import {
   type ScanChunk,
   type WorkerMessage,
 } from './protocol';
+import type { PortLike } from './tabs';
 
 /** What a worker's page stores report of their storage (`store.storageInfo()`). */
 export interface StorageInfo {
@@ -44,6 +45,8 @@ export interface WorkerPlatform {
   /** restoreStore of managed copy `copy` into a new store, which the connection then serves. */
   restore(copy: string, options: RestoreOptions & { storage?: unknown }): Promise<RestoreResult>;
   storageInfo(store: Store): Promise<StorageInfo>;
+  /** Serves a page's connection instead of servePort: one tab serving a store to the others (bridge.ts, docs/tabs.md). */
+  readonly bridge?: (port: PortLike, options: ServeWorkerOptions) => void;
 }
 
 /** @internal Serves the pages that post `connect` to `scope` (the worker's global). */
@@ -54,20 +57,42 @@ export function serveConnections(
 ): void {
   scope.addEventListener('message', (e: MessageEvent) => {
     const m = e.data as Partial<ConnectMessage> | null;
-    if (m?.pqdb === 'connect' && m.port !== undefined) servePort(m.port, platform, options);
+    if (m?.pqdb !== 'connect' || m.port === undefined) return;
+    if (platform.bridge !== undefined) platform.bridge(m.port, options);
+    else servePort(m.port, platform, options);
   });
 }
 
 type Method = (...args: never[]) => unknown;
 
-/** @internal Serves one page's connection on `port`. */
-export function servePort(port: MessagePort, platform: WorkerPlatform, serve: ServeWorkerOptions = {}): void {
+/**
+ * A store a connection serves without opening it (one the worker serves to several tabs): `open`
+ * attaches to it and `close` calls `close` here (which closes it only for the connection that owns it).
+ */
+export interface AttachedStore {
+  readonly store: Store;
+  close(): Promise<void>;
+}
+
+/** @internal Serves one page's connection on `port` (its own store, or the `attached` one). */
+export function servePort(
+  port: PortLike,
+  platform: WorkerPlatform,
+  serve: ServeWorkerOptions = {},
+  attached?: AttachedStore,
+): void {
   let store: Store | undefined;
   const collections = new Map<number, Collection>();
   const scans = new Map<number, { gen: AsyncGenerator<{ id: string; value: unknown }>; withheld: string[] }>();
   const aborts = new Map<number, AbortController>();
 
-  const post = (m: WorkerMessage, transfer: Transferable[] = []) => port.postMessage(m, transfer);
+  const post = (m: WorkerMessage, transfer: Transferable[] = []) => {
+    try {
+      port.postMessage(m, transfer);
+    } catch {
+      // The connection closed (a tab's channel): what it would have been told goes nowhere.
+    }
+  };
   const opened = (): Store => {
     if (store === undefined) throw new PqdbError('NOT_OPEN', 'the store is not open on this connection');
     return store;
@@ -138,7 +163,8 @@ export function servePort(port: MessagePort, platform: WorkerPlatform, serve: Se
     close: async (s) => {
       for (const sc of scans.values()) await sc.gen.return(undefined);
       scans.clear();
-      await s.close();
+      if (attached !== undefined) for (const a of aborts.values()) a.abort(); // its streams; the store stays
+      await (attached !== undefined ? attached.close() : s.close());
       store = undefined;
     },
   };
@@ -188,6 +214,11 @@ export function servePort(port: MessagePort, platform: WorkerPlatform, serve: Se
   };
 
   async function run(m: PageMessage): Promise<unknown> {
+    if (m.t === 'open' && attached !== undefined) {
+      if (store !== undefined) throw new TypeError('this connection has a store open already');
+      store = attached.store;
+      return { recovery: store.recovery };
+    }
     if (m.t === 'open' || m.t === 'restore') {
       if (store !== undefined) throw new TypeError('this connection has a store open already');
       const requested = m.options as unknown as OpenStoreOptions;

@@ -1,0 +1,102 @@
+// Every tab served (src/worker/tabs.ts, bridge.ts; docs/tabs.md), in Node with a lock manager and
+// BroadcastChannel as a browser gives them to workers (support/tabs.ts): the tab whose worker takes
+// the store's lock serves it; another tab's calls, watch and changes go through it once it proved a
+// recipient key; a tab without one is refused; when the serving tab crashes or closes, a waiting tab
+// serves, with every acknowledged write there and calls in flight failed with HANDOVER.
+import { describe, it, expect, afterEach } from 'vitest';
+import { generateRecipient, PqdbError } from '../src/node';
+import { WorkerStore } from '../src/worker/client';
+import type { Change } from '../src/engine/changes';
+import { tabsOf } from './support/tabs';
+
+const r = generateRecipient();
+const stranger = generateRecipient();
+const schema = { lemma: 'string', n: 'integer' } as const;
+const cleanups: (() => void)[] = [];
+afterEach(() => cleanups.splice(0).forEach((f) => f()));
+
+function origin() {
+  const o = tabsOf();
+  cleanups.push(o.closeAll);
+  return o;
+}
+
+const openIn = (worker: Worker, key = r, create = true) =>
+  WorkerStore.open({ worker, location: 'app', create, recipients: [r.publicKey], unlock: key.secretKey.slice() });
+
+const until = async (what: () => boolean | Promise<boolean>, ms = 5000) => {
+  const end = Date.now() + ms;
+  while (!(await what())) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+};
+
+describe('tabs of one origin', () => {
+  it('the tab that takes the lock serves; another tab reads, writes and hears changes through it', async () => {
+    const o = origin();
+    const ta = o.open();
+    const tb = o.open();
+    const a = await openIn(ta.worker);
+    expect(o.locks.holder('pqdb:app')).toBe(1);
+    const b = await openIn(tb.worker, r, false);
+    const ca = a.collection('w', { schema });
+    const cb = b.collection('w', { schema });
+    const heardByA: Change[] = [];
+    const heardByB: Change[] = [];
+    ca.watch((c) => heardByA.push(c));
+    cb.watch((c) => heardByB.push(c), { prefix: 'a' });
+    await cb.put('b1', { lemma: 'from b', n: 1 });
+    expect(await ca.get('b1')).toEqual({ lemma: 'from b', n: 1 });
+    await ca.put('a1', { lemma: 'from a', n: 2 });
+    expect(await cb.get('a1')).toEqual({ lemma: 'from a', n: 2 });
+    expect(await cb.count()).toBe(2);
+    await until(() => heardByA.length === 2 && heardByB.length === 1);
+    expect(heardByA.map((c) => c.ids)).toEqual([['b1'], ['a1']]);
+    expect(heardByB.map((c) => c.ids)).toEqual([['a1']]);
+    expect(o.locks.holder('pqdb:app')).toBe(1); // one writer
+    await b.close();
+    await a.close();
+    expect(o.locks.holder('pqdb:app')).toBeUndefined();
+  });
+
+  it('a tab without a recipient key of the store is refused: AUTH_FAILED', async () => {
+    const o = origin();
+    const a = await openIn(o.open().worker);
+    await expect(openIn(o.open().worker, stranger, false)).rejects.toMatchObject({ code: 'AUTH_FAILED' });
+    await a.close();
+  });
+
+  it('when the serving tab crashes, a waiting tab serves with every acknowledged write; calls in flight fail with HANDOVER', async () => {
+    const o = origin();
+    const ta = o.open();
+    const tb = o.open();
+    const tc = o.open();
+    const a = await openIn(ta.worker);
+    const b = await openIn(tb.worker, r, false);
+    const c = await openIn(tc.worker, r, false);
+    const cb = b.collection('w', { schema });
+    const cc = c.collection('w', { schema });
+    for (let i = 0; i < 20; i++) await cb.put(`k${i}`, { lemma: 'acked', n: i });
+    const inFlight = cc.put('maybe', { lemma: 'in flight', n: -1 }).then(
+      () => 'ok',
+      (e: unknown) => (e as PqdbError).code,
+    );
+    ta.crash();
+    expect(await inFlight).toBe('HANDOVER'); // the serving tab never got it: the put may be retried
+    // Calls after the crash wait for the next server and then go on.
+    await cb.put('after', { lemma: 'after', n: 99 });
+    expect(await cc.get('after')).toEqual({ lemma: 'after', n: 99 });
+    for (let i = 0; i < 20; i++) expect(await cc.get(`k${i}`)).toEqual({ lemma: 'acked', n: i });
+    const holder = o.locks.holder('pqdb:app');
+    expect([2, 3]).toContain(holder);
+    // The new server closes cleanly: the last tab serves.
+    const [serving, other] = holder === 2 ? [b, c] : [c, b];
+    await serving.close();
+    const oc = other.collection('w', { schema });
+    await oc.put('last', { lemma: 'last', n: 100 });
+    expect(await oc.count()).toBeGreaterThanOrEqual(22);
+    expect(o.locks.holder('pqdb:app')).toBe(holder === 2 ? 3 : 2);
+    await other.close();
+  });
+});

@@ -1,0 +1,290 @@
+// One page's connection when its worker serves tabs (tabs.ts, docs/tabs.md): the page's calls go
+// to whichever worker serves the store now, this one's (the page's worker took the store's lock) or
+// another tab's (over its channel), and come back as they are. When the serving tab goes (closed,
+// reloaded, crashed), the calls in flight fail with HANDOVER; the bridge finds the new server (or
+// becomes it: the waiting lock request was granted), declares the page's collections again, and the
+// calls sent meanwhile go on there.
+
+import { PqdbError } from '../errors';
+import type { OpenStoreOptions } from '../engine/open';
+import type { Store } from '../engine/store';
+import { sendError, type PageMessage, type WorkerMessage } from './protocol';
+import { servePort, type ServeWorkerOptions, type WorkerPlatform } from './serve';
+import { b64 } from '../_encoding';
+import { publicKeysOf } from '../engine/keys';
+import { joinTab, serveTabs, tryLock, waitForLock, type PortLike, type TabsPlatform } from './tabs';
+
+/** The store this worker serves to its page and to the other tabs, by location. */
+interface Served {
+  readonly store: Store;
+  /** Stops serving the other tabs, closes the store, releases the lock. */
+  close(): Promise<void>;
+}
+
+/** Per worker (its tabs platform): the stores it serves by location. */
+const servedBy = new WeakMap<TabsPlatform, Map<string, Served>>();
+
+/** Two ports joined in this worker: what one posts, the other receives (nothing cloned). */
+function localPair(): [PortLike, PortLike] {
+  const make = (): PortLike & { peer?: PortLike } => ({
+    onmessage: null,
+    postMessage(m: unknown) {
+      const peer = this.peer;
+      queueMicrotask(() => peer?.onmessage?.({ data: m } as MessageEvent));
+    },
+    close() {
+      this.peer = undefined;
+    },
+  });
+  const a = make();
+  const b = make();
+  a.peer = b;
+  b.peer = a;
+  return [a, b];
+}
+
+function isTabMessage(m: unknown): m is { t: 'bye' | 'server' } {
+  const t = (m as { t?: unknown } | null)?.t;
+  return t === 'bye' || t === 'server';
+}
+
+/**
+ * @internal Serves one page's connection on `page` through the store's server: a platform's
+ * `bridge` (src/worker.ts) where `tabs` offers locks and channels.
+ */
+export function bridgePort(
+  page: PortLike,
+  platform: WorkerPlatform,
+  tabs: TabsPlatform,
+  serve: ServeWorkerOptions = {},
+): void {
+  const served = servedBy.get(tabs) ?? new Map<string, Served>();
+  servedBy.set(tabs, served);
+  let endpoint: PortLike | undefined;
+  let location: string | undefined;
+  let options: OpenStoreOptions | undefined;
+  let waiting: { cancel(): void } | undefined;
+  let announcements: PortLike | undefined;
+  let closed = false;
+  let closing: number | undefined;
+  /** The page's calls sent to the server and not answered yet. */
+  const pending = new Map<number, PageMessage>();
+  /** The page's collection declarations, declared again at a new server. */
+  const declarations: PageMessage[] = [];
+  /** Page messages that came while no server was there. */
+  const queue: PageMessage[] = [];
+  let internal = 0;
+
+  const toPage = (m: WorkerMessage) => page.postMessage(m);
+
+  /** Sends `m` to the server now; an internal message (negative id) waits for its reply, which the page does not see. */
+  const replies = new Map<number, (m: WorkerMessage) => void>();
+  function send(m: PageMessage): void {
+    if (m.t === 'call' || m.t === 'open') pending.set(m.id, m);
+    endpoint!.postMessage(m);
+  }
+  function sendInternal(
+    m: Omit<PageMessage & { t: 'call' }, 'id'> | { t: 'open'; options: Record<string, unknown> },
+  ): Promise<WorkerMessage> {
+    const id = --internal;
+    return new Promise((resolve) => {
+      replies.set(id, resolve);
+      endpoint!.postMessage({ ...m, id });
+    });
+  }
+
+  function fromServer(m: unknown): void {
+    if (isTabMessage(m)) {
+      if (m.t === 'bye') void handover();
+      return;
+    }
+    const r = m as WorkerMessage;
+    const internalReply = replies.get(r.id);
+    if (internalReply !== undefined) {
+      if (r.t !== 'event') (replies.delete(r.id), internalReply(r));
+      return;
+    }
+    if (r.t !== 'event') pending.delete(r.id);
+    toPage(r);
+    if (r.id === closing && r.t !== 'event') {
+      endpoint?.close();
+      endpoint = undefined;
+      page.close();
+    }
+  }
+
+  /** Opens and serves the store here (this worker holds its lock: `release` lets it go). */
+  async function becomeServer(release: () => void): Promise<void> {
+    let store: Store;
+    try {
+      store = await platform.open(options!);
+    } catch (e) {
+      release();
+      throw e;
+    }
+    const loc = location!;
+    let stopTabs: () => void = () => undefined;
+    const s: Served = {
+      store,
+      close: async () => {
+        served.delete(loc);
+        stopTabs();
+        try {
+          await store.close();
+        } finally {
+          release();
+        }
+      },
+    };
+    served.set(loc, s);
+    // The other tabs' connections attach to the store; only this page's close closes it.
+    stopTabs = serveTabs(tabs, loc, store, (port) =>
+      servePort(port, platform, serve, { store, close: async () => undefined }),
+    );
+    const [mine, theirs] = localPair();
+    servePort(theirs, platform, serve, { store, close: () => s.close() });
+    attach(mine);
+  }
+
+  /** The lock, once a waiting request got it (this worker serves next). */
+  let granted: (() => void) | undefined;
+  let stopJoining: AbortController | undefined;
+
+  async function becomeClient(): Promise<void> {
+    // Waits for the lock from now on: when the server goes, one waiting tab gets it.
+    waiting ??= waitForLock(tabs, location!, (release) => {
+      waiting = undefined;
+      granted = release;
+      if (handing !== undefined || endpoint === undefined) stopJoining?.abort();
+      else void handover();
+    });
+    stopJoining = new AbortController();
+    const port = await joinTab(tabs, location!, options!.unlock!, stopJoining.signal);
+    // A new server announces itself when this one is gone without a word (its tab crashed).
+    announcements ??= tabs.channel(`pqdb-tabs:${location}`);
+    announcements.onmessage = (e) => (e.data as { t?: string })?.t === 'server' && endpoint === port && void handover();
+    attach(port);
+  }
+
+  function attach(port: PortLike): void {
+    endpoint = port;
+    port.onmessage = (e) => fromServer(e.data);
+  }
+
+  /**
+   * Finds the server (this worker, with the lock; another connection of this worker; or another
+   * tab's) and opens the page's store there, declaring its collections again; resolves with what
+   * the open reported.
+   */
+  async function connect(): Promise<unknown> {
+    for (;;) {
+      const here = served.get(location!);
+      if (here !== undefined) {
+        // Another connection of this worker serves it: this one's key must be a recipient's too.
+        const own = new Set(publicKeysOf(options!.unlock!).map((k) => b64(k)));
+        if (!here.store.recipientKeys().some((k) => own.has(b64(k))))
+          throw new PqdbError('AUTH_FAILED', 'this key is not a recipient key of the store');
+        const [mine, theirs] = localPair();
+        servePort(theirs, platform, serve, { store: here.store, close: async () => undefined });
+        attach(mine);
+        break;
+      }
+      const held = granted ?? (await tryLock(tabs, location!));
+      granted = undefined;
+      if (held !== undefined) {
+        waiting?.cancel();
+        waiting = undefined;
+        await becomeServer(held);
+        break;
+      }
+      try {
+        await becomeClient();
+        break;
+      } catch (e) {
+        if (granted === undefined) throw e; // else the lock came meanwhile: serve
+      }
+    }
+    const opened = await sendInternal({ t: 'open', options: {} });
+    if (opened.t === 'err')
+      throw new PqdbError('INTERNAL', `the serving tab refused the open: ${opened.error.message}`);
+    for (const d of declarations) await sendInternal(d as PageMessage & { t: 'call' });
+    return opened.t === 'ok' ? opened.value : undefined;
+  }
+
+  let handing: Promise<void> | undefined;
+  /** The server went: fail what was in flight, find the next one, then send what waited. */
+  function handover(): Promise<void> {
+    if (closed) return Promise.resolve();
+    handing ??= (async () => {
+      const old = endpoint;
+      endpoint = undefined;
+      old?.close();
+      for (const [id, m] of pending) {
+        const what = m.t === 'call' ? `"${m.op}"` : 'the call';
+        toPage({
+          t: 'err',
+          id,
+          error: sendError(
+            new PqdbError(
+              'HANDOVER',
+              `the tab serving the store went away with ${what} in flight: it may or may not have taken effect; call again`,
+            ),
+          ),
+        });
+      }
+      pending.clear();
+      for (const resolve of replies.values())
+        resolve({ t: 'err', id: 0, error: sendError(new PqdbError('HANDOVER', 'the serving tab went away')) });
+      replies.clear();
+      try {
+        await connect();
+      } catch (e) {
+        // No server and none to be: every later call fails with what stopped it.
+        for (const m of queue.splice(0)) if (m.t !== 'abort') toPage({ t: 'err', id: m.id, error: sendError(e) });
+        return;
+      } finally {
+        handing = undefined;
+      }
+      for (const m of queue.splice(0)) send(m);
+    })();
+    return handing;
+  }
+
+  page.onmessage = (e: MessageEvent<PageMessage>) => {
+    const m = e.data;
+    if ((m?.t === 'open' || m?.t === 'restore') && location === undefined && endpoint === undefined) {
+      void (async () => {
+        try {
+          const requested = m.options as unknown as OpenStoreOptions;
+          const complete = serve.options !== undefined ? await serve.options(requested, m.context) : requested;
+          const { location: where, storage, unlock } = complete;
+          if (m.t === 'restore' || typeof where !== 'string' || storage === 'memory' || unlock === undefined) {
+            // Nothing to share between tabs: served here as without tabs.
+            const [mine, theirs] = localPair();
+            servePort(theirs, platform, serve);
+            attach(mine);
+            send(m);
+            return;
+          }
+          options = complete;
+          location = where;
+          const opened = await connect();
+          toPage({ t: 'ok', id: m.id, value: opened });
+          for (const q of queue.splice(0)) send(q);
+        } catch (err) {
+          toPage({ t: 'err', id: m.id, error: sendError(err) });
+        }
+      })();
+      return;
+    }
+    if (m?.t === 'call' && m.target === 0 && m.op === 'collection') declarations.push(m);
+    if (m?.t === 'call' && m.target === 0 && m.op === 'close') {
+      closed = true;
+      closing = m.id;
+      waiting?.cancel();
+      announcements?.close();
+    }
+    if (endpoint === undefined || handing !== undefined) queue.push(m);
+    else send(m);
+  };
+}

@@ -1,0 +1,222 @@
+// Every tab of an origin served by one writer (docs/tabs.md): the worker that takes a store's Web
+// Lock (`pqdb:<location>`) opens it and serves it, to its own page and to the workers of the other
+// tabs; the others find it on a BroadcastChannel of the store's name, and each gets a channel of its
+// own to it. A waiting worker asks for the lock too: when the serving tab closes, reloads or
+// crashes, the browser gives the lock to one of them, which opens the store (its recovery runs as
+// after a crash) and serves from then on.
+//
+// A tab is served once it proves it holds one of the store's recipient secret keys: the server
+// wraps a fresh secret to the recipient public key the tab names (a KEM envelope), and the tab
+// answers with an HMAC of the exchange under it. No key crosses between tabs. What crosses after
+// that (values, in clear) stays inside the origin: BroadcastChannel reaches only the origin's own
+// contexts, which the web platform does not separate from one another (a script of the origin can
+// load the app in a frame and drive it).
+
+import { PqdbError } from '../errors';
+import { b64, unb64 } from '../_encoding';
+import { equalBytes } from '../_bytes';
+import { hmac } from '../kernels/hmac';
+import { sha384 } from '../kernels/sha2';
+import { wrapRoot, unwrapRoot } from '../crypto/envelope';
+import { publicKeysOf } from '../engine/keys';
+import type { Store } from '../engine/store';
+
+/** The part of the Web Locks API used here (`navigator.locks`). */
+export interface LockManagerLike {
+  request(
+    name: string,
+    options: { ifAvailable?: boolean; signal?: AbortSignal },
+    callback: (lock: unknown) => Promise<unknown>,
+  ): Promise<unknown>;
+}
+
+/** A port or a BroadcastChannel, as the connections use them. */
+export interface PortLike {
+  postMessage(message: unknown, transfer?: Transferable[]): void;
+  onmessage: ((e: MessageEvent) => void) | null;
+  close(): void;
+}
+
+/** @internal What a platform offers for serving several tabs: the browser's locks and channels. */
+export interface TabsPlatform {
+  readonly locks: LockManagerLike;
+  channel(name: string): PortLike;
+}
+
+/** How long a tab looks for the serving tab before it gives up (a server that is still opening answers later). */
+export const JOIN_TIMEOUT_MS = 10_000;
+const HELLO_EVERY_MS = 100;
+const LABEL = new TextEncoder().encode('pqdb tab auth v1');
+
+type TabMessage =
+  | { t: 'hello'; client: string; keys: string[] }
+  | { t: 'challenge'; envelope: Uint8Array; nonce: Uint8Array }
+  | { t: 'answer'; mac: Uint8Array }
+  | { t: 'welcome' }
+  | { t: 'refused'; message: string }
+  | { t: 'server' }
+  | { t: 'bye' };
+
+/** Posts unless the channel closed meanwhile (a tab's connection ended). */
+function tell(port: PortLike, m: TabMessage): void {
+  try {
+    port.postMessage(m);
+  } catch {
+    // closed
+  }
+}
+
+const randomBytes = (n: number) => globalThis.crypto.getRandomValues(new Uint8Array(n));
+const lockName = (location: string) => `pqdb:${location}`;
+const channelName = (location: string) => `pqdb-tabs:${location}`;
+const clientChannel = (location: string, client: string) => `pqdb-tabs:${location}:${client}`;
+
+function transcript(client: string, nonce: Uint8Array, envelope: Uint8Array): Uint8Array {
+  return sha384(new Uint8Array([...LABEL, ...new TextEncoder().encode(client), 0, ...nonce, ...envelope]));
+}
+
+/**
+ * Takes the store's lock if it is free: resolves with its release (the lock is held until it is
+ * called), or with undefined when another context holds it.
+ */
+export async function tryLock(tabs: TabsPlatform, location: string): Promise<(() => void) | undefined> {
+  let granted!: (release: (() => void) | undefined) => void;
+  const got = new Promise<(() => void) | undefined>((resolve) => (granted = resolve));
+  void tabs.locks.request(lockName(location), { ifAvailable: true }, async (lock) => {
+    if (lock === null) return granted(undefined);
+    await new Promise<void>((release) => granted(release));
+  });
+  return got;
+}
+
+/** Waits for the store's lock: `onGranted` runs once it is this context's, holding it until its release is called. */
+export function waitForLock(
+  tabs: TabsPlatform,
+  location: string,
+  onGranted: (release: () => void) => void,
+): { cancel(): void } {
+  const abort = new AbortController();
+  tabs.locks
+    .request(lockName(location), { signal: abort.signal }, async () => {
+      await new Promise<void>((release) => onGranted(release));
+    })
+    .catch(() => undefined); // cancelled
+  return { cancel: () => abort.abort() };
+}
+
+/**
+ * Serves `store` to the other tabs: answers hellos on the store's channel, challenges each tab for
+ * a recipient key of the store, and hands each one that answers to `serve` (with its channel).
+ * Returns the function that stops serving (telling the tabs it served).
+ */
+export function serveTabs(
+  tabs: TabsPlatform,
+  location: string,
+  store: Pick<Store, 'recipientKeys'>,
+  serve: (port: PortLike) => void,
+): () => void {
+  const main = tabs.channel(channelName(location));
+  const clients = new Map<string, PortLike>();
+  const refuse = (port: PortLike, message: string) => {
+    tell(port, { t: 'refused', message });
+    port.close();
+  };
+  main.onmessage = (e: MessageEvent<TabMessage>) => {
+    const m = e.data;
+    if (m?.t !== 'hello' || typeof m.client !== 'string' || clients.has(m.client) || !Array.isArray(m.keys)) return;
+    const port = tabs.channel(clientChannel(location, m.client));
+    clients.set(m.client, port);
+    const known = new Set(store.recipientKeys().map((k) => b64(k)));
+    const key = m.keys.find((k) => typeof k === 'string' && known.has(k));
+    if (key === undefined) return refuse(port, 'the tab holds no recipient key of this store');
+    const secret = randomBytes(32);
+    const nonce = randomBytes(32);
+    const envelope = wrapRoot(secret, unb64(key), 'gcmsiv-hkdf384', 0);
+    const want = hmac(sha384, secret, transcript(m.client, nonce, envelope));
+    secret.fill(0);
+    port.onmessage = (a: MessageEvent<TabMessage>) => {
+      const r = a.data;
+      port.onmessage = null;
+      if (r?.t !== 'answer' || !(r.mac instanceof Uint8Array) || !equalBytes(r.mac, want))
+        return refuse(port, 'the tab did not prove it holds a recipient key of this store');
+      port.postMessage({ t: 'welcome' } satisfies TabMessage);
+      serve(port);
+    };
+    port.postMessage({ t: 'challenge', envelope, nonce } satisfies TabMessage);
+  };
+  main.postMessage({ t: 'server' } satisfies TabMessage); // tabs waiting for one say hello again
+  return () => {
+    main.onmessage = null;
+    tell(main, { t: 'bye' });
+    main.close();
+    for (const port of clients.values()) {
+      tell(port, { t: 'bye' });
+      port.close();
+    }
+    clients.clear();
+  };
+}
+
+/**
+ * Connects to the tab serving the store at `location`, proving the recipient secret key `unlock`:
+ * resolves with the channel to it once it welcomed this tab.
+ * @throws PqdbError AUTH_FAILED (refused: no recipient key of the store), LOCKED (no serving tab
+ * answered within JOIN_TIMEOUT_MS)
+ */
+export async function joinTab(
+  tabs: TabsPlatform,
+  location: string,
+  unlock: Uint8Array,
+  signal?: AbortSignal,
+): Promise<PortLike> {
+  const client = b64(randomBytes(12));
+  const publicKeys = publicKeysOf(unlock);
+  const hello: TabMessage = { t: 'hello', client, keys: publicKeys.map((k) => b64(k)) };
+  const main = tabs.channel(channelName(location));
+  const port = tabs.channel(clientChannel(location, client));
+  try {
+    return await new Promise<PortLike>((resolve, reject) => {
+      const timer = setTimeout(
+        () =>
+          reject(new PqdbError('LOCKED', `no tab serving store "${location}" answered within ${JOIN_TIMEOUT_MS} ms`)),
+        JOIN_TIMEOUT_MS,
+      );
+      const again = setInterval(() => main.postMessage(hello), HELLO_EVERY_MS);
+      const done = () => (clearTimeout(timer), clearInterval(again), signal?.removeEventListener('abort', stop));
+      const stop = () => (done(), reject(new PqdbError('ABORTED', 'no longer looking for the serving tab')));
+      signal?.addEventListener('abort', stop, { once: true });
+      main.onmessage = (e: MessageEvent<TabMessage>) => e.data?.t === 'server' && main.postMessage(hello);
+      port.onmessage = (e: MessageEvent<TabMessage>) => {
+        const m = e.data;
+        if (m?.t === 'challenge' && m.envelope instanceof Uint8Array && m.nonce instanceof Uint8Array) {
+          let secret: Uint8Array;
+          try {
+            secret = unwrapRoot(m.envelope, unlock, publicKeys);
+          } catch (cause) {
+            done();
+            return reject(
+              new PqdbError('AUTH_FAILED', 'the serving tab sent a challenge this key does not open', { cause }),
+            );
+          }
+          const mac = hmac(sha384, secret, transcript(client, m.nonce, m.envelope));
+          secret.fill(0);
+          port.postMessage({ t: 'answer', mac } satisfies TabMessage);
+        } else if (m?.t === 'welcome') {
+          done();
+          port.onmessage = null;
+          resolve(port);
+        } else if (m?.t === 'refused') {
+          done();
+          reject(new PqdbError('AUTH_FAILED', `the tab serving store "${location}" refused this one: ${m.message}`));
+        }
+      };
+      main.postMessage(hello);
+    });
+  } catch (e) {
+    port.close();
+    throw e;
+  } finally {
+    main.onmessage = null;
+    main.close();
+  }
+}
