@@ -55,6 +55,7 @@ describe('tabs of one origin', () => {
     expect(heardByA.map((c) => c.ids)).toEqual([['b1'], ['a1']]);
     expect(heardByB.map((c) => c.ids)).toEqual([['a1']]);
     expect(o.locks.holder('pqdb:app')).toBe(1); // one writer
+    expect(await b.recipientKeys()).toEqual([r.publicKey]);
     await b.close();
     await a.close();
     expect(o.locks.holder('pqdb:app')).toBeUndefined();

@@ -51,6 +51,12 @@ async function openIn(o: RunOptions, create: boolean, unlock = u8(o.recipient.se
   });
 }
 
+const tab: {
+  store?: Awaited<ReturnType<typeof client.openStore>>;
+  words?: ReturnType<Awaited<ReturnType<typeof client.openStore>>['collection']>;
+  heard: { ids: readonly string[]; at: number }[];
+} = { heard: [] };
+
 const api = {
   /** Opens a store in a worker, writes, reads, scans, checkpoints, migrates, reopens; what it saw. */
   async run(o: RunOptions) {
@@ -163,6 +169,37 @@ const api = {
       lagP95: sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.95))],
       instancesOnPage: instances,
     };
+  },
+  /** This tab's store of the tab tests (tabs.spec.mjs): opened through pqdb/client in this tab's worker. */
+  async tabOpen(o: RunOptions) {
+    const s = await openIn(o, true, undefined, 'client');
+    tab.store = s;
+    tab.words = s.collection('words', { schema });
+    tab.heard = [];
+    tab.words.watch((c) => tab.heard.push({ ids: c.ids, at: performance.timeOrigin + performance.now() }));
+    return (await s.storageInfo()).pageStore;
+  },
+  /** A put from this tab: resolves with the wall-clock time it was acknowledged (or the error's code). */
+  async tabPut(id: string, gloss: string) {
+    try {
+      await tab.words!.put(id, { lemma: id, gloss });
+      return { at: performance.timeOrigin + performance.now() };
+    } catch (e) {
+      return { code: (e as { code?: string }).code ?? String(e) };
+    }
+  },
+  async tabGet(id: string) {
+    return tab.words!.get(id);
+  },
+  async tabCount() {
+    return tab.words!.count();
+  },
+  /** When this tab heard each id (wall-clock ms). */
+  tabHeard() {
+    return tab.heard;
+  },
+  async tabClose() {
+    await tab.store?.close();
   },
   /** What a bad value gets from the worker: its class, code and message. */
   async failure(o: RunOptions) {

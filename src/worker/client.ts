@@ -325,6 +325,9 @@ export class WorkerStore {
   removeRecipient(publicKey: Uint8Array): Promise<void> {
     return this.#call('removeRecipient', publicKey);
   }
+  recipientKeys(): Promise<Uint8Array[]> {
+    return this.#call('recipientKeys');
+  }
   setPolicy(signed: Uint8Array): ReturnType<Store['setPolicy']> {
     return this.#call('setPolicy', signed);
   }

@@ -184,6 +184,7 @@ export function servePort(
     'setPolicy',
     'addRecipient',
     'removeRecipient',
+    'recipientKeys',
   ] as const)
     storeOps[name] = (s, args: unknown[]) => (s[name] as Method).apply(s, args as never[]);
 
