@@ -61,6 +61,32 @@ describe('tabs of one origin', () => {
     expect(o.locks.holder('pqdb:app')).toBeUndefined();
   });
 
+  it('a context that watched a tab join cannot call the serving tab on the channels it saw', async () => {
+    const o = origin();
+    const a = await openIn(o.open().worker);
+    const watcher = new BroadcastChannel('pqdb-tabs:app');
+    const hellos: string[] = [];
+    watcher.onmessage = (e) => e.data?.t === 'hello' && hellos.push(e.data.client);
+    const b = await openIn(o.open().worker, r, false);
+    await b.collection('w', { schema }).put('secret', { lemma: 'do not tell', n: 1 });
+    expect(hellos.length).toBeGreaterThan(0);
+    const replies: unknown[] = [];
+    const taps = hellos.map((client) => {
+      const ch = new BroadcastChannel(`pqdb-tabs:app:${client}`);
+      ch.onmessage = (e) => replies.push(e.data);
+      ch.postMessage({ t: 'open', id: 1, options: {} });
+      ch.postMessage({ t: 'call', id: 2, target: 0, op: 'info', args: [] });
+      return ch;
+    });
+    watcher.postMessage({ t: 'call', id: 3, target: 0, op: 'info', args: [] });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(replies).toEqual([]);
+    taps.forEach((ch) => ch.close());
+    watcher.close();
+    await b.close();
+    await a.close();
+  });
+
   it('a tab without a recipient key of the store is refused: AUTH_FAILED', async () => {
     const o = origin();
     const a = await openIn(o.open().worker);

@@ -46,6 +46,8 @@ export interface TabsPlatform {
 /** How long a tab looks for the serving tab before it gives up (a server that is still opening answers later). */
 export const JOIN_TIMEOUT_MS = 10_000;
 const HELLO_EVERY_MS = 100;
+/** The most tabs one worker serves a store to (handshakes included). */
+export const MAX_TABS = 256;
 const LABEL = new TextEncoder().encode('pqdb tab auth v1');
 
 type TabMessage =
@@ -73,6 +75,17 @@ const clientChannel = (location: string, client: string) => `pqdb-tabs:${locatio
 
 function transcript(client: string, nonce: Uint8Array, envelope: Uint8Array): Uint8Array {
   return sha384(new Uint8Array([...LABEL, ...new TextEncoder().encode(client), 0, ...nonce, ...envelope]));
+}
+
+/**
+ * What the exchange's secret gives both sides: the tab's answer, and the name of the channel the
+ * tab is served on from then on (known only to holders of the secret: a context that watched the
+ * handshake cannot post calls there nor read the replies).
+ */
+function keysOf(secret: Uint8Array, t: Uint8Array, location: string): { mac: Uint8Array; session: string } {
+  const mac = hmac(sha384, secret, new Uint8Array([...t, 1]));
+  const session = `pqdb-tabs:${location}:s:${b64(hmac(sha384, secret, new Uint8Array([...t, 2])).subarray(0, 24))}`;
+  return { mac, session };
 }
 
 /**
@@ -117,30 +130,46 @@ export function serveTabs(
 ): () => void {
   const main = tabs.channel(channelName(location));
   const clients = new Map<string, PortLike>();
-  const refuse = (port: PortLike, message: string) => {
+  const refuse = (client: string, port: PortLike, message: string) => {
+    clients.delete(client);
     tell(port, { t: 'refused', message });
     port.close();
   };
   main.onmessage = (e: MessageEvent<TabMessage>) => {
     const m = e.data;
     if (m?.t !== 'hello' || typeof m.client !== 'string' || clients.has(m.client) || !Array.isArray(m.keys)) return;
+    if (clients.size >= MAX_TABS) return; // a flood of hellos costs a bounded number of channels
     const port = tabs.channel(clientChannel(location, m.client));
     clients.set(m.client, port);
     const known = new Set(store.recipientKeys().map((k) => b64(k)));
     const key = m.keys.find((k) => typeof k === 'string' && known.has(k));
-    if (key === undefined) return refuse(port, 'the tab holds no recipient key of this store');
+    if (key === undefined) return refuse(m.client, port, 'the tab holds no recipient key of this store');
     const secret = randomBytes(32);
     const nonce = randomBytes(32);
     const envelope = wrapRoot(secret, unb64(key), 'gcmsiv-hkdf384', 0);
-    const want = hmac(sha384, secret, transcript(m.client, nonce, envelope));
+    const { mac: want, session } = keysOf(secret, transcript(m.client, nonce, envelope), location);
     secret.fill(0);
     port.onmessage = (a: MessageEvent<TabMessage>) => {
       const r = a.data;
       port.onmessage = null;
       if (r?.t !== 'answer' || !(r.mac instanceof Uint8Array) || !equalBytes(r.mac, want))
-        return refuse(port, 'the tab did not prove it holds a recipient key of this store');
-      port.postMessage({ t: 'welcome' } satisfies TabMessage);
-      serve(port);
+        return refuse(m.client, port, 'the tab did not prove it holds a recipient key of this store');
+      const channel = tabs.channel(session);
+      // Closed when the tab's connection closes: it no longer counts against MAX_TABS.
+      const served: PortLike = {
+        postMessage: (message) => channel.postMessage(message),
+        get onmessage() {
+          return channel.onmessage;
+        },
+        set onmessage(h) {
+          channel.onmessage = h;
+        },
+        close: () => (clients.delete(m.client), channel.close()),
+      };
+      clients.set(m.client, served);
+      tell(port, { t: 'welcome' });
+      port.close();
+      serve(served);
     };
     port.postMessage({ t: 'challenge', envelope, nonce } satisfies TabMessage);
   };
@@ -174,6 +203,7 @@ export async function joinTab(
   const hello: TabMessage = { t: 'hello', client, keys: publicKeys.map((k) => b64(k)) };
   const main = tabs.channel(channelName(location));
   const port = tabs.channel(clientChannel(location, client));
+  let session: PortLike | undefined;
   try {
     return await new Promise<PortLike>((resolve, reject) => {
       const timer = setTimeout(
@@ -198,13 +228,15 @@ export async function joinTab(
               new PqdbError('AUTH_FAILED', 'the serving tab sent a challenge this key does not open', { cause }),
             );
           }
-          const mac = hmac(sha384, secret, transcript(client, m.nonce, m.envelope));
+          const keys = keysOf(secret, transcript(client, m.nonce, m.envelope), location);
           secret.fill(0);
-          port.postMessage({ t: 'answer', mac } satisfies TabMessage);
-        } else if (m?.t === 'welcome') {
+          session = tabs.channel(keys.session); // before the welcome: nothing is posted there until this tab calls
+          port.postMessage({ t: 'answer', mac: keys.mac } satisfies TabMessage);
+        } else if (m?.t === 'welcome' && session !== undefined) {
           done();
           port.onmessage = null;
-          resolve(port);
+          port.close();
+          resolve(session);
         } else if (m?.t === 'refused') {
           done();
           reject(new PqdbError('AUTH_FAILED', `the tab serving store "${location}" refused this one: ${m.message}`));
@@ -214,6 +246,7 @@ export async function joinTab(
     });
   } catch (e) {
     port.close();
+    session?.close();
     throw e;
   } finally {
     main.onmessage = null;
