@@ -44,14 +44,10 @@ test('two tabs, one store: the second is served by the first, hears its changes,
   // The serving tab closes: the other takes the lock, opens the store and serves.
   const closed = Date.now();
   await a.page.close();
-  // A put sent while the closing tab's worker was still there fails with HANDOVER: the app calls again.
-  let after = await b.page.evaluate(() => globalThis.pqdbWorker.tabPut('after', 'served by b'));
-  const first = after.code ?? 'ok';
-  if (after.code === 'HANDOVER')
-    after = await b.page.evaluate(() => globalThis.pqdbWorker.tabPut('after', 'served by b'));
-  expect(['ok', 'HANDOVER']).toContain(first);
+  // A put sent while the closing tab's worker was still there is given to the next server (its request id).
+  const after = await b.page.evaluate(() => globalThis.pqdbWorker.tabPut('after', 'served by b'));
   console.log(
-    `[chromium tabs] the first put after the serving tab closed (${first}): acknowledged ${(after.at - closed).toFixed(0)} ms after the close`,
+    `[chromium tabs] the first put after the serving tab closed: acknowledged ${(after.at - closed).toFixed(0)} ms after the close`,
   );
   expect(typeof after.at).toBe('number');
   expect(await b.page.evaluate(() => globalThis.pqdbWorker.tabCount())).toBe(22);

@@ -5,6 +5,8 @@
 import { describe, it, expect } from 'vitest';
 import { generateRecipient, openStore, openMemoryPageStore, type Change, type Store } from '../src/index';
 import { filterChange } from '../src/engine/changes';
+import { engineOf } from '../src/engine/store';
+import { checkManifest } from '../src/engine/manifest/checks';
 
 const r = generateRecipient('classical');
 const schema = { n: 'integer', s: 'string' } as const;
@@ -191,5 +193,55 @@ describe('change notifications', () => {
     expect(filterChange(change, new Set(['z']), 'q')).toBeUndefined();
     const reset = { commit: 8, collection: 'c', ids: [], reset: true as const };
     expect(filterChange(reset, new Set(['z']), 'q')).toBe(reset);
+  });
+});
+
+describe('request ids', () => {
+  it('a put or batch given again with the id of a committed one is not applied again; ids are checked', async () => {
+    const s = await fresh();
+    const c = s.collection('c', { schema });
+    const rid = Buffer.from(new Uint8Array(16).fill(7)).toString('base64');
+    const heard: Change[] = [];
+    c.watch((x) => heard.push(x));
+    await c.put('k', { n: 1, s: 'first' }, { requestId: rid });
+    const commit = s.info().commit;
+    await c.put('k', { n: 2, s: 'retried' }, { requestId: rid }); // the same id: done already
+    expect(s.info().commit).toBe(commit);
+    expect(await c.get('k')).toEqual({ n: 1, s: 'first' });
+    const batchId = Buffer.from(new Uint8Array(16).fill(9)).toString('base64');
+    const twice = () => s.batch((tx) => tx.put(c, 'b', { n: 3, s: 'batch' }), { requestId: batchId });
+    await twice();
+    await twice();
+    expect(s.info().commit).toBe(commit + 1);
+    // The last 64 ids are kept: the 65th write later makes the first one new again.
+    for (let i = 0; i < 64; i++)
+      await c.put(
+        `x${i}`,
+        { n: i, s: '' },
+        { requestId: Buffer.from(new Uint8Array(16).fill(100 + i)).toString('base64') },
+      );
+    await c.put('k', { n: 4, s: 'again' }, { requestId: rid });
+    expect(await c.get('k')).toEqual({ n: 4, s: 'again' });
+    await tick();
+    expect(heard.filter((x) => x.ids.includes('k'))).toHaveLength(2);
+    await expect(c.put('k', { n: 5, s: '' }, { requestId: 'short' })).rejects.toThrow(TypeError);
+    await s.close();
+  });
+
+  it('a manifest whose request id list is not one pqdb writes is CORRUPTION', async () => {
+    const s = await fresh();
+    const { v, storeId, commit, keyring, ...rest } = structuredClone(engineOf(s).pipeline.manifest);
+    const header = { v, storeId, commit, envelopes: keyring.map((k) => [k.generation, k.envelopes]) } as never;
+    const body = (requests: unknown) => ({ ...rest, keyring: keyring.map(({ envelopes: _e, ...k }) => k), requests });
+    expect(checkManifest(header, body(['AAAAAAAAAAAAAAAAAAAAAA=='])).requests).toHaveLength(1);
+    for (const bad of [
+      ['not base64'],
+      ['AAAAAAAAAAAAAAAAAAAAAB=='],
+      Array(65).fill('AAAAAAAAAAAAAAAAAAAAAA=='),
+      'x',
+      [3],
+    ])
+      expect(() => checkManifest(header, body(bad))).toThrow(expect.objectContaining({ code: 'CORRUPTION' }));
+    await s.close();
   });
 });

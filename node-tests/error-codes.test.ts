@@ -342,8 +342,8 @@ const SCENARIOS: Record<PqdbErrorCode, Scenario[]> = {
   ],
   HANDOVER: [
     [
-      // Two tabs of one origin (support/tabs.ts): the serving tab crashes as the other's put reaches it.
-      'put from a tab while the tab serving the store crashes',
+      // Two tabs of one origin (support/tabs.ts): the serving tab crashes as the other's delete reaches it.
+      'delete from a tab while the tab serving the store crashes',
       async () => {
         const o = tabsOf();
         try {
@@ -357,8 +357,9 @@ const SCENARIOS: Record<PqdbErrorCode, Scenario[]> = {
           await WorkerStore.open({ ...opts(), worker: serving.worker });
           const c = (await WorkerStore.open({ ...opts(), worker: other.worker })).collection('c', { schema });
           await c.count();
-          serving.crashOn((m) => (m as { op?: string }).op === 'put'); // as the put reaches it
-          return await thrown(() => c.put('k', { lemma: 'x', n: 1 }));
+          await c.put('k', { lemma: 'x', n: 1 });
+          serving.crashOn((m) => (m as { op?: string }).op === 'delete'); // as the delete reaches it
+          return await thrown(() => c.delete('k')); // a delete carries no request id: not given again
         } finally {
           o.closeAll();
         }

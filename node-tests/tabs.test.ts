@@ -87,6 +87,24 @@ describe('tabs of one origin', () => {
     await a.close();
   });
 
+  it('a put the serving tab committed before it crashed is given again to the next one and not applied twice', async () => {
+    const o = origin();
+    const [ta, tb] = [o.open(), o.open()];
+    await openIn(ta.worker);
+    const b = await openIn(tb.worker, r, false);
+    const c = b.collection('w', { schema });
+    await c.put('k', { lemma: 'v1', n: 1 });
+    const before = (await b.info()).commit;
+    // The serving tab commits the put, then dies instead of replying.
+    ta.crashOnSend(
+      (m) => (m as { t?: string; value?: unknown }).t === 'ok' && (m as { value?: unknown }).value === undefined,
+    );
+    await c.put('k', { lemma: 'v2', n: 2 });
+    expect(await c.get('k')).toEqual({ lemma: 'v2', n: 2 });
+    expect((await b.info()).commit).toBe(before + 1); // one commit: the retry was recognised
+    await b.close();
+  });
+
   it('a tab without a recipient key of the store is refused: AUTH_FAILED', async () => {
     const o = origin();
     const a = await openIn(o.open().worker);
@@ -100,6 +118,7 @@ describe('tabs of one origin', () => {
     const tb = o.open();
     const tc = o.open();
     const a = await openIn(ta.worker);
+    void a;
     const b = await openIn(tb.worker, r, false);
     const c = await openIn(tc.worker, r, false);
     const cb = b.collection('w', { schema });
@@ -110,7 +129,7 @@ describe('tabs of one origin', () => {
       (e: unknown) => (e as PqdbError).code,
     );
     ta.crash();
-    expect(await inFlight).toBe('HANDOVER'); // the serving tab never got it: the put may be retried
+    expect(await inFlight).toBe('ok'); // given to the next server with its request id
     // Calls after the crash wait for the next server and then go on.
     await cb.put('after', { lemma: 'after', n: 99 });
     expect(await cc.get('after')).toEqual({ lemma: 'after', n: 99 });

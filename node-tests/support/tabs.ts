@@ -75,6 +75,8 @@ export interface Tab {
   crash(): void;
   /** Crashes the tab when a message it picks reaches one of its channels (a call another tab sent it). */
   crashOn(when: (message: unknown) => boolean): void;
+  /** Crashes the tab instead of sending a message it picks to another tab (a reply, say: what it did is durable, the reply lost). */
+  crashOnSend(when: (message: unknown) => boolean): void;
 }
 
 /** A set of tabs over one lock manager and one medium. */
@@ -87,6 +89,7 @@ export function tabsOf(medium = new MemoryMedium()) {
     const channels = new Set<BroadcastChannel>();
     let alive = true;
     let crashOn: ((message: unknown) => boolean) | undefined;
+    let crashOnSend: ((message: unknown) => boolean) | undefined;
     const tabs: TabsPlatform = {
       locks: locks.view(agent),
       channel: (name) => {
@@ -97,7 +100,7 @@ export function tabsOf(medium = new MemoryMedium()) {
         // A message `crashOn` picks crashes the tab instead of reaching it.
         ch.onmessage = (e: MessageEvent) => (crashOn?.(e.data) === true ? tab.crash() : handler?.(e));
         return {
-          postMessage: (m: unknown) => ch.postMessage(m),
+          postMessage: (m: unknown) => (crashOnSend?.(m) === true ? tab.crash() : ch.postMessage(m)),
           close: () => (channels.delete(ch), close()),
           get onmessage() {
             return handler;
@@ -131,6 +134,7 @@ export function tabsOf(medium = new MemoryMedium()) {
     const tab: Tab = {
       worker,
       crashOn: (when) => void (crashOn = when),
+      crashOnSend: (when) => void (crashOnSend = when),
       crash: () => {
         alive = false;
         for (const ch of [...channels]) ch.close();

@@ -23,6 +23,11 @@ export interface CollectionStore {}
 
 export interface PutOptions {
   governance?: Governance;
+  /**
+   * An id for this write (16 random bytes, base64): given again with a write the store already
+   * committed (among its last 64 with an id), it is not applied again: a retried call is safe.
+   */
+  requestId?: string;
 }
 
 export interface ScanOptions {
@@ -60,7 +65,7 @@ export interface Transaction {
 
 /** @internal What a collection asks of its store. */
 export interface CollectionEngine {
-  commit(ops: PendingOp[]): Promise<void>;
+  commit(ops: PendingOp[], requestId?: string): Promise<void>;
   /**
    * The value of `id` (undefined when absent). A record the policy in force does not allow reading
    * is AUTHORITY_DENIED, or, with `withhold`, WITHHELD (what scan and search skip and count).
@@ -163,7 +168,7 @@ export class Collection<V extends ValueShape<V> = Value> {
       value: value as Value,
       governance: options?.governance,
     };
-    return this.#engine.commit([op]);
+    return this.#engine.commit([op], options?.requestId);
   }
 
   /**

@@ -164,9 +164,9 @@ export class Engine {
   }
 
   /** Encodes checked operations, then seals and commits them as one page. */
-  commit(pending: PendingOp[]): Promise<void> {
+  commit(pending: PendingOp[], requestId?: string): Promise<void> {
     this.live();
-    return commitOps({ pipeline: this.pipeline, keys: this.keys, records: this.records }, pending);
+    return commitOps({ pipeline: this.pipeline, keys: this.keys, records: this.records }, pending, requestId);
   }
 
   /** The value of record `id` of `c` (WITHHELD with `withhold` when the policy keeps it from reading). */

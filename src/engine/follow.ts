@@ -2,8 +2,8 @@
 // its primary, src/replication/replica.ts), without opening the store again for each one.
 //
 // Only commits that add records take this path: their sealed manifest differs from the installed
-// one in the commit counter, the page and sequence counters, the log heads and new collections,
-// and nothing else (the key ring, registry, checkpoints, logs, indexes, policy, migration and copy
+// one in the commit counter, the page and sequence counters, the log heads, new collections and
+// the request ids of its writes, and nothing else (the key ring, registry, checkpoints, logs, indexes, policy, migration and copy
 // inventory are the same, byte for byte in their JSON form), and their pages are new commit pages
 // only, between the two page counters, with no page deleted. Any other commit (a checkpoint, a
 // migration step, a key or policy change, a compaction) returns undefined, and the caller opens
@@ -58,7 +58,7 @@ export interface FollowedCommits {
  * would otherwise land at another place in the JSON and make two equal manifests differ.
  */
 function unchanged(m: Manifest): string {
-  const { commit: _c, nextPageId: _p, nextSequence: _s, heads: _h, collections: _k, ...rest } = m;
+  const { commit: _c, nextPageId: _p, nextSequence: _s, heads: _h, collections: _k, requests: _r, ...rest } = m;
   return JSON.stringify(rest);
 }
 

@@ -66,7 +66,7 @@ export class Store {
     slot.engine.ship((c) => feed.applied(c)); // an engine opened anew later subscribes in open's declare
     // Through the slot, never one engine: a following store may serve another engine later.
     this.#api = {
-      commit: (ops) => this.#commit(ops),
+      commit: (ops, requestId) => this.#commit(ops, requestId),
       read: (c, id, withhold) => (this.#live(), checkId(id), slot.pinned((e) => e.read(c, id, withhold))),
       has: (collection, id) => this.#engine.directory.has(collection, id),
       count: (collection) => this.#engine.directory.count(collection),
@@ -119,12 +119,12 @@ export class Store {
   }
 
   /** Checks that operations are of this store's collections; the engine encodes, seals and commits them. */
-  #commit(pending: PendingOp[]): Promise<void> {
+  #commit(pending: PendingOp[], requestId?: string): Promise<void> {
     this.#live();
     for (const p of pending)
       if (!(p.collection instanceof Collection) || p.collection.store !== this)
         throw new TypeError('"collection" expected a collection of this store');
-    return this.#engine.commit(pending);
+    return this.#engine.commit(pending, requestId);
   }
 
   /**
@@ -147,11 +147,14 @@ export class Store {
     return c as unknown as Collection<CollectionValue<V, S>>; // values are checked at run time
   }
 
-  /** Runs `fn` to collect operations, then commits them all in one page (all or nothing). */
-  async batch(fn: (tx: Transaction) => void | Promise<void>): Promise<void> {
+  /**
+   * Runs `fn` to collect operations, then commits them all in one page (all or nothing). With
+   * `requestId` (as a put's) a batch the store already committed under that id is not applied again.
+   */
+  async batch(fn: (tx: Transaction) => void | Promise<void>, options: { requestId?: string } = {}): Promise<void> {
     this.#live();
     const ops = await collectOps(fn);
-    if (ops.length > 0) await this.#commit(ops);
+    if (ops.length > 0) await this.#commit(ops, options?.requestId);
   }
 
   /** The crypto registry: list states, change them (durably). */

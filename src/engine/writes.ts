@@ -7,7 +7,7 @@ import { canonicalGovernanceText, type Governance } from '../crypto/record';
 import { utf8Length } from '../_utf8';
 import { decodeValue, encodeValueInto, ValueWriter, type CompiledSchema, type Schema, type Value } from './codec';
 import type { RecordIO } from './records';
-import type { Manifest } from './manifest';
+import { noteRequest, REQUEST_ID, type Manifest } from './manifest';
 import type { Registry } from './registry';
 import type { CommitPipeline, Draft } from './commit';
 import type { KeyDirectory } from './directory';
@@ -123,11 +123,22 @@ export interface RecordContext {
 }
 
 /** @internal Encodes checked operations, then seals and commits them as one page. */
-export function commitOps(ctx: Omit<RecordContext, 'directory'>, pending: readonly PendingOp[]): Promise<void> {
+export function commitOps(
+  ctx: Omit<RecordContext, 'directory'>,
+  pending: readonly PendingOp[],
+  requestId?: string,
+): Promise<void> {
   const { pipeline, keys, records } = ctx;
+  if (requestId !== undefined && (typeof requestId !== 'string' || !REQUEST_ID.test(requestId)))
+    throw new TypeError('"requestId" expected 16 bytes in base64');
   const encoded = encodeOps(pending, pipeline.manifest, pipeline.registry);
   // Sealing happens in commit order, so write sequences (and so nonces) are unique and ordered.
-  return pipeline.run((draft) => stageOps(draft, records, keys.current(), encoded));
+  return pipeline.run((draft) => {
+    // A write given again with the id of one the store committed (a call retried after a handover): done already.
+    if (requestId !== undefined && pipeline.manifest.requests?.includes(requestId) === true) return draft.discard();
+    stageOps(draft, records, keys.current(), encoded);
+    if (requestId !== undefined) noteRequest(draft.manifest, requestId);
+  });
 }
 
 /**

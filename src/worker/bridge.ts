@@ -43,6 +43,32 @@ function localPair(): [PortLike, PortLike] {
   return [a, b];
 }
 
+/** Calls a new server may be given again after a handover: they read, or write with a request id (applied once). */
+const READS = new Set([
+  'get',
+  'has',
+  'size',
+  'search',
+  'exportSealed',
+  'info',
+  'policy',
+  'storageInfo',
+  'recipientKeys',
+  'checkpoints',
+  'copies',
+  'posture',
+  'migration',
+  'registry.list',
+  'collection',
+]);
+
+function retrySafe(m: PageMessage): boolean {
+  if (m.t !== 'call') return false;
+  if (m.op === 'put') return (m.args[2] as { requestId?: unknown } | undefined)?.requestId !== undefined;
+  if (m.op === 'batch') return (m.args[1] as { requestId?: unknown } | undefined)?.requestId !== undefined;
+  return READS.has(m.op);
+}
+
 function isTabMessage(m: unknown): m is { t: 'bye' | 'server' } {
   const t = (m as { t?: unknown } | null)?.t;
   return t === 'bye' || t === 'server';
@@ -176,7 +202,7 @@ export function bridgePort(
    * tab's) and opens the page's store there, declaring its collections again; resolves with what
    * the open reported.
    */
-  async function connect(): Promise<unknown> {
+  async function connect(resent: ReadonlySet<number> = new Set()): Promise<unknown> {
     for (;;) {
       const here = served.get(location!);
       if (here !== undefined) {
@@ -207,7 +233,8 @@ export function bridgePort(
     const opened = await sendInternal({ t: 'open', options: {} });
     if (opened.t === 'err')
       throw new PqdbError('INTERNAL', `the serving tab refused the open: ${opened.error.message}`);
-    for (const d of declarations) await sendInternal(d as PageMessage & { t: 'call' });
+    // Declared again, but for those the page still waits for: they go again as they are.
+    for (const d of declarations) if (!resent.has(d.id)) await sendInternal(d as PageMessage & { t: 'call' });
     return opened.t === 'ok' ? opened.value : undefined;
   }
 
@@ -219,7 +246,12 @@ export function bridgePort(
       const old = endpoint;
       endpoint = undefined;
       old?.close();
+      const again: PageMessage[] = [];
       for (const [id, m] of pending) {
+        if (retrySafe(m)) {
+          again.push(m); // given to the next server as it is
+          continue;
+        }
         const what = m.t === 'call' ? `"${m.op}"` : 'the call';
         toPage({
           t: 'err',
@@ -237,15 +269,16 @@ export function bridgePort(
         resolve({ t: 'err', id: 0, error: sendError(new PqdbError('HANDOVER', 'the serving tab went away')) });
       replies.clear();
       try {
-        await connect();
+        await connect(new Set(again.map((m) => m.id)));
       } catch (e) {
         // No server and none to be: every later call fails with what stopped it.
-        for (const m of queue.splice(0)) if (m.t !== 'abort') toPage({ t: 'err', id: m.id, error: sendError(e) });
+        for (const m of [...again, ...queue.splice(0)])
+          if (m.t !== 'abort') toPage({ t: 'err', id: m.id, error: sendError(e) });
         return;
       } finally {
         handing = undefined;
       }
-      for (const m of queue.splice(0)) send(m);
+      for (const m of [...again, ...queue.splice(0)]) send(m);
     })();
     return handing;
   }

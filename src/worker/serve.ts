@@ -126,12 +126,21 @@ export function servePort(
     collection: (s, [h, name, options]: [number, string, Parameters<Store['collection']>[1]]) => {
       collections.set(h, s.collection(name, options) as unknown as Collection);
     },
-    batch: (s, [ops]: [{ h: number; kind: 'put' | 'delete'; id: string; value?: never; governance?: never }[]]) =>
-      s.batch((tx) => {
-        for (const o of ops)
-          if (o.kind === 'put') tx.put(collection(o.h), o.id, o.value as never, { governance: o.governance });
-          else tx.delete(collection(o.h), o.id);
-      }),
+    batch: (
+      s,
+      [ops, options]: [
+        { h: number; kind: 'put' | 'delete'; id: string; value?: never; governance?: never }[],
+        { requestId?: string }?,
+      ],
+    ) =>
+      s.batch(
+        (tx) => {
+          for (const o of ops)
+            if (o.kind === 'put') tx.put(collection(o.h), o.id, o.value as never, { governance: o.governance });
+            else tx.delete(collection(o.h), o.id);
+        },
+        { requestId: options?.requestId },
+      ),
     recovery: (s) => s.recovery,
     'registry.list': (s) => s.registry.list(),
     'registry.setState': (s, [suite, state]: Parameters<Store['registry']['setState']>) =>

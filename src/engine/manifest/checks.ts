@@ -11,6 +11,8 @@ import {
   COPY_KINDS,
   COPY_STATES,
   MANIFEST_VERSION,
+  REQUESTS_KEPT,
+  REQUEST_ID,
   type KeyringEntry,
   type Manifest,
   type ManifestHeader,
@@ -173,6 +175,11 @@ export function checkManifest(h: ManifestHeader, b: unknown): Manifest {
   }
   if (b.copies !== undefined) list(b.copies, 'copy list').forEach(checkCopy);
   if (b.heldPages !== undefined) list(b.heldPages, 'held page list').forEach(pageId);
+  if (b.requests !== undefined) {
+    const ids = list(b.requests, 'request id list');
+    if (ids.length > REQUESTS_KEPT || ids.some((x) => typeof x !== 'string' || !REQUEST_ID.test(x)))
+      corrupt('has a bad request id list');
+  }
   if (b.copy !== undefined) {
     if (!isObject(b.copy) || !/^[0-9a-f]{32}$/.test(str(b.copy.id, 'copy marker')) || b.copy.of !== h.storeId)
       corrupt('has a bad copy marker');

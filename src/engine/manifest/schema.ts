@@ -191,8 +191,25 @@ export interface Manifest {
   copies?: CopyRecord[];
   /** Pages commits deleted while a backup held a pin, still in the page store (pins.ts): not part of it. */
   heldPages?: number[];
+  /**
+   * The request ids (16 bytes, base64) of the last REQUESTS_KEPT writes given one, oldest first: a
+   * write given an id listed here was committed and is not applied again (docs/tabs.md).
+   */
+  requests?: string[];
   /** Set in a managed copy's manifest only: which copy of which store this is (it opens read-only). */
   copy?: { id: string; of: string; time: string };
+}
+
+/** How many request ids a manifest keeps: a retry of a write older than this many others is applied again. */
+export const REQUESTS_KEPT = 64;
+/** A request id: 16 bytes, base64. */
+export const REQUEST_ID = /^[A-Za-z0-9+/]{21}[AQgw]==$/;
+
+/** Notes in draft manifest `m` that the write given `requestId` is in its commit. */
+export function noteRequest(m: Manifest, requestId: string): void {
+  const ids = (m.requests ?? []).filter((x) => x !== requestId);
+  ids.push(requestId);
+  m.requests = ids.slice(-REQUESTS_KEPT);
 }
 
 /** The key ring's persisted form as the manifest writes it. */
