@@ -79,6 +79,7 @@ await runEngine('webkit', Number(process.env.PQDB_WEBKIT_PORT ?? 41761), async (
   };
   return {
     version: `WebKitGTK ${session.capabilities?.browserVersion ?? ''}`.trim(),
+    tabs: false, // one window: onPage navigates it, so two pages at once are one
     async onPage(path, ready, body) {
       await wd('POST', `/session/${id}/url`, { url: `${base}${path}` });
       // Classic WebDriver reports no page errors: the page collects its own ('error' and

@@ -12,7 +12,7 @@ const summary = (s) =>
  * Runs the checks. `onPage(path, ready, body)` loads `path`, waits until `ready()` is true in the
  * page, then calls `body(page, errors)` where `page.evaluate(fn, arg)` runs `fn(arg)` in the page.
  */
-export async function engineChecks({ onPage, report, unavailable }) {
+export async function engineChecks({ onPage, tabs = true, report, unavailable }) {
   let opfsInWorkers = false;
   await onPage(
     '/kat',
@@ -132,6 +132,54 @@ export async function engineChecks({ onPage, report, unavailable }) {
         );
       }
       report('worker page: no page errors', errors.length === 0, errors.join('; '));
+    },
+  );
+
+  // Two tabs, one store (docs/tabs.md): the first serves, the second is served, hears the first's
+  // changes and serves once the first tab closes. `onPage` nested opens a second tab while the
+  // first is open, where the driver has tabs.
+  if (!tabs) return unavailable('two tabs at once in this driver (the WebKit run drives one window)');
+  const o = workerRun('auto', 0);
+  await onPage(
+    '/worker',
+    () => 'pqdbWorker' in globalThis,
+    async (b, errorsB) => {
+      let served;
+      await onPage(
+        '/worker',
+        () => 'pqdbWorker' in globalThis,
+        async (a, errorsA) => {
+          await a.evaluate((x) => globalThis.pqdbWorker.tabOpen(x), o);
+          await b.evaluate((x) => globalThis.pqdbWorker.tabOpen(x), o);
+          for (let i = 0; i < 10; i++) await b.evaluate((i) => globalThis.pqdbWorker.tabPut(`b${i}`, 'from b'), i);
+          await a.evaluate(() => globalThis.pqdbWorker.tabPut('a0', 'from a'));
+          const read = await a.evaluate(() => globalThis.pqdbWorker.tabGet('b7'));
+          const until = Date.now() + 5000;
+          let heard = 0;
+          while (Date.now() < until && (heard = await b.evaluate(() => globalThis.pqdbWorker.tabHeard().length)) < 11)
+            await new Promise((resolve) => setTimeout(resolve, 20));
+          served = {
+            read: read?.gloss,
+            heard,
+            errors: errorsA.length,
+            heardByA: await a.evaluate(() => globalThis.pqdbWorker.tabHeard().length),
+          };
+        },
+      );
+      // The serving tab closed: the second takes the store over.
+      const after = await b.evaluate(() => globalThis.pqdbWorker.tabPut('after', 'served by b'));
+      const count = await b.evaluate(() => globalThis.pqdbWorker.tabCount());
+      await b.evaluate(() => globalThis.pqdbWorker.tabClose());
+      report(
+        'two tabs, one store: served through the first, changes heard, handed over when it closes',
+        served.read === 'from b' &&
+          served.heard === 11 &&
+          served.heardByA === 11 &&
+          typeof after.at === 'number' &&
+          count === 12,
+        JSON.stringify({ ...served, after: after.code ?? 'ok', count }),
+      );
+      report('tab pages: no page errors', errorsB.length === 0 && served.errors === 0, errorsB.join('; '));
     },
   );
 }

@@ -30,7 +30,12 @@ export async function runEngine(engine, port, start) {
   try {
     driver = await start(`http://127.0.0.1:${port}`);
     console.log(`[${engine}] ${driver.version}`);
-    await engineChecks({ onPage: driver.onPage, report, unavailable: (u) => results.unavailable.push(u) });
+    await engineChecks({
+      onPage: driver.onPage,
+      tabs: driver.tabs !== false,
+      report,
+      unavailable: (u) => results.unavailable.push(u),
+    });
   } catch (e) {
     report(`the ${engine} run`, false, String(e?.stack ?? e));
   } finally {
