@@ -22,8 +22,12 @@ test('two tabs, one store: the second is served by the first, hears its changes,
   const a = await tabPage(context);
   const b = await tabPage(context);
   const o = workerRun('auto', 0);
-  expect(await a.page.evaluate((x) => globalThis.pqdbWorker.tabOpen(x), o)).toBe(o.storage === 'auto' ? 'opfs' : 'indexeddb');
-  expect(await b.page.evaluate((x) => globalThis.pqdbWorker.tabOpen(x), o)).toBe(o.storage === 'auto' ? 'opfs' : 'indexeddb'); // the server's
+  expect(await a.page.evaluate((x) => globalThis.pqdbWorker.tabOpen(x), o)).toBe(
+    o.storage === 'auto' ? 'opfs' : 'indexeddb',
+  );
+  expect(await b.page.evaluate((x) => globalThis.pqdbWorker.tabOpen(x), o)).toBe(
+    o.storage === 'auto' ? 'opfs' : 'indexeddb',
+  ); // the server's
   // Writes from either tab, read from the other; each tab hears the other's.
   const acked = [];
   for (let i = 0; i < 20; i++)
