@@ -8,14 +8,9 @@ import { restoreStoreWith, type RestoreOptions, type RestoreResult } from './eng
 import type { PageStore } from './storage/page-store';
 import type { WorkerStore, WorkerOpenOptions, WorkerRestoreOptions } from './worker/client';
 
-export type {
-  WorkerStore,
-  WorkerCollection,
-  WorkerOpenOptions,
-  WorkerRestoreOptions,
-  WorkerTransaction,
-} from './worker/client';
-export type { StorageInfo } from './worker/serve';
+// The worker engine's page-side types, as pqdb/client names them.
+export type { WorkerStore, WorkerCollection, WorkerOpenOptions, WorkerRestoreOptions } from './client';
+export type { WorkerTransaction, StorageInfo } from './client';
 
 export * from './index';
 export { openIndexedDbPageStore } from './storage/indexeddb';

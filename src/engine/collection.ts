@@ -254,44 +254,46 @@ export class Collection<V extends ValueShape<V> = Value> {
    * @example const stop = notes.live({ scan: { prefix: 'inbox/' } }, (rows) => render(rows))
    */
   live<T = unknown>(query: LiveQuery, onResult: (result: T) => void, onError?: (e: unknown) => void): () => void {
-    const { watch, run } = liveParts(query, {
-      get: (id) => this.get(id),
-      scan: async (o) => {
-        const rows: { id: string; value: V }[] = [];
-        for await (const r of this.scan(o)) rows.push(r);
-        return rows;
-      },
-      search: (q, o) => this.search(q, o),
-    });
-    return rerunOnChange((heard) => this.watch(heard, watch), run as () => Promise<T>, onResult, onError);
+    return live(this, query, onResult as (result: unknown) => void, onError);
   }
 }
 
-/** @internal The watch filter and the run of a live query, over a collection's reads (here and on a worker's page side). */
-export function liveParts(
+/** What a live query reads and watches: a Collection, or a worker's WorkerCollection. */
+export interface LiveSource {
+  get(id: string): Promise<unknown>;
+  scan(options: Omit<ScanOptions, 'onWithheld'>): AsyncIterable<unknown>;
+  search(query: string, options?: SearchOptions): Promise<unknown>;
+  watch(listener: (change: Change) => void, options?: WatchOptions): () => void;
+}
+
+/** @internal `collection.live(query, …)` over `c` (here and on a worker's page side): the query, its watch filter, the re-runs. */
+export function live(
+  c: LiveSource,
   query: LiveQuery,
-  reads: {
-    get(id: string): Promise<unknown>;
-    scan(options: Omit<ScanOptions, 'onWithheld'>): Promise<unknown>;
-    search(query: string, options?: SearchOptions): Promise<unknown>;
-  },
-): { watch: WatchOptions; run: () => Promise<unknown> } {
+  onResult: (result: unknown) => void,
+  onError?: (e: unknown) => void,
+): () => void {
   if (typeof query !== 'object' || query === null)
     throw new TypeError('"query" expected { get }, { scan } or { search }');
+  let watch: WatchOptions;
+  let run: () => Promise<unknown>;
   if ('get' in query) {
     const id = checkId(query.get);
-    return { watch: { ids: [id] }, run: () => reads.get(id) };
-  }
-  if ('scan' in query) {
+    [watch, run] = [{ ids: [id] }, () => c.get(id)];
+  } else if ('scan' in query) {
     const o = query.scan ?? {};
     if (typeof o !== 'object' || o === null) throw new TypeError('"scan" expected scan options');
-    return { watch: o.prefix ? { prefix: o.prefix } : {}, run: () => reads.scan(o) };
-  }
-  if ('search' in query) {
+    const rows = async () => {
+      const out: unknown[] = [];
+      for await (const r of c.scan(o)) out.push(r);
+      return out;
+    };
+    [watch, run] = [o.prefix ? { prefix: o.prefix } : {}, rows];
+  } else if ('search' in query) {
     if (typeof query.search !== 'string') throw new TypeError('"search" expected a string');
-    return { watch: {}, run: () => reads.search(query.search, query.options) };
-  }
-  throw new TypeError('"query" expected { get }, { scan } or { search }');
+    [watch, run] = [{}, () => c.search(query.search, query.options)];
+  } else throw new TypeError('"query" expected { get }, { scan } or { search }');
+  return rerunOnChange((heard) => c.watch(heard, watch), run, onResult, onError);
 }
 
 /** @internal The operations `fn` gives a batch's transaction, in order (Store.batch commits them in one page). */

@@ -10,13 +10,13 @@ import type { Store } from '../engine/store';
 import type { OpenStoreOptions } from '../engine/open';
 import {
   collectionSpec,
-  liveParts,
+  live as liveQuery,
   type CollectionOptions,
   type CollectionValue,
   type PutOptions,
 } from '../engine/collection';
 import type { LiveQuery } from '../engine/collection';
-import { ChangeFeed, rerunOnChange, type Change, type ChangesOptions, type WatchOptions } from '../engine/changes';
+import { ChangeFeed, type Change, type ChangesOptions, type WatchOptions } from '../engine/changes';
 import type { Schema, ValueShape, Value } from '../engine/codec';
 import type { Manifest } from '../engine/manifest';
 import type { MigrateOptions } from '../engine/migration/run';
@@ -472,16 +472,7 @@ export class WorkerCollection<V extends ValueShape<V> = Value> {
 
   /** As Collection's: `query` run now and again whenever a commit touches what it read. */
   live<T = unknown>(query: LiveQuery, onResult: (result: T) => void, onError?: (e: unknown) => void): () => void {
-    const { watch, run } = liveParts(query, {
-      get: (id) => this.get(id),
-      scan: async (o) => {
-        const rows: { id: string; value: V }[] = [];
-        for await (const r of this.scan(o)) rows.push(r);
-        return rows;
-      },
-      search: (q, o) => this.search(q, o),
-    });
-    return rerunOnChange((heard) => this.watch(heard, watch), run as () => Promise<T>, onResult, onError);
+    return liveQuery(this, query, onResult as (result: unknown) => void, onError);
   }
 
   async search(query: string, options: SearchOptions = {}): Promise<{ id: string; value: V }[] & { withheld: number }> {
