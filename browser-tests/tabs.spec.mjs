@@ -4,6 +4,7 @@
 // to the other, which then serves every acknowledged write.
 import { test, expect } from '@playwright/test';
 import { workerRun } from './worker-run.mjs';
+import { handovers } from './tabs-run.mjs';
 
 async function tabPage(context) {
   const page = await context.newPage();
@@ -59,4 +60,19 @@ test('two tabs, one store: the second is served by the first, hears its changes,
   await b.page.evaluate(() => globalThis.pqdbWorker.tabClose());
   expect(a.errors).toEqual([]);
   expect(b.errors).toEqual([]);
+});
+
+test('20 handovers between three tabs: every acknowledged put there once, every call in flight settled', async ({
+  context,
+}) => {
+  test.setTimeout(180_000);
+  const r = await handovers(context, 20, { tabs: 3 });
+  console.log(
+    `[chromium tabs] ${r.rounds} handovers: the next server's first put ${r.handoverMs.p50} ms p50 / ${r.handoverMs.p99} ms p99 after the close; puts in flight settled in ${r.settleMs.p50} ms p50 / ${r.settleMs.max} ms max; ${r.acked} acknowledged, ${JSON.stringify(r.failed)} failed`,
+  );
+  expect(r.missing).toEqual([]);
+  expect(r.count).toBe(r.acked);
+  expect(r.appliedTwice).toBe(0);
+  expect(r.failed).toEqual({}); // puts carry request ids: given to the next server
+  expect(r.errors).toEqual([]);
 });

@@ -198,6 +198,9 @@ const api = {
   tabHeard() {
     return tab.heard;
   },
+  async tabInfo() {
+    return tab.store!.info();
+  },
   async tabClose() {
     await tab.store?.close();
   },
