@@ -120,6 +120,17 @@ describe('change notifications', () => {
     expect(() => s.changes()).toThrow(expect.objectContaining({ code: 'NOT_OPEN' }));
   });
 
+  it('next() called twice before a change: both settle, in order', async () => {
+    const s = await fresh();
+    const c = s.collection('c', { schema });
+    const it = s.changes();
+    const [p1, p2] = [it.next(), it.next()];
+    await c.put('one', { n: 1, s: '' });
+    await c.put('two', { n: 2, s: '' });
+    expect([(await p1).value?.ids, (await p2).value?.ids]).toEqual([['one'], ['two']]);
+    await s.close();
+  });
+
   it('live() re-runs a get, a scan or a search only when a commit touches what it read', async () => {
     const s = await fresh();
     const c = s.collection('c', { schema, index: { text: ['s'] } });

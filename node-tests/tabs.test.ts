@@ -105,6 +105,41 @@ describe('tabs of one origin', () => {
     await b.close();
   });
 
+  it('a tab that was refused does not take the lock later; a forged server announcement moves nobody', async () => {
+    const o = origin();
+    const a = await openIn(o.open().worker);
+    await expect(openIn(o.open().worker, stranger, false)).rejects.toMatchObject({ code: 'AUTH_FAILED' });
+    const b = await openIn(o.open().worker, r, false);
+    const cb = b.collection('w', { schema });
+    await cb.put('x', { lemma: 'x', n: 1 });
+    // Anyone of the origin can post on the store's channel: the lock's holder did not change.
+    const forger = new BroadcastChannel('pqdb-tabs:app');
+    const deleting = cb.delete('x');
+    forger.postMessage({ t: 'server' });
+    expect(await deleting).toBe(true);
+    forger.close();
+    expect(o.locks.holder('pqdb:app')).toBe(1);
+    await a.close(); // the refused tab's worker is not waiting for the lock: the served tab gets it
+    await cb.put('y', { lemma: 'y', n: 2 });
+    expect(o.locks.holder('pqdb:app')).toBe(3);
+    await b.close();
+  });
+
+  it('two connections in the serving worker: when the first closes, the second serves', async () => {
+    const o = origin();
+    const t = o.open();
+    const first = await openIn(t.worker);
+    const second = await openIn(t.worker, r, false);
+    const c2 = second.collection('w', { schema });
+    await c2.put('k', { lemma: 'k', n: 1 });
+    await first.close();
+    await c2.put('after', { lemma: 'after', n: 2 });
+    expect(await c2.count()).toBe(2);
+    expect(o.locks.holder('pqdb:app')).toBe(1);
+    await second.close();
+    expect(o.locks.holder('pqdb:app')).toBeUndefined();
+  });
+
   it('a tab without a recipient key of the store is refused: AUTH_FAILED', async () => {
     const o = origin();
     const a = await openIn(o.open().worker);

@@ -21,6 +21,7 @@ export class Locks {
   /** The lock manager of tab `agent`. */
   view(agent: number): LockManagerLike {
     return {
+      query: async () => ({ held: [...this.#held].map(([name, h]) => ({ name, clientId: `tab-${h.agent}` })) }),
       request: (name, options, callback) => {
         if (this.#held.has(name) && options.ifAvailable === true) return callback(null);
         return new Promise((resolve, reject) => {

@@ -171,7 +171,9 @@ export class ChangeFeed {
     let buffered = 0;
     let failed: PqdbError | undefined;
     let done = false;
-    let wake: (() => void) | undefined;
+    /** The next() calls waiting for a change, oldest first. */
+    const waiters: (() => void)[] = [];
+    const wake = () => waiters.splice(0).forEach((w) => w());
     const w: Watcher = {
       collection: undefined,
       ids: undefined,
@@ -186,7 +188,7 @@ export class ChangeFeed {
           );
           queue.length = 0;
         } else queue.push(change);
-        wake?.();
+        wake();
       },
     };
     const end = (): void => {
@@ -194,7 +196,7 @@ export class ChangeFeed {
       this.#remove(w);
       this.#ends.delete(end);
       signal?.removeEventListener('abort', abort);
-      wake?.();
+      wake();
     };
     const abort = (): void => {
       queue.length = 0; // what was not read yet is dropped, as by return()
@@ -219,8 +221,7 @@ export class ChangeFeed {
             throw e;
           }
           if (done) return { value: undefined, done: true };
-          await new Promise<void>((resolve) => (wake = resolve));
-          wake = undefined;
+          await new Promise<void>((resolve) => waiters.push(resolve));
         }
       },
       return: async (): Promise<IteratorResult<Change>> => {
@@ -257,18 +258,25 @@ export function rerunOnChange<T>(
   let again = false;
   const go = async (): Promise<void> => {
     running = true;
-    do {
-      again = false;
-      try {
-        const result = await run();
-        if (!stopped) onResult(result);
-      } catch (e) {
-        if (stopped) break;
-        if (onError === undefined) throw e;
-        onError(e);
-      }
-    } while (again && !stopped);
-    running = false;
+    try {
+      do {
+        again = false;
+        try {
+          const result = await run();
+          if (!stopped) onResult(result);
+        } catch (e) {
+          if (stopped) break;
+          // Reported, and the query keeps running on the next change.
+          if (onError === undefined)
+            queueMicrotask(() => {
+              throw e;
+            });
+          else onError(e);
+        }
+      } while (again && !stopped);
+    } finally {
+      running = false;
+    }
   };
   const unwatch = watch(() => {
     if (stopped) return;

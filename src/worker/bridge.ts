@@ -12,13 +12,15 @@ import { sendError, type PageMessage, type WorkerMessage } from './protocol';
 import { servePort, type ServeWorkerOptions, type WorkerPlatform } from './serve';
 import { b64 } from '../_encoding';
 import { publicKeysOf } from '../engine/keys';
-import { joinTab, serveTabs, tryLock, waitForLock, type PortLike, type TabsPlatform } from './tabs';
+import { joinTab, lockHolder, serveTabs, tryLock, waitForLock, type PortLike, type TabsPlatform } from './tabs';
 
 /** The store this worker serves to its page and to the other tabs, by location. */
 interface Served {
   readonly store: Store;
-  /** Stops serving the other tabs, closes the store, releases the lock. */
+  /** Stops serving the other tabs, closes the store, releases the lock, then calls `gone`'s. */
   close(): Promise<void>;
+  /** The other connections of this worker served by it: told when it closes. */
+  readonly gone: Set<() => void>;
 }
 
 /** Per worker (its tabs platform): the stores it serves by location. */
@@ -121,7 +123,7 @@ export function bridgePort(
 
   function fromServer(m: unknown): void {
     if (isTabMessage(m)) {
-      if (m.t === 'bye') void handover();
+      if (m.t === 'bye') handover();
       return;
     }
     const r = m as WorkerMessage;
@@ -152,6 +154,7 @@ export function bridgePort(
     let stopTabs: () => void = () => undefined;
     const s: Served = {
       store,
+      gone: new Set(),
       close: async () => {
         served.delete(loc);
         stopTabs();
@@ -159,6 +162,7 @@ export function bridgePort(
           await store.close();
         } finally {
           release();
+          for (const f of s.gone) f();
         }
       },
     };
@@ -175,20 +179,31 @@ export function bridgePort(
   /** The lock, once a waiting request got it (this worker serves next). */
   let granted: (() => void) | undefined;
   let stopJoining: AbortController | undefined;
+  let connecting = false;
 
   async function becomeClient(): Promise<void> {
     // Waits for the lock from now on: when the server goes, one waiting tab gets it.
+    stopJoining = new AbortController();
     waiting ??= waitForLock(tabs, location!, (release) => {
       waiting = undefined;
-      granted = release;
-      if (handing !== undefined || endpoint === undefined) stopJoining?.abort();
-      else void handover();
+      granted = release; // the server is gone: this worker serves next
+      // A connect under way takes it (a join gives up; a join done finds it unused: reach goes
+      // round); else the server this tab was served by is gone: a round of the handover serves.
+      if (connecting) stopJoining?.abort();
+      else handover();
     });
-    stopJoining = new AbortController();
+    if (granted !== undefined) throw new PqdbError('ABORTED', 'the lock came first'); // connect serves
     const port = await joinTab(tabs, location!, options!.unlock!, stopJoining.signal);
-    // A new server announces itself when this one is gone without a word (its tab crashed).
+    const holder = await lockHolder(tabs, location!);
+    // A new server announces itself when this one is gone without a word (its tab crashed); an
+    // announcement while the lock's holder is the one this tab joined is not taken (anyone may post one).
     announcements ??= tabs.channel(`pqdb-tabs:${location}`);
-    announcements.onmessage = (e) => (e.data as { t?: string })?.t === 'server' && endpoint === port && void handover();
+    announcements.onmessage = (e) => {
+      if ((e.data as { t?: string })?.t !== 'server' || endpoint !== port) return;
+      void lockHolder(tabs, location!).then(
+        (now) => (now !== holder || now === undefined) && endpoint === port && handover(),
+      );
+    };
     attach(port);
   }
 
@@ -211,7 +226,9 @@ export function bridgePort(
         if (!here.store.recipientKeys().some((k) => own.has(b64(k))))
           throw new PqdbError('AUTH_FAILED', 'this key is not a recipient key of the store');
         const [mine, theirs] = localPair();
-        servePort(theirs, platform, serve, { store: here.store, close: async () => undefined });
+        const gone = () => (here.gone.delete(gone), endpoint === mine && handover());
+        here.gone.add(gone);
+        servePort(theirs, platform, serve, { store: here.store, close: async () => void here.gone.delete(gone) });
         attach(mine);
         break;
       }
@@ -227,7 +244,10 @@ export function bridgePort(
         await becomeClient();
         break;
       } catch (e) {
-        if (granted === undefined) throw e; // else the lock came meanwhile: serve
+        if (granted !== undefined) continue; // the lock came meanwhile: serve
+        waiting?.cancel(); // a tab that cannot join does not wait for the lock either
+        waiting = undefined;
+        throw e;
       }
     }
     const opened = await sendInternal({ t: 'open', options: {} });
@@ -239,48 +259,108 @@ export function bridgePort(
   }
 
   let handing: Promise<void> | undefined;
-  /** The server went: fail what was in flight, find the next one, then send what waited. */
-  function handover(): Promise<void> {
-    if (closed) return Promise.resolve();
-    handing ??= (async () => {
-      const old = endpoint;
-      endpoint = undefined;
-      old?.close();
-      const again: PageMessage[] = [];
-      for (const [id, m] of pending) {
-        if (retrySafe(m)) {
-          again.push(m); // given to the next server as it is
-          continue;
-        }
-        const what = m.t === 'call' ? `"${m.op}"` : 'the call';
-        toPage({
-          t: 'err',
-          id,
-          error: sendError(
-            new PqdbError(
-              'HANDOVER',
-              `the tab serving the store went away with ${what} in flight: it may or may not have taken effect; call again`,
-            ),
+  /** Set when the server went (again): the handover under way goes round once more. */
+  let lost = false;
+  /** Why no server could be found: every later call fails with it. */
+  let failure: unknown;
+  /** The page's calls in flight at a server that went, given to the next as they are. */
+  const again: PageMessage[] = [];
+
+  /** The server went: its calls in flight are failed or kept for the next. */
+  function dropServer(): void {
+    const old = endpoint;
+    endpoint = undefined;
+    try {
+      old?.postMessage({ t: 'bye' }); // a server still there ends this connection's streams
+    } catch {
+      // closed
+    }
+    old?.close();
+    for (const [id, m] of pending) {
+      if (retrySafe(m)) {
+        again.push(m);
+        continue;
+      }
+      const what = m.t === 'call' ? `"${m.op}"` : 'the call';
+      toPage({
+        t: 'err',
+        id,
+        error: sendError(
+          new PqdbError(
+            'HANDOVER',
+            `the tab serving the store went away with ${what} in flight: it may or may not have taken effect; call again`,
           ),
-        });
-      }
-      pending.clear();
-      for (const resolve of replies.values())
-        resolve({ t: 'err', id: 0, error: sendError(new PqdbError('HANDOVER', 'the serving tab went away')) });
-      replies.clear();
+        ),
+      });
+    }
+    pending.clear();
+    for (const resolve of replies.values())
+      resolve({ t: 'err', id: 0, error: sendError(new PqdbError('HANDOVER', 'the serving tab went away')) });
+    replies.clear();
+  }
+
+  /** Finds a server and opens the store there, going round while servers go meanwhile; resolves with what the open reported. */
+  async function reach(): Promise<unknown> {
+    let value: unknown;
+    while (lost && !closed) {
+      lost = false;
+      dropServer();
+      connecting = true;
       try {
-        await connect(new Set(again.map((m) => m.id)));
+        value = await connect(new Set(again.map((m) => m.id)));
       } catch (e) {
-        // No server and none to be: every later call fails with what stopped it.
-        for (const m of [...again, ...queue.splice(0)])
-          if (m.t !== 'abort') toPage({ t: 'err', id: m.id, error: sendError(e) });
-        return;
+        if (granted !== undefined) lost = true; // the lock came meanwhile: serve
+        if (lost) continue; // or a server went: again
+        throw e;
       } finally {
-        handing = undefined;
+        connecting = false;
       }
-      for (const m of [...again, ...queue.splice(0)]) send(m);
-    })();
-    return handing;
+      // The lock came after this tab joined a server: that server is gone, this worker serves.
+      if (granted !== undefined) lost = true;
+    }
+    return value;
+  }
+
+  /** Runs `reach`, then sends what waited, or fails it all when no server can be had. */
+  function establish(opened?: (value: unknown) => void, failed?: (e: unknown) => void): void {
+    lost = true;
+    handing ??= reach()
+      .then(
+        (value) => {
+          opened?.(value);
+          for (const m of [...again.splice(0), ...queue.splice(0)]) send(m);
+        },
+        (e: unknown) => {
+          failure = e; // no server and none to be
+          failed?.(e);
+          for (const m of [...again.splice(0), ...queue.splice(0)]) fail(m, e);
+          releaseGranted();
+        },
+      )
+      .finally(() => (handing = undefined));
+  }
+
+  /** The server went: find the next one, then send what waited. */
+  function handover(): void {
+    if (closed || failure !== undefined || location === undefined) return;
+    establish();
+  }
+
+  /** Answers `m` with `e` (a close is answered as done: there is nothing left to close). */
+  function fail(m: PageMessage, e: unknown): void {
+    if (m.t === 'abort') return;
+    if (m.t === 'call' && m.target === 0 && m.op === 'close') {
+      toPage({ t: 'ok', id: m.id, value: undefined });
+      page.close();
+    } else toPage({ t: 'err', id: m.id, error: sendError(e) });
+  }
+
+  /** A lock granted that this connection will not use goes back. */
+  function releaseGranted(): void {
+    granted?.();
+    granted = undefined;
+    waiting?.cancel();
+    waiting = undefined;
   }
 
   page.onmessage = (e: MessageEvent<PageMessage>) => {
@@ -301,15 +381,17 @@ export function bridgePort(
           }
           options = complete;
           location = where;
-          const opened = await connect();
-          toPage({ t: 'ok', id: m.id, value: opened });
-          for (const q of queue.splice(0)) send(q);
+          establish(
+            (value) => toPage({ t: 'ok', id: m.id, value }),
+            (err) => toPage({ t: 'err', id: m.id, error: sendError(err) }),
+          );
         } catch (err) {
           toPage({ t: 'err', id: m.id, error: sendError(err) });
         }
       })();
       return;
     }
+    if (failure !== undefined) return fail(m, failure);
     if (m?.t === 'call' && m.target === 0 && m.op === 'collection') declarations.push(m);
     if (m?.t === 'call' && m.target === 0 && m.op === 'close') {
       closed = true;

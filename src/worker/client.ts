@@ -179,10 +179,13 @@ export class WorkerStore {
     let stream: number | undefined;
     const start = (): void => {
       const id = (stream = c.nextId);
-      c.call(0, 'changes', [], (change) => this.#feed.publish([change as Change])).catch((e: unknown) => {
-        // The serving tab went: the stream starts again at the next one (its commits meanwhile are not heard).
-        if (e instanceof PqdbError && e.code === 'HANDOVER' && stream === id && this.#open) start();
-      });
+      // Only the stream started last is heard (one aborted may still send what it had).
+      c.call(0, 'changes', [], (change) => stream === id && this.#feed.publish([change as Change])).catch(
+        (e: unknown) => {
+          // The serving tab went: the stream starts again at the next one (its commits meanwhile are not heard).
+          if (e instanceof PqdbError && e.code === 'HANDOVER' && stream === id && this.#open) start();
+        },
+      );
     };
     this.#feed = new ChangeFeed((listened) => {
       if (listened && this.#open) start();

@@ -224,7 +224,8 @@ export function servePort(
   };
 
   async function run(m: PageMessage): Promise<unknown> {
-    if (m.t === 'open' && attached !== undefined) {
+    if (attached !== undefined && (m.t === 'open' || m.t === 'restore')) {
+      if (m.t === 'restore') throw new TypeError('a connection to a served store cannot restore');
       if (store !== undefined) throw new TypeError('this connection has a store open already');
       store = attached.store;
       return { recovery: store.recovery };
@@ -255,8 +256,18 @@ export function servePort(
     return op(collection(m.target), m.args as never);
   }
 
-  port.onmessage = (e: MessageEvent<PageMessage>) => {
+  port.onmessage = (e: MessageEvent<PageMessage | { t: 'bye' }>) => {
     const m = e.data;
+    if (m?.t === 'bye' && attached !== undefined) {
+      // The tab left this connection (it found another server): its streams and scans end here.
+      for (const a of aborts.values()) a.abort();
+      for (const sc of scans.values()) void sc.gen.return(undefined);
+      scans.clear();
+      store = undefined;
+      void attached.close().finally(() => port.close());
+      return;
+    }
+    if (m?.t === 'bye') return;
     if (m?.t === 'abort') {
       aborts.get(m.id)?.abort();
       return;

@@ -23,6 +23,8 @@ import type { Store } from '../engine/store';
 
 /** The part of the Web Locks API used here (`navigator.locks`). */
 export interface LockManagerLike {
+  /** The locks held and waited for (`navigator.locks.query()`), where there is one. */
+  query?(): Promise<{ held?: { name?: string; clientId?: string }[] }>;
   request(
     name: string,
     options: { ifAvailable?: boolean; signal?: AbortSignal },
@@ -95,11 +97,22 @@ function keysOf(secret: Uint8Array, t: Uint8Array, location: string): { mac: Uin
 export async function tryLock(tabs: TabsPlatform, location: string): Promise<(() => void) | undefined> {
   let granted!: (release: (() => void) | undefined) => void;
   const got = new Promise<(() => void) | undefined>((resolve) => (granted = resolve));
-  void tabs.locks.request(lockName(location), { ifAvailable: true }, async (lock) => {
-    if (lock === null) return granted(undefined);
-    await new Promise<void>((release) => granted(release));
-  });
+  tabs.locks
+    .request(lockName(location), { ifAvailable: true }, async (lock) => {
+      if (lock === null) return granted(undefined);
+      await new Promise<void>((release) => granted(release));
+    })
+    .catch(() => granted(undefined)); // no lock to be had here
   return got;
+}
+
+/** The client id of the context holding the store's lock, where the platform says (else undefined). */
+export async function lockHolder(tabs: TabsPlatform, location: string): Promise<string | undefined> {
+  try {
+    return (await tabs.locks.query?.())?.held?.find((l) => l.name === lockName(location))?.clientId;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Waits for the store's lock: `onGranted` runs once it is this context's, holding it until its release is called. */
@@ -149,9 +162,12 @@ export function serveTabs(
     const envelope = wrapRoot(secret, unb64(key), 'gcmsiv-hkdf384', 0);
     const { mac: want, session } = keysOf(secret, transcript(m.client, nonce, envelope), location);
     secret.fill(0);
+    // A handshake not answered in time gives its place back.
+    const expire = setTimeout(() => refuse(m.client, port, 'no answer in time'), JOIN_TIMEOUT_MS);
     port.onmessage = (a: MessageEvent<TabMessage>) => {
       const r = a.data;
       port.onmessage = null;
+      clearTimeout(expire);
       if (r?.t !== 'answer' || !(r.mac instanceof Uint8Array) || !equalBytes(r.mac, want))
         return refuse(m.client, port, 'the tab did not prove it holds a recipient key of this store');
       const channel = tabs.channel(session);
@@ -170,6 +186,13 @@ export function serveTabs(
       tell(port, { t: 'welcome' });
       port.close();
       serve(served);
+      // The tab holds its session's lock while it lives: once the lock is free (the tab closed,
+      // reloaded or crashed), its connection ends here as if it had said bye.
+      void tabs.locks
+        .request(`${session}:alive`, {}, async () => {
+          if (clients.get(m.client) === served) served.onmessage?.({ data: { t: 'bye' } } as MessageEvent);
+        })
+        .catch(() => undefined);
     };
     port.postMessage({ t: 'challenge', envelope, nonce } satisfies TabMessage);
   };
@@ -204,6 +227,7 @@ export async function joinTab(
   const main = tabs.channel(channelName(location));
   const port = tabs.channel(clientChannel(location, client));
   let session: PortLike | undefined;
+  let aliveLock: AbortController | undefined;
   try {
     return await new Promise<PortLike>((resolve, reject) => {
       const timer = setTimeout(
@@ -218,7 +242,12 @@ export async function joinTab(
       main.onmessage = (e: MessageEvent<TabMessage>) => e.data?.t === 'server' && main.postMessage(hello);
       port.onmessage = (e: MessageEvent<TabMessage>) => {
         const m = e.data;
-        if (m?.t === 'challenge' && m.envelope instanceof Uint8Array && m.nonce instanceof Uint8Array) {
+        if (
+          m?.t === 'challenge' &&
+          session === undefined &&
+          m.envelope instanceof Uint8Array &&
+          m.nonce instanceof Uint8Array
+        ) {
           let secret: Uint8Array;
           try {
             secret = unwrapRoot(m.envelope, unlock, publicKeys);
@@ -231,12 +260,32 @@ export async function joinTab(
           const keys = keysOf(secret, transcript(client, m.nonce, m.envelope), location);
           secret.fill(0);
           session = tabs.channel(keys.session); // before the welcome: nothing is posted there until this tab calls
-          port.postMessage({ t: 'answer', mac: keys.mac } satisfies TabMessage);
+          // Held while this tab's connection lives (the server waits on it to know when the tab went).
+          // The answer goes once the lock is held: the server asks for it only after the answer.
+          const alive = new AbortController();
+          aliveLock = alive;
+          void tabs.locks
+            .request(`${keys.session}:alive`, { signal: alive.signal }, () => {
+              port.postMessage({ t: 'answer', mac: keys.mac } satisfies TabMessage);
+              return new Promise<void>((r) => alive.signal.addEventListener('abort', () => r()));
+            })
+            .catch(() => undefined);
         } else if (m?.t === 'welcome' && session !== undefined) {
           done();
           port.onmessage = null;
           port.close();
-          resolve(session);
+          const s = session;
+          // Closing the session lets its lock go.
+          resolve({
+            postMessage: (x, t) => s.postMessage(x, t),
+            get onmessage() {
+              return s.onmessage;
+            },
+            set onmessage(h) {
+              s.onmessage = h;
+            },
+            close: () => (aliveLock?.abort(), s.close()),
+          });
         } else if (m?.t === 'refused') {
           done();
           reject(new PqdbError('AUTH_FAILED', `the tab serving store "${location}" refused this one: ${m.message}`));
@@ -247,6 +296,7 @@ export async function joinTab(
   } catch (e) {
     port.close();
     session?.close();
+    aliveLock?.abort();
     throw e;
   } finally {
     main.onmessage = null;
