@@ -109,7 +109,11 @@ export function bridgePort(
   const replies = new Map<number, (m: WorkerMessage) => void>();
   function send(m: PageMessage): void {
     if (m.t === 'call' || m.t === 'open') pending.set(m.id, m);
-    endpoint!.postMessage(m);
+    try {
+      endpoint!.postMessage(m);
+    } catch {
+      handover(); // its channel closed under it: the server is gone
+    }
   }
   function sendInternal(
     m: Omit<PageMessage & { t: 'call' }, 'id'> | { t: 'open'; options: Record<string, unknown> },
@@ -117,7 +121,11 @@ export function bridgePort(
     const id = --internal;
     return new Promise((resolve) => {
       replies.set(id, resolve);
-      endpoint!.postMessage({ ...m, id });
+      try {
+        endpoint!.postMessage({ ...m, id });
+      } catch {
+        handover();
+      }
     });
   }
 
@@ -337,7 +345,10 @@ export function bridgePort(
           releaseGranted();
         },
       )
-      .finally(() => (handing = undefined));
+      .finally(() => {
+        handing = undefined;
+        if (lost) handover(); // the server went as what waited was sent
+      });
   }
 
   /** The server went: find the next one, then send what waited. */

@@ -230,16 +230,15 @@ export async function joinTab(
   let aliveLock: AbortController | undefined;
   try {
     return await new Promise<PortLike>((resolve, reject) => {
-      const timer = setTimeout(
-        () =>
-          reject(new PqdbError('LOCKED', `no tab serving store "${location}" answered within ${JOIN_TIMEOUT_MS} ms`)),
-        JOIN_TIMEOUT_MS,
-      );
-      const again = setInterval(() => main.postMessage(hello), HELLO_EVERY_MS);
+      const timer = setTimeout(() => {
+        done(); // the hellos stop before the channel closes
+        reject(new PqdbError('LOCKED', `no tab serving store "${location}" answered within ${JOIN_TIMEOUT_MS} ms`));
+      }, JOIN_TIMEOUT_MS);
+      const again = setInterval(() => tell(main, hello), HELLO_EVERY_MS);
       const done = () => (clearTimeout(timer), clearInterval(again), signal?.removeEventListener('abort', stop));
       const stop = () => (done(), reject(new PqdbError('ABORTED', 'no longer looking for the serving tab')));
       signal?.addEventListener('abort', stop, { once: true });
-      main.onmessage = (e: MessageEvent<TabMessage>) => e.data?.t === 'server' && main.postMessage(hello);
+      main.onmessage = (e: MessageEvent<TabMessage>) => e.data?.t === 'server' && tell(main, hello);
       port.onmessage = (e: MessageEvent<TabMessage>) => {
         const m = e.data;
         if (
