@@ -9,10 +9,19 @@ import { PqdbError } from '../errors';
 import type { OpenStoreOptions } from '../engine/open';
 import type { Store } from '../engine/store';
 import { sendError, type PageMessage, type WorkerMessage } from './protocol';
-import { servePort, type ServeWorkerOptions, type WorkerPlatform } from './serve';
+import { completeOptions, servePort, type ServeWorkerOptions, type WorkerPlatform } from './serve';
 import { b64 } from '../_encoding';
 import { publicKeysOf } from '../engine/keys';
-import { joinTab, lockHolder, serveTabs, tryLock, waitForLock, type PortLike, type TabsPlatform } from './tabs';
+import {
+  joinTab,
+  lockHolder,
+  recipientAmong,
+  serveTabs,
+  tryLock,
+  waitForLock,
+  type PortLike,
+  type TabsPlatform,
+} from './tabs';
 
 /** The store this worker serves to its page and to the other tabs, by location. */
 interface Served {
@@ -64,6 +73,19 @@ const READS = new Set([
   'collection',
 ]);
 
+/**
+ * Gives a put or batch sent to another tab's worker a request id (16 random bytes, base64), so
+ * that the next server takes it once if this one goes with it in flight. Calls this worker serves
+ * itself need none: its page goes with it.
+ */
+function withRequestId(m: PageMessage): void {
+  if (m.t !== 'call' || (m.op !== 'put' && m.op !== 'batch')) return;
+  const at = m.op === 'put' ? 2 : 1;
+  const options = (m.args[at] ?? {}) as { requestId?: string };
+  if (options.requestId === undefined)
+    (m.args as unknown[])[at] = { ...options, requestId: b64(globalThis.crypto.getRandomValues(new Uint8Array(16))) };
+}
+
 function retrySafe(m: PageMessage): boolean {
   if (m.t !== 'call') return false;
   if (m.op === 'put') return (m.args[2] as { requestId?: unknown } | undefined)?.requestId !== undefined;
@@ -109,6 +131,7 @@ export function bridgePort(
   const replies = new Map<number, (m: WorkerMessage) => void>();
   function send(m: PageMessage): void {
     if (m.t === 'call' || m.t === 'open') pending.set(m.id, m);
+    if (remote) withRequestId(m);
     try {
       endpoint!.postMessage(m);
     } catch {
@@ -188,6 +211,8 @@ export function bridgePort(
   let granted: (() => void) | undefined;
   let stopJoining: AbortController | undefined;
   let connecting = false;
+  /** The server is another tab's worker. */
+  let remote = false;
 
   async function becomeClient(): Promise<void> {
     // Waits for the lock from now on: when the server goes, one waiting tab gets it.
@@ -212,11 +237,12 @@ export function bridgePort(
         (now) => (now !== holder || now === undefined) && endpoint === port && handover(),
       );
     };
-    attach(port);
+    attach(port, true);
   }
 
-  function attach(port: PortLike): void {
+  function attach(port: PortLike, other = false): void {
     endpoint = port;
+    remote = other;
     port.onmessage = (e) => fromServer(e.data);
   }
 
@@ -230,8 +256,12 @@ export function bridgePort(
       const here = served.get(location!);
       if (here !== undefined) {
         // Another connection of this worker serves it: this one's key must be a recipient's too.
-        const own = new Set(publicKeysOf(options!.unlock!).map((k) => b64(k)));
-        if (!here.store.recipientKeys().some((k) => own.has(b64(k))))
+        if (
+          recipientAmong(
+            here.store,
+            publicKeysOf(options!.unlock!).map((k) => b64(k)),
+          ) === undefined
+        )
           throw new PqdbError('AUTH_FAILED', 'this key is not a recipient key of the store');
         const [mine, theirs] = localPair();
         const gone = () => (here.gone.delete(gone), endpoint === mine && handover());
@@ -380,7 +410,7 @@ export function bridgePort(
       void (async () => {
         try {
           const requested = m.options as unknown as OpenStoreOptions;
-          const complete = serve.options !== undefined ? await serve.options(requested, m.context) : requested;
+          const complete = await completeOptions(serve, requested, m.context);
           const { location: where, storage, unlock } = complete;
           if (m.t === 'restore' || typeof where !== 'string' || storage === 'memory' || unlock === undefined) {
             // Nothing to share between tabs: served here as without tabs.

@@ -5,7 +5,6 @@
 // synchronously from engine state (info, checkpoints, has, size…) answer with a promise here.
 
 import { PqdbError } from '../errors';
-import { b64 } from '../_encoding';
 import type { Store } from '../engine/store';
 import type { OpenStoreOptions } from '../engine/open';
 import {
@@ -135,8 +134,6 @@ class Connection {
 
 const NO_MANIFEST = { collections: {} } as unknown as Manifest;
 
-/** A write's request id (PutOptions.requestId): 16 random bytes, base64. */
-const newRequestId = (): string => b64(globalThis.crypto.getRandomValues(new Uint8Array(16)));
 const SECRET_OPTIONS = ['unlock', 'signer'] as const;
 const FUNCTION_OPTIONS = ['authority', 'follow', 'locations', 'onProgress'] as const;
 
@@ -317,8 +314,7 @@ export class WorkerStore {
       },
     });
     await Promise.all(declared);
-    // Its request id lets the worker serving the store retry it at the next one after a handover, applied once.
-    if (ops.length > 0) await this.#call('batch', ops, { requestId: newRequestId() });
+    if (ops.length > 0) await this.#call('batch', ops, {});
   }
 
   readonly registry = {
@@ -448,7 +444,7 @@ export class WorkerCollection<V extends ValueShape<V> = Value> {
 
   /** Seals and stores `value` under `id` in the worker, durable when the promise resolves. */
   put(id: string, value: V, options: PutOptions = {}): Promise<void> {
-    return this.#call('put', id, value, { ...options, requestId: options.requestId ?? newRequestId() });
+    return this.#call('put', id, value, options);
   }
   get(id: string): Promise<V | undefined> {
     return this.#call('get', id);

@@ -65,6 +65,15 @@ export function serveConnections(
 
 type Method = (...args: never[]) => unknown;
 
+/** @internal The options a page sent, completed in the worker (ServeWorkerOptions.options). */
+export async function completeOptions(
+  serve: ServeWorkerOptions,
+  requested: OpenStoreOptions,
+  context: unknown,
+): Promise<OpenStoreOptions> {
+  return serve.options !== undefined ? serve.options(requested, context) : requested;
+}
+
 /**
  * A store a connection serves without opening it (one the worker serves to several tabs): `open`
  * attaches to it and `close` calls `close` here (which closes it only for the connection that owns it).
@@ -233,7 +242,7 @@ export function servePort(
     if (m.t === 'open' || m.t === 'restore') {
       if (store !== undefined) throw new TypeError('this connection has a store open already');
       const requested = m.options as unknown as OpenStoreOptions;
-      const options = serve.options !== undefined ? await serve.options(requested, m.context) : requested;
+      const options = await completeOptions(serve, requested, m.context);
       if (m.t === 'open') {
         store = await platform.open(options);
         return { recovery: store.recovery };

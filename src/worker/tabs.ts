@@ -14,7 +14,7 @@
 
 import { PqdbError } from '../errors';
 import { b64, unb64 } from '../_encoding';
-import { equalBytes } from '../_bytes';
+import { concatBytes, equalBytes } from '../_bytes';
 import { hmac } from '../kernels/hmac';
 import { sha384 } from '../kernels/sha2';
 import { wrapRoot, unwrapRoot } from '../crypto/envelope';
@@ -76,7 +76,7 @@ const channelName = (location: string) => `pqdb-tabs:${location}`;
 const clientChannel = (location: string, client: string) => `pqdb-tabs:${location}:${client}`;
 
 function transcript(client: string, nonce: Uint8Array, envelope: Uint8Array): Uint8Array {
-  return sha384(new Uint8Array([...LABEL, ...new TextEncoder().encode(client), 0, ...nonce, ...envelope]));
+  return sha384(concatBytes([LABEL, new TextEncoder().encode(client), new Uint8Array(1), nonce, envelope]));
 }
 
 /**
@@ -85,8 +85,8 @@ function transcript(client: string, nonce: Uint8Array, envelope: Uint8Array): Ui
  * handshake cannot post calls there nor read the replies).
  */
 function keysOf(secret: Uint8Array, t: Uint8Array, location: string): { mac: Uint8Array; session: string } {
-  const mac = hmac(sha384, secret, new Uint8Array([...t, 1]));
-  const session = `pqdb-tabs:${location}:s:${b64(hmac(sha384, secret, new Uint8Array([...t, 2])).subarray(0, 24))}`;
+  const mac = hmac(sha384, secret, concatBytes([t, Uint8Array.of(1)]));
+  const session = `pqdb-tabs:${location}:s:${b64(hmac(sha384, secret, concatBytes([t, Uint8Array.of(2)])).subarray(0, 24))}`;
   return { mac, session };
 }
 
@@ -104,6 +104,12 @@ export async function tryLock(tabs: TabsPlatform, location: string): Promise<(()
     })
     .catch(() => granted(undefined)); // no lock to be had here
   return got;
+}
+
+/** Which of `keys` (base64) is a recipient key of `store`, if any. */
+export function recipientAmong(store: Pick<Store, 'recipientKeys'>, keys: readonly unknown[]): string | undefined {
+  const known = new Set(store.recipientKeys().map((k) => b64(k)));
+  return keys.find((k): k is string => typeof k === 'string' && known.has(k));
 }
 
 /** The client id of the context holding the store's lock, where the platform says (else undefined). */
@@ -154,8 +160,7 @@ export function serveTabs(
     if (clients.size >= MAX_TABS) return; // a flood of hellos costs a bounded number of channels
     const port = tabs.channel(clientChannel(location, m.client));
     clients.set(m.client, port);
-    const known = new Set(store.recipientKeys().map((k) => b64(k)));
-    const key = m.keys.find((k) => typeof k === 'string' && known.has(k));
+    const key = recipientAmong(store, m.keys);
     if (key === undefined) return refuse(m.client, port, 'the tab holds no recipient key of this store');
     const secret = randomBytes(32);
     const nonce = randomBytes(32);
