@@ -15,7 +15,7 @@
 import { PqdbError } from '../errors';
 import { b64, unb64 } from '../_encoding';
 import { concatBytes, equalBytes } from '../_bytes';
-import { hmac } from '../kernels/hmac';
+import { hkdf, hmac } from '../kernels/hmac';
 import { sha384 } from '../kernels/sha2';
 import { wrapRoot, unwrapRoot } from '../crypto/envelope';
 import { publicKeysOf } from '../engine/keys';
@@ -85,8 +85,12 @@ function transcript(client: string, nonce: Uint8Array, envelope: Uint8Array): Ui
  * handshake cannot post calls there nor read the replies).
  */
 function keysOf(secret: Uint8Array, t: Uint8Array, location: string): { mac: Uint8Array; session: string } {
-  const mac = hmac(sha384, secret, concatBytes([t, Uint8Array.of(1)]));
-  const session = `pqdb-tabs:${location}:s:${b64(hmac(sha384, secret, concatBytes([t, Uint8Array.of(2)])).subarray(0, 24))}`;
+  // Keyed by a key of its own derived from the secret: whatever envelope a challenge carries (one
+  // of the store's own, say), the answers are MACs under no key the store uses.
+  const key = hkdf(sha384, secret, undefined, LABEL, 48);
+  const mac = hmac(sha384, key, concatBytes([t, Uint8Array.of(1)]));
+  const session = `pqdb-tabs:${location}:s:${b64(hmac(sha384, key, concatBytes([t, Uint8Array.of(2)])).subarray(0, 24))}`;
+  key.fill(0);
   return { mac, session };
 }
 
