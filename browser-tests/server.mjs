@@ -14,10 +14,9 @@
 //                and wa-sqlite-worker.js /vendor/wa-sqlite/*, the wa-sqlite package's; both peer-seal.js)
 //   /first       browser-tests/page/first.html: a page that only opens a store in its worker and reads
 //                one record (the bench's first read after a page load), minified as shipped
-//   /examples/browser-app/   examples/browser-app (index.html, app.js) as a site would serve it, with
-//                the Content-Security-Policy the README asks for: script-src 'self' 'wasm-unsafe-eval'
-//                plus the hash of the page's inline import map (?csp=no-wasm leaves out
-//                'wasm-unsafe-eval', to show what it is for)
+//   /examples/browser-app/   the notes app (examples/browser-app/serve.mjs: built with esbuild, served
+//                with the policies its README documents); /examples/no-wasm/ the same app with a
+//                worker policy that leaves out 'wasm-unsafe-eval', to show what it is for
 //   /page/*.js   the page bundles, built here with esbuild (pqdb/crypto stays external)
 //   /dist/*      the built package, exactly as published
 //   /vectors/*   the vector files: test-data/vectors/<path>.gz, sent with Content-Encoding: gzip (the
@@ -26,13 +25,13 @@
 
 import { createServer } from 'node:http';
 import { readFile } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { dirname, join, normalize, extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import * as esbuild from 'esbuild';
 import { vectorSource } from '../scripts/vectors.mjs';
+import { demoSite } from '../examples/browser-app/serve.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = join(here, '..');
@@ -72,17 +71,10 @@ const shipped = await esbuild.build({
 const SHIPPED = new Set(shipped.outputFiles.map((f) => f.path));
 const pages = Object.fromEntries([...bundle.outputFiles, ...shipped.outputFiles].map((f) => [f.path, f.contents]));
 
-const example = join(repo, 'examples', 'browser-app');
-const importMap = /<script type="importmap">([\s\S]*?)<\/script>/.exec(
-  readFileSync(join(example, 'index.html'), 'utf8'),
-)[1];
-const importMapHash = `'sha256-${createHash('sha256').update(importMap).digest('base64')}'`;
-
-/** The example's policy: scripts from this origin, WebAssembly compiled from bytes, the import map. */
-function examplePolicy(url) {
-  const wasm = url.searchParams.get('csp') === 'no-wasm' ? '' : " 'wasm-unsafe-eval'";
-  return `default-src 'self'; script-src 'self'${wasm} ${importMapHash}; object-src 'none'; base-uri 'none'`;
-}
+const sites = [
+  await demoSite({ prefix: '/examples/browser-app/' }),
+  await demoSite({ prefix: '/examples/no-wasm/', wasm: false }),
+];
 
 /** The bench page and its workers are cross-origin isolated: finer timers, and memory measurement. */
 const ISOLATED = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
@@ -131,9 +123,8 @@ createServer(async (req, res) => {
     file = under(join(repo, 'node_modules', '@sqlite.org', 'sqlite-wasm', 'dist'), url.pathname.slice(20));
   else if (url.pathname.startsWith('/vendor/wa-sqlite/'))
     file = under(join(repo, 'node_modules', 'wa-sqlite'), url.pathname.slice(18));
-  else if (url.pathname === '/examples/browser-app/' || url.pathname === '/examples/browser-app/app.js') {
-    file = join(example, url.pathname.endsWith('/') ? 'index.html' : 'app.js');
-    headers = { 'content-security-policy': examplePolicy(url) };
+  else if (url.pathname.startsWith('/examples/')) {
+    for (const site of sites) if (await site(req, res)) return;
   } else if (pages[url.pathname] !== undefined) body = pages[url.pathname];
   else if (url.pathname.startsWith('/dist/')) file = under(join(repo, 'dist'), url.pathname.slice(6));
   else if (url.pathname.startsWith('/vectors/')) {

@@ -267,6 +267,38 @@ describe('the worker engine over a MessageChannel', () => {
     }
   });
 
+  it('a backup file made in the worker comes to the page as bytes and restores from them in a new worker', async () => {
+    const { worker } = fakeWorker();
+    const s = await openIn(worker);
+    const c = s.collection('c', { schema });
+    await s.batch((tx) => {
+      for (let i = 0; i < 300; i++) tx.put(c, `k${i}`, { lemma: 'x', n: i });
+    });
+    const { file, copy } = await s.backupFile();
+    expect(file).toBeInstanceOf(Uint8Array);
+    expect((await s.copies()).find((x) => x.id === copy.id)?.destination).toBe('a backup file');
+    const r = await WorkerStore.restore(file, {
+      worker: fakeWorker().worker,
+      unlock: recipient.secretKey.slice(),
+      trustedSigner: signer.publicKey,
+      recipients: [recipient.publicKey],
+      location: 'restored',
+    });
+    open.push(r.store);
+    expect(r.restored).toBe(300);
+    expect(await r.store.collection('c', { schema }).get('k299')).toEqual({ lemma: 'x', n: 299 });
+    file[file.length - 1] ^= 1;
+    await expect(
+      WorkerStore.restore(file, {
+        worker: fakeWorker().worker,
+        unlock: recipient.secretKey.slice(),
+        trustedSigner: signer.publicKey,
+        location: 'again',
+      }),
+    ).rejects.toMatchObject({ code: 'CORRUPTION', message: expect.stringMatching(/not a pqdb backup file/) });
+    await expect(WorkerStore.restore(42 as never, { worker, location: 'x' } as never)).rejects.toThrow(TypeError);
+  });
+
   it('change notifications cross: watch with a prefix, store.changes(), live(); the stream stops with the last listener', async () => {
     const { worker } = fakeWorker();
     const s = await openIn(worker);

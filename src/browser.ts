@@ -52,17 +52,17 @@ export function openStore(options: OpenStoreOptions | WorkerOpenOptions): Promis
  * @example const { store, restored } = await restoreStore('app-backup-1', { location: 'app-2', unlock, live, signer, signerPublicKey })
  */
 export function restoreStore(
-  copy: string,
+  copy: string | Uint8Array,
   options: WorkerRestoreOptions,
 ): Promise<{ store: WorkerStore } & Omit<RestoreResult, 'store'>>;
-export function restoreStore(copy: string | PageStore, options: RestoreOptions): Promise<RestoreResult>;
+export function restoreStore(copy: string | PageStore | Uint8Array, options: RestoreOptions): Promise<RestoreResult>;
 export function restoreStore(
-  copy: string | PageStore,
+  copy: string | PageStore | Uint8Array,
   options: RestoreOptions | WorkerRestoreOptions,
 ): Promise<RestoreResult | ({ store: WorkerStore } & Omit<RestoreResult, 'store'>)> {
   if (typeof options === 'object' && options !== null && 'worker' in options && options.worker !== undefined) {
     const o = options;
-    return import('./worker/client').then((m) => m.WorkerStore.restore(copy as string, o));
+    return import('./worker/client').then((m) => m.WorkerStore.restore(copy as string | Uint8Array, o));
   }
   return restoreStoreWith(locations, copy, options as RestoreOptions);
 }

@@ -60,7 +60,7 @@ export function openStore(options: OpenStoreOptions): Promise<Store> {
  * (written by store.backup): verified, under the current policy and new keys (docs/authority.md).
  * @example const { store, restored } = await restoreStore('./backups/app-1', { location: './data/app-2', unlock, live, signer, signerPublicKey })
  */
-export function restoreStore(copy: string | PageStore, options: RestoreOptions): Promise<RestoreResult> {
+export function restoreStore(copy: string | PageStore | Uint8Array, options: RestoreOptions): Promise<RestoreResult> {
   return restoreStoreWith(locations, copy, options);
 }
 

@@ -49,6 +49,7 @@ export interface InventoryContext {
   live(): void;
 }
 import { hex, unb64 } from '../_encoding';
+import { openBackupFile } from '../storage/archive';
 
 /** A managed copy as `store.copies()` lists it. */
 export interface ManagedCopy extends Omit<CopyRecord, 'suites'> {
@@ -79,14 +80,19 @@ export interface CopyDestination {
 
 /**
  * The page store `destination` names: a location (directory, database name) opened through the
- * platform's `locations`, or a PageStore given as it is.
+ * platform's `locations`, a PageStore given as it is, or (to read a copy) a backup file's bytes
+ * (src/storage/archive.ts), its framing checked, in a memory page store.
  * @throws TypeError when a location is given and this entry has none
  */
 export async function destinationOf(
-  destination: string | PageStore,
+  destination: string | PageStore | Uint8Array,
   locations: Locations | undefined,
   mode: 'create' | 'read',
 ): Promise<CopyDestination> {
+  if (destination instanceof Uint8Array) {
+    if (mode !== 'read') throw new TypeError('"destination" expected a non-empty string or a PageStore');
+    return { pages: await openBackupFile(destination), label: 'the backup file', close: true };
+  }
   if (typeof destination === 'string') {
     if (destination.length === 0) throw new TypeError('"destination" expected a non-empty string or a PageStore');
     if (locations === undefined)

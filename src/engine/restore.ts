@@ -160,7 +160,7 @@ const REFUSED_LISTED = 1000;
  */
 export async function restoreStoreWith(
   locations: Locations | undefined,
-  copy: string | PageStore,
+  copy: string | PageStore | Uint8Array,
   options: RestoreOptions,
 ): Promise<RestoreResult> {
   const started = performance.now();

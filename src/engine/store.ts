@@ -8,6 +8,8 @@ import { PqdbError } from '../errors';
 import { bytes } from '../_args';
 import { unb64 } from '../_encoding';
 import type { PageStore } from '../storage/page-store';
+import { openMemoryPageStore } from '../storage/memory';
+import { writeBackupFile } from '../storage/archive';
 import type { KeyedAead } from '../kernels/aead';
 import type { Checkpoint } from '../crypto/proofs';
 import type { Policy } from '../crypto/policy';
@@ -277,6 +279,24 @@ export class Store {
   async backup(destination: string | PageStore): Promise<BackupResult> {
     this.#live(true);
     return this.#engine.backup(await destinationOf(destination, this.#locations, 'create'));
+  }
+
+  /**
+   * A consistent copy of the store as one backup file (docs/storage.md#backup-files): what `backup`
+   * writes to a page store, as bytes an app saves or offers as a download. `restoreStore(bytes, …)`
+   * verifies it and makes a store of it. The copy is inventoried as `backup`'s are, its destination
+   * "a backup file" (retiring it records the retirement; the file is the app's to delete).
+   * @throws as backup
+   */
+  async backupFile(): Promise<BackupResult & { file: Uint8Array }> {
+    this.#live(true);
+    const pages = await openMemoryPageStore();
+    try {
+      const result = await this.#engine.backup({ pages, label: 'a backup file', close: false });
+      return { ...result, file: await writeBackupFile(pages) };
+    } finally {
+      await pages.close();
+    }
   }
 
   /** The managed copies inventory (backups, kept generations, the copy a store was restored from), oldest first. */

@@ -214,14 +214,16 @@ export class WorkerStore {
   }
 
   /**
-   * @internal Restores managed copy `copy` (a name in the worker's IndexedDB, as `backup` wrote it)
-   * into a new store in the worker, which then serves it (restoreStore in the browser entry).
+   * @internal Restores managed copy `copy` (a name in the worker's IndexedDB, as `backup` wrote it,
+   * or a backup file's bytes, as `backupFile` made them: copied to the worker) into a new store in
+   * the worker, which then serves it (restoreStore in the browser entry).
    */
   static async restore(
-    copy: string,
+    copy: string | Uint8Array,
     options: WorkerRestoreOptions,
   ): Promise<{ store: WorkerStore } & Omit<RestoreResult, 'store'>> {
-    if (typeof copy !== 'string') throw new TypeError('"copy" expected the name of a managed copy');
+    if (typeof copy !== 'string' && !(copy instanceof Uint8Array))
+      throw new TypeError('"copy" expected the name of a managed copy or a backup file\'s bytes');
     if ((options as { live?: unknown })?.live !== undefined)
       throw new TypeError(
         '"live" cannot be sent to a worker engine: restore beside it in the worker, or give "policy"',
@@ -232,7 +234,7 @@ export class WorkerStore {
 
   static async #connect(
     options: WorkerOpenOptions,
-    copy: string | undefined,
+    copy: string | Uint8Array | undefined,
   ): Promise<{ store: WorkerStore; result?: unknown }> {
     if (typeof options !== 'object' || options === null) throw new TypeError('"options" expected an object');
     const w = options.worker;
@@ -390,6 +392,10 @@ export class WorkerStore {
     if (typeof destination !== 'string')
       throw new TypeError('"destination" expected a store name: a PageStore cannot be sent to a worker');
     return this.#call('backup', destination);
+  }
+  /** A backup file of the store, made in the worker and sent here (as Store's). */
+  backupFile(): ReturnType<Store['backupFile']> {
+    return this.#call('backupFile');
   }
   copies(): Promise<ReturnType<Store['copies']>> {
     return this.#call('copies');

@@ -17,7 +17,8 @@ export type PageMessage =
   | {
       readonly t: 'restore';
       readonly id: number;
-      readonly copy: string;
+      /** A managed copy's name, or a backup file's bytes. */
+      readonly copy: string | Uint8Array;
       readonly options: Record<string, unknown>;
       readonly context?: unknown;
     }

@@ -43,7 +43,7 @@ export interface ServeWorkerOptions {
 export interface WorkerPlatform {
   open(options: OpenStoreOptions): Promise<Store>;
   /** restoreStore of managed copy `copy` into a new store, which the connection then serves. */
-  restore(copy: string, options: RestoreOptions & { storage?: unknown }): Promise<RestoreResult>;
+  restore(copy: string | Uint8Array, options: RestoreOptions & { storage?: unknown }): Promise<RestoreResult>;
   storageInfo(store: Store): Promise<StorageInfo>;
   /** Serves a page's connection instead of servePort: one tab serving a store to the others (bridge.ts, docs/tabs.md). */
   readonly bridge?: (port: PortLike, options: ServeWorkerOptions) => void;
@@ -195,6 +195,7 @@ export function servePort(
     'retireGenerations',
     'migration',
     'backup',
+    'backupFile',
     'copies',
     'retireCopy',
     'posture',
@@ -283,7 +284,14 @@ export function servePort(
     }
     run(m).then(
       (value) => {
-        const transfer = value instanceof Uint8Array && m.t === 'call' && m.op === 'exportSealed' ? [value.buffer] : [];
+        const transfer =
+          m.t !== 'call'
+            ? []
+            : m.op === 'exportSealed' && value instanceof Uint8Array
+              ? [value.buffer]
+              : m.op === 'backupFile'
+                ? [(value as { file: Uint8Array }).file.buffer]
+                : [];
         post({ t: 'ok', id: m.id, value }, transfer);
         if (m.t === 'call' && m.op === 'close' && m.target === 0) port.close();
       },
