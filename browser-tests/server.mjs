@@ -12,6 +12,8 @@
 //                page and its pqdb worker each bundled into one file as an app's bundler makes them;
 //                sqlite-worker.js loads /vendor/sqlite-wasm/*, the @sqlite.org/sqlite-wasm package's files,
 //                and wa-sqlite-worker.js /vendor/wa-sqlite/*, the wa-sqlite package's; both peer-seal.js)
+//   /kill        browser-tests/page/kill.html: a store in a dedicated worker written to until the test
+//                kills the page or its worker (browser-tests/kill-run.mjs), and read back after
 //   /first       browser-tests/page/first.html: a page that only opens a store in its worker and reads
 //                one record (the bench's first read after a page load), minified as shipped
 //   /examples/browser-app/   the notes app (examples/browser-app/serve.mjs: built with esbuild, served
@@ -48,6 +50,8 @@ const bundle = await esbuild.build({
     migration: join(here, 'page', 'migration.ts'),
     worker: join(here, 'page', 'worker.ts'),
     bench: join(here, 'page', 'bench.ts'),
+    kill: join(here, 'page', 'kill.ts'),
+    'kill-worker': join(here, 'page', 'kill-worker.ts'),
   },
   bundle: true,
   format: 'esm',
@@ -108,6 +112,7 @@ createServer(async (req, res) => {
   else if (url.pathname === '/store') file = join(here, 'page', 'store.html');
   else if (url.pathname === '/migration') file = join(here, 'page', 'migration.html');
   else if (url.pathname === '/worker') file = join(here, 'page', 'worker.html');
+  else if (url.pathname === '/kill') file = join(here, 'page', 'kill.html');
   else if (url.pathname === '/bench') {
     file = join(here, 'page', 'bench.html');
     headers = ISOLATED;
