@@ -77,32 +77,57 @@ await runEngine('webkit', Number(process.env.PQDB_WEBKIT_PORT ?? 41761), async (
     if (r.err !== undefined) throw new Error(r.err);
     return r.ok;
   };
+  // Each page of the checks is a window: the first one reused, one opened for each page a check
+  // opens while another is open (a second tab) and closed when that check is done with it. Calls
+  // go to the window of the page they were made on.
+  const first = await wd('GET', `/session/${id}/window`);
+  let current = first;
+  const focus = async (handle) => {
+    if (current === handle) return;
+    await wd('POST', `/session/${id}/window`, { handle });
+    current = handle;
+  };
+  let open = 0;
   return {
     version: `WebKitGTK ${session.capabilities?.browserVersion ?? ''}`.trim(),
-    tabs: false, // one window: onPage navigates it, so two pages at once are one
     async onPage(path, ready, body) {
-      await wd('POST', `/session/${id}/url`, { url: `${base}${path}` });
-      // Classic WebDriver reports no page errors: the page collects its own ('error' and
-      // 'unhandledrejection' events) from here on.
-      await evaluate(() => {
-        globalThis.__errors ??= [];
-        addEventListener('error', (e) => globalThis.__errors.push(String(e.message)));
-        addEventListener('unhandledrejection', (e) => globalThis.__errors.push(String(e.reason)));
-      });
-      for (const started = Date.now(); !(await evaluate(ready));) {
-        if (Date.now() - started > 300_000) throw new Error(`${path}: not ready after 300 s`);
-        await new Promise((r) => setTimeout(r, 200));
+      const nested = open > 0;
+      const handle = nested ? (await wd('POST', `/session/${id}/window/new`, { type: 'tab' })).handle : first;
+      open++;
+      try {
+        await focus(handle);
+        await wd('POST', `/session/${id}/url`, { url: `${base}${path}` });
+        // Classic WebDriver reports no page errors: the page collects its own ('error' and
+        // 'unhandledrejection' events) from here on.
+        await evaluate(() => {
+          globalThis.__errors ??= [];
+          addEventListener('error', (e) => globalThis.__errors.push(String(e.message)));
+          addEventListener('unhandledrejection', (e) => globalThis.__errors.push(String(e.reason)));
+        });
+        for (const started = Date.now(); !(await evaluate(ready));) {
+          if (Date.now() - started > 300_000) throw new Error(`${path}: not ready after 300 s`);
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        // The errors the page collected so far, refreshed after each call.
+        const errors = [];
+        const page = {
+          async evaluate(fn, arg) {
+            await focus(handle);
+            const v = await evaluate(fn, arg);
+            errors.splice(0, errors.length, ...(await evaluate(() => globalThis.__errors ?? [])));
+            return v;
+          },
+        };
+        return await body(page, errors);
+      } finally {
+        open--;
+        if (nested) {
+          // The tab closes, as a user closes it.
+          await focus(handle);
+          await wd('DELETE', `/session/${id}/window`);
+          current = undefined;
+        }
       }
-      // The errors the page collected so far, refreshed after each call.
-      const errors = [];
-      const page = {
-        async evaluate(fn, arg) {
-          const v = await evaluate(fn, arg);
-          errors.splice(0, errors.length, ...(await evaluate(() => globalThis.__errors ?? [])));
-          return v;
-        },
-      };
-      return body(page, errors);
     },
     close: async () => {
       await wd('DELETE', `/session/${id}`).catch(() => undefined);

@@ -138,7 +138,7 @@ export async function engineChecks({ onPage, tabs = true, report, unavailable })
   // Two tabs, one store (docs/tabs.md): the first serves, the second is served, hears the first's
   // changes and serves once the first tab closes. `onPage` nested opens a second tab while the
   // first is open, where the driver has tabs.
-  if (!tabs) return unavailable('two tabs at once in this driver (the WebKit run drives one window)');
+  if (!tabs) return unavailable('two tabs at once in this driver');
   const o = workerRun('auto', 0);
   await onPage(
     '/worker',
