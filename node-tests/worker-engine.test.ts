@@ -61,6 +61,17 @@ function fakeWorker(serve: ServeWorkerOptions = {}, medium = new MemoryMedium(),
   return { worker, opened, medium };
 }
 
+/** A restore of `copy` (a copy's location or a backup file's bytes) into a new fake worker, under this file's keys. */
+function restoreIn(copy: string | Uint8Array, location = 'restored') {
+  return WorkerStore.restore(copy, {
+    worker: fakeWorker().worker,
+    unlock: recipient.secretKey.slice(),
+    trustedSigner: signer.publicKey,
+    recipients: [recipient.publicKey],
+    location,
+  });
+}
+
 async function openIn(worker: Worker, extra: Record<string, unknown> = {}): Promise<WorkerStore> {
   const s = await WorkerStore.open({
     worker,
@@ -248,13 +259,7 @@ describe('the worker engine over a MessageChannel', () => {
       const { copy } = await s.backup(join(dir, 'copy'));
       expect((await s.copies()).map((x) => x.id)).toContain(copy.id);
       await s.close();
-      const r = await WorkerStore.restore(join(dir, 'copy'), {
-        worker: fakeWorker().worker,
-        unlock: recipient.secretKey.slice(),
-        trustedSigner: signer.publicKey,
-        recipients: [recipient.publicKey],
-        location: 'restored',
-      });
+      const r = await restoreIn(join(dir, 'copy'));
       open.push(r.store);
       expect(r.restored).toBe(500);
       expect(await r.store.collection('c', { schema }).get('k499')).toEqual({ lemma: 'x', n: 499 });
@@ -277,25 +282,15 @@ describe('the worker engine over a MessageChannel', () => {
     const { file, copy } = await s.backupFile();
     expect(file).toBeInstanceOf(Uint8Array);
     expect((await s.copies()).find((x) => x.id === copy.id)?.destination).toBe('a backup file');
-    const r = await WorkerStore.restore(file, {
-      worker: fakeWorker().worker,
-      unlock: recipient.secretKey.slice(),
-      trustedSigner: signer.publicKey,
-      recipients: [recipient.publicKey],
-      location: 'restored',
-    });
+    const r = await restoreIn(file);
     open.push(r.store);
     expect(r.restored).toBe(300);
     expect(await r.store.collection('c', { schema }).get('k299')).toEqual({ lemma: 'x', n: 299 });
     file[file.length - 1] ^= 1;
-    await expect(
-      WorkerStore.restore(file, {
-        worker: fakeWorker().worker,
-        unlock: recipient.secretKey.slice(),
-        trustedSigner: signer.publicKey,
-        location: 'again',
-      }),
-    ).rejects.toMatchObject({ code: 'CORRUPTION', message: expect.stringMatching(/not a pqdb backup file/) });
+    await expect(restoreIn(file, 'again')).rejects.toMatchObject({
+      code: 'CORRUPTION',
+      message: expect.stringMatching(/not a pqdb backup file/),
+    });
     await expect(WorkerStore.restore(42 as never, { worker, location: 'x' } as never)).rejects.toThrow(TypeError);
   });
 
