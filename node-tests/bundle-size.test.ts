@@ -14,8 +14,9 @@ const SHA384_ONLY_GZIP_MAX = 25_000;
 // registered gates and the one apply path; 146.0 kB with the composition root and the declared
 // contexts each engine module takes; 148.0 kB with the engine slot, the copy that gives way to writes
 // and the `storage: 'opfs'` and `worker` choices (the OPFS store and the worker engine's page side
-// load by dynamic import, as chunks of their own: not counted, a page on IndexedDB never loads them).
-const FULL_STORE_GZIP_MAX = 149_000;
+// load by dynamic import, as chunks of their own: not counted, a page on IndexedDB never loads them);
+// 149.6 kB with `backupFile` and restores from a file (the file format itself a dynamic import).
+const FULL_STORE_GZIP_MAX = 150_000;
 
 type Size = { minBytes: number; gzipBytes: number; inputs: string[]; sources: string[] };
 

@@ -49,7 +49,6 @@ export interface InventoryContext {
   live(): void;
 }
 import { hex, unb64 } from '../_encoding';
-import { openBackupFile } from '../storage/archive';
 
 /** A managed copy as `store.copies()` lists it. */
 export interface ManagedCopy extends Omit<CopyRecord, 'suites'> {
@@ -91,6 +90,7 @@ export async function destinationOf(
 ): Promise<CopyDestination> {
   if (destination instanceof Uint8Array) {
     if (mode !== 'read') throw new TypeError('"destination" expected a non-empty string or a PageStore');
+    const { openBackupFile } = await import('../storage/archive'); // loaded when a file is restored
     return { pages: await openBackupFile(destination), label: 'the backup file', close: true };
   }
   if (typeof destination === 'string') {

@@ -8,8 +8,6 @@ import { PqdbError } from '../errors';
 import { bytes } from '../_args';
 import { unb64 } from '../_encoding';
 import type { PageStore } from '../storage/page-store';
-import { openMemoryPageStore } from '../storage/memory';
-import { writeBackupFile } from '../storage/archive';
 import type { KeyedAead } from '../kernels/aead';
 import type { Checkpoint } from '../crypto/proofs';
 import type { Policy } from '../crypto/policy';
@@ -290,6 +288,8 @@ export class Store {
    */
   async backupFile(): Promise<BackupResult & { file: Uint8Array }> {
     this.#live(true);
+    // Loaded when a file is asked for: a page that never makes one does not carry the format.
+    const { openMemoryPageStore, writeBackupFile } = await import('../storage/archive');
     const pages = await openMemoryPageStore();
     try {
       const result = await this.#engine.backup({ pages, label: 'a backup file', close: false });

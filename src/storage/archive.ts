@@ -18,6 +18,8 @@ import { openMemoryPageStore } from './memory';
 import { readPagesOf } from './page-store-base';
 import { MAX_MANIFEST_BYTES, MAX_PAGE_BYTES, MAX_PAGE_ID, type PageStore } from './page-store';
 
+export { openMemoryPageStore };
+
 const MAGIC = new TextEncoder().encode('PQDBFILE');
 const VERSION = 1;
 /** Magic, version, page count, manifest length. */
