@@ -183,7 +183,7 @@ async function start() {
   let postureTimer;
   notes.watch(() => {
     clearTimeout(postureTimer);
-    postureTimer = setTimeout(() => void posture().catch(() => undefined), 1000);
+    postureTimer = setTimeout(() => void posture().catch(() => undefined), 250);
   });
   const info = await store.storageInfo();
   $('storage').textContent = `on ${info.pageStore}${info.persisted ? ', persistent' : ''}`;
