@@ -1,13 +1,13 @@
 // Live migration under load, end to end: N WordNet 3.1 synsets (default 100,000) sealed under
-// 'gcmsiv-hkdf256' move to 'gcmsiv-hkdf384' while two reader processes keep a fixed schedule of
-// reads against the store process; during the copy one update, one insert and one delete are
-// acknowledged; about half-way the store process is SIGKILLed, kept down for a fixed outage,
-// restarted, and it resumes the migration; after activation a separate process opens the store
-// cold and read-only and checks every record, the lexical index and verifyStore against the
-// expected-data manifest written before the run.
+// 'gcmsiv-hkdf256' move to 'gcmsiv-hkdf384' while reader processes (--readers, default 2) keep a
+// fixed schedule of reads (--rate requests per second each, default 2) against the store process;
+// during the copy one update, one insert and one delete are acknowledged; about half-way the store
+// process is SIGKILLed, kept down for a fixed outage, restarted, and it resumes the migration; after
+// activation a separate process opens the store cold and read-only and checks every record, the
+// lexical index and verifyStore against the expected-data manifest written before the run.
 //
 //   node bench/migration-eval.mjs [--records 100000] [--outage-ms 3000] [--runs 1] [--out DIR]
-//        [--chunk-records 256] [--queries 1000] [--word-sample 50] [--suite-sample 5000] [--seed 1] [--keep-store] [--quiet]
+//        [--readers 2] [--rate 2] [--chunk-records 256] [--queries 1000] [--word-sample 50] [--suite-sample 5000] [--seed 1] [--keep-store] [--quiet]
 //
 // Writes evidence.json (every request, timeline, accounting, verification, host) and summary.md in
 // --out (default bench/results/migration-<arch>[-emulated]-<runtime>-<date>[-n]/); with --runs > 1, one run-<i>/ per run plus
@@ -697,6 +697,8 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
     records: num('--records', DEFAULTS.records),
     outageMs: num('--outage-ms', DEFAULTS.outageMs),
     chunkRecords: num('--chunk-records', DEFAULTS.chunkRecords),
+    readers: num('--readers', DEFAULTS.readers),
+    intervalMs: 1000 / num('--rate', 1000 / DEFAULTS.intervalMs),
     queries: num('--queries', DEFAULTS.queries),
     wordSample: num('--word-sample', DEFAULTS.wordSample),
     suiteSample: num('--suite-sample', DEFAULTS.suiteSample),
@@ -704,6 +706,10 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
     keepStore: args.includes('--keep-store'),
     quiet: args.includes('--quiet'),
   };
+  if (!Number.isInteger(options.readers) || options.readers < 1)
+    throw new RangeError('--readers expected an integer ≥ 1');
+  if (!Number.isFinite(options.intervalMs) || options.intervalMs <= 0)
+    throw new RangeError('--rate expected a positive number');
   const runs = num('--runs', 1);
   const out = arg('--out', undefined) ?? defaultOut();
   mkdirSync(out, { recursive: true });

@@ -153,6 +153,20 @@ describe('package', () => {
     }
   });
 
+  it('every relative import of the shipped JavaScript, static or dynamic, names a shipped file', () => {
+    const files = new Set(packed.files);
+    const scripts = packed.files.filter((f) => f.endsWith('.js'));
+    let imports = 0;
+    for (const file of scripts) {
+      const text = readFileSync(join(packed.app, 'node_modules/pqdb', file), 'utf8');
+      for (const [, spec] of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)"(\.{1,2}\/[^"]+)"/g)) {
+        imports++;
+        expect(files, `${file}: ${spec}`).toContain(posix.join(posix.dirname(file), spec));
+      }
+    }
+    expect(imports).toBeGreaterThan(100);
+  });
+
   it('attw (esm-only profile): no problem for node16 ESM, bundler or node10; CommonJS gets only CJSResolvesToESM', () => {
     const attw = join(REPO, 'node_modules/@arethetypeswrong/cli/dist/index.js');
     const run = spawnSync(process.execPath, [attw, packed.tarball, '--profile', 'esm-only', '--format', 'json'], {

@@ -13,6 +13,7 @@
 
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { posix } from 'node:path';
 import asc from 'assemblyscript/asc';
 
 /** The kernel families: assembly/entry/<name>.ts → src/wasm/_<name>.generated.ts. */
@@ -107,5 +108,12 @@ export function moduleEntryPoints() {
   const files = readdirSync('src', { recursive: true })
     .map((f) => f.split('\\').join('/'))
     .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.startsWith('cli/'));
-  return Object.fromEntries(files.map((f) => [f.slice(0, -3), `src/${f}`]));
+  // A module loaded by `import()` stays out: as an entry of its own it would be imported from its
+  // entry file (dist/<dir>/<name>.js), which the package does not ship; left out, esbuild gives it
+  // a chunk of its own (dist/chunk-*.js), which it does.
+  const lazy = new Set();
+  for (const f of files)
+    for (const [, spec] of readFileSync(`src/${f}`, 'utf8').matchAll(/\bimport\(\s*'(\.{1,2}\/[^']+)'\s*\)/g))
+      lazy.add(posix.join(posix.dirname(f), spec));
+  return Object.fromEntries(files.filter((f) => !lazy.has(f.slice(0, -3))).map((f) => [f.slice(0, -3), `src/${f}`]));
 }
