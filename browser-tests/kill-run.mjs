@@ -31,6 +31,8 @@ export async function kills(context, rounds, { base = '', seed = 1, maxDelayMs =
     return (s >>> 0) % n;
   };
   const acked = new Set();
+  /** Ids sent in an earlier round, neither acknowledged nor found after it: they must never appear. */
+  const gone = new Set();
   let next = 0;
   const problems = [];
   const perKind = Object.fromEntries(KINDS.map((k) => [k, 0]));
@@ -39,9 +41,14 @@ export async function kills(context, rounds, { base = '', seed = 1, maxDelayMs =
     const kind = KINDS[round % KINDS.length];
     const delay = 20 + rand(maxDelayMs);
     const page = await context.newPage();
-    const before = new Set(acked);
+    let maxSent = -1;
+    let ackedNow = 0;
+    await page.exposeFunction('pqdbSending', (ids) => {
+      maxSent = Math.max(maxSent, ...ids);
+    });
     await page.exposeFunction('pqdbAcked', (ids) => {
       for (const id of ids) acked.add(id);
+      ackedNow += ids.length;
     });
     await page.goto(`${base}/kill`);
     const from = next;
@@ -51,7 +58,11 @@ export async function kills(context, rounds, { base = '', seed = 1, maxDelayMs =
       ...keys,
       terminateAfterMs: kind === 'terminate' ? delay : undefined,
     });
-    writing.catch(() => undefined); // the page dies under it
+    let settled;
+    writing.then(
+      (v) => (settled = v),
+      () => undefined, // the page dies under it
+    );
     await page.waitForFunction(() => globalThis.pqdbOpen === true, null, { timeout: 30_000 });
     if (kind !== 'terminate') {
       await page.waitForTimeout(delay);
@@ -69,11 +80,15 @@ export async function kills(context, rounds, { base = '', seed = 1, maxDelayMs =
     } else {
       await Promise.race([writing, page.waitForTimeout(delay + 2_000)]);
     }
+    // The writer was still writing when it was killed (it stops only by dying).
+    if (settled !== undefined)
+      problems.push(`round ${round} (${kind}): the writer stopped before the kill: ${settled}`);
+    if (ackedNow === 0)
+      problems.push(`round ${round} (${kind} after ${delay} ms): no write was acknowledged before the kill`);
     await page.close().catch(() => undefined);
     perKind[kind]++;
-    // The highest id the page may have sent: every id written this round is below it.
-    const written = [...acked].filter((id) => !before.has(id));
-    next = Math.max(from, ...written.map((id) => id + 1)) + 8; // a batch in flight is at most 4 ids past the last ack
+    // Every id this round sent is at most maxSent (reported before each write).
+    next = Math.max(from, maxSent + 1);
 
     const reader = await context.newPage();
     await reader.goto(`${base}/kill`);
@@ -89,11 +104,13 @@ export async function kills(context, rounds, { base = '', seed = 1, maxDelayMs =
       if (held.get(`k${id}`) !== id) problems.push(`round ${round} (${kind}): acknowledged k${id} missing or wrong`);
     for (const [id, n] of held) {
       if (id !== `k${n}` || n >= next) problems.push(`round ${round} (${kind}): ${id} = ${n} was never written`);
+      else if (gone.has(n)) problems.push(`round ${round} (${kind}): ${id}, missing after its round, came back`);
       else if (!acked.has(n)) {
         inFlightKept.kept++;
         acked.add(n); // committed though its acknowledgement never arrived: it must stay from now on
       }
     }
+    for (let n = from; n < next; n++) if (!acked.has(n)) gone.add(n); // sent, not committed: never to appear
   }
   return { rounds, perKind, acknowledged: acked.size, inFlightKept: inFlightKept.kept, problems, next };
 }

@@ -113,7 +113,7 @@ export function moduleEntryPoints() {
   // a chunk of its own (dist/chunk-*.js), which it does.
   const lazy = new Set();
   for (const f of files)
-    for (const [, spec] of readFileSync(`src/${f}`, 'utf8').matchAll(/\bimport\(\s*'(\.{1,2}\/[^']+)'\s*\)/g))
-      lazy.add(posix.join(posix.dirname(f), spec));
+    for (const [, spec] of readFileSync(`src/${f}`, 'utf8').matchAll(/\bimport\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g))
+      lazy.add(posix.join(posix.dirname(f), spec.replace(/\.js$/, '')));
   return Object.fromEntries(files.filter((f) => !lazy.has(f.slice(0, -3))).map((f) => [f.slice(0, -3), `src/${f}`]));
 }

@@ -38,12 +38,12 @@ export function openStore(options: WorkerOpenOptions): Promise<WorkerStore> {
 }
 
 /**
- * Restores managed copy `copy` (an IndexedDB database in the worker, as store.backup wrote it)
- * into a new store in `options.worker`, which then serves it, as `restoreStore(copy, { worker, … })`
- * from pqdb.
+ * Restores managed copy `copy` (an IndexedDB database in the worker, as store.backup wrote it, or
+ * a backup file's bytes, as store.backupFile made them) into a new store in `options.worker`, which
+ * then serves it, as `restoreStore(copy, { worker, … })` from pqdb.
  */
 export function restoreStore(
-  copy: string,
+  copy: string | Uint8Array,
   options: WorkerRestoreOptions,
 ): Promise<{ store: WorkerStore } & Omit<RestoreResult, 'store'>> {
   return WorkerStore.restore(copy, options);

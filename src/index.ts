@@ -83,10 +83,11 @@ export type { CopyKind, CopyState } from './engine/manifest';
 /**
  * Makes a new store from a managed copy (written by store.backup), verified, under the current
  * policy and new keys (docs/authority.md). Here (the universal entry) `copy` and `options.storage`
- * are PageStores; the Node and browser entries also take a directory or a database name.
+ * are PageStores (or `copy` a backup file's bytes: store.backupFile); the Node and browser entries also
+ * take a directory or a database name.
  * @throws TypeError for a location given as a name
  */
-export function restoreStore(copy: PageStore, options: RestoreOptions): Promise<RestoreResult> {
+export function restoreStore(copy: PageStore | Uint8Array, options: RestoreOptions): Promise<RestoreResult> {
   return restoreStoreWith(undefined, copy, options);
 }
 

@@ -1,6 +1,7 @@
 // The page of the kill tests (browser-tests/kill-run.mjs): a store in a dedicated worker on OPFS,
 // written to by single puts and small batches, each acknowledgement reported to the test at once
-// (window.pqdbAcked, a Playwright binding) before the next write; the test then kills the page's
+// (window.pqdbAcked, a Playwright binding) before the next write, and each id before it is sent
+// (window.pqdbSending); the test then kills the page's
 // renderer, closes its target, or has the page terminate its worker, at a random moment. `check`
 // reads the store back in a fresh worker.
 import { openStore } from '../../src/client';
@@ -8,6 +9,7 @@ import { openStore } from '../../src/client';
 const u8 = (a: number[]) => new Uint8Array(a);
 const schema = { n: 'number', pad: 'string' } as const;
 declare const pqdbAcked: (ids: number[]) => Promise<void>;
+declare const pqdbSending: (ids: number[]) => Promise<void>;
 
 interface WriteOptions {
   name: string;
@@ -41,12 +43,14 @@ const api = {
     for (let i = o.from; ;) {
       if (i % 3 === 2) {
         const ids = [i, i + 1, i + 2, i + 3];
+        await pqdbSending(ids);
         await store.batch((tx) => {
           for (const n of ids) tx.put(c, `k${n}`, { n, pad });
         });
         await pqdbAcked(ids);
         i += ids.length;
       } else {
+        await pqdbSending([i]);
         await c.put(`k${i}`, { n: i, pad });
         await pqdbAcked([i]);
         i++;

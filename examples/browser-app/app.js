@@ -23,8 +23,11 @@ async function deviceKey() {
   if (kek === undefined) {
     kek = await crypto.subtle.generateKey({ name: 'AES-GCM', length: 256 }, false, ['encrypt', 'decrypt']);
     // Another tab may store its own first: the first one stored is the device's.
-    await idb('readwrite', (s) => s.add(kek, 'device')).catch(() => undefined);
+    await idb('readwrite', (s) => s.add(kek, 'device')).catch((e) => {
+      if (e?.name !== 'ConstraintError') throw e; // only another tab's key stored first is fine
+    });
     kek = await idb('readonly', (s) => s.get('device'));
+    if (kek === undefined) throw new Error('the device key could not be stored');
   }
   return kek;
 }

@@ -52,9 +52,13 @@ async function keyring(kek, create) {
     // A second tab's worker may have made one meanwhile: the first stored is the keyring.
     const added = await idb('readwrite', (s) => s.add(saved, 'keyring')).then(
       () => true,
-      () => false,
+      (e) => {
+        if (e?.name !== 'ConstraintError') throw e; // a full quota, say: not another tab's keyring
+        return false;
+      },
     );
     if (!added) saved = await idb('readonly', (s) => s.get('keyring'));
+    if (saved === undefined) throw new PqdbError('NOT_FOUND', 'the keyring could not be stored');
   }
   const secrets = await unwrap(kek, saved.wrapped);
   return {

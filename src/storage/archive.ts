@@ -108,7 +108,7 @@ export async function openBackupFile(file: Uint8Array): Promise<PageStore> {
   if (at !== end) throw bad(`${end - at} bytes after the last page`);
   const store = await openMemoryPageStore();
   try {
-    await store.commit({ pages, manifest });
+    await store.commit({ pages, manifest, transfer: true }); // the views are this function's own: no copy
   } catch (e) {
     await store.close();
     // The page store's own checks of what the file gave (an empty page, say) are the file's fault.
