@@ -36,7 +36,7 @@ export async function kills(context, rounds, { base = '', seed = 1, maxDelayMs =
   let next = 0;
   const problems = [];
   const perKind = Object.fromEntries(KINDS.map((k) => [k, 0]));
-  const inFlightKept = { kept: 0, lost: 0 };
+  let inFlightKept = 0;
   for (let round = 0; round < rounds; round++) {
     const kind = KINDS[round % KINDS.length];
     const delay = 20 + rand(maxDelayMs);
@@ -106,11 +106,11 @@ export async function kills(context, rounds, { base = '', seed = 1, maxDelayMs =
       if (id !== `k${n}` || n >= next) problems.push(`round ${round} (${kind}): ${id} = ${n} was never written`);
       else if (gone.has(n)) problems.push(`round ${round} (${kind}): ${id}, missing after its round, came back`);
       else if (!acked.has(n)) {
-        inFlightKept.kept++;
+        inFlightKept++;
         acked.add(n); // committed though its acknowledgement never arrived: it must stay from now on
       }
     }
     for (let n = from; n < next; n++) if (!acked.has(n)) gone.add(n); // sent, not committed: never to appear
   }
-  return { rounds, perKind, acknowledged: acked.size, inFlightKept: inFlightKept.kept, problems, next };
+  return { rounds, perKind, acknowledged: acked.size, inFlightKept, problems, next };
 }

@@ -289,14 +289,11 @@ export class Store {
   async backupFile(): Promise<BackupResult & { file: Uint8Array }> {
     this.#live(true);
     // Loaded when a file is asked for: a page that never makes one does not carry the format.
-    const { openMemoryPageStore, writeBackupFile } = await import('../storage/archive');
-    const pages = await openMemoryPageStore();
-    try {
-      const result = await this.#engine.backup({ pages, label: 'a backup file', close: false });
-      return { ...result, file: await writeBackupFile(pages) };
-    } finally {
-      await pages.close();
-    }
+    const { backupFileOf } = await import('../storage/archive');
+    const { result, file } = await backupFileOf((pages) =>
+      this.#engine.backup({ pages, label: 'a backup file', close: false }),
+    );
+    return { ...result, file };
   }
 
   /** The managed copies inventory (backups, kept generations, the copy a store was restored from), oldest first. */

@@ -18,8 +18,6 @@ import { openMemoryPageStore } from './memory';
 import { readPagesOf } from './page-store-base';
 import { MAX_MANIFEST_BYTES, MAX_PAGE_BYTES, MAX_PAGE_ID, type PageStore } from './page-store';
 
-export { openMemoryPageStore };
-
 const MAGIC = new TextEncoder().encode('PQDBFILE');
 const VERSION = 1;
 /** Magic, version, page count, manifest length. */
@@ -28,6 +26,22 @@ const HEADER_BYTES = MAGIC.length + 1 + 4 + 4;
 const READ_BATCH = 256;
 
 const bad = (message: string) => new PqdbError('CORRUPTION', `not a pqdb backup file: ${message}`);
+
+/**
+ * `write` run on a fresh memory page store (a backup written into it), then that store as one
+ * backup file; the memory store is closed on every path.
+ */
+export async function backupFileOf<T>(
+  write: (pages: PageStore) => Promise<T>,
+): Promise<{ result: T; file: Uint8Array }> {
+  const pages = await openMemoryPageStore();
+  try {
+    const result = await write(pages);
+    return { result, file: await writeBackupFile(pages) };
+  } finally {
+    await pages.close();
+  }
+}
 
 /**
  * The pages and manifest of `pages` as one backup file.

@@ -284,14 +284,15 @@ export function servePort(
     }
     run(m).then(
       (value) => {
-        const transfer =
+        const bytes =
           m.t !== 'call'
-            ? []
-            : m.op === 'exportSealed' && value instanceof Uint8Array
-              ? [value.buffer]
+            ? undefined
+            : m.op === 'exportSealed'
+              ? value
               : m.op === 'backupFile'
-                ? [(value as { file: Uint8Array }).file.buffer]
-                : [];
+                ? (value as { file: unknown }).file
+                : undefined;
+        const transfer = bytes instanceof Uint8Array ? [bytes.buffer] : []; // made for the page: moved, not copied
         post({ t: 'ok', id: m.id, value }, transfer);
         if (m.t === 'call' && m.op === 'close' && m.target === 0) port.close();
       },
