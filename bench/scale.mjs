@@ -27,6 +27,7 @@
 //
 //   node bench/scale.mjs [--sizes 100000,1000000] [--parts ingest,reads,open,compaction,migration]
 //        [--batch 1000] [--reads 100000] [--changes 10000] [--rounds 3] [--live-sample 1000] [--no-reader]
+//        [--reader-rate R]   (the reader during compaction and migration: R reads/s on a fixed schedule)
 //        [--out DIR]
 //
 // Writes scale.json (every figure, with the host) and scale.md (one table per part) in --out
@@ -60,8 +61,18 @@ const ROUNDS = Number(arg('--rounds', 3));
 const LIVE_SAMPLE = Number(arg('--live-sample', 1000));
 /** No reader during compaction and migration: their time alone, to compare with the time beside one. */
 const NO_READER = args.includes('--no-reader');
+/**
+ * Reads per second the reader during compaction and migration issues on a fixed schedule (a read's
+ * latency from its scheduled time); 0: one read after another, as fast as they come back.
+ */
+const READER_RATE = Number(arg('--reader-rate', 0));
+if (!(READER_RATE >= 0)) throw new RangeError(`--reader-rate expected reads per second (0: back to back)`);
 const OUT = arg('--out', undefined) ?? reportDir('scale', { dir: join(repo, 'bench', 'results') });
 const MIGRATE_TO = 'cnsa2-gcm-hkdf384-commit';
+const READER_DOC =
+  READER_RATE > 0
+    ? `A reader in the benchmark's process issues random gets one at a time on a fixed schedule of ${READER_RATE} a second during it; a read's latency runs from its scheduled time to its value, so event-loop time spent on the operation counts.`
+    : "A reader in the benchmark's process issues random gets one at a time during it; a read's latency runs from when it was due (the previous read's value) to its value, so event-loop time spent on the operation counts.";
 const TARGETS = Object.freeze({ migrationMs: 45_000, migrationReadP99Ms: 25, diskToLive: 1.3 });
 const ENGINES = ['pqdb', 'sqlite', 'level'];
 const NAMES = { pqdb: 'pqdb', sqlite: 'better-sqlite3', level: 'classic-level' };
@@ -108,9 +119,11 @@ function latencyStats(ms) {
 
 /**
  * Runs `work` while a reader in this process issues random gets, one at a time, until it settles.
- * Each read's latency runs from when it became due (the previous read's value) to its own value,
- * so the time the event loop spent on `work` counts against it; `getMs` times the call alone.
- * The reader yields to the event loop (setImmediate) between reads so `work` gets its turns.
+ * Each read's latency runs from when it became due to its value, so the time the event loop spent
+ * on `work` counts against it; `getMs` times the call alone. Due: with --reader-rate R, on a fixed
+ * schedule of R reads a second (a read the loop kept waiting makes the next ones late too);
+ * without, when the previous read's value came back (the reader then yields to the event loop,
+ * setImmediate, so `work` gets its turns).
  */
 async function readDuring(work, get, ids) {
   let settled = false;
@@ -123,14 +136,20 @@ async function readDuring(work, get, ids) {
   const reader = (async () => {
     let k = 0;
     let from = now();
+    const start = from;
     while (!settled && !NO_READER) {
+      if (READER_RATE > 0) {
+        from = start + (k * 1000) / READER_RATE;
+        if (from > now()) await new Promise((resolve) => setTimeout(resolve, from - now()));
+        if (settled) break;
+      }
       const id = ids[k++ % ids.length];
       const t0 = now();
       if ((await get(id)) === undefined) throw new Error(`a read during the operation missed ${id}`);
       const t1 = now();
       due.push(t1 - from);
       call.push(t1 - t0);
-      await new Promise((resolve) => setImmediate(resolve));
+      if (READER_RATE === 0) await new Promise((resolve) => setImmediate(resolve));
       from = t1;
     }
   })();
@@ -375,7 +394,11 @@ async function compaction(e, dir, live, readIds) {
   if (c.skipped === undefined) c.bytesAfter = duBytes(dir);
   await e.close();
   c.diskToLiveBefore = c.bytesBefore / c.liveSealedBytes;
-  if (c.bytesAfter !== undefined) c.diskToLiveAfter = c.bytesAfter / c.liveSealedBytes;
+  c.bytesPerRecordBefore = c.bytesBefore / c.liveRecords;
+  if (c.bytesAfter !== undefined) {
+    c.diskToLiveAfter = c.bytesAfter / c.liveSealedBytes;
+    c.bytesPerRecordAfter = c.bytesAfter / c.liveRecords;
+  }
   return c;
 }
 
@@ -593,14 +616,14 @@ if (part('compaction')) {
   md.push(
     '## Compaction',
     '',
-    `${ROUNDS} full rounds of updates of every record (new values), then the engine's compaction: pqdb \`store.compact()\`, SQLite \`VACUUM\` (on a second connection in a worker thread: it is synchronous and would hold the reading thread), classic-level \`compactRange\` over every key. A reader in the benchmark's process issues random gets one at a time during it; a read's latency runs from when it was due (the previous read's value) to its value, so event-loop time spent on the compaction counts. Live sealed bytes: live records × their sealed size (pqdb: the mean sealed-record size of ${fmt(LIVE_SAMPLE)} live records read from their sealed exports; peers: IV + ciphertext + tag of the last round, exactly); ids and index entries are not counted. Target: disk ≤ ${TARGETS.diskToLive}× live after compaction.`,
+    `${ROUNDS} full rounds of updates of every record (new values), then the engine's compaction: pqdb \`store.compact()\`, SQLite \`VACUUM\` (on a second connection in a worker thread: it is synchronous and would hold the reading thread), classic-level \`compactRange\` over every key. ${READER_DOC} Live sealed bytes: live records × their sealed size (pqdb: the mean sealed-record size of ${fmt(LIVE_SAMPLE)} live records read from their sealed exports; peers: IV + ciphertext + tag of the last round, exactly); ids and index entries are not counted. Target: disk ≤ ${TARGETS.diskToLive}× live after compaction.`,
     '',
-    '| engine | records | update rec/s (rounds) | disk before | disk / live before | compaction | disk after | disk / live after | live sealed bytes | reads during | read p50 | read p99 | read max |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| engine | records | update rec/s (rounds) | disk before | B/record before | disk / live before | compaction | disk after | B/record after | disk / live after | live sealed bytes | reads during | read p50 | read p99 | read max |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...results.map((r) => {
       const c = r.compaction;
       const rounds = c.rounds.map((x) => fmt(x.recordsPerSec)).join(' / ');
-      return `| ${NAMES[r.engine]} | ${fmt(c.records)} | ${rounds} | ${mib(c.bytesBefore)} | ${fmt(c.diskToLiveBefore, 2)}× | ${ms(c.compactionMs)} | ${mib(c.bytesAfter)} | ${c.diskToLiveAfter === undefined ? '—' : `${fmt(c.diskToLiveAfter, 2)}×`} | ${mib(c.liveSealedBytes)} | ${fmt(c.during?.reads)} | ${ms(c.during?.p50Ms, 2)} | ${ms(c.during?.p99Ms, 1)} | ${ms(c.during?.maxMs, 1)} |`;
+      return `| ${NAMES[r.engine]} | ${fmt(c.records)} | ${rounds} | ${mib(c.bytesBefore)} | ${fmt(c.bytesPerRecordBefore)} | ${fmt(c.diskToLiveBefore, 2)}× | ${ms(c.compactionMs)} | ${mib(c.bytesAfter)} | ${fmt(c.bytesPerRecordAfter)} | ${c.diskToLiveAfter === undefined ? '—' : `${fmt(c.diskToLiveAfter, 2)}×`} | ${mib(c.liveSealedBytes)} | ${fmt(c.during?.reads)} | ${ms(c.during?.p50Ms, 2)} | ${ms(c.during?.p99Ms, 1)} | ${ms(c.during?.maxMs, 1)} |`;
     }),
     '',
   );
@@ -621,7 +644,7 @@ if (part('migration')) {
   md.push(
     '## Live migration (pqdb only)',
     '',
-    `\`store.migrate({ to: '${MIGRATE_TO}' })\` of every record (chunks of the default size) while a reader in the same process issues random gets one at a time (latency as for compaction: from when the read was due). better-sqlite3 and classic-level have no equivalent: moving their records to another cipher is the application's own rewrite. The store migrated holds what the parts before it wrote: the open part's new records (in the accounting's total) and, after the compaction part, the dead older versions of every record it left. Targets at 1,000,000 records: ≤ ${TARGETS.migrationMs / 1000} s, read p99 ≤ ${TARGETS.migrationReadP99Ms} ms.`,
+    `\`store.migrate({ to: '${MIGRATE_TO}' })\` of every record (chunks of the default size) while a reader in the same process issues random gets (as for compaction: ${READER_RATE > 0 ? `${READER_RATE} a second on a fixed schedule, latency from the scheduled time` : 'one after another, latency from when the read was due'}). better-sqlite3 and classic-level have no equivalent: moving their records to another cipher is the application's own rewrite. The store migrated holds what the parts before it wrote: the open part's new records (in the accounting's total) and, after the compaction part, the dead older versions of every record it left. Targets at 1,000,000 records: ≤ ${TARGETS.migrationMs / 1000} s, read p99 ≤ ${TARGETS.migrationReadP99Ms} ms.`,
     '',
     '| engine | records | migration | work (copy / index / verify / activate) | reads during | read p50 | read p99 | read max | get alone p99 | accounting |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---|',
@@ -659,6 +682,7 @@ writeFileSync(
       rounds: ROUNDS,
       liveSample: LIVE_SAMPLE,
       reader: !NO_READER,
+      readerRate: READER_RATE,
       migrateTo: MIGRATE_TO,
       targets: TARGETS,
       results,

@@ -13,6 +13,14 @@ const waiting: (() => void)[] = [];
 
 /** Resolves after queued I/O callbacks, timers and other tasks had their turn. */
 export function yieldToEventLoop(): Promise<void> {
+  return turn().then(resumed);
+}
+
+function resumed(): void {
+  resumedAt = now();
+}
+
+function turn(): Promise<void> {
   const g = globalThis as { setImmediate?: (f: () => void) => void; scheduler?: Scheduler };
   if (g.setImmediate !== undefined) return new Promise((resolve) => g.setImmediate!(resolve));
   if (typeof g.scheduler?.postTask === 'function')
@@ -28,4 +36,32 @@ export function yieldToEventLoop(): Promise<void> {
     });
   }
   return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
+/**
+ * How long a step of background work (a migration, compaction, checkpoint, backup) holds the
+ * thread before it lets waiting reads in: long loops call `sliceSpent()` often (it reads a clock)
+ * and yield when it says so. Reads first: a read arriving during background work waits at most
+ * about this long.
+ */
+export const SLICE_MS = 2;
+
+const now: () => number =
+  typeof performance === 'object' && typeof performance.now === 'function' ? () => performance.now() : () => Date.now();
+
+/** When this thread last came back from yieldToEventLoop. */
+let resumedAt = now();
+
+/**
+ * Whether background work has held the thread for SLICE_MS since it last yielded (or since work
+ * that never yields began: a step starting from an I/O callback counts from the last yield, and so
+ * yields early rather than late).
+ */
+export function sliceSpent(): boolean {
+  return now() - resumedAt >= SLICE_MS;
+}
+
+/** yieldToEventLoop once the slice is spent: the `pause` long work takes between bounded steps. */
+export async function pauseIfSpent(): Promise<void> {
+  if (sliceSpent()) await yieldToEventLoop();
 }

@@ -30,6 +30,10 @@ import { encodePage, pageKey, type IndexedOp, type PageWriteOp } from './page-fo
 import { SALT_BYTES } from '../crypto/record';
 import { cloneManifest, encodeManifest, keyringEntries, MANIFEST_KEY_LABEL, type Manifest } from './manifest';
 import { PagePins } from './pins';
+import { sliceSpent, yieldToEventLoop } from '../_yield';
+
+/** Records from which a commit yields between its stages when its slice is spent (reads first). */
+const SLICED_COMMIT_OPS = 64;
 
 /** A page to write: its id (allocated from the draft) and bytes. */
 export interface PageOut {
@@ -429,8 +433,13 @@ export class CommitPipeline {
   async #commit(draft: Draft): Promise<AppliedCommit> {
     for (const { hooks } of this.#hooks) hooks.prepare?.(draft);
     const m = draft.manifest;
+    // A commit of many records (a migration's chunk, a bulk batch) lets waiting reads in before
+    // each of its long stages (encoding and sealing its page, hashing its leaves: a few ms each
+    // for a chunk of 256); a small one runs them at once.
+    const sliced = draft.ops.length >= SLICED_COMMIT_OPS;
     let page: CommitPage | undefined;
     if (draft.ops.length > 0) {
+      if (sliced) await yieldToEventLoop();
       if (draft.editedKeyring !== undefined)
         throw new PqdbError('INTERNAL', 'a commit that changes the key ring cannot write records');
       const id = draft.pageId();
@@ -438,7 +447,9 @@ export class CommitPipeline {
       const key = this.#keys.generationKey(generation, 'page', pageKey);
       const encoded = encodePage(id, generation, key, draft.ops, draft.drawnSalt);
       page = { id, generation, bytes: encoded.bytes, ops: encoded.index };
+      if (sliced) await yieldToEventLoop();
       for (const { hooks } of this.#hooks) hooks.sealed?.(draft, page);
+      if (sliced && sliceSpent()) await yieldToEventLoop();
     }
     const registry = draft.editedRegistry;
     const keyring = draft.editedKeyring;

@@ -17,7 +17,7 @@
 // scope the current authority does not let migrate, keep their page.
 
 import { PqdbError } from '../errors';
-import { yieldToEventLoop } from '../_yield';
+import { pauseIfSpent, sliceSpent, yieldToEventLoop } from '../_yield';
 import { supportsOf } from '../storage/page-store';
 import { decodePage, pageKey } from './page-format';
 import { rewrite, type RewriteContext } from './rewrite';
@@ -172,7 +172,7 @@ export async function compact(p: CompactContext, options: CompactOptions = {}): 
   await p.checkpoints.persist();
   const afterPage = p.pipeline.manifest.directory?.afterPage ?? 0;
   const g = p.keys.current();
-  await p.directory.loadAllInSteps(yieldToEventLoop); // a base still in partitions, beside reads
+  await p.directory.loadAllInSteps(pauseIfSpent); // a base still in partitions, beside reads
   const live = p.directory.livePerPage();
   const victims = p.directory
     .pages()
@@ -198,6 +198,7 @@ export async function compact(p: CompactContext, options: CompactOptions = {}): 
       let moved = 0;
       for (const op of ops) {
         if (op.kind !== 'put') continue;
+        if (sliceSpent()) await yieldToEventLoop(); // reads first, within a page too
         const loc = p.directory.get(op.collection, op.id);
         // Superseded records are dead: only the version the directory names here moves.
         if (loc === undefined || loc.pageId !== victim || loc.offset !== op.offset) continue;

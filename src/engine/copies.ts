@@ -21,7 +21,7 @@ import { checkpointHash } from '../crypto/proofs';
 import type { PageStore } from '../storage/page-store';
 import { readPagesOf } from '../storage/page-store-base';
 import { pinPages, type Pinnable } from './pins';
-import { yieldToEventLoop } from '../_yield';
+import { pauseIfSpent } from '../_yield';
 import type { Locations } from './store-options';
 import { cloneManifest, encodeManifest, MANIFEST_KEY_LABEL, type CopyRecord, type Manifest } from './manifest';
 import type { CommitPipeline } from './commit';
@@ -166,7 +166,7 @@ async function backupInto(p: BackupContext, dest: CopyDestination): Promise<Back
   let pausedMs = 0;
   // The key directory's partitions a store opened lazily, loaded here beside writes: in the queue,
   // counting the live records (heldRecords) then walks memory only.
-  await p.directory.loadAllInSteps(yieldToEventLoop);
+  await p.directory.loadAllInSteps(pauseIfSpent);
   const signing = p.checkpoints.checkpoint(true);
   signing.catch(() => undefined); // rethrown in the queue
   const snapshot = await p.pipeline.exclusive(async () => {

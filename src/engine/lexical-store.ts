@@ -8,7 +8,7 @@
 
 import { PqdbError } from '../errors';
 import type { PageStore } from '../storage/page-store';
-import { yieldToEventLoop } from '../_yield';
+import { pauseIfSpent, sliceSpent, yieldToEventLoop } from '../_yield';
 import { LexicalIndex } from './lexical';
 import type { Value } from './codec';
 import type { KeyRing } from './keys';
@@ -23,9 +23,6 @@ import {
   lexicalKey,
   INDEX_PART_BYTES,
 } from './page-format';
-
-/** Records read per step while an index is built from the records (reads get in between). */
-const REINDEX_STEP = 64;
 
 export interface LexicalContext {
   readonly pipeline: CommitPipeline;
@@ -108,7 +105,7 @@ export class LexicalStore {
       const { bytes } = (await this.#openPage(name, ref.pageId))!;
       let index: LexicalIndex | undefined;
       try {
-        index = await LexicalIndex.deserializeAsync(bytes, { text: fields }, yieldToEventLoop);
+        index = await LexicalIndex.deserializeAsync(bytes, { text: fields }, pauseIfSpent);
       } catch (e) {
         if (!(e instanceof RangeError)) throw e; // other fields than persisted: build anew below
       } finally {
@@ -125,7 +122,7 @@ export class LexicalStore {
       }
     }
     const index = new LexicalIndex({ text: fields });
-    await this.#ctx.directory.loadAllInSteps(yieldToEventLoop);
+    await this.#ctx.directory.loadAllInSteps(pauseIfSpent);
     for (const id of this.#ctx.directory.unorderedIds(name)) index.update(id, await this.#ctx.value(name, id));
     this.#dirty.add(name);
     this.#fromRecords.delete(name);
@@ -224,7 +221,7 @@ export class LexicalStore {
       const lexical = this.loaded(name);
       if (lexical === undefined) continue;
       const index = await lexical;
-      const parts = await index.serializeParts(INDEX_PART_BYTES, yieldToEventLoop);
+      const parts = await index.serializeParts(INDEX_PART_BYTES, pauseIfSpent);
       const page = await this.#sealPage(draft, name, g, parts);
       for (const p of parts) p.fill(0);
       draft.addPage(page);
@@ -261,12 +258,15 @@ export class LexicalStore {
     const touched = new Set<string>();
     this.#reindexing = { name, touched };
     try {
-      await this.#ctx.directory.loadAllInSteps(yieldToEventLoop);
+      await this.#ctx.directory.loadAllInSteps(pauseIfSpent);
       const ids = this.#ctx.directory.unorderedIds(name);
-      for (let i = 0; i < ids.length; i += REINDEX_STEP) {
-        this.#ctx.live();
-        for (const id of ids.slice(i, i + REINDEX_STEP)) fresh.update(id, await this.#ctx.value(name, id));
-        await yieldToEventLoop();
+      this.#ctx.live();
+      for (const id of ids) {
+        if (sliceSpent()) {
+          await yieldToEventLoop(); // reads first
+          this.#ctx.live();
+        }
+        fresh.update(id, await this.#ctx.value(name, id));
       }
       while (touched.size > 0) {
         const again = [...touched];
@@ -332,7 +332,7 @@ export class LexicalStore {
         }
         this.declare(name, fields);
         const index = await this.indexOf(name);
-        const parts = await index.serializeParts(INDEX_PART_BYTES, yieldToEventLoop);
+        const parts = await index.serializeParts(INDEX_PART_BYTES, pauseIfSpent);
         try {
           const page = await this.#sealPage(draft, name, current, parts);
           draft.addPage(page);
@@ -375,7 +375,7 @@ export class LexicalStore {
     const generation = indexPageGeneration(page);
     if (generation === skip) return undefined;
     const key = this.#ctx.keys.generationKey(generation, 'lexical', lexicalKey);
-    return { generation, bytes: await decodeIndexPageAsync(pageId, key, name, page, yieldToEventLoop) };
+    return { generation, bytes: await decodeIndexPageAsync(pageId, key, name, page, pauseIfSpent) };
   }
 
   /** A new index page of collection `name` holding `plaintext`, sealed under generation g (its id from the draft). */
@@ -387,6 +387,6 @@ export class LexicalStore {
   ): Promise<{ id: number; bytes: Uint8Array }> {
     const id = draft.pageId();
     const key = this.#ctx.keys.generationKey(g, 'lexical', lexicalKey);
-    return { id, bytes: await encodeIndexPage(id, g, key, name, plaintext, yieldToEventLoop) };
+    return { id, bytes: await encodeIndexPage(id, g, key, name, plaintext, pauseIfSpent) };
   }
 }

@@ -12,7 +12,7 @@
 import { PqdbError } from '../errors';
 import { MerkleHashTree, MerkleAppender, HASH_BYTES } from '../crypto/merkle';
 import { equalBytes } from '../_bytes';
-import { yieldToEventLoop } from '../_yield';
+import { pauseIfSpent } from '../_yield';
 import { encodeLogPage } from './page-format';
 import type { LogPageRef } from './manifest';
 
@@ -196,7 +196,7 @@ export class MerkleLogs {
       const to = Math.min(size, from + LOG_PAGE_LEAVES);
       const id = sink.pageId();
       const hashes = leaves.subarray(at, at + (to - from) * HASH_BYTES);
-      sink.addPage({ id, bytes: await encodeLogPage(g, from, hashes, yieldToEventLoop) });
+      sink.addPage({ id, bytes: await encodeLogPage(g, from, hashes, pauseIfSpent) });
       refs.push({ pageId: id, from, to });
       at += hashes.length;
       from = to;

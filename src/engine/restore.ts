@@ -50,7 +50,7 @@ import type { Checkpoints } from './checkpoints';
 import type { KeyDirectory } from './directory';
 import type { Locations, StoreOptions } from './store-options';
 import type { Registry, RegistryRecord } from './registry';
-import { yieldToEventLoop } from '../_yield';
+import { pauseIfSpent, yieldToEventLoop } from '../_yield';
 
 export type { UnsignedReason } from './signed-cover';
 
@@ -248,7 +248,7 @@ export async function restoreStoreWith(
     }
 
     // The records, re-sealed under the new store's keys.
-    await src.directory.loadAllInSteps(yieldToEventLoop);
+    await src.directory.loadAllInSteps(pauseIfSpent);
     const held = heldRecords({ directory: src.directory });
     const counts = { restored: 0, fromLive: 0, withheld: 0, deleted: 0, unsigned: 0, total: held.records };
     const refused: RestoreResult['refused'] = [];

@@ -5,7 +5,7 @@
 // the signed checkpoints stay, so those checkpoints still verify, chain and prove consistency.
 
 import { PqdbError } from '../errors';
-import { yieldToEventLoop } from '../_yield';
+import { pauseIfSpent, sliceSpent, yieldToEventLoop } from '../_yield';
 import type { KeyRing } from './keys';
 import type { KeyDirectory } from './directory';
 import type { MerkleLogs } from './merkle-log';
@@ -13,8 +13,8 @@ import type { CommitPipeline } from './commit';
 import type { LexicalStore } from './lexical-store';
 import { retireGenerationCopies } from './copies';
 
-/** Directory entries checked per step while looking for records in old generations. */
-const SCAN_STEP = 8192;
+/** Directory entries checked between looks at the clock (sliceSpent) while looking for old generations. */
+const SCAN_CLOCK_STEP = 256;
 
 export interface RetireContext {
   readonly pipeline: CommitPipeline;
@@ -45,11 +45,11 @@ export function retireGenerations(ctx: RetireContext): Promise<number[]> {
     }
     let inUse = 0;
     let example = '';
-    await ctx.directory.loadAllInSteps(yieldToEventLoop);
+    await ctx.directory.loadAllInSteps(pauseIfSpent);
     for (const [name, records] of ctx.directory.collections()) {
       let n = 0;
       for (const [id, loc] of records) {
-        if (++n % SCAN_STEP === 0) await yieldToEventLoop();
+        if (++n % SCAN_CLOCK_STEP === 0 && sliceSpent()) await yieldToEventLoop();
         if (loc.generation === current) continue;
         if (inUse++ === 0) example = `${name}/${id} (generation ${loc.generation})`;
       }

@@ -19,7 +19,7 @@ import {
 import { readSnapshotSync, sealSnapshot, type PageSink } from './pages';
 
 /** Rows per base partition that the number of partitions aims at. */
-export const PART_ROWS = 4096;
+export const PART_ROWS = 1024;
 
 /**
  * Seals the whole directory as a base in partitions (header v 2) into `sink`: every partition a
@@ -59,6 +59,7 @@ export async function sealBase(
     const part = new Uint16Array(t.rows.n);
     let at = 0;
     for (let i = 0; i < t.rows.n; i++) {
+      if ((i & 1023) === 1023) await pause();
       const len = t.rows.idLength[i];
       const p = partOf(fnv1a(t.rows.ids, at, len), bits);
       part[i] = p;

@@ -2,7 +2,7 @@
 // snapshot, or a new base in partitions, sealed into the draft together with the log pages, and
 // the `prepare` hook that lists the commit pages a commit deletes as dropped.
 
-import { yieldToEventLoop } from '../../_yield';
+import { pauseIfSpent } from '../../_yield';
 import { b64 } from '../../_encoding';
 import type { MerkleLogs } from '../merkle-log';
 import type { KeyRing } from '../keys';
@@ -53,7 +53,7 @@ export async function persistDirectory(
   const key = ctx.keys.storeKey(DIRECTORY_KEY_LABEL);
   if (kind === 'base') {
     // A new base in partitions: the old base's partitions and its runs go with the commit.
-    const base = await sealBase(draft, key, ctx.directory, afterPage, sizes, pending, frontiers, yieldToEventLoop);
+    const base = await sealBase(draft, key, ctx.directory, afterPage, sizes, pending, frontiers, pauseIfSpent);
     for (const s of old?.snapshots ?? []) for (const id of s.pages) draft.deletePage(id);
     for (const id of ctx.directory.partPages) draft.deletePage(id);
     m.directory = {
@@ -64,18 +64,10 @@ export async function persistDirectory(
     draft.afterCommit(() => (ctx.directory.basePersisted(base.partPages), ctx.directory.persisted(true)));
     return;
   }
-  const { bytes, rows } = await encodeSnapshot(
-    ctx.directory,
-    kind,
-    afterPage,
-    sizes,
-    pending,
-    frontiers,
-    yieldToEventLoop,
-  );
+  const { bytes, rows } = await encodeSnapshot(ctx.directory, kind, afterPage, sizes, pending, frontiers, pauseIfSpent);
   let ids: number[];
   try {
-    ids = await sealSnapshot(draft, key, bytes, yieldToEventLoop);
+    ids = await sealSnapshot(draft, key, bytes, pauseIfSpent);
   } finally {
     bytes.fill(0);
   }

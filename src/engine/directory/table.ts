@@ -221,7 +221,7 @@ export class DirectoryTable implements Iterable<[string, Location]> {
     const removed = new Uint8Array(n);
     let at = 0;
     for (let i = 0; i < n; i++) {
-      if ((i & 0xffff) === 0xffff) await pause(); // a million rows in steps: reads get in
+      if ((i & 1023) === 1023) await pause(); // in steps: reads get in
       // Read after any pause: a get meanwhile may load a partition and compact the arena.
       const arena = this.#arena;
       const o = order[i];

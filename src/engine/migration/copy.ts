@@ -6,7 +6,7 @@ import { PqdbError } from '../../errors';
 import { HASH_BYTES } from '../../crypto/merkle';
 import type { Governance } from '../../crypto/record';
 import { suite as suiteOf, type SuiteName } from '../../crypto/suites';
-import { yieldToEventLoop } from '../../_yield';
+import { sliceSpent, yieldToEventLoop } from '../../_yield';
 import { Scratch } from '../../_bytes';
 import type { KeyDirectory, Location } from '../directory';
 import type { MerkleLogs } from '../merkle-log';
@@ -16,11 +16,9 @@ import { rewrite } from '../rewrite';
 import type { MigrationRecord } from '../manifest';
 import type { PagePass } from './pages';
 
-/** Directory entries visited per step while the source queue is built. */
-const QUEUE_BUILD_STEP = 2048;
-/** Slots visited per step while the queue is put in log order. */
-const QUEUE_ORDER_STEP = 8192;
-/** Records a copy chunk visits between letting reads in. */
+/** Directory entries or queue slots visited between looks at the clock (sliceSpent). */
+const QUEUE_CLOCK_STEP = 256;
+/** Records a copy chunk visits between reads ahead of it. */
 const COPY_READ_STEP = 64;
 /**
  * Sealed bytes per copy commit at most (a chunk also stops at chunkRecords): bounds the commit
@@ -78,7 +76,7 @@ export async function sourceQueue(ctx: CopyContext, m: MigrationRecord): Promise
   for (let c = 0; c < m.collections.length; c++) {
     // Built in steps: entries changed meanwhile are checked again when the copy reaches them.
     for (const [id, loc] of ctx.directory.entries(m.collections[c])) {
-      if (++n % QUEUE_BUILD_STEP === 0) await yieldToEventLoop();
+      if (++n % QUEUE_CLOCK_STEP === 0 && sliceSpent()) await yieldToEventLoop();
       if (loc.generation === m.generation) continue;
       const done =
         m.cursor !== null &&
@@ -111,7 +109,7 @@ export async function sourceQueue(ctx: CopyContext, m: MigrationRecord): Promise
   for (const g of [...byGen.keys()].sort((a, b) => a - b)) {
     const slots = byGen.get(g)!;
     for (let i = 0; i < slots.ids.length; i++) {
-      if (i % QUEUE_ORDER_STEP === QUEUE_ORDER_STEP - 1) await yieldToEventLoop();
+      if (i % QUEUE_CLOCK_STEP === QUEUE_CLOCK_STEP - 1 && sliceSpent()) await yieldToEventLoop();
       const id = slots.ids[i];
       if (id === undefined) continue;
       q.ids[k] = id;
@@ -194,10 +192,8 @@ export async function copyChunk(
   let bytes = 0;
   let visited = 0;
   while (copied < r.chunkRecords && bytes < CHUNK_BYTES && queue.pos < queue.ids.length) {
-    if (++visited % COPY_READ_STEP === 0) {
-      await yieldToEventLoop(); // reads get in
-      readAhead(ctx, queue, pages);
-    }
+    if (sliceSpent()) await yieldToEventLoop(); // reads first
+    if (++visited % COPY_READ_STEP === 0) readAhead(ctx, queue, pages);
     ctx.live();
     const at = queue.pos++;
     const collection = queue.names[queue.cols[at]];

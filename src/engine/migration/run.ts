@@ -8,7 +8,7 @@
 
 import { PqdbError } from '../../errors';
 import { suite as suiteOf, type SuiteName } from '../../crypto/suites';
-import { yieldToEventLoop } from '../../_yield';
+import { pauseIfSpent, sliceSpent, yieldToEventLoop } from '../../_yield';
 import type { KeyRing } from '../keys';
 import type { KeyDirectory, Location } from '../directory';
 import type { AppliedCommit, CommitPage, CommitPipeline, Draft } from '../commit';
@@ -34,8 +34,6 @@ export { byPage } from './gather';
  * event loop is let in every 64 records of a chunk whatever its size.
  */
 export const DEFAULT_CHUNK_RECORDS = 2048;
-/** Records verified per step of the verifying phase. */
-const VERIFY_STEP = 128;
 /** Problems a failed verification names. */
 const MAX_PROBLEMS_NAMED = 20;
 
@@ -290,7 +288,7 @@ export class Migration {
     this.#mark = performance.now();
     try {
       // Every record is visited: a base still in partitions loads now, beside reads.
-      await this.#ctx.directory.loadAllInSteps(yieldToEventLoop);
+      await this.#ctx.directory.loadAllInSteps(pauseIfSpent);
       for (;;) {
         const m = pipeline.manifest.migration;
         if (m === undefined) throw new PqdbError('INTERNAL', 'no migration under way');
@@ -449,7 +447,6 @@ export class Migration {
    */
   async #verifyCopies(): Promise<void> {
     const buffers = (this.#buffers ??= new CopyBuffers());
-    let step = 0;
     for (let page = this.#unverified.shift(); page !== undefined; page = this.#unverified.shift()) {
       let ok = true;
       // One location object for the page's records (openIn reads it and keeps nothing of it).
@@ -464,8 +461,8 @@ export class Migration {
         governance: '',
       };
       for (const op of page.ops) {
-        if (++step % VERIFY_STEP === 0) {
-          await yieldToEventLoop();
+        if (sliceSpent()) {
+          await yieldToEventLoop(); // reads first
           this.#ctx.live();
         }
         if (op.kind !== 'put') continue;
@@ -521,12 +518,11 @@ export class Migration {
       const { ids, pageIds, behind: left } = await gather(directory.entries(name), m.generation, this.#verified, live);
       behind += left;
       const { order, pages, starts } = byPage(pageIds);
-      let step = 0;
       for (let p = 0; p < pages.length; p++) {
         if (p + 1 < pages.length) pass.readAhead(pages[p + 1]);
         for (let k = starts[p]; k < starts[p + 1]; k++) {
-          if (++step % VERIFY_STEP === 0) {
-            await yieldToEventLoop();
+          if (sliceSpent()) {
+            await yieldToEventLoop(); // reads first
             this.#ctx.live();
           }
           const id = ids[order[k]];
