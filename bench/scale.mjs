@@ -149,8 +149,10 @@ async function readDuring(work, get, ids) {
       const t1 = now();
       due.push(t1 - from);
       call.push(t1 - t0);
-      if (READER_RATE === 0) await new Promise((resolve) => setImmediate(resolve));
-      from = t1;
+      if (READER_RATE === 0) {
+        await new Promise((resolve) => setImmediate(resolve));
+        from = t1; // the next read is due now
+      }
     }
   })();
   const [outcome] = await Promise.allSettled([op, reader]);

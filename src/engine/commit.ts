@@ -32,7 +32,7 @@ import { cloneManifest, encodeManifest, keyringEntries, MANIFEST_KEY_LABEL, type
 import { PagePins } from './pins';
 import { sliceSpent, yieldToEventLoop } from '../_yield';
 
-/** Records from which a commit yields between its stages when its slice is spent (reads first). */
+/** Records from which a commit yields before each of its long stages (reads first). */
 const SLICED_COMMIT_OPS = 64;
 
 /** A page to write: its id (allocated from the draft) and bytes. */

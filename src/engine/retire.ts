@@ -5,16 +5,13 @@
 // the signed checkpoints stay, so those checkpoints still verify, chain and prove consistency.
 
 import { PqdbError } from '../errors';
-import { pauseIfSpent, sliceSpent, yieldToEventLoop } from '../_yield';
+import { CLOCK_STEP, pauseIfSpent, sliceSpent, yieldToEventLoop } from '../_yield';
 import type { KeyRing } from './keys';
 import type { KeyDirectory } from './directory';
 import type { MerkleLogs } from './merkle-log';
 import type { CommitPipeline } from './commit';
 import type { LexicalStore } from './lexical-store';
 import { retireGenerationCopies } from './copies';
-
-/** Directory entries checked between looks at the clock (sliceSpent) while looking for old generations. */
-const SCAN_CLOCK_STEP = 256;
 
 export interface RetireContext {
   readonly pipeline: CommitPipeline;
@@ -49,7 +46,7 @@ export function retireGenerations(ctx: RetireContext): Promise<number[]> {
     for (const [name, records] of ctx.directory.collections()) {
       let n = 0;
       for (const [id, loc] of records) {
-        if (++n % SCAN_CLOCK_STEP === 0 && sliceSpent()) await yieldToEventLoop();
+        if (++n % CLOCK_STEP === 0 && sliceSpent()) await yieldToEventLoop();
         if (loc.generation === current) continue;
         if (inUse++ === 0) example = `${name}/${id} (generation ${loc.generation})`;
       }

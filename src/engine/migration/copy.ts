@@ -6,7 +6,7 @@ import { PqdbError } from '../../errors';
 import { HASH_BYTES } from '../../crypto/merkle';
 import type { Governance } from '../../crypto/record';
 import { suite as suiteOf, type SuiteName } from '../../crypto/suites';
-import { sliceSpent, yieldToEventLoop } from '../../_yield';
+import { CLOCK_STEP, sliceSpent, yieldToEventLoop } from '../../_yield';
 import { Scratch } from '../../_bytes';
 import type { KeyDirectory, Location } from '../directory';
 import type { MerkleLogs } from '../merkle-log';
@@ -16,8 +16,6 @@ import { rewrite } from '../rewrite';
 import type { MigrationRecord } from '../manifest';
 import type { PagePass } from './pages';
 
-/** Directory entries or queue slots visited between looks at the clock (sliceSpent). */
-const QUEUE_CLOCK_STEP = 256;
 /** Records a copy chunk visits between reads ahead of it. */
 const COPY_READ_STEP = 64;
 /**
@@ -76,7 +74,7 @@ export async function sourceQueue(ctx: CopyContext, m: MigrationRecord): Promise
   for (let c = 0; c < m.collections.length; c++) {
     // Built in steps: entries changed meanwhile are checked again when the copy reaches them.
     for (const [id, loc] of ctx.directory.entries(m.collections[c])) {
-      if (++n % QUEUE_CLOCK_STEP === 0 && sliceSpent()) await yieldToEventLoop();
+      if (++n % CLOCK_STEP === 0 && sliceSpent()) await yieldToEventLoop();
       if (loc.generation === m.generation) continue;
       const done =
         m.cursor !== null &&
@@ -109,7 +107,7 @@ export async function sourceQueue(ctx: CopyContext, m: MigrationRecord): Promise
   for (const g of [...byGen.keys()].sort((a, b) => a - b)) {
     const slots = byGen.get(g)!;
     for (let i = 0; i < slots.ids.length; i++) {
-      if (i % QUEUE_CLOCK_STEP === QUEUE_CLOCK_STEP - 1 && sliceSpent()) await yieldToEventLoop();
+      if (i % CLOCK_STEP === CLOCK_STEP - 1 && sliceSpent()) await yieldToEventLoop();
       const id = slots.ids[i];
       if (id === undefined) continue;
       q.ids[k] = id;

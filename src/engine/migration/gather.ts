@@ -2,11 +2,8 @@
 // gathered from the directory in steps (gather), then visited page by page (byPage), so each page
 // is read once.
 
-import { sliceSpent, yieldToEventLoop } from '../../_yield';
+import { CLOCK_STEP, sliceSpent, yieldToEventLoop } from '../../_yield';
 import type { Location } from '../directory';
-
-/** Directory entries visited between looks at the clock (sliceSpent) while records are gathered. */
-const GATHER_CLOCK_STEP = 256;
 
 /**
  * The ids of a collection's live records in `generation` and the page each is in, gathered in steps
@@ -25,7 +22,7 @@ export async function gather(
   let behind = 0;
   let n = 0;
   for (const [id, loc] of table) {
-    if (++n % GATHER_CLOCK_STEP === 0 && sliceSpent()) {
+    if (++n % CLOCK_STEP === 0 && sliceSpent()) {
       await yieldToEventLoop(); // reads first
       live();
     }
