@@ -83,6 +83,41 @@ describe.each(FLAVORS)('merkle (%s)', (flavor) => {
     expect(checked).toBe((131 * 132) / 2 - 1);
   });
 
+  it('a tree with a floor (history below it kept as its compact range) gives the full tree\'s root and proofs', () => {
+    const rng = new Rng(12);
+    const leaves = Array.from({ length: 70 }, () => rng.bytes(1 + rng.int(40)));
+    const hashes = new Uint8Array(leaves.length * 48);
+    leaves.forEach((l, i) => hashes.set(merkle.leafHash(l), i * 48));
+    const frontiers = [new MerkleAppender().frontier()];
+    const at = new MerkleAppender();
+    for (let m = 1; m <= leaves.length; m++)
+      frontiers.push(at.appendHashes(hashes.subarray((m - 1) * 48, m * 48)).frontier());
+    const failures: string[] = [];
+    let checked = 0;
+    for (let n = 0; n <= leaves.length; n++) {
+      const full = new merkle.MerkleHashTree(hashes.subarray(0, n * 48));
+      for (let f = 0; f <= n; f++) {
+        const t = new merkle.MerkleHashTree(hashes.subarray(f * 48, n * 48), { size: f, frontier: frontiers[f] });
+        if (t.size !== n || t.floor !== f) failures.push(`${f}/${n}: size`);
+        if (hex(t.root()) !== hex(full.root())) failures.push(`${f}/${n}: root`);
+        for (let i = f; i < n; i++)
+          if (t.inclusionProof(i).map(hex).join() !== full.inclusionProof(i).map(hex).join())
+            failures.push(`${f}/${n}: inclusion ${i}`);
+        for (let m = f; m <= n; m++)
+          if (t.consistencyProof(m).map(hex).join() !== full.consistencyProof(m).map(hex).join())
+            failures.push(`${f}/${n}: consistency from ${m}`);
+        if (f > 0) {
+          expect(() => t.inclusionProof(f - 1)).toThrow(RangeError);
+          if (f > 1 && f < n) expect(() => t.consistencyProof(f - 1)).toThrow(RangeError);
+        }
+        checked++;
+      }
+    }
+    expect(failures.slice(0, 10)).toEqual([]);
+    expect(checked).toBe((71 * 72) / 2);
+    expect(() => new merkle.MerkleHashTree(new Uint8Array(0), { size: 6, frontier: frontiers[7] })).toThrow(RangeError);
+  });
+
   it('consistencyProofFromFrontier: inputs unchanged, unaligned views, fresh outputs, misuse throws', () => {
     const rng = new Rng(12);
     const hashes = rng.bytes(37 * 48);

@@ -88,34 +88,88 @@ export function root(leaves: readonly Uint8Array[]): Uint8Array {
 
 // ---- proofs --------------------------------------------------------------------------------------
 
+/** A tree's history below `size` kept only as its compact range (MerkleHashTree's `floor`). */
+export interface TreeFloor {
+  /** Leaves [0, size) are not held. */
+  readonly size: number;
+  /** The compact range at `size` (MerkleAppender#frontier), largest subtree first. */
+  readonly frontier: readonly Uint8Array[];
+}
+
 /**
  * A tree over given leaf hashes (48·n bytes), for roots and proofs without the leaf data. Holds all
  * levels: levels[0] the leaf hashes, each higher level the pairs of the one below with an odd last
  * node carried up; node j of level l covers the leaves [j·2^l, min((j+1)·2^l, n)).
+ *
+ * With a `floor`, the leaves given are those from `floor.size` on and the ones before are known only
+ * by the floor's compact range: each level then starts at the node that holds the floor's first
+ * leaf, with the compact range's subtree just before it where that node is a right child (a node
+ * entirely below the floor is asked for only as such a sibling). Inclusion proofs of leaves from the
+ * floor on and consistency proofs from sizes from the floor on are the full tree's, byte for byte.
  * @example new MerkleHashTree(hashes).inclusionProof(5)
  */
 export class MerkleHashTree {
   readonly #lv: Uint8Array[];
+  /** The index of the first node each level holds. */
+  readonly #start: number[];
+  readonly #floor: number;
+  readonly #size: number;
 
-  constructor(leafHashes: Uint8Array) {
+  constructor(leafHashes: Uint8Array, floor?: TreeFloor) {
     bytes('leafHashes', leafHashes);
     if (leafHashes.length % HASH_BYTES !== 0)
       throw new RangeError(`"leafHashes" expected a multiple of ${HASH_BYTES} bytes, got length=${leafHashes.length}`);
-    this.#lv = [leafHashes.slice()];
-    while (this.#lv[this.#lv.length - 1].length > HASH_BYTES) this.#lv.push(levelUp(this.#lv[this.#lv.length - 1]));
+    const f = floor?.size ?? 0;
+    integer('floor.size', f, 0, MAX_SIZE);
+    const frontier = floor?.frontier ?? [];
+    if (!Array.isArray(frontier) || frontier.length !== frontierSize(f))
+      throw new RangeError(`"floor.frontier" expected ${frontierSize(f)} hashes for size ${f}`);
+    frontier.forEach((h, i) => bytes(`floor.frontier[${i}]`, h, HASH_BYTES));
+    this.#floor = f;
+    this.#size = f + leafHashes.length / HASH_BYTES;
+    if (this.#size > MAX_SIZE) throw new RangeError('tree size would exceed 2^53 - 1');
+    // The compact range's subtree for each set bit of the floor (largest first).
+    const byBit = new Map<number, Uint8Array>();
+    for (let b = bitLen(f) - 1, i = 0; b >= 0; b--) if (isOdd(shr(f, b))) byBit.set(b, frontier[i++]);
+    this.#lv = [];
+    this.#start = [];
+    let level = leafHashes.slice();
+    let start = f;
+    for (let l = 0; ; l++) {
+      if (isOdd(start)) {
+        // The node before the floor's is a left sibling wholly below it: the range's subtree of bit l.
+        const withLeft = new Uint8Array(level.length + HASH_BYTES);
+        withLeft.set(byBit.get(l)!);
+        withLeft.set(level, HASH_BYTES);
+        level = withLeft;
+        start--;
+      }
+      this.#lv.push(level);
+      this.#start.push(start);
+      if (start + level.length / HASH_BYTES <= 1) break;
+      level = levelUp(level);
+      start /= 2;
+    }
   }
 
   get size(): number {
-    return this.#lv[0].length / HASH_BYTES;
+    return this.#size;
+  }
+
+  /** The first leaf held (0 without a floor). */
+  get floor(): number {
+    return this.#floor;
   }
 
   /** MTH of all leaves (SHA-384("") for none). */
   root(): Uint8Array {
-    return this.size === 0 ? sha384(new Uint8Array(0)) : this.#lv[this.#lv.length - 1].slice(0, HASH_BYTES);
+    return this.size === 0 ? sha384(new Uint8Array(0)) : this.#node(this.#lv.length - 1, 0);
   }
 
   #node(level: number, index: number): Uint8Array {
-    return this.#lv[level].slice(index * HASH_BYTES, (index + 1) * HASH_BYTES);
+    const at = index - this.#start[level];
+    if (at < 0) throw new Error(`internal: node ${index} of level ${level} lies below the floor ${this.#floor}`);
+    return this.#lv[level].slice(at * HASH_BYTES, (at + 1) * HASH_BYTES);
   }
 
   /** MTH(D[a:b]) for a range that is a node of the tree (every range the proofs ask for is). */
@@ -128,22 +182,30 @@ export class MerkleHashTree {
     return this.#node(level, a / 2 ** level);
   }
 
-  /** Inclusion proof (RFC 9162 §2.1.3.1 PATH) of leaf `index`, deepest sibling first. */
+  /**
+   * Inclusion proof (RFC 9162 §2.1.3.1 PATH) of leaf `index`, deepest sibling first.
+   * @throws RangeError for an index outside [floor, size)
+   */
   inclusionProof(index: number): Uint8Array[] {
-    integer('index', index, 0, this.size - 1);
+    integer('index', index, this.#floor, this.size - 1);
     const proof: Uint8Array[] = [];
     for (let l = 0, i = index; l < this.#lv.length - 1; l++, i = Math.floor(i / 2)) {
-      const sibling = i ^ 1;
-      if (sibling * HASH_BYTES < this.#lv[l].length) proof.push(this.#node(l, sibling));
+      const sibling = xor(i, 1);
+      if (sibling - this.#start[l] < this.#lv[l].length / HASH_BYTES) proof.push(this.#node(l, sibling));
     }
     return proof;
   }
 
-  /** Consistency proof (RFC 9162 §2.1.4.1 PROOF) from the first `oldSize` leaves to all of them. */
+  /**
+   * Consistency proof (RFC 9162 §2.1.4.1 PROOF) from the first `oldSize` leaves to all of them.
+   * @throws RangeError for an oldSize outside [floor, size] (0 aside)
+   */
   consistencyProof(oldSize: number): Uint8Array[] {
     const n = this.size;
     integer('oldSize', oldSize, 0, n);
     if (oldSize === 0 || oldSize === n) return [];
+    if (oldSize < this.#floor)
+      throw new RangeError(`"oldSize" expected a size from the floor ${this.#floor} on, got ${oldSize}`);
     return subproof(oldSize, n, (a, b) => this.#subtree(a, b));
   }
 }
