@@ -70,10 +70,19 @@ describe('compaction', () => {
     expect((await docs.search('word3 round3')).length).toBe(
       [...Array(N).keys()].filter((k) => k >= 200 && k % 17 === 3).length,
     );
-    // Earlier signed checkpoints and proofs still verify: the log only grew.
+    // Earlier signed checkpoints stay; each compaction raised the history floor to the first live
+    // page's first leaf (round 3's, then past the half page moved), and consistency proofs from
+    // checkpoints below it are the floor page's links (verifyStore checks them below).
+    expect(r1.historyFloor).toEqual({ generation: 1, from: 0, to: 3 * N, logPagesDeleted: 3 });
+    expect(r2.historyFloor?.from).toBe(3 * N);
+    expect(r2.historyFloor!.to).toBeGreaterThan(3 * N);
     const now = store.checkpoints();
     expect(now.slice(0, checkpoints.length)).toEqual(checkpoints);
     for (let i = 0; i < now.length - 1; i++) {
+      if (now[i].size < r2.historyFloor!.to) {
+        await expect(store.consistencyProof(i, now.length - 1)).rejects.toMatchObject({ code: 'HISTORY_PRUNED' });
+        continue;
+      }
       const proof = await store.consistencyProof(i, now.length - 1);
       expect(merkle.verifyConsistency(now[i].size, now.at(-1)!.size, now[i].root, now.at(-1)!.root, proof)).toBe(true);
     }
@@ -104,6 +113,35 @@ describe('compaction', () => {
     expect(report.problems).toEqual([]);
     expect(report.ok).toBe(true);
     expect(report.counts.collections).toEqual({ docs: N });
+  });
+
+  it('with keepHistory, keeps every leaf: consistency proofs from every checkpoint, no floor', async () => {
+    const medium = new MemoryMedium();
+    const open = docsOpener(medium, { recipient: r, signer }, schema, { keepHistory: true });
+    const { store, docs } = await open(true);
+    for (let round = 0; round < 3; round++) {
+      await store.batch((tx) => {
+        for (let k = 0; k < 300; k++) tx.put(docs, id(k), { text: `w${k} r${round}`, round });
+      });
+      await store.checkpoint();
+    }
+    const result = await store.compact();
+    expect(result.pagesRewritten).toBe(2);
+    expect(result.historyFloor).toBeUndefined();
+    await store.checkpoint();
+    const list = store.checkpoints();
+    for (let i = 0; i < list.length - 1; i++) {
+      const proof = await store.consistencyProof(i, list.length - 1);
+      expect(merkle.verifyConsistency(list[i].size, list.at(-1)!.size, list[i].root, list.at(-1)!.root, proof)).toBe(
+        true,
+      );
+    }
+    await store.close();
+    const pages = await openMemoryPageStore({ medium, readOnly: true });
+    const report = await verifyStore(pages, { unlock: r.secretKey, signerPublicKey: signer.publicKey });
+    await pages.close();
+    expect(report.problems).toEqual([]);
+    expect(report.counts.leaves).toEqual({ 1: 900 });
   });
 
   it('reopened right after a compaction, the next snapshot still leaves the deleted pages out', async () => {

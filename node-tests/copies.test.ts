@@ -306,7 +306,8 @@ describe('the policy a restore takes (node-fs)', () => {
 
 describe('what a restore takes after compaction and migration (node-fs)', () => {
   const schema = { v: 'string' } as const;
-  const quiet = { ...options, autoCheckpoint: false as const };
+  // The whole history kept: the compaction then signs no checkpoint of its own (history-floor.ts).
+  const quiet = { ...options, autoCheckpoint: false as const, keepHistory: true };
 
   it('records compaction re-sealed after the last checkpoint come from the live store, or are refused', async () => {
     const [live, target, again] = [await nodeFsStoreFixture(), await nodeFsStoreFixture(), await nodeFsStoreFixture()];

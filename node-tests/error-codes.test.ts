@@ -320,6 +320,24 @@ const SCENARIOS: Record<PqdbErrorCode, Scenario[]> = {
       },
     ],
   ],
+  HISTORY_PRUNED: [
+    [
+      'ask for a consistency proof from a checkpoint below the history floor a compaction raised',
+      async () => {
+        const keys = { signer: signer.secretKey, signerPublicKey: signer.publicKey };
+        const s = await open(dir(), { create: true, ...keys });
+        const words = s.collection('words', { schema });
+        for (let round = 0; round < 3; round++) {
+          await s.batch((tx) => {
+            for (let i = 0; i < 20; i++) tx.put(words, `w${i}`, { lemma: `word${i}`, n: round });
+          });
+          await s.checkpoint();
+        }
+        expect((await s.compact()).historyFloor?.to).toBe(40); // the checkpoint at 20 lies below it
+        return on(s, (s) => s.consistencyProof(0, s.checkpoints().length - 1));
+      },
+    ],
+  ],
   INTERNAL: [
     [
       // A broken invariant is reachable only through a pqdb bug, never through the public API: the

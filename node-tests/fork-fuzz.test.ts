@@ -163,7 +163,10 @@ async function liveStep(rng: Rng, store: Store, model: Model, allowHeavy: boolea
     return 'policy-2';
   }
   if (k === 18 && allowHeavy) {
+    const signedBefore = store.checkpoints().length;
     const r = await store.compact({ minDeadFraction: 0.3 });
+    // Before it raises the history floor, a compaction signs a checkpoint of the whole log.
+    if (store.checkpoints().length > signedBefore) model.signed();
     // Moved records are new leaves of the same versions: the model of values is unchanged, but the
     // old locations may point at pages compaction deleted.
     return r.recordsMoved > 0 ? 'compact' : 'noop';

@@ -41,7 +41,7 @@ const snapshot = (m: MemoryMedium, commit: number): Snapshot => ({
 
 const stored = (bytes: Uint8Array) => ({ bytes, crc: crc32c(bytes) });
 
-/** A real store: two collections, an index, updates, deletes, checkpoints, a migration. */
+/** A real store: two collections, an index, updates, deletes, checkpoints, a compaction with a history floor, a migration. */
 async function build(): Promise<{ final: Snapshot; older: Snapshot[]; model: Map<string, Doc> }> {
   const medium = new MemoryMedium();
   const storage = await openMemoryPageStore({ medium });
@@ -74,6 +74,18 @@ async function build(): Promise<{ final: Snapshot; older: Snapshot[]; model: Map
     if (round % 2 === 1) await store.checkpoint();
     older.push(snapshot(medium, store.info().commit));
   }
+  // The first round's records updated and compacted away: the history floor of generation 1 rises
+  // (a floor page, log pages from the floor on, links from the older checkpoints).
+  await store.batch((tx) => {
+    for (const [id, v] of [...model].filter(([k]) => k.startsWith('d0-'))) {
+      const next = { ...v, n: v.n + 100 };
+      tx.put(docs, id, next);
+      model.set(id, next);
+    }
+  });
+  const compacted = await store.compact();
+  if (compacted.historyFloor === undefined) throw new Error('the fuzzer expects its store to have a history floor');
+  older.push(snapshot(medium, store.info().commit));
   await store.migrate({ to: 'cnsa2-gcm-hkdf384-commit', chunkRecords: 10 });
   await docs.put('late', { text: 'after the migration', n: 99 });
   model.set('late', { text: 'after the migration', n: 99 });

@@ -58,7 +58,7 @@ const ENGINE_ROWS: string[][] = [
   ['commit.ts', 'pins.ts'],
   ['records.ts', 'verify/'],
   ['manifest/', 'directory/', 'merkle-log.ts', 'page-cache.ts'],
-  ['lexical/', 'keys.ts', 'registry.ts', 'codec.ts', 'page-format.ts'],
+  ['lexical/', 'keys.ts', 'registry.ts', 'codec.ts', 'page-format.ts', 'history-floor.ts'],
 ];
 
 function files(dir: string): string[] {

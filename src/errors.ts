@@ -23,6 +23,7 @@ export const ERROR_CODES = [
   'CONFLICT', // another writer changed the store since this one read it
   'NOT_FOUND', // no pqdb store at this location (open without create, verify, delete)
   'NOT_CHECKPOINTED', // no signed checkpoint covers the record, and a new one would not (an export of it)
+  'HISTORY_PRUNED', // the history asked for lies below a generation's history floor (a compaction dropped it)
   'INTERNAL', // a broken engine invariant: a pqdb bug, never bad data; report it
   'PROTOCOL_ERROR', // a replication channel peer broke the protocol: malformed, unexpected, oversized or truncated bytes, no common suite, a handshake not finished in time
   'UNSUPPORTED', // this platform lacks what the operation needs (OPFS sync access handles outside a dedicated worker)

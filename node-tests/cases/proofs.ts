@@ -404,18 +404,32 @@ export function proofsCases(factory: StoreFixtureFactory, api: ProofsApi, seed =
       ok(api.verifySealed(exported, signer.publicKey).valid, 'an export made before compaction still verifies');
       const moved = await w2.exportSealed('w140');
       ok(api.verifySealed(moved, signer.publicKey).valid, 'an export of a moved record verifies');
+      // The compaction raised the history floor to the last round's page (leaf 450): from the
+      // checkpoints below it, consistency is the floor page's links (verifyStore checks them); from
+      // the first one at or above it, a proof as before.
+      ok(r.historyFloor?.to === 450, `history floor ${r.historyFloor?.to}, expected 450`);
       const cps = again.checkpoints();
-      const proof = await again.consistencyProof(0, cps.length - 1);
+      const from = cps.findIndex((c) => c.size >= 450);
+      const proof = await again.consistencyProof(from, cps.length - 1);
       ok(
-        api.merkle.verifyConsistency(cps[0].size, last.size, cps[0].root, last.root, proof),
-        'the first checkpoint is consistent with the one after compaction',
+        api.merkle.verifyConsistency(cps[from].size, last.size, cps[from].root, last.root, proof),
+        'the first checkpoint at the floor is consistent with the one after compaction',
       );
+      const pruned = await again.consistencyProof(0, cps.length - 1).then(
+        () => 'a proof',
+        (e: { code?: string }) => e.code,
+      );
+      ok(pruned === 'HISTORY_PRUNED', `a proof from below the floor gave ${pruned}, expected HISTORY_PRUNED`);
       await again.close();
       const pages = await fixture.pages();
       try {
         const report = await api.verifyStore(pages, { unlock: recipient.secretKey, signerPublicKey: signer.publicKey });
         const problems = report.problems.map((p) => `${p.where}: ${p.message}`).join('; ');
         ok(report.ok && report.counts.collections.w === 150, `verifyStore after compaction: ${problems}`);
+        ok(
+          report.counts.consistencyProofs === cps.length - 1,
+          `verifyStore checked ${report.counts.consistencyProofs} consistency links and proofs, expected ${cps.length - 1}`,
+        );
       } finally {
         await pages.close();
       }

@@ -133,7 +133,7 @@ export class MerkleHashTree {
     for (let b = bitLen(f) - 1, i = 0; b >= 0; b--) if (isOdd(shr(f, b))) byBit.set(b, frontier[i++]);
     this.#lv = [];
     this.#start = [];
-    let level = leafHashes.slice();
+    let level: Uint8Array = leafHashes.slice();
     let start = f;
     for (let l = 0; ; l++) {
       if (isOdd(start)) {

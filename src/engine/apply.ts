@@ -56,15 +56,15 @@ export function applyCommit(ctx: ApplyContext, commit: AppliedCommit): void {
  * dropped delete-only commit changes the log's root); a put becomes the live version of its id and
  * a delete removes the id. The page's leaves are taken from `page.leaves` when a commit (logHead)
  * or a follower computed them, else from `known` (leaf hashes persisted at a checkpoint for this
- * generation) where it covers the page, else computed (two kernel passes for the whole page).
+ * generation, from leaf `knownFrom`: its history floor) where it covers the page, else computed (two kernel passes for the whole page).
  */
-export function applyCommitPage(t: PageApplyContext, page: CommitPage, known?: Uint8Array): void {
+export function applyCommitPage(t: PageApplyContext, page: CommitPage, known?: Uint8Array, knownFrom = 0): void {
   const { id: pageId, generation, bytes, ops } = page;
   t.directory.addPage(pageId, generation, pageSalt(bytes).slice(), bytes.length);
-  const at = t.logs.size(generation);
+  const at = t.logs.size(generation) - knownFrom;
   const leaves =
     page.leaves ??
-    (known !== undefined && (at + ops.length) * HASH_BYTES <= known.length
+    (known !== undefined && at >= 0 && (at + ops.length) * HASH_BYTES <= known.length
       ? known.subarray(at * HASH_BYTES, (at + ops.length) * HASH_BYTES)
       : opLeafHashes(t.storeId, generation, bytes, ops, t.blind(pageSalt(bytes))));
   let leafIndex = t.logs.append(generation, leaves, page.appender);

@@ -226,13 +226,21 @@ export class Checkpoints {
 
   /**
    * Consistency proof between two checkpoints (by position in the list) of one generation.
-   * @throws RangeError for unknown positions or checkpoints of different generations.
+   * @throws RangeError for unknown positions or checkpoints of different generations; PqdbError
+   * HISTORY_PRUNED when the older one lies below the generation's history floor
    */
   async consistencyProof(from: number, to: number): Promise<Uint8Array[]> {
     const a = this.#list[from];
     const b = this.#list[to];
     if (a === undefined || b === undefined || a.generation !== b.generation || a.size > b.size)
       throw new RangeError('"from" and "to" expected checkpoints of one generation, oldest first');
+    const floor = this.#logs.floorOf(a.generation);
+    if (a.size > 0 && a.size < floor && a.size !== b.size)
+      throw new PqdbError(
+        'HISTORY_PRUNED',
+        `checkpoint ${from} (size ${a.size}) lies below the history floor ${floor} of generation ${a.generation}: the floor page's link proves it consistent (verifyStore checks it)`,
+      );
+    if (a.size === b.size) return [];
     return (await this.#logs.tree(b.generation, b.size)).consistencyProof(a.size);
   }
 

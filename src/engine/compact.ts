@@ -11,6 +11,14 @@
 // the deleted pages are covered by both: opening never needs them, and their leaves stay in the
 // log pages, so every earlier checkpoint and inclusion proof still verifies.
 //
+// Then the history below the generation's first live commit page stops costing disk (unless the
+// store keeps its whole history, `keepHistory`): a signed checkpoint covers the log (one is signed
+// when the store holds signer keys), and one commit raises the log's history floor there
+// (history-floor.ts): it writes the floor page (the compact range there, and a consistency proof
+// from every older checkpoint to it), deletes the log pages below the floor and rewrites the one
+// that straddles it. Every live record's leaf lies above the floor, so its inclusion proof against
+// the newest checkpoint stands; sealed exports made before carry their own proofs.
+//
 // A page holding a delete operation is never deleted: replaying the remaining pages (what the
 // independent verifier does) must not bring a deleted record back from an older page. Pages of an
 // older key generation are left to migration; records whose suite no longer takes writes, or whose
@@ -19,7 +27,7 @@
 import { PqdbError } from '../errors';
 import { pauseIfSpent, sliceSpent, yieldToEventLoop } from '../_yield';
 import { supportsOf } from '../storage/page-store';
-import { decodePage, pageKey } from './page-format';
+import { decodePage, pageKey, pageSalt } from './page-format';
 import { rewrite, type RewriteContext } from './rewrite';
 import type { PageStore } from '../storage/page-store';
 import type { AppliedCommit, CommitPipeline } from './commit';
@@ -28,6 +36,16 @@ import type { RecordIO } from './records';
 import type { KeyRing } from './keys';
 import type { PageCache } from './page-cache';
 import type { Checkpoints } from './checkpoints';
+import type { MerkleLogs } from './merkle-log';
+import { opLeafHashes } from './apply';
+import { encodeFloorPage, nextFloor } from './history-floor';
+import { readFloors } from './replay';
+import { HASH_BYTES } from '../crypto/merkle';
+import { equalBytes } from '../_bytes';
+import { b64 } from '../_encoding';
+import { sha384 } from '../kernels/sha2';
+import type { LogPageRef } from './manifest';
+import { encodeLogPage } from './page-format';
 
 /** What a compaction uses of the engine (engine.ts builds it). */
 export interface CompactContext {
@@ -37,7 +55,13 @@ export interface CompactContext {
   readonly records: RewriteContext['from'] & RewriteContext['to'];
   readonly keys: Pick<KeyRing, 'current' | 'generationKey'>;
   readonly cache: Pick<PageCache, 'get'>;
-  readonly checkpoints: Pick<Checkpoints, 'persist'>;
+  readonly checkpoints: Pick<Checkpoints, 'persist' | 'checkpoint' | 'canSign' | 'list'>;
+  readonly logs: MerkleLogs;
+  readonly storeId: Uint8Array;
+  /** The blind of the leaves of a page with this commit salt (keys.ts leafBlind). */
+  blind(salt: Uint8Array): Uint8Array;
+  /** Keep every leaf of the Merkle logs (the store's `keepHistory` option): no history floor is raised. */
+  readonly keepHistory: boolean;
   readonly readOnly: boolean;
   /** Throws NOT_OPEN once the store is closed. */
   live(): void;
@@ -72,6 +96,8 @@ export interface CompactResult {
   bytesAfter: number;
   /** Sum of the live records' sealed lengths after. */
   liveRecordBytes: number;
+  /** The history floor raised at the end (leaves below `to` no longer stored), when one was. */
+  historyFloor?: { generation: number; from: number; to: number; logPagesDeleted: number };
   /** Set when nothing was done, and why. */
   skipped?: string;
   ms: number;
@@ -229,5 +255,104 @@ export async function compact(p: CompactContext, options: CompactOptions = {}): 
       pages: victims.length,
     });
   }
+  if (!p.keepHistory) {
+    p.live();
+    const raised = await raiseHistoryFloor(p);
+    if (raised !== undefined) result.historyFloor = raised;
+  }
   return done();
+}
+
+/**
+ * Raises the current generation's history floor to the first leaf of its first live commit page,
+ * at most to what log pages and (with signer keys) a signed checkpoint cover. Undefined when it
+ * would not rise.
+ */
+async function raiseHistoryFloor(p: CompactContext): Promise<CompactResult['historyFloor']> {
+  // A signed checkpoint covers the log first; without signer keys, the log pages are written.
+  if (p.checkpoints.canSign) await p.checkpoints.checkpoint(true);
+  else await p.checkpoints.persist();
+  return p.pipeline.run(async (draft) => {
+    const g = p.keys.current();
+    const m = draft.manifest;
+    const from = p.logs.floorOf(g);
+    const refs = m.logs?.[g] ?? [];
+    let to = Math.min(p.logs.size(g), refs.at(-1)?.to ?? from);
+    const signed = p.checkpoints.list.filter((c) => c.generation === g);
+    if (signed.length > 0) to = Math.min(to, signed[signed.length - 1].size);
+    // Below the first live commit page of the generation, no leaf is needed: every page before it
+    // is gone, and leaves grow with page ids within a generation.
+    const first = p.directory.pages().find(([, info]) => info.generation === g);
+    if (first !== undefined) {
+      await p.logs.load(g);
+      to = Math.min(to, await firstLeaf(p, g, first[0], from));
+    }
+    if (to <= from) return (draft.discard(), undefined);
+    const tree = await p.logs.tree(g, to);
+    const frontier = await p.logs.frontierAt(g, to);
+    const old = (await readFloors(p.pages, m)).get(g);
+    const floor = nextFloor(
+      g,
+      old,
+      tree,
+      frontier,
+      signed.map((c) => c.size),
+    );
+    const bytes = encodeFloorPage(floor);
+    const pageId = draft.pageId();
+    draft.addPage({ id: pageId, bytes });
+    if (m.floors?.[g] !== undefined) draft.deletePage(m.floors[g].pageId);
+    m.floors = { ...(m.floors ?? {}), [g]: { pageId, size: to, hash: b64(sha384(bytes)) } };
+    // Log pages below the floor go; the one across it is written again from the floor.
+    const kept: LogPageRef[] = [];
+    let deleted = 0;
+    for (const ref of refs) {
+      if (ref.to <= to) {
+        draft.deletePage(ref.pageId);
+        deleted++;
+      } else if (ref.from < to) {
+        const leaves = await p.logs.since(g, to);
+        const id = draft.pageId();
+        draft.addPage({
+          id,
+          bytes: await encodeLogPage(g, to, leaves.subarray(0, (ref.to - to) * HASH_BYTES), pauseIfSpent),
+        });
+        draft.deletePage(ref.pageId);
+        kept.push({ pageId: id, from: to, to: ref.to });
+        deleted++;
+      } else kept.push(ref);
+    }
+    m.logs = { ...(m.logs ?? {}), [g]: kept };
+    if (kept.length === 0) delete m.logs[g];
+    draft.afterCommit(() => p.logs.raiseFloor(g, { size: to, frontier }));
+    return { generation: g, from, to, logPagesDeleted: deleted };
+  });
+}
+
+/**
+ * The index in generation `g`'s log (loaded, held from `from`) of the first leaf of commit page
+ * `pageId`: its operations' leaves, recomputed, are found there.
+ * @throws PqdbError INTERNAL when they are not in the log
+ */
+async function firstLeaf(p: CompactContext, g: number, pageId: number, from: number): Promise<number> {
+  const page = await p.cache.get(pageId);
+  const ops = decodePage(pageId, p.keys.generationKey(g, 'page', pageKey), page);
+  const leaves = opLeafHashes(p.storeId, g, page, ops, p.blind(pageSalt(page)));
+  // A live record of the page gives the place at once; a page of dead records is looked for.
+  const log = p.logs.log(g);
+  const n = ops.length;
+  const at = (i: number) => equalBytes(log.subarray((i - from) * HASH_BYTES, (i - from + n) * HASH_BYTES), leaves);
+  for (let k = 0; k < n; k++) {
+    const op = ops[k];
+    if (op.kind !== 'put') continue;
+    const loc = p.directory.get(op.collection, op.id);
+    if (loc !== undefined && loc.pageId === pageId && loc.offset === op.offset && at(loc.leafIndex - k))
+      return loc.leafIndex - k;
+  }
+  const size = p.logs.size(g);
+  for (let i = from; i + n <= size; i++) {
+    if ((i & 0xffff) === 0) await pauseIfSpent();
+    if (log[(i - from) * HASH_BYTES] === leaves[0] && at(i)) return i;
+  }
+  throw new PqdbError('INTERNAL', `the leaves of commit page ${pageId} are not in the log of generation ${g}`);
 }

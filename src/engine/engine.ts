@@ -65,6 +65,7 @@ export class Engine {
   readonly #declared = new Map<string, DeclaredCollection>();
   readonly #schemas = new Map<string, CompiledSchema>();
   readonly #shipping = new Set<CommitListener>();
+  readonly #keepHistory: boolean;
   #closing = false;
   #closed = false;
   readonly #live = () => this.live();
@@ -77,6 +78,9 @@ export class Engine {
     this.pages = pages;
     this.keys = keys;
     this.readOnly = options.readOnly === true;
+    if (options.keepHistory !== undefined && typeof options.keepHistory !== 'boolean')
+      throw new TypeError('"keepHistory" expected a boolean');
+    this.#keepHistory = options.keepHistory === true;
     const live = this.#live;
     const pipeline = new CommitPipeline(pages, keys, manifest, registry, () => this.#writable(), sealed);
     const cache = new PageCache(pages);
@@ -181,11 +185,11 @@ export class Engine {
   }
 
   compact(options?: CompactOptions): Promise<CompactResult> {
-    const { pages, pipeline, directory, records, keys, cache, checkpoints, readOnly } = this;
-    return compact(
-      { pages, pipeline, directory, records, keys, cache, checkpoints, readOnly, live: this.#live },
-      options,
-    );
+    const { pages, pipeline, directory, records, keys, cache, checkpoints, readOnly, logs, storeId } = this;
+    const { blind } = this.target;
+    const keepHistory = this.#keepHistory;
+    const uses = { pages, pipeline, directory, records, keys, cache, checkpoints, readOnly, logs, storeId, blind };
+    return compact({ ...uses, keepHistory, live: this.#live }, options);
   }
 
   retireGenerations(): Promise<number[]> {

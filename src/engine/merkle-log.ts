@@ -8,6 +8,10 @@
 // the directory), and the leaves appended after. The persisted leaves are loaded on first need
 // (a proof, a root of an older size), through the loader the store sets: memory holds the leaves
 // since the last persisted directory, not the whole log.
+//
+// A log may have a history floor (history-floor.ts): its leaves below `floor` are known only by the
+// compact range there. Leaves are then counted from 0 as always, but only those from the floor on
+// are held, loaded or written; proofs and roots reach back to the floor and no further.
 
 import { PqdbError } from '../errors';
 import { MerkleHashTree, MerkleAppender, HASH_BYTES } from '../crypto/merkle';
@@ -15,6 +19,7 @@ import { equalBytes } from '../_bytes';
 import { pauseIfSpent } from '../_yield';
 import { encodeLogPage } from './page-format';
 import type { LogPageRef } from './manifest';
+import type { TreeFloor } from '../crypto/merkle';
 
 /** Leaves a new generation's log has room for before it first grows. */
 const INITIAL_LEAVES = 1024;
@@ -29,14 +34,24 @@ export interface LogPageSink {
   addPage(page: { id: number; bytes: Uint8Array }): void;
 }
 
-/** Loads leaves [0, to) of a generation's log from its log pages. */
+/** Loads leaves [floor, to) of a generation's log from its log pages. */
 export type LeafLoader = (generation: number, to: number) => Promise<Uint8Array>;
 
 export class MerkleLogs {
-  /** Per generation: `base` leaves only in log pages, then `n` leaves in `buf`. */
+  /**
+   * Per generation: leaves [floor, base) only in log pages, then `n` leaves in `buf` (leaves below
+   * the floor are known only by its compact range, `floor`).
+   */
   readonly #leaves = new Map<
     number,
-    { base: number; buf: Uint8Array; n: number; baseRoot?: Uint8Array; baseFrontier?: Uint8Array[] }
+    {
+      floor?: TreeFloor;
+      base: number;
+      buf: Uint8Array;
+      n: number;
+      baseRoot?: Uint8Array;
+      baseFrontier?: Uint8Array[];
+    }
   >();
   #loader?: LeafLoader;
   readonly #appenders = new Map<number, MerkleAppender>();
@@ -52,55 +67,109 @@ export class MerkleLogs {
    * A log whose first `size` leaves are in log pages (not loaded), with `frontier` the compact
    * range at `size`. The generation's log must be empty.
    */
-  restore(generation: number, size: number, frontier: readonly Uint8Array[]): void {
+  restore(generation: number, size: number, frontier: readonly Uint8Array[], floor?: TreeFloor): void {
     if (this.size(generation) !== 0) throw new RangeError(`the log of generation ${generation} is not empty`);
+    if (floor !== undefined && floor.size > size)
+      throw new PqdbError('CORRUPTION', `the history floor of generation ${generation} lies past its log`);
     const appender = MerkleAppender.fromFrontier(size, frontier);
     const buf = new Uint8Array(HASH_BYTES * INITIAL_LEAVES);
-    this.#leaves.set(generation, { base: size, buf, n: 0, baseRoot: appender.root(), baseFrontier: [...frontier] });
+    this.#leaves.set(generation, {
+      floor: floor?.size ? floor : undefined,
+      base: size,
+      buf,
+      n: 0,
+      baseRoot: appender.root(),
+      baseFrontier: [...frontier],
+    });
     this.#appenders.set(generation, appender);
+  }
+
+  /** The first leaf a generation's log holds (0 unless a history floor was raised). */
+  floorOf(generation: number): number {
+    return this.#leaves.get(generation)?.floor?.size ?? 0;
+  }
+
+  /** The history floor of a generation's log (its size and compact range), if any. */
+  floor(generation: number): TreeFloor | undefined {
+    return this.#leaves.get(generation)?.floor;
+  }
+
+  /**
+   * Raises a loaded log's floor to `size`: leaves below it are dropped from memory and known from
+   * then on only by the compact range there (the caller persists that first: history-floor.ts).
+   */
+  raiseFloor(generation: number, floor: TreeFloor): void {
+    const log = this.#leaves.get(generation);
+    const from = this.floorOf(generation);
+    if (log === undefined || log.base !== from)
+      throw new RangeError(`the log of generation ${generation} is not loaded`);
+    if (floor.size < from || floor.size > log.base + log.n)
+      throw new RangeError('a floor within the held leaves expected');
+    log.buf = log.buf.slice((floor.size - from) * HASH_BYTES, log.n * HASH_BYTES);
+    log.n -= floor.size - from;
+    log.base = floor.size;
+    log.floor = floor.size > 0 ? floor : undefined;
+    this.#trees.clear();
   }
 
   /** Loads the persisted leaves of a generation's log into memory (once). */
   async load(generation: number): Promise<void> {
     const log = this.#leaves.get(generation);
-    if (log === undefined || log.base === 0) return;
+    const from = this.floorOf(generation);
+    if (log === undefined || log.base === from) return;
     if (this.#loader === undefined) throw new RangeError('no loader for persisted log leaves');
     const head = await this.#loader(generation, log.base);
-    if (log.base === 0) return; // loaded meanwhile
-    if (head.length !== log.base * HASH_BYTES)
-      throw new PqdbError('CORRUPTION', `the log pages of generation ${generation} do not hold ${log.base} leaves`);
-    const buf = new Uint8Array(Math.max(HASH_BYTES * INITIAL_LEAVES, (log.base + log.n) * 2 * HASH_BYTES));
+    if (log.base === from) return; // loaded meanwhile
+    const held = log.base - from;
+    if (head.length !== held * HASH_BYTES)
+      throw new PqdbError('CORRUPTION', `the log pages of generation ${generation} do not hold ${held} leaves`);
+    const buf = new Uint8Array(Math.max(HASH_BYTES * INITIAL_LEAVES, (held + log.n) * 2 * HASH_BYTES));
     buf.set(head);
     buf.set(log.buf.subarray(0, log.n * HASH_BYTES), head.length);
     // The tree that checks them is the one a proof at this size uses: kept, not built again.
-    const tree = new MerkleHashTree(head);
+    const tree = new MerkleHashTree(head, log.floor);
     if (log.baseRoot !== undefined && !equalBytes(tree.root(), log.baseRoot))
       throw new PqdbError('CORRUPTION', `the log pages of generation ${generation} do not give the persisted root`);
     this.#trees.set(`${generation}/${log.base}`, tree);
     log.buf = buf;
-    log.n += log.base;
-    log.base = 0;
+    log.n += held;
+    log.base = from;
     log.baseRoot = undefined;
     log.baseFrontier = undefined;
   }
 
   /**
-   * The leaf hashes of a generation's log (48·n bytes; a view, valid until the log grows).
+   * The leaf hashes of a generation's log from its floor on (48·(n − floor) bytes; a view, valid
+   * until the log grows): leaf i is at (i − floorOf(generation))·48.
    * @throws RangeError when persisted leaves are not loaded (await load first)
    */
   log(generation: number): Uint8Array {
     const log = this.#leaves.get(generation);
     if (log === undefined) return new Uint8Array(0);
-    if (log.base > 0) throw new RangeError(`the log of generation ${generation} is not loaded`);
+    if (log.base > this.floorOf(generation)) throw new RangeError(`the log of generation ${generation} is not loaded`);
     return log.buf.subarray(0, log.n * HASH_BYTES);
   }
 
-  /** Leaves [from, size) of a generation's log, from memory when they are there (else loaded). */
+  /**
+   * Leaves [from, size) of a generation's log, from memory when they are there (else loaded).
+   * @throws PqdbError HISTORY_PRUNED when `from` lies below the log's history floor
+   */
   async since(generation: number, from: number): Promise<Uint8Array> {
     const log = this.#leaves.get(generation);
     if (log === undefined) return new Uint8Array(0);
+    this.#held(generation, from);
     if (from < log.base) await this.load(generation);
     return log.buf.subarray((from - log.base) * HASH_BYTES, log.n * HASH_BYTES);
+  }
+
+  /** @throws PqdbError HISTORY_PRUNED when leaf or size `at` lies below the history floor */
+  #held(generation: number, at: number): void {
+    const floor = this.floorOf(generation);
+    if (at < floor)
+      throw new PqdbError(
+        'HISTORY_PRUNED',
+        `the log of generation ${generation} keeps its history from leaf ${floor} on (a compaction dropped what lies below; the floor's links prove the older checkpoints consistent)`,
+      );
   }
 
   /** Number of leaves in a generation's log. */
@@ -122,6 +191,7 @@ export class MerkleLogs {
     let log = this.#leaves.get(generation);
     if (log === undefined)
       this.#leaves.set(generation, (log = { base: 0, buf: new Uint8Array(HASH_BYTES * INITIAL_LEAVES), n: 0 }));
+
     const first = log.base + log.n;
     const n = hashes.length / HASH_BYTES;
     if ((log.n + n) * HASH_BYTES > log.buf.length) {
@@ -142,8 +212,10 @@ export class MerkleLogs {
     const key = `${generation}/${size}`;
     let t = this.#trees.get(key);
     if (t === undefined) {
+      this.#held(generation, size);
       await this.load(generation);
-      t = new MerkleHashTree(this.log(generation).subarray(0, size * HASH_BYTES));
+      const from = this.floorOf(generation);
+      t = new MerkleHashTree(this.log(generation).subarray(0, (size - from) * HASH_BYTES), this.floor(generation));
       if (this.#trees.size >= TREE_CACHE) this.#trees.clear();
       this.#trees.set(key, t);
     }
@@ -155,8 +227,13 @@ export class MerkleLogs {
     if (size === this.size(generation)) return this.frontier(generation);
     const log = this.#leaves.get(generation);
     if (log?.baseFrontier !== undefined && size === log.base) return log.baseFrontier;
+    this.#held(generation, size);
+    const floor = this.floor(generation);
+    if (floor !== undefined && size === floor.size) return [...floor.frontier];
     await this.load(generation);
-    return new MerkleAppender().appendHashes(this.log(generation).subarray(0, size * HASH_BYTES)).frontier();
+    const from = floor?.size ?? 0;
+    const start = floor === undefined ? new MerkleAppender() : MerkleAppender.fromFrontier(floor.size, floor.frontier);
+    return start.appendHashes(this.log(generation).subarray(0, (size - from) * HASH_BYTES)).frontier();
   }
 
   /** The compact range of a generation's whole log. */
@@ -188,7 +265,7 @@ export class MerkleLogs {
    */
   async pushLogPage(g: number, logs: Record<string, LogPageRef[]>, sink: LogPageSink): Promise<void> {
     const size = this.size(g);
-    let from = logs[g]?.at(-1)?.to ?? 0;
+    let from = logs[g]?.at(-1)?.to ?? this.floorOf(g);
     if (size <= from) return;
     const leaves = await this.since(g, from);
     const refs = [...(logs[g] ?? [])];

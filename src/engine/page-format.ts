@@ -39,6 +39,8 @@ const PAGE_MAGIC = [0x50, 0x51, 0x44, 0x50]; // PQDP
 const LOG_MAGIC = [0x50, 0x51, 0x44, 0x47]; // PQDG
 const INDEX_MAGIC = [0x50, 0x51, 0x44, 0x49]; // PQDI
 const CHECKPOINT_MAGIC = [0x50, 0x51, 0x44, 0x43]; // PQDC: a signed checkpoint (src/crypto/proofs.ts) is its own page
+/** PQDF: a log's history floor (src/engine/history-floor.ts). */
+const FLOOR_MAGIC = [0x50, 0x51, 0x44, 0x46];
 /** PQDD: a part of a persisted key directory (src/engine/directory/pages.ts). */
 export const DIRECTORY_MAGIC = [0x50, 0x51, 0x44, 0x44];
 const HASH_BYTES = 48;
@@ -83,7 +85,9 @@ export function lexicalKey(root: Uint8Array, salt: Uint8Array): Uint8Array {
 }
 
 /** What kind of page `page` is, from its magic (undefined for none of pqdb's). */
-export function pageKind(page: Uint8Array): 'commit' | 'log' | 'index' | 'checkpoint' | 'directory' | undefined {
+export function pageKind(
+  page: Uint8Array,
+): 'commit' | 'log' | 'index' | 'checkpoint' | 'directory' | 'floor' | undefined {
   const is = (magic: number[]) => page.length >= 4 && magic.every((m, i) => page[i] === m);
   return is(PAGE_MAGIC)
     ? 'commit'
@@ -95,7 +99,9 @@ export function pageKind(page: Uint8Array): 'commit' | 'log' | 'index' | 'checkp
           ? 'checkpoint'
           : is(DIRECTORY_MAGIC)
             ? 'directory'
-            : undefined;
+            : is(FLOOR_MAGIC)
+              ? 'floor'
+              : undefined;
 }
 
 /** A log page holding leaves [from, from + hashes.length / 48) of a generation's log. */

@@ -26,6 +26,8 @@ import { unb64 } from '../_encoding';
 import type { CommitPage } from './commit';
 import { applyCommitPage, type PageApplyContext } from './apply';
 import { decodeLogPage, decodePage, pageGeneration, pageKey, pageKind } from './page-format';
+import { decodeFloorPage, type HistoryFloor } from './history-floor';
+import { sha384 } from '../kernels/sha2';
 import {
   applySnapshot,
   decodeSnapshot,
@@ -83,6 +85,9 @@ export async function replay(
   const known = new Map<number, Uint8Array>();
   const named = new Set<number>();
   const covered = manifest.directory !== undefined;
+  // History floors: each generation's log goes on from the compact range its floor page holds.
+  const floors = await readFloors(pages, manifest);
+  for (const f of floors.values()) named.add(manifest.floors![f.generation].pageId);
   for (const [g, refs] of Object.entries(manifest.logs ?? {})) {
     if (!Array.isArray(refs))
       throw new PqdbError(
@@ -93,6 +98,12 @@ export async function replay(
     if (!covered || (manifest.retired ?? []).includes(Number(g)))
       known.set(Number(g), await logLeaves(pages, manifest, Number(g)));
   }
+  // A log not restored from the persisted directory starts at its floor (held leaves from there).
+  const restoreFloor = (g: number) => {
+    const f = floors.get(g);
+    if (f !== undefined && target.logs.size(g) === 0) target.logs.restore(g, f.size, f.frontier, f);
+  };
+  if (!covered) for (const g of floors.keys()) restoreFloor(g);
   for (const { pageId } of Object.values(manifest.indexes ?? {})) named.add(pageId);
   // Deleted by a commit while a backup pinned them (pins.ts): not part of the store.
   const held = manifest.heldPages ?? [];
@@ -106,7 +117,7 @@ export async function replay(
     named.add(pageId);
   }
   // The persisted directory: every commit page up to `afterPage` is in it and is not read.
-  const persisted = await loadDirectory(pages, manifest, keys, target, named);
+  const persisted = await loadDirectory(pages, manifest, keys, target, named, floors);
   const afterPage = persisted?.afterPage ?? 0;
   const orphans: number[] = [];
   const live: number[] = [];
@@ -144,12 +155,20 @@ export async function replay(
         );
       const generation = pageGeneration(bytes);
       const ops = decodePage(pageId, keys.generationKey(generation, 'page', pageKey), bytes);
-      applyCommitPage(target, { id: pageId, generation, bytes, ops }, known.get(generation));
+      applyCommitPage(
+        target,
+        { id: pageId, generation, bytes, ops },
+        known.get(generation),
+        target.logs.floorOf(generation),
+      );
     }
   }
   // A retired generation has no commit pages left: its log is the persisted one.
   for (const g of manifest.retired ?? [])
-    if (target.logs.size(g) === 0) target.logs.append(g, known.get(g) ?? new Uint8Array(0));
+    if (target.logs.size(g) === 0) {
+      restoreFloor(g);
+      target.logs.append(g, known.get(g) ?? new Uint8Array(0));
+    }
   // The live commit pages must give exactly the logs the manifest names: a page dropped, put back
   // from an older copy, taken from elsewhere or swapped changes a log's size or root.
   const heads = manifest.heads ?? {};
@@ -163,6 +182,14 @@ export async function replay(
       );
   }
   await checkCheckpoints(checkpoints, target, manifest.lastCheckpoint);
+  for (const f of floors.values()) {
+    const sizes = checkpoints.filter((c) => c.generation === f.generation).map((c) => c.size);
+    if (sizes.length > 0 && sizes[sizes.length - 1] < f.size)
+      throw new PqdbError(
+        'CORRUPTION',
+        `the history floor of generation ${f.generation} lies past its last checkpoint`,
+      );
+  }
   if (unreferenced > 0)
     recovered.push(
       `${unreferenced} page(s) the manifest and the key directory do not name (log, index, checkpoint or deleted pages) are ignored`,
@@ -185,13 +212,32 @@ export async function replay(
 }
 
 /**
- * Leaves [0, to) of generation `g`'s log from the log pages `manifest` names (all of them when `to`
- * is omitted), checked contiguous.
+ * The history floors `manifest` names, each read, checked against the hash the manifest keeps and
+ * decoded (the proofs in it are verifyStore's to check; the compact range is checked against the
+ * log's persisted root when leaves are loaded).
+ * @throws PqdbError CORRUPTION (a floor page missing, another one, malformed)
+ */
+export async function readFloors(pages: PageStore, manifest: Manifest): Promise<Map<number, HistoryFloor>> {
+  const floors = new Map<number, HistoryFloor>();
+  for (const [g, ref] of Object.entries(manifest.floors ?? {})) {
+    const page = await pages.readPage(ref.pageId);
+    if (page === undefined) throw new PqdbError('CORRUPTION', `the history floor page ${ref.pageId} is missing`);
+    if (!equalBytes(sha384(page), unb64(ref.hash)))
+      throw new PqdbError('CORRUPTION', `the history floor page ${ref.pageId} is not the one the manifest names`);
+    floors.set(Number(g), decodeFloorPage(page, Number(g), ref.size));
+  }
+  return floors;
+}
+
+/**
+ * Leaves [floor, to) of generation `g`'s log from the log pages `manifest` names (all of them when
+ * `to` is omitted), checked contiguous from the generation's history floor (0 without one).
  * @throws PqdbError CORRUPTION (a log page missing or malformed, a gap, fewer leaves than asked)
  */
 export async function logLeaves(pages: PageStore, manifest: Manifest, g: number, to?: number): Promise<Uint8Array> {
   const parts: Uint8Array[] = [];
-  let at = 0;
+  const floor = manifest.floors?.[g]?.size ?? 0;
+  let at = floor;
   for (const ref of manifest.logs?.[g] ?? []) {
     if (to !== undefined && at >= to) break;
     const page = await pages.readPage(ref.pageId);
@@ -204,7 +250,7 @@ export async function logLeaves(pages: PageStore, manifest: Manifest, g: number,
   if (to !== undefined && at < to)
     throw new PqdbError('CORRUPTION', `the log pages of generation ${g} hold ${at} leaves, not ${to}`);
   const all = concatBytes(parts);
-  return to === undefined ? all : all.subarray(0, to * HASH_BYTES);
+  return to === undefined ? all : all.subarray(0, (to - floor) * HASH_BYTES);
 }
 
 /**
@@ -220,6 +266,7 @@ async function loadDirectory(
   keys: KeyRing,
   target: ReplayTarget,
   named: Set<number>,
+  floors: ReadonlyMap<number, HistoryFloor>,
 ): Promise<{ afterPage: number; pending?: Record<string, string[]>; logs: Record<string, number> } | undefined> {
   const ref = manifest.directory;
   if (ref === undefined) return undefined;
@@ -269,7 +316,8 @@ async function loadDirectory(
   target.directory.dropPages(ref.dropped ?? []);
   for (const [g, size] of Object.entries(last.logs)) {
     if (size === 0) continue;
-    const persistedTo = manifest.logs?.[g]?.at(-1)?.to ?? 0;
+    const floor = floors.get(Number(g));
+    const persistedTo = manifest.logs?.[g]?.at(-1)?.to ?? floor?.size ?? 0;
     const frontier = last.frontiers?.[g];
     if (persistedTo < size || frontier === undefined)
       throw new PqdbError(
@@ -277,7 +325,7 @@ async function loadDirectory(
         `the log pages of generation ${g} hold fewer leaves than the persisted key directory covers`,
       );
     try {
-      target.logs.restore(Number(g), size, frontier.map(unb64));
+      target.logs.restore(Number(g), size, frontier.map(unb64), floor);
     } catch (e) {
       if (e instanceof PqdbError) throw e;
       throw new PqdbError('CORRUPTION', `the persisted key directory has a bad compact range for generation ${g}`);

@@ -24,7 +24,7 @@ import type { Checkpoints } from './checkpoints';
 /** What the cover reads of the copy's engine. */
 export interface CoverContext {
   readonly checkpoints: Pick<Checkpoints, 'list'>;
-  readonly logs: Pick<MerkleLogs, 'tree' | 'log'>;
+  readonly logs: Pick<MerkleLogs, 'tree' | 'log' | 'floorOf'>;
   readonly storeId: Uint8Array;
   readonly keys: KeyRing;
 }
@@ -39,10 +39,11 @@ export type UnsignedReason =
 export class SignedCover {
   readonly #p: CoverContext;
   /**
-   * Per generation: the signed size, and the log's first `size` leaves, checked against the signed
-   * root (a view of the log: a store opened read-only never appends to it).
+   * Per generation: the signed size, and the log's leaves from its history floor (`from`) up to
+   * `size`, checked against the signed root (a view of the log: a store opened read-only never
+   * appends to it).
    */
-  readonly #signed = new Map<number, { size: number; leaves: Uint8Array }>();
+  readonly #signed = new Map<number, { size: number; from: number; leaves: Uint8Array }>();
 
   private constructor(p: CoverContext) {
     this.#p = p;
@@ -63,13 +64,16 @@ export class SignedCover {
       if (c === undefined || c.generation !== g || !equalBytes(c.storeId, p.storeId))
         throw new PqdbError('AUTH_FAILED', `the last checkpoint of generation ${g} is not signed by the trusted key`);
       if (c.size === 0) {
-        cover.#signed.set(g, { size: 0, leaves: new Uint8Array(0) }); // signs the empty log: covers nothing
+        cover.#signed.set(g, { size: 0, from: 0, leaves: new Uint8Array(0) }); // signs the empty log: covers nothing
         continue;
       }
+      const from = p.logs.floorOf(g);
+      if (c.size < from)
+        throw new PqdbError('CORRUPTION', `the last checkpoint of generation ${g} lies below its history floor`);
       const tree = await p.logs.tree(g, c.size);
       if (!equalBytes(tree.root(), c.root))
         throw new PqdbError('CORRUPTION', `the log of generation ${g} does not give the root its checkpoint signs`);
-      cover.#signed.set(g, { size: c.size, leaves: p.logs.log(g).subarray(0, c.size * HASH_BYTES) });
+      cover.#signed.set(g, { size: c.size, from, leaves: p.logs.log(g).subarray(0, (c.size - from) * HASH_BYTES) });
     }
     return cover;
   }
@@ -89,6 +93,11 @@ export class SignedCover {
     const s = this.#signed.get(loc.generation);
     if (s === undefined) return 'generation-unsigned';
     if (loc.leafIndex >= s.size) return 'past-checkpoint';
+    if (loc.leafIndex < s.from)
+      throw new PqdbError(
+        'CORRUPTION',
+        `record ${collection}/${id} names leaf ${loc.leafIndex} of generation ${loc.generation}, below its history floor`,
+      );
     if (loc.offset + loc.length > page.length || loc.length < 2)
       throw new PqdbError('CORRUPTION', `record ${collection}/${id} lies past the end of page ${loc.pageId}`);
     const blob = page.subarray(loc.offset, loc.offset + loc.length);
@@ -105,7 +114,7 @@ export class SignedCover {
       salt,
       leafBlind(this.#p.keys, salt),
     );
-    const at = loc.leafIndex * HASH_BYTES;
+    const at = (loc.leafIndex - s.from) * HASH_BYTES;
     if (!equalBytes(leaf, s.leaves.subarray(at, at + HASH_BYTES)))
       throw new PqdbError(
         'CORRUPTION',

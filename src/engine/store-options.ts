@@ -36,6 +36,15 @@ export interface StoreOptions {
    */
   autoCompact?: { deadRatio?: number; minDeadBytes?: number } | false;
   /**
+   * Keep every leaf of the Merkle logs (default false). By default a compaction raises the
+   * history floor of the current key generation's log (docs/format.md, "History floor"): the leaf
+   * hashes of operations below its first live commit page stop costing disk once a signed
+   * checkpoint covers them, and consistency proofs from older checkpoints are kept as links. With
+   * true, the whole log stays (48 bytes per operation ever made): what an auditor who must rebuild
+   * old checkpoints' trees leaf by leaf needs (docs/security.md, "Dropped history").
+   */
+  keepHistory?: boolean;
+  /**
    * Current authority (DESIGN §9): asked whether a migration may run (false: AUTHORITY_DENIED) and for
    * every record it copies (false withholds it, counted as withheld). Default: all are allowed.
    */

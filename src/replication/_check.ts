@@ -27,6 +27,9 @@
 
 import { equalBytes } from '../_bytes';
 import { PqdbError } from '../errors';
+import { decodeFloorPage } from '../engine/history-floor';
+import { sha384 } from '../kernels/sha2';
+import { unb64 } from '../_encoding';
 import type { PageStore } from '../storage/page-store';
 import type { CommitPipeline } from '../engine/commit';
 import type { KeyRing } from '../engine/keys';
@@ -71,6 +74,9 @@ export async function checkShipped(p: ShippedContext, pages: readonly Page[]): P
     for (const { pageId, from, to } of refs) logs.set(pageId, { g: Number(g), from, to });
   const indexes = new Map<number, string>();
   for (const [name, { pageId }] of Object.entries(m.indexes ?? {})) indexes.set(pageId, name);
+  const floors = new Map<number, { g: number; size: number; hash: string }>();
+  for (const [g, { pageId, size, hash }] of Object.entries(m.floors ?? {}))
+    floors.set(pageId, { g: Number(g), size, hash });
   const opened = new Set<number>(m.checkpointPages ?? []); // checked by the open
   for (const s of m.directory?.snapshots ?? []) for (const id of s.pages) opened.add(id);
   // The open read these snapshots already; they open again here to give the pages' roles.
@@ -83,14 +89,19 @@ export async function checkShipped(p: ShippedContext, pages: readonly Page[]): P
     if (id >= m.nextPageId) continue;
     const log = logs.get(id);
     const index = indexes.get(id);
+    const floor = floors.get(id);
     const info = roles.covered.get(id);
     const part = roles.parts.has(id);
-    if (log === undefined && index === undefined && !opened.has(id) && !part && info === undefined && id <= after)
-      continue; // no part of the store
+    const named = log !== undefined || index !== undefined || floor !== undefined || opened.has(id) || part;
+    if (!named && info === undefined && id <= after) continue; // no part of the store
     kept.push(page);
     try {
       if (log !== undefined) decodeLogPage(bytes, log.g, log.from, log.to);
-      else if (index !== undefined)
+      else if (floor !== undefined) {
+        if (!equalBytes(sha384(bytes), unb64(floor.hash)))
+          throw new PqdbError('CORRUPTION', 'it is not the history floor page the manifest names');
+        decodeFloorPage(bytes, floor.g, floor.size);
+      } else if (index !== undefined)
         decodeIndexPage(id, p.keys.generationKey(indexPageGeneration(bytes), 'lexical', lexicalKey), index, bytes).fill(
           0,
         );

@@ -128,6 +128,18 @@ export function checkManifest(h: ManifestHeader, b: unknown): Manifest {
       }
     }
   }
+  if (b.floors !== undefined) {
+    if (!isObject(b.floors)) corrupt('has a bad history floor list');
+    for (const [g, f] of Object.entries(b.floors)) {
+      int(Number(g), 1, MAX_GENERATION, 'floor generation');
+      if (!isObject(f)) corrupt('has a bad history floor');
+      pageId(f.pageId);
+      int(f.size, 1, Number.MAX_SAFE_INTEGER, 'floor size');
+      if (base64(f.hash, 'floor hash').length !== 48) corrupt('has a bad floor hash');
+      const first = (b.logs as Record<string, { from: number }[]> | undefined)?.[g]?.[0];
+      if (first !== undefined && first.from !== f.size) corrupt('has log pages that do not start at the history floor');
+    }
+  }
   if (b.heads !== undefined) {
     if (!isObject(b.heads)) corrupt('has a bad log head list');
     for (const [g, head] of Object.entries(b.heads)) {

@@ -103,6 +103,13 @@ export interface CopyRecord {
   sourceStoreId?: string;
 }
 
+/** A history floor: its floor page, the first leaf its log holds, and the page's SHA-384 (base64). */
+export interface FloorRef {
+  pageId: number;
+  size: number;
+  hash: string;
+}
+
 /** A log page: the leaf hashes [from, to) of its generation's log, written by a checkpoint. */
 export interface LogPageRef {
   pageId: number;
@@ -170,6 +177,12 @@ export interface Manifest {
   heads?: Record<string, { size: number; root: string }>;
   /** Per generation, the pages holding its log's leaf hashes as of the last checkpoint. */
   logs?: Record<string, LogPageRef[]>;
+  /**
+   * Per generation, its log's history floor (src/engine/history-floor.ts): leaves below `size` are
+   * no longer stored; the floor page (SHA-384 `hash`, base64) holds the compact range there and the
+   * links of older checkpoints. The generation's log pages start at `size`.
+   */
+  floors?: Record<string, FloorRef>;
   /** Per collection, the sealed lexical index as of the last checkpoint. */
   indexes?: Record<string, IndexRef>;
   /** The key directory as persisted at the last checkpoint (src/engine/directory/). */

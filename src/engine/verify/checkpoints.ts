@@ -17,6 +17,7 @@ import { HASH_BYTES, root as merkleRoot } from '../../crypto/merkle';
 import { equalBytes } from '../../_bytes';
 import { hex } from '../../_encoding';
 import { walkLog, type CheckpointEntry, type LogWalk } from './log';
+import { checkFloor, type HistoryFloor } from '../history-floor';
 import type { OpenedStore, VerifyRun } from './run';
 
 /** What the inclusion step needs of the checkpoints: each generation's last, and its log walk. */
@@ -30,6 +31,7 @@ export function checkCheckpoints(
   store: OpenedStore,
   list: readonly (Uint8Array | undefined)[],
   logOf: ReadonlyMap<number, Uint8Array>,
+  floorOf: ReadonlyMap<number, HistoryFloor> = new Map(),
 ): Checkpoints {
   const { options, counts } = run;
   if (options.expectCheckpoint !== undefined) checkPin(run, list, options.expectCheckpoint);
@@ -54,10 +56,25 @@ export function checkCheckpoints(
   });
   // One pass over each generation's log: its roots at the signed sizes and its consistency proofs.
   const walks = new Map<number, LogWalk>();
+  // Below a history floor, each checkpoint reaches the log through its link (history-floor.ts).
+  const floorFails = new Map<number, string | undefined>();
   for (const [g, same] of byGeneration) {
     const log = logOf.get(g);
-    if (log !== undefined) walks.set(g, walkLog(log, same));
+    const floor = floorOf.get(g);
+    if (log !== undefined) walks.set(g, walkLog(log, same, floor));
+    if (floor !== undefined) {
+      const fails = checkFloor(
+        floor,
+        same.map((e) => e.c),
+      );
+      floorFails.set(g, fails);
+      if (fails !== undefined)
+        run.problem(`generation ${g}`, 'MISMATCH', `the history floor at ${floor.size}: ${fails}`);
+    }
   }
+  for (const g of floorOf.keys())
+    if (!byGeneration.has(g) && floorOf.get(g)!.links.length > 0)
+      run.problem(`generation ${g}`, 'MISMATCH', 'the history floor links checkpoints the store does not hold');
   let previous: Uint8Array = new Uint8Array(48);
   list.forEach((signed, i) => {
     const where = `checkpoint ${i + 1}`;
@@ -87,11 +104,16 @@ export function checkCheckpoints(
     if (before !== undefined && c.size < before.size)
       run.problem(where, 'MISMATCH', `the log shrank from ${before.size} to ${c.size} leaves`);
     const log = logOf.get(c.generation);
-    if (c.size === 0) {
+    const floor = floorOf.get(c.generation)?.size ?? 0;
+    const held = floor + (log?.length ?? 0) / HASH_BYTES;
+    if (c.size > 0 && c.size < floor) {
+      // Below the floor: its link (checked with the floor's chain) makes it consistent with the one before.
+      if (before !== undefined && floorFails.get(c.generation) === undefined) counts.consistencyProofs++;
+    } else if (c.size === 0) {
       // A checkpoint of an empty log (a store checkpointed or backed up before its first write).
       if (!equalBytes(c.root, merkleRoot([])))
         run.problem(where, 'MISMATCH', 'the checkpoint of an empty log signs another root');
-    } else if (log === undefined || log.length < c.size * HASH_BYTES) {
+    } else if (log === undefined || held < c.size) {
       if (store.keys !== undefined || c.size > 0)
         run.problem(
           where,
@@ -104,6 +126,9 @@ export function checkCheckpoints(
         'MISMATCH',
         `the root of the first ${c.size} leaves of generation ${c.generation} is not the signed root`,
       );
+    } else if (before !== undefined && before.size < floor) {
+      // The one before lies below the floor: its link and this root make the two consistent.
+      if (floorFails.get(c.generation) === undefined) counts.consistencyProofs++;
     } else if (before !== undefined && before.size <= c.size) {
       if (walks.get(c.generation)!.consistent.get(i) === true) counts.consistencyProofs++;
       else run.problem(where, 'MISMATCH', `the consistency proof from size ${before.size} does not verify`);

@@ -11,25 +11,31 @@ import type { Manifest } from '../manifest';
 import { onPersisted, inOrder } from './log';
 import type { PagesRead } from './pages';
 import type { OpenedStore, VerifyRun } from './run';
+import type { HistoryFloor } from '../history-floor';
 
 /** Per collection, its live records: id → where its leaf is. */
 export type LiveRecords = Map<string, Map<string, { generation: number; leafIndex: number }>>;
 
-/** The log of each generation (leaf hashes back to back) and the live records (known with the key). */
+/**
+ * The log of each generation (leaf hashes back to back, from its history floor on: `floorOf`) and
+ * the live records (known with the key).
+ */
 export interface Generations {
   readonly logOf: Map<number, Uint8Array>;
+  readonly floorOf: Map<number, HistoryFloor>;
   readonly live: LiveRecords;
 }
 
 export function checkGenerations(run: VerifyRun, store: OpenedStore, read: PagesRead): Generations {
   const { manifest, keys } = store;
   const { persisted, leaves } = read;
+  const floorOf = read.floors;
   const logOf = new Map<number, Uint8Array>();
   const live: LiveRecords = new Map();
   if (keys === undefined) {
     for (const [g, kept] of persisted) logOf.set(g, kept);
-    countLeaves(run, logOf);
-    return { logOf, live };
+    countLeaves(run, logOf, floorOf);
+    return { logOf, floorOf, live };
   }
   const starts = new Map<number, number[]>();
   for (const [g, parts] of leaves) {
@@ -59,7 +65,7 @@ export function checkGenerations(run: VerifyRun, store: OpenedStore, read: Pages
       run.problem(`generation ${g}`, 'MISMATCH', `generation ${g} is retired but still has commit pages`);
   // The live records, in page order, at the places their pages' leaves hold.
   for (const { g, part, ops } of read.pageOps) {
-    let n = starts.get(g)![part];
+    let n = starts.get(g)![part] + (floorOf.get(g)?.size ?? 0);
     for (const [kind, collection, id] of ops) {
       let m = live.get(collection);
       if (m === undefined) live.set(collection, (m = new Map()));
@@ -75,20 +81,28 @@ export function checkGenerations(run: VerifyRun, store: OpenedStore, read: Pages
   for (const g of new Set([...Object.keys(heads).map(Number), ...logOf.keys()])) {
     const log = logOf.get(g) ?? new Uint8Array(0);
     const head = heads[g];
+    // Below a history floor, the floor's compact range stands for the leaves no longer stored.
+    const floor = floorOf.get(g);
+    const start = floor === undefined ? new MerkleAppender() : MerkleAppender.fromFrontier(floor.size, floor.frontier);
+    const size = (floor?.size ?? 0) + log.length / HASH_BYTES;
     const same =
-      (head?.size ?? 0) === log.length / HASH_BYTES &&
-      (head === undefined || equalBytes(new MerkleAppender().appendHashes(log).root(), unb64(head.root)));
+      (head?.size ?? 0) === size &&
+      (head === undefined || equalBytes(start.appendHashes(log).root(), unb64(head.root)));
     if (!same)
       run.problem(
         `generation ${g}`,
         'MISMATCH',
-        `the records of generation ${g} do not give the log the manifest names (${log.length / HASH_BYTES} of ${head?.size ?? 0} leaves, or another root)`,
+        `the records of generation ${g} do not give the log the manifest names (${size} of ${head?.size ?? 0} leaves, or another root)`,
       );
   }
-  countLeaves(run, logOf);
-  return { logOf, live };
+  countLeaves(run, logOf, floorOf);
+  return { logOf, floorOf, live };
 }
 
-function countLeaves(run: VerifyRun, logOf: ReadonlyMap<number, Uint8Array>): void {
-  for (const [g, log] of logOf) run.counts.leaves[g] = log.length / HASH_BYTES;
+function countLeaves(
+  run: VerifyRun,
+  logOf: ReadonlyMap<number, Uint8Array>,
+  floorOf: ReadonlyMap<number, HistoryFloor>,
+): void {
+  for (const [g, log] of logOf) run.counts.leaves[g] = (floorOf.get(g)?.size ?? 0) + log.length / HASH_BYTES;
 }

@@ -15,7 +15,11 @@ import type { VerifyRun } from './run';
 const PROOF_SAMPLE = 256;
 
 /** Checks the inclusion of every live record (known with the key only). */
-export function checkInclusion(run: VerifyRun, { live, logOf }: Generations, { lastOf, walks }: Checkpoints): void {
+export function checkInclusion(
+  run: VerifyRun,
+  { live, logOf, floorOf }: Generations,
+  { lastOf, walks }: Checkpoints,
+): void {
   const { options, counts } = run;
   const total = [...live.values()].reduce((n, m) => n + m.size, 0);
   const generations = new Set<number>();
@@ -25,6 +29,8 @@ export function checkInclusion(run: VerifyRun, { live, logOf }: Generations, { l
   for (const g of [...generations].sort((x, y) => x - y)) {
     const c = lastOf.get(g);
     const log = logOf.get(g);
+    const floor = floorOf.get(g);
+    const from = floor?.size ?? 0;
     let tree: MerkleHashTree | undefined;
     const root = c !== undefined ? walks.get(g)?.roots.get(c.size) : undefined;
     const rootHolds = root !== undefined && equalBytes(root, c!.root);
@@ -36,13 +42,17 @@ export function checkInclusion(run: VerifyRun, { live, logOf }: Generations, { l
           counts.uncheckpointed++;
           continue;
         }
-        if (log === undefined || log.length < c.size * HASH_BYTES) continue; // reported by the checkpoint step
+        if (log === undefined || from + log.length / HASH_BYTES < c.size || c.size < from) continue; // reported by the checkpoint step
+        if (leafIndex < from) {
+          run.problem(`record ${name}/${id}`, 'MISMATCH', `its leaf ${leafIndex} lies below the history floor ${from}`);
+          continue;
+        }
         if (rootHolds && (leafIndex & (PROOF_SAMPLE - 1)) !== 0 && leafIndex !== c.size - 1) {
           counts.inclusionProofs++;
           continue;
         }
-        tree ??= new MerkleHashTree(log.subarray(0, c.size * HASH_BYTES));
-        const leaf = log.subarray(leafIndex * HASH_BYTES, (leafIndex + 1) * HASH_BYTES);
+        tree ??= new MerkleHashTree(log.subarray(0, (c.size - from) * HASH_BYTES), floor);
+        const leaf = log.subarray((leafIndex - from) * HASH_BYTES, (leafIndex - from + 1) * HASH_BYTES);
         if (verifyInclusionOfHash(leaf, leafIndex, c.size, tree.inclusionProof(leafIndex), c.root))
           counts.inclusionProofs++;
         else

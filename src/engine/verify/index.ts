@@ -49,7 +49,7 @@ export async function verifyStore(pages: PageStore, options: VerifyOptions = {})
   try {
     const read = await readPages(run, store);
     const generations = checkGenerations(run, store, read);
-    const checkpoints = checkCheckpoints(run, store, read.signedCheckpoints, generations.logOf);
+    const checkpoints = checkCheckpoints(run, store, read.signedCheckpoints, generations.logOf, generations.floorOf);
     if (store.keys !== undefined) checkInclusion(run, generations, checkpoints);
     else if (read.signedCheckpoints.length > 0)
       run.skipped.push('inclusion proofs of live records (their leaves are known only with the secret key)');

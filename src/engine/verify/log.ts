@@ -3,7 +3,13 @@
 // roots at the sizes its checkpoints sign and the RFC 9162 consistency proofs between them.
 
 import type { Checkpoint } from '../../crypto/proofs';
-import { MerkleAppender, HASH_BYTES, consistencyProofFromFrontier, verifyConsistency } from '../../crypto/merkle';
+import {
+  MerkleAppender,
+  HASH_BYTES,
+  consistencyProofFromFrontier,
+  verifyConsistency,
+  type TreeFloor,
+} from '../../crypto/merkle';
 import { concatBytes, equalBytes } from '../../_bytes';
 
 /**
@@ -81,16 +87,18 @@ export interface LogWalk {
  * the leaves between each pair once more, which sums to the log again while sizes grow (a shrink,
  * itself reported, can make later pairs overlap).
  */
-export function walkLog(log: Uint8Array, checkpoints: readonly CheckpointEntry[]): LogWalk {
-  const held = log.length / HASH_BYTES;
-  const inLog = checkpoints.filter(({ c }) => c.size <= held);
+export function walkLog(log: Uint8Array, checkpoints: readonly CheckpointEntry[], floor?: TreeFloor): LogWalk {
+  // With a history floor, `log` holds the leaves from it on and the pass starts from its compact range.
+  const from = floor?.size ?? 0;
+  const held = from + log.length / HASH_BYTES;
+  const inLog = checkpoints.filter(({ c }) => c.size <= held && c.size >= from);
   const sizes = [...new Set(inLog.map(({ c }) => c.size))].sort((x, y) => x - y);
   // Each consistency pair is built once the pass reaches its newer size; the compact range at its
   // older size is kept from there until the last pair that needs it.
   const pairsAt = new Map<number, CheckpointEntry[]>();
   const lastUse = new Map<number, number>();
   for (const e of inLog) {
-    if (e.before === undefined || e.before.size > e.c.size) continue;
+    if (e.before === undefined || e.before.size > e.c.size || e.before.size < from) continue;
     let at = pairsAt.get(e.c.size);
     if (at === undefined) pairsAt.set(e.c.size, (at = []));
     at.push(e);
@@ -105,9 +113,9 @@ export function walkLog(log: Uint8Array, checkpoints: readonly CheckpointEntry[]
   const roots = new Map<number, Uint8Array>();
   const consistent = new Map<number, boolean>();
   const frontiers = new Map<number, Uint8Array[]>();
-  const appender = new MerkleAppender();
+  const appender = floor === undefined ? new MerkleAppender() : MerkleAppender.fromFrontier(from, floor.frontier);
   for (const size of sizes) {
-    appender.appendHashes(log.subarray(appender.size * HASH_BYTES, size * HASH_BYTES));
+    appender.appendHashes(log.subarray((appender.size - from) * HASH_BYTES, (size - from) * HASH_BYTES));
     const root = appender.root();
     roots.set(size, root);
     if (lastUse.has(size)) frontiers.set(size, appender.frontier());
@@ -117,7 +125,7 @@ export function walkLog(log: Uint8Array, checkpoints: readonly CheckpointEntry[]
       const proof = consistencyProofFromFrontier(
         old,
         frontiers.get(old)!,
-        log.subarray(old * HASH_BYTES, size * HASH_BYTES),
+        log.subarray((old - from) * HASH_BYTES, (size - from) * HASH_BYTES),
       );
       consistent.set(index, verifyConsistency(old, size, before!.root, c.root, proof));
     }

@@ -26,12 +26,20 @@ import {
   type IndexedOp,
 } from '../page-format';
 import { directoryRoles } from './directory';
+import { decodeFloorPage, type HistoryFloor } from '../history-floor';
+import { sha384 } from '../../kernels/sha2';
+import { unb64 } from '../../_encoding';
 import type { OpenedStore, VerifyRun } from './run';
 
 /** What the page step read, for the steps after it. */
 export interface PagesRead {
-  /** Per generation, its persisted log (the log pages' leaf hashes, when all of them read). */
+  /**
+   * Per generation, its persisted log (the log pages' leaf hashes, when all of them read), from its
+   * history floor on (`floors`).
+   */
   readonly persisted: Map<number, Uint8Array>;
+  /** Per generation with a history floor, the floor page as decoded (its proofs unchecked). */
+  readonly floors: Map<number, HistoryFloor>;
   /** Per generation, the leaf hashes of each commit page, in page order. */
   readonly leaves: Map<number, Uint8Array[]>;
   /** Each commit page's operations: its generation, its place in `leaves`, and (kind, collection, id). */
@@ -55,6 +63,8 @@ export async function readPages(run: VerifyRun, store: OpenedStore): Promise<Pag
     refs.forEach(({ pageId, from, to }, i) => special.set(pageId, `log:${g}:${i}:${from}:${to}`));
   }
   for (const [name, { pageId }] of Object.entries(manifest.indexes ?? {})) special.set(pageId, `index:${name}`);
+  for (const [g, { pageId }] of Object.entries(manifest.floors ?? {})) special.set(pageId, `floor:${g}`);
+  const floors = new Map<number, HistoryFloor>();
   const checkpointPages = manifest.checkpointPages ?? [];
   checkpointPages.forEach((pageId, i) => special.set(pageId, `checkpoint:${i}`));
   // The persisted key directory first: it gives the roles of the pages it covers.
@@ -117,6 +127,15 @@ export async function readPages(run: VerifyRun, store: OpenedStore): Promise<Pag
         const [, g, i, from, to] = role.split(':').map(Number);
         logParts.get(g)![i] = decodeLogPage(page, g, from, to);
         counts.logPages++;
+      } else if (role?.startsWith('floor:')) {
+        const g = Number(role.slice(6));
+        const ref = manifest.floors![g];
+        if (!equalBytes(sha384(page), unb64(ref.hash)))
+          throw new PqdbError(
+            'CORRUPTION',
+            `the history floor page of generation ${g} is not the one the manifest names`,
+          );
+        floors.set(g, decodeFloorPage(page, g, ref.size));
       } else if (role?.startsWith('checkpoint:')) {
         signedCheckpoints[Number(role.slice(11))] = page;
       } else if (role?.startsWith('directory:')) {
@@ -167,12 +186,14 @@ export async function readPages(run: VerifyRun, store: OpenedStore): Promise<Pag
     run.notes.push(`${unnamed} page(s) the manifest and the key directory do not name are not part of the store`);
   for (const [g, parts] of logParts) {
     const refs = manifest.logs![g];
-    const contiguous = refs.every((r, i) => r.from === (i === 0 ? 0 : refs[i - 1].to));
+    const floor = manifest.floors?.[g]?.size ?? 0;
+    const contiguous = refs.every((r, i) => r.from === (i === 0 ? floor : refs[i - 1].to));
     if (!contiguous)
       run.problem(`generation ${g}`, 'CORRUPTION', `the log pages of generation ${g} are not contiguous`);
     else if (parts.every((p) => p !== undefined)) persisted.set(g, concatBytes(parts as Uint8Array[]));
   }
-  return { persisted, leaves, pageOps, signedCheckpoints };
+  for (const g of Object.keys(manifest.floors ?? {}).map(Number)) if (!floors.has(g)) persisted.delete(g); // its floor page failed (reported): the log cannot be placed
+  return { persisted, floors, leaves, pageOps, signedCheckpoints };
 }
 
 /** A listed commit page is the one the directory kept: its generation, length and commit salt. */
