@@ -519,6 +519,32 @@ describe('pqdb migrate and status through the same parser', () => {
   });
 });
 
+describe('pqdb compact', () => {
+  it('rewrites dead pages and raises the history floor; --keep-history keeps every leaf; verify holds', async () => {
+    await ok(['init', 'churn', '--recipient', 'alice.pub', ...U]);
+    const put = (round: number) =>
+      ok(['put', 'churn', 'n', 'k', JSON.stringify({ round }), '--schema', 'round:integer', ...U]);
+    for (let round = 0; round < 3; round++) {
+      await put(round);
+      await ok(['checkpoint', 'churn', ...U, ...S]);
+    }
+    const kept = await json(['compact', 'churn', '--keep-history', ...U, ...S]);
+    expect(kept).toMatchObject({ location: 'churn', pagesRewritten: 3 });
+    expect(kept.historyFloor).toBeUndefined();
+    await put(3);
+    const text = await ok(['compact', 'churn', ...U, ...S]);
+    // Every older version is dead: the floor reaches the leaf of the one live record, moved.
+    expect(text).toMatch(
+      /^pqdb compact: 2 page\(s\) rewritten, 1 record\(s\) moved, .*; history floor 0 → 5 \(4 log page\(s\) deleted\)\n$/,
+    );
+    expect(await json(['verify', 'churn', ...U, '--signer-public', 'signer.pub'])).toMatchObject({
+      ok: true,
+      complete: true,
+    });
+    expect((await json(['get', 'churn', 'n', 'k', ...U])).value).toEqual({ round: 3 });
+  });
+});
+
 describe('pqdb posture', () => {
   it("prints the store's CBOM: valid CycloneDX 1.6, the counts status reports, the signer by key id, no key bytes", async () => {
     const bom = JSON.parse(await ok(['posture', 'store', ...U, '--signer-public', 'signer.pub'])) as {

@@ -174,15 +174,18 @@ ${PIN_HELP}`,
 
 export const compactVerb: Verb = {
   name: 'compact',
-  synopsis: '<location> --unlock FILE [--min-dead FRACTION] [--json]',
+  synopsis: '<location> --unlock FILE [--min-dead FRACTION] [--keep-history] [--json]',
   summary: 'rewrites the live records of mostly dead pages and reclaims their space',
   help: `  Moves the live records of commit pages whose dead bytes (updated, deleted, migrated records)
   are at least --min-dead of the page (default 0.5) into new pages, one atomic commit per page,
   deletes the old pages and lets the page store reclaim their bytes; prints bytes before and after.
+  Then raises the history floor: the Merkle leaf hashes below the first live page stop costing
+  disk (signed first with --signer; links keep the older checkpoints provably consistent).
+  --keep-history keeps every leaf (docs/security.md, "Dropped history").
 ${KEYS_HELP}
 ${PIN_HELP}`,
   positionals: { min: 1, max: 1 },
-  options: { ...KEY_OPTIONS, 'min-dead': { type: 'string' }, ...PIN_OPTIONS },
+  options: { ...KEY_OPTIONS, 'min-dead': { type: 'string' }, 'keep-history': { type: 'boolean' }, ...PIN_OPTIONS },
   async run({ positionals: [location], values, keys }) {
     requireUnlock(keys);
     const minDead = values['min-dead'] === undefined ? undefined : Number(values['min-dead']);
@@ -191,12 +194,17 @@ ${PIN_HELP}`,
     const opened = await openCliStore(location, keys, { write: true });
     const { store } = opened;
     try {
-      const r = await store.compact({ minDeadFraction: minDead });
+      const r = await store.compact({ minDeadFraction: minDead, keepHistory: values['keep-history'] === true });
+      const floor = r.historyFloor;
+      const dropped =
+        floor === undefined
+          ? ''
+          : `; history floor ${floor.from} → ${floor.to} (${floor.logPagesDeleted} log page(s) deleted)`;
       const mib = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
       io.stdout.write(
         values.json === true
           ? `${JSON.stringify({ location, ...r }, null, 2)}\n`
-          : `pqdb compact: ${r.pagesRewritten} page(s) rewritten, ${r.recordsMoved} record(s) moved, ${mib(r.bytesBefore)} → ${mib(r.bytesAfter)} (live records ${mib(r.liveRecordBytes)})${r.skipped !== undefined ? `; ${r.skipped}` : ''}\n`,
+          : `pqdb compact: ${r.pagesRewritten} page(s) rewritten, ${r.recordsMoved} record(s) moved, ${mib(r.bytesBefore)} → ${mib(r.bytesAfter)} (live records ${mib(r.liveRecordBytes)})${dropped}${r.skipped !== undefined ? `; ${r.skipped}` : ''}\n`,
       );
       return 0;
     } finally {

@@ -75,6 +75,8 @@ export interface CompactOptions {
   maxPages?: number;
   /** Called after each page. */
   onProgress?(progress: CompactProgress): void;
+  /** Keep every leaf this time (default: the store's `keepHistory` option): no history floor is raised. */
+  keepHistory?: boolean;
 }
 
 export interface CompactProgress {
@@ -171,6 +173,8 @@ export async function compact(p: CompactContext, options: CompactOptions = {}): 
   if (!(minDead >= 0 && minDead <= 1)) throw new RangeError('"minDeadFraction" expected a number in [0, 1]');
   const maxPages = options.maxPages ?? Infinity;
   if (!(maxPages >= 0)) throw new RangeError('"maxPages" expected a number >= 0');
+  if (options.keepHistory !== undefined && typeof options.keepHistory !== 'boolean')
+    throw new TypeError('"keepHistory" expected a boolean');
   p.live();
   if (p.readOnly) throw new PqdbError('READ_ONLY', 'the store was opened read-only');
   const bytesBefore = (await p.pages.stats()).storedBytes;
@@ -255,7 +259,7 @@ export async function compact(p: CompactContext, options: CompactOptions = {}): 
       pages: victims.length,
     });
   }
-  if (!p.keepHistory) {
+  if (!(options.keepHistory ?? p.keepHistory)) {
     p.live();
     const raised = await raiseHistoryFloor(p);
     if (raised !== undefined) result.historyFloor = raised;
