@@ -28,6 +28,7 @@
 //   node bench/scale.mjs [--sizes 100000,1000000] [--parts ingest,reads,open,compaction,migration]
 //        [--batch 1000] [--reads 100000] [--changes 10000] [--rounds 3] [--live-sample 1000] [--no-reader]
 //        [--reader-rate R]   (the reader during compaction and migration: R reads/s on a fixed schedule)
+//        [--keep-history]    (pqdb's compaction keeps every Merkle leaf: no history floor)
 //        [--out DIR]
 //
 // Writes scale.json (every figure, with the host) and scale.md (one table per part) in --out
@@ -66,6 +67,8 @@ const NO_READER = args.includes('--no-reader');
  * latency from its scheduled time); 0: one read after another, as fast as they come back.
  */
 const READER_RATE = Number(arg('--reader-rate', 0));
+/** pqdb's compaction keeps every Merkle leaf (no history floor): the price of the whole history. */
+const KEEP_HISTORY = args.includes('--keep-history');
 if (!(READER_RATE >= 0)) throw new RangeError(`--reader-rate expected reads per second (0: back to back)`);
 const OUT = arg('--out', undefined) ?? reportDir('scale', { dir: join(repo, 'bench', 'results') });
 const MIGRATE_TO = 'cnsa2-gcm-hkdf384-commit';
@@ -363,6 +366,7 @@ async function compaction(e, dir, live, readIds) {
       const r = await readDuring(
         () =>
           e.store.compact({
+            keepHistory: KEEP_HISTORY,
             onProgress: (p) => {
               progressEvents++;
               lastProgress = p;
@@ -685,6 +689,7 @@ writeFileSync(
       liveSample: LIVE_SAMPLE,
       reader: !NO_READER,
       readerRate: READER_RATE,
+      keepHistory: KEEP_HISTORY,
       migrateTo: MIGRATE_TO,
       targets: TARGETS,
       results,

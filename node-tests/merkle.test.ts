@@ -83,7 +83,7 @@ describe.each(FLAVORS)('merkle (%s)', (flavor) => {
     expect(checked).toBe((131 * 132) / 2 - 1);
   });
 
-  it('a tree with a floor (history below it kept as its compact range) gives the full tree\'s root and proofs', () => {
+  it("a tree with a floor (history below it kept as its compact range) gives the full tree's root and proofs", () => {
     const rng = new Rng(12);
     const leaves = Array.from({ length: 70 }, () => rng.bytes(1 + rng.int(40)));
     const hashes = new Uint8Array(leaves.length * 48);
@@ -116,6 +116,26 @@ describe.each(FLAVORS)('merkle (%s)', (flavor) => {
     expect(failures.slice(0, 10)).toEqual([]);
     expect(checked).toBe((71 * 72) / 2);
     expect(() => new merkle.MerkleHashTree(new Uint8Array(0), { size: 6, frontier: frontiers[7] })).toThrow(RangeError);
+  });
+
+  it('MerkleHashTree.build, in slices with pauses between, is the tree the constructor builds', async () => {
+    const rng = new Rng(13);
+    const n = 70_001;
+    const hashes = rng.bytes(n * 48);
+    const f = 33_333;
+    const floor = { size: f, frontier: new MerkleAppender().appendHashes(hashes.subarray(0, f * 48)).frontier() };
+    let pauses = 0;
+    const pause = async () => void pauses++;
+    const built = await merkle.MerkleHashTree.build(hashes.subarray(f * 48), floor, pause);
+    const whole = new merkle.MerkleHashTree(hashes);
+    expect(pauses).toBeGreaterThan(1);
+    expect(hex(built.root())).toBe(hex(whole.root()));
+    for (const i of [f, f + 1, 50_000, n - 1])
+      expect(built.inclusionProof(i).map(hex)).toEqual(whole.inclusionProof(i).map(hex));
+    for (const m of [f, 40_000, n - 1])
+      expect(built.consistencyProof(m).map(hex)).toEqual(whole.consistencyProof(m).map(hex));
+    const plain = await merkle.MerkleHashTree.build(hashes, undefined, pause);
+    expect(hex(plain.root())).toBe(hex(whole.root()));
   });
 
   it('consistencyProofFromFrontier: inputs unchanged, unaligned views, fresh outputs, misuse throws', () => {

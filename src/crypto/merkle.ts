@@ -88,6 +88,71 @@ export function root(leaves: readonly Uint8Array[]): Uint8Array {
 
 // ---- proofs --------------------------------------------------------------------------------------
 
+/** Node hashes per slice of MerkleHashTree.build. */
+const BUILD_SLICE = 16_384;
+
+interface BuiltLevels {
+  lv: Uint8Array[];
+  start: number[];
+  floor: number;
+  size: number;
+}
+
+function drain<T>(g: Generator<void, T>): T {
+  for (let r = g.next(); ; r = g.next()) if (r.done === true) return r.value;
+}
+
+/**
+ * The levels of a tree over `leafHashes` (from `floor.size` on), yielding after each slice of
+ * BUILD_SLICE node hashes. Each level starts at the node holding the floor's first leaf, with the
+ * compact range's subtree before it where that node is a right child.
+ */
+function* buildLevels(leafHashes: Uint8Array, floor: TreeFloor | undefined): Generator<void, BuiltLevels> {
+  bytes('leafHashes', leafHashes);
+  if (leafHashes.length % HASH_BYTES !== 0)
+    throw new RangeError(`"leafHashes" expected a multiple of ${HASH_BYTES} bytes, got length=${leafHashes.length}`);
+  const f = floor?.size ?? 0;
+  integer('floor.size', f, 0, MAX_SIZE);
+  const frontier = floor?.frontier ?? [];
+  if (!Array.isArray(frontier) || frontier.length !== frontierSize(f))
+    throw new RangeError(`"floor.frontier" expected ${frontierSize(f)} hashes for size ${f}`);
+  frontier.forEach((h, i) => bytes(`floor.frontier[${i}]`, h, HASH_BYTES));
+  const size = f + leafHashes.length / HASH_BYTES;
+  if (size > MAX_SIZE) throw new RangeError('tree size would exceed 2^53 - 1');
+  // The compact range's subtree for each set bit of the floor (largest first).
+  const byBit = new Map<number, Uint8Array>();
+  for (let b = bitLen(f) - 1, i = 0; b >= 0; b--) if (isOdd(shr(f, b))) byBit.set(b, frontier[i++]);
+  const lv: Uint8Array[] = [];
+  const start: number[] = [];
+  let level: Uint8Array = leafHashes.slice();
+  let at = f;
+  for (let l = 0; ; l++) {
+    if (isOdd(at)) {
+      // The node before the floor's is a left sibling wholly below it: the range's subtree of bit l.
+      const withLeft = new Uint8Array(level.length + HASH_BYTES);
+      withLeft.set(byBit.get(l)!);
+      withLeft.set(level, HASH_BYTES);
+      level = withLeft;
+      at--;
+    }
+    lv.push(level);
+    start.push(at);
+    const n = level.length / HASH_BYTES;
+    if (at + n <= 1) break;
+    // The next level, a slice of pairs at a time (even slices: no pair straddles two).
+    const up = new Uint8Array(Math.ceil(n / 2) * HASH_BYTES);
+    for (let i = 0; i < n; i += 2 * BUILD_SLICE) {
+      const m = Math.min(2 * BUILD_SLICE, n - i);
+      up.set(levelUp(level.subarray(i * HASH_BYTES, (i + m) * HASH_BYTES)), (i / 2) * HASH_BYTES);
+      if (i + m < n) yield;
+    }
+    level = up;
+    at /= 2;
+    if (n > 2 * BUILD_SLICE) yield;
+  }
+  return { lv, start, floor: f, size };
+}
+
 /** A tree's history below `size` kept only as its compact range (MerkleHashTree's `floor`). */
 export interface TreeFloor {
   /** Leaves [0, size) are not held. */
@@ -115,40 +180,31 @@ export class MerkleHashTree {
   readonly #floor: number;
   readonly #size: number;
 
-  constructor(leafHashes: Uint8Array, floor?: TreeFloor) {
-    bytes('leafHashes', leafHashes);
-    if (leafHashes.length % HASH_BYTES !== 0)
-      throw new RangeError(`"leafHashes" expected a multiple of ${HASH_BYTES} bytes, got length=${leafHashes.length}`);
-    const f = floor?.size ?? 0;
-    integer('floor.size', f, 0, MAX_SIZE);
-    const frontier = floor?.frontier ?? [];
-    if (!Array.isArray(frontier) || frontier.length !== frontierSize(f))
-      throw new RangeError(`"floor.frontier" expected ${frontierSize(f)} hashes for size ${f}`);
-    frontier.forEach((h, i) => bytes(`floor.frontier[${i}]`, h, HASH_BYTES));
-    this.#floor = f;
-    this.#size = f + leafHashes.length / HASH_BYTES;
-    if (this.#size > MAX_SIZE) throw new RangeError('tree size would exceed 2^53 - 1');
-    // The compact range's subtree for each set bit of the floor (largest first).
-    const byBit = new Map<number, Uint8Array>();
-    for (let b = bitLen(f) - 1, i = 0; b >= 0; b--) if (isOdd(shr(f, b))) byBit.set(b, frontier[i++]);
-    this.#lv = [];
-    this.#start = [];
-    let level: Uint8Array = leafHashes.slice();
-    let start = f;
-    for (let l = 0; ; l++) {
-      if (isOdd(start)) {
-        // The node before the floor's is a left sibling wholly below it: the range's subtree of bit l.
-        const withLeft = new Uint8Array(level.length + HASH_BYTES);
-        withLeft.set(byBit.get(l)!);
-        withLeft.set(level, HASH_BYTES);
-        level = withLeft;
-        start--;
-      }
-      this.#lv.push(level);
-      this.#start.push(start);
-      if (start + level.length / HASH_BYTES <= 1) break;
-      level = levelUp(level);
-      start /= 2;
+  /**
+   * @param built internal: the levels MerkleHashTree.build made (the leaves are then not read again)
+   */
+  constructor(leafHashes: Uint8Array, floor?: TreeFloor, built?: BuiltLevels) {
+    const levels = built ?? drain(buildLevels(leafHashes, floor));
+    this.#lv = levels.lv;
+    this.#start = levels.start;
+    this.#floor = levels.floor;
+    this.#size = levels.size;
+  }
+
+  /**
+   * The same tree, built a slice at a time: `pause` is awaited between slices of about 16,384 node
+   * hashes (the levels of a million leaves take a second of hashing), so the caller's event loop
+   * serves other work meanwhile.
+   */
+  static async build(
+    leafHashes: Uint8Array,
+    floor: TreeFloor | undefined,
+    pause: () => Promise<void>,
+  ): Promise<MerkleHashTree> {
+    const steps = buildLevels(leafHashes, floor);
+    for (let r = steps.next(); ; r = steps.next()) {
+      if (r.done === true) return new MerkleHashTree(leafHashes, floor, r.value);
+      await pause();
     }
   }
 

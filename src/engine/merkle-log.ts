@@ -25,6 +25,8 @@ import type { TreeFloor } from '../crypto/merkle';
 const INITIAL_LEAVES = 1024;
 /** Trees of a given size kept for proofs (any more and the cache starts again). */
 const TREE_CACHE = 4;
+/** Leaves folded into a compact range per slice (a few milliseconds of hashing). */
+const APPEND_SLICE = 8192;
 /** Leaves per log page at most (12 MiB of hashes: well under a page's limit). */
 export const LOG_PAGE_LEAVES = 1 << 18;
 
@@ -127,7 +129,7 @@ export class MerkleLogs {
     buf.set(head);
     buf.set(log.buf.subarray(0, log.n * HASH_BYTES), head.length);
     // The tree that checks them is the one a proof at this size uses: kept, not built again.
-    const tree = new MerkleHashTree(head, log.floor);
+    const tree = await MerkleHashTree.build(head, log.floor, pauseIfSpent);
     if (log.baseRoot !== undefined && !equalBytes(tree.root(), log.baseRoot))
       throw new PqdbError('CORRUPTION', `the log pages of generation ${generation} do not give the persisted root`);
     this.#trees.set(`${generation}/${log.base}`, tree);
@@ -215,7 +217,9 @@ export class MerkleLogs {
       this.#held(generation, size);
       await this.load(generation);
       const from = this.floorOf(generation);
-      t = new MerkleHashTree(this.log(generation).subarray(0, (size - from) * HASH_BYTES), this.floor(generation));
+      const leaves = this.log(generation).subarray(0, (size - from) * HASH_BYTES);
+      // Built in slices: a tree of a million leaves is a second of hashing, and reads come first.
+      t = await MerkleHashTree.build(leaves, this.floor(generation), pauseIfSpent);
       if (this.#trees.size >= TREE_CACHE) this.#trees.clear();
       this.#trees.set(key, t);
     }
@@ -233,7 +237,12 @@ export class MerkleLogs {
     await this.load(generation);
     const from = floor?.size ?? 0;
     const start = floor === undefined ? new MerkleAppender() : MerkleAppender.fromFrontier(floor.size, floor.frontier);
-    return start.appendHashes(this.log(generation).subarray(0, (size - from) * HASH_BYTES)).frontier();
+    const leaves = this.log(generation).subarray(0, (size - from) * HASH_BYTES);
+    for (let at = 0; at < leaves.length; at += APPEND_SLICE * HASH_BYTES) {
+      if (at > 0) await pauseIfSpent();
+      start.appendHashes(leaves.subarray(at, at + APPEND_SLICE * HASH_BYTES));
+    }
+    return start.frontier();
   }
 
   /** The compact range of a generation's whole log. */
