@@ -29,6 +29,7 @@
 //        [--batch 1000] [--reads 100000] [--changes 10000] [--rounds 3] [--live-sample 1000] [--no-reader]
 //        [--reader-rate R]   (the reader during compaction and migration: R reads/s on a fixed schedule)
 //        [--keep-history]    (pqdb's compaction keeps every Merkle leaf: no history floor)
+//        [--engines pqdb,sqlite,level]   (the engines to run, in this order)
 //        [--out DIR]
 //
 // Writes scale.json (every figure, with the host) and scale.md (one table per part) in --out
@@ -77,7 +78,8 @@ const READER_DOC =
     ? `A reader in the benchmark's process issues random gets one at a time on a fixed schedule of ${READER_RATE} a second during it; a read's latency runs from its scheduled time to its value, so event-loop time spent on the operation counts.`
     : "A reader in the benchmark's process issues random gets one at a time during it; a read's latency runs from when it was due (the previous read's value) to its value, so event-loop time spent on the operation counts.";
 const TARGETS = Object.freeze({ migrationMs: 45_000, migrationReadP99Ms: 25, diskToLive: 1.3 });
-const ENGINES = ['pqdb', 'sqlite', 'level'];
+const ENGINES = arg('--engines', 'pqdb,sqlite,level').split(',');
+for (const e of ENGINES) if (!['pqdb', 'sqlite', 'level'].includes(e)) throw new RangeError(`--engines: unknown engine ${e}`);
 const NAMES = { pqdb: 'pqdb', sqlite: 'better-sqlite3', level: 'classic-level' };
 const schema = { lemma: 'string', pos: 'string', gloss: 'string', offset: 'integer' };
 const enc = new TextEncoder();

@@ -122,6 +122,30 @@ describe('history floor', () => {
     expect(final.counts.consistencyProofs).toBe(third.store.checkpoints().length - 1);
   });
 
+  it('a retired generation keeps no leaf hashes: its floor goes to its end, and everything verifies', async () => {
+    const { medium, open, store, docs } = await churned();
+    const early = await docs.exportSealed(id(3));
+    await store.migrate({ to: 'cnsa2-gcm-hkdf384-commit' });
+    expect(await store.retireGenerations()).toEqual([1]);
+    const logBefore = logBytes(medium);
+    const result = await store.compact();
+    // Generation 1 has no records left: its whole log (4 rounds) goes; generation 2's has no dead history.
+    expect(result.historyFloors).toEqual([{ generation: 1, from: 0, to: 4 * N, logPagesDeleted: 12 }]);
+    expect(result.historyFloor).toBeUndefined();
+    expect(logBefore - logBytes(medium)).toBeGreaterThanOrEqual(4 * N * 48);
+    expect(verifySealed(early, signer.publicKey).valid).toBe(true);
+    const checkpoints = store.checkpoints().length;
+    await store.close();
+    const report = await verify(medium);
+    expect(report.problems).toEqual([]);
+    expect(report.counts.leaves).toEqual({ 1: 4 * N, 2: N });
+    expect(report.counts.consistencyProofs).toBe(checkpoints - 2); // the first of each generation has none before it
+    const again = await open();
+    expect(await again.docs.get(id(4))).toEqual({ text: 'w4 r3', round: 3 });
+    expect(verifySealed(await again.docs.exportSealed(id(4)), signer.publicKey).valid).toBe(true);
+    await again.store.close();
+  });
+
   it('a store without signer keys raises its floor too, and reopens and verifies', async () => {
     const { medium, open, store } = await churned({ signed: false });
     const result = await store.compact();

@@ -30,7 +30,7 @@ import { supportsOf } from '../storage/page-store';
 import { decodePage, pageKey, pageSalt } from './page-format';
 import { rewrite, type RewriteContext } from './rewrite';
 import type { PageStore } from '../storage/page-store';
-import type { AppliedCommit, CommitPipeline } from './commit';
+import type { AppliedCommit, CommitPipeline, Draft } from './commit';
 import type { KeyDirectory } from './directory';
 import type { RecordIO } from './records';
 import type { KeyRing } from './keys';
@@ -86,6 +86,15 @@ export interface CompactProgress {
   pages: number;
 }
 
+/** A history floor a compaction raised: generation `generation`'s leaves below `to` are no longer stored. */
+export interface HistoryFloorRaised {
+  generation: number;
+  from: number;
+  to: number;
+  /** Log pages deleted (the one across the floor written again from it counts). */
+  logPagesDeleted: number;
+}
+
 /** What `compact` did. */
 export interface CompactResult {
   /** Commit pages deleted after their live records were moved. */
@@ -98,8 +107,10 @@ export interface CompactResult {
   bytesAfter: number;
   /** Sum of the live records' sealed lengths after. */
   liveRecordBytes: number;
-  /** The history floor raised at the end (leaves below `to` no longer stored), when one was. */
-  historyFloor?: { generation: number; from: number; to: number; logPagesDeleted: number };
+  /** The current generation's history floor raised at the end (leaves below `to` no longer stored), when it was. */
+  historyFloor?: HistoryFloorRaised;
+  /** Every history floor raised at the end: the current generation's, and each retired one's (to its end). */
+  historyFloors?: HistoryFloorRaised[];
   /** Set when nothing was done, and why. */
   skipped?: string;
   ms: number;
@@ -262,75 +273,96 @@ export async function compact(p: CompactContext, options: CompactOptions = {}): 
   if (!(options.keepHistory ?? p.keepHistory)) {
     p.live();
     const raised = await raiseHistoryFloor(p);
-    if (raised !== undefined) result.historyFloor = raised;
+    const now = raised.find((f) => f.generation === p.keys.current());
+    if (now !== undefined) result.historyFloor = now;
+    if (raised.length > 0) result.historyFloors = raised;
   }
   return done();
 }
 
 /**
- * Raises the current generation's history floor to the first leaf of its first live commit page,
- * at most to what log pages and (with signer keys) a signed checkpoint cover. Undefined when it
- * would not rise.
+ * Raises the history floor of the current generation's log to the first leaf of its first live
+ * commit page, and of each retired generation's (no records left) to its end: at most to what log
+ * pages and (with signer keys) a signed checkpoint cover. One commit for all; undefined for the
+ * current generation when its floor would not rise.
  */
-async function raiseHistoryFloor(p: CompactContext): Promise<CompactResult['historyFloor']> {
+async function raiseHistoryFloor(p: CompactContext): Promise<HistoryFloorRaised[]> {
   // A signed checkpoint covers the log first; without signer keys, the log pages are written.
   if (p.checkpoints.canSign) await p.checkpoints.checkpoint(true);
   else await p.checkpoints.persist();
   return p.pipeline.run(async (draft) => {
-    const g = p.keys.current();
-    const m = draft.manifest;
-    const from = p.logs.floorOf(g);
-    const refs = m.logs?.[g] ?? [];
-    let to = Math.min(p.logs.size(g), refs.at(-1)?.to ?? from);
-    const signed = p.checkpoints.list.filter((c) => c.generation === g);
-    if (signed.length > 0) to = Math.min(to, signed[signed.length - 1].size);
-    // Below the first live commit page of the generation, no leaf is needed: every page before it
-    // is gone, and leaves grow with page ids within a generation.
-    const first = p.directory.pages().find(([, info]) => info.generation === g);
-    if (first !== undefined) {
-      await p.logs.load(g);
-      to = Math.min(to, await firstLeaf(p, g, first[0], from));
+    const raised: HistoryFloorRaised[] = [];
+    const current = p.keys.current();
+    const retired = (draft.manifest.retired ?? []).filter((g) => g !== current);
+    for (const g of [current, ...retired]) {
+      const r = await raiseFloorOf(p, draft, g, g === current);
+      if (r !== undefined) raised.push(r);
     }
-    if (to <= from) return (draft.discard(), undefined);
-    const tree = await p.logs.tree(g, to);
-    const frontier = await p.logs.frontierAt(g, to);
-    const old = (await readFloors(p.pages, m)).get(g);
-    const floor = nextFloor(
-      g,
-      old,
-      tree,
-      frontier,
-      signed.map((c) => c.size),
-    );
-    const bytes = encodeFloorPage(floor);
-    const pageId = draft.pageId();
-    draft.addPage({ id: pageId, bytes });
-    if (m.floors?.[g] !== undefined) draft.deletePage(m.floors[g].pageId);
-    m.floors = { ...(m.floors ?? {}), [g]: { pageId, size: to, hash: b64(sha384(bytes)) } };
-    // Log pages below the floor go; the one across it is written again from the floor.
-    const kept: LogPageRef[] = [];
-    let deleted = 0;
-    for (const ref of refs) {
-      if (ref.to <= to) {
-        draft.deletePage(ref.pageId);
-        deleted++;
-      } else if (ref.from < to) {
-        const leaves = await p.logs.since(g, to);
-        const id = draft.pageId();
-        draft.addPage({
-          id,
-          bytes: await encodeLogPage(g, to, leaves.subarray(0, (ref.to - to) * HASH_BYTES), pauseIfSpent),
-        });
-        draft.deletePage(ref.pageId);
-        kept.push({ pageId: id, from: to, to: ref.to });
-        deleted++;
-      } else kept.push(ref);
-    }
-    m.logs = { ...(m.logs ?? {}), [g]: kept };
-    if (kept.length === 0) delete m.logs[g];
-    draft.afterCommit(() => p.logs.raiseFloor(g, { size: to, frontier }));
-    return { generation: g, from, to, logPagesDeleted: deleted };
+    if (raised.length === 0) draft.discard();
+    return raised;
   });
+}
+
+/** Raises generation `g`'s floor in `draft` (see raiseHistoryFloor); undefined when it would not rise. */
+async function raiseFloorOf(
+  p: CompactContext,
+  draft: Draft,
+  g: number,
+  current: boolean,
+): Promise<HistoryFloorRaised | undefined> {
+  const m = draft.manifest;
+  const from = p.logs.floorOf(g);
+  const refs = m.logs?.[g] ?? [];
+  let to = Math.min(p.logs.size(g), refs.at(-1)?.to ?? from);
+  const signed = p.checkpoints.list.filter((c) => c.generation === g);
+  if (signed.length > 0) to = Math.min(to, signed[signed.length - 1].size);
+  // Below the first live commit page of the generation, no leaf is needed: every page before it
+  // is gone, and leaves grow with page ids within a generation. A retired generation has none.
+  const first = p.directory.pages().find(([, info]) => info.generation === g);
+  if (first !== undefined && !current) return undefined;
+  if (first !== undefined) {
+    await p.logs.load(g);
+    to = Math.min(to, await firstLeaf(p, g, first[0], from));
+  }
+  if (to <= from) return undefined;
+  const tree = await p.logs.tree(g, to);
+  const frontier = await p.logs.frontierAt(g, to);
+  const old = (await readFloors(p.pages, m)).get(g);
+  const floor = nextFloor(
+    g,
+    old,
+    tree,
+    frontier,
+    signed.map((c) => c.size),
+  );
+  const bytes = encodeFloorPage(floor);
+  const pageId = draft.pageId();
+  draft.addPage({ id: pageId, bytes });
+  if (m.floors?.[g] !== undefined) draft.deletePage(m.floors[g].pageId);
+  m.floors = { ...(m.floors ?? {}), [g]: { pageId, size: to, hash: b64(sha384(bytes)) } };
+  // Log pages below the floor go; the one across it is written again from the floor.
+  const kept: LogPageRef[] = [];
+  let deleted = 0;
+  for (const ref of refs) {
+    if (ref.to <= to) {
+      draft.deletePage(ref.pageId);
+      deleted++;
+    } else if (ref.from < to) {
+      const leaves = await p.logs.since(g, to);
+      const id = draft.pageId();
+      draft.addPage({
+        id,
+        bytes: await encodeLogPage(g, to, leaves.subarray(0, (ref.to - to) * HASH_BYTES), pauseIfSpent),
+      });
+      draft.deletePage(ref.pageId);
+      kept.push({ pageId: id, from: to, to: ref.to });
+      deleted++;
+    } else kept.push(ref);
+  }
+  m.logs = { ...(m.logs ?? {}), [g]: kept };
+  if (kept.length === 0) delete m.logs[g];
+  draft.afterCommit(() => p.logs.raiseFloor(g, { size: to, frontier }));
+  return { generation: g, from, to, logPagesDeleted: deleted };
 }
 
 /**

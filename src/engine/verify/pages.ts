@@ -192,7 +192,11 @@ export async function readPages(run: VerifyRun, store: OpenedStore): Promise<Pag
       run.problem(`generation ${g}`, 'CORRUPTION', `the log pages of generation ${g} are not contiguous`);
     else if (parts.every((p) => p !== undefined)) persisted.set(g, concatBytes(parts as Uint8Array[]));
   }
-  for (const g of Object.keys(manifest.floors ?? {}).map(Number)) if (!floors.has(g)) persisted.delete(g); // its floor page failed (reported): the log cannot be placed
+  for (const g of Object.keys(manifest.floors ?? {}).map(Number)) {
+    if (!floors.has(g))
+      persisted.delete(g); // its floor page failed (reported): the log cannot be placed
+    else if (manifest.logs?.[g] === undefined) persisted.set(g, new Uint8Array(0)); // floored to its end
+  }
   return { persisted, floors, leaves, pageOps, signedCheckpoints };
 }
 
