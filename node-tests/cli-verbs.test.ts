@@ -241,7 +241,7 @@ describe('pqdb put, get, delete, scan', () => {
     await fails(
       ['put', 'store', 'pets', 'x', '{"name":"x"}', '--schema', 'name:string', ...U],
       2,
-      /stored with the schema/,
+      /exists with another schema \(version 1\): field "\w+" is gone.*\(stored: \{/,
     );
     expect((await pqdb(['get', 'store', 'pets', 'x', ...U])).status).toBe(1);
   });
@@ -542,6 +542,41 @@ describe('pqdb compact', () => {
       complete: true,
     });
     expect((await json(['get', 'churn', 'n', 'k', ...U])).value).toEqual({ round: 3 });
+  });
+});
+
+describe('pqdb schema', () => {
+  it('lists each collection with its schema version; a put with optional fields added moves it on', async () => {
+    await ok(['init', 'evolving', '--recipient', 'alice.pub', ...U]);
+    await ok(['put', 'evolving', 'notes', 'a', '{"text":"one"}', '--schema', 'text:string', ...U]);
+    expect(await ok(['schema', 'evolving', ...U])).toBe(
+      'notes  text:string  (version 1, 1 record(s), gcmsiv-hkdf384)\n',
+    );
+    await ok([
+      'put',
+      'evolving',
+      'notes',
+      'b',
+      '{"text":"two","tag":"x"}',
+      '--schema',
+      'text:string,tag:string?',
+      ...U,
+    ]);
+    expect(await json(['schema', 'evolving', 'notes', ...U])).toEqual({
+      name: 'notes',
+      schema: { text: 'string', tag: 'string?' },
+      version: 2,
+      records: 2,
+      suite: 'gcmsiv-hkdf384',
+      indexed: [],
+    });
+    expect((await json(['get', 'evolving', 'notes', 'a', ...U])).value).toEqual({ text: 'one' });
+    await fails(['schema', 'evolving', 'none', ...U], 2, /\[NOT_FOUND\] no collection "none"/);
+    await fails(
+      ['put', 'evolving', 'notes', 'c', '{"text":3}', '--schema', 'text:integer,tag:string?', ...U],
+      2,
+      /field "text" changed from string to integer/,
+    );
   });
 });
 

@@ -18,6 +18,7 @@ export {
   Collection,
   type Transaction,
   type CollectionOptions,
+  type CollectionInfo,
   type PutOptions,
   type ScanOptions,
 } from './engine/collection';
@@ -27,7 +28,7 @@ export type { MigrationCounts, MigrationPhase } from './engine/manifest';
 export type { Schema, FieldSpec, FieldType, FieldValue, InferValue, Value, ValueShape } from './engine/codec';
 export type { CollectionValue, TextField } from './engine/collection';
 export type { SearchOptions } from './engine/lexical';
-export type { CompactOptions, CompactProgress, CompactResult } from './engine/compact';
+export type { CompactOptions, CompactProgress, CompactResult, HistoryFloorRaised } from './engine/compact';
 export type { Change, WatchOptions, ChangesOptions } from './engine/changes';
 export type { LiveQuery } from './engine/collection';
 export type { SuiteName } from './crypto/suites';

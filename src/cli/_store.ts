@@ -143,10 +143,12 @@ export function requireSigner(keys: Keys): void {
 
 /**
  * Collection `name` of the opened store. Its schema is the stored one; `schemaText` (the --schema
- * option) is needed when the store has no such collection and must match the stored one otherwise.
- * `index` declares the text fields kept in the lexical index while the store is open.
- * @throws UsageError for an unknown collection without --schema, a --schema that differs from the
- * stored one, or index fields that are not string fields of the schema.
+ * option) is needed when the store has no such collection, and otherwise is the stored one or its
+ * next version (optional fields added, types widened: the write records it). `index` declares the
+ * text fields kept in the lexical index while the store is open.
+ * @throws UsageError for an unknown collection without --schema, a --schema that cannot follow the
+ * stored one, or index fields that are not string fields of the schema; PqdbError FORMAT_VERSION
+ * for a --schema that is an older version of the stored one.
  * @example
  * const words = collectionOf(opened, 'words', undefined);
  */
@@ -160,16 +162,20 @@ export function collectionOf(
   const given = schemaText !== undefined ? parseSchema(schemaText) : undefined;
   if (stored === undefined && given === undefined)
     throw new UsageError(`no collection "${name}" in the store (its first put or import gives --schema)`);
-  if (stored !== undefined && given !== undefined && !sameSchema(stored, given))
-    throw new UsageError(`collection "${name}" is stored with the schema ${JSON.stringify(stored)}`);
-  const schema = stored ?? given!;
+  const schema = given ?? stored!;
   if (index !== undefined) {
     const bad = index.find((f) => schema[f]?.replace(/\?$/, '') !== 'string');
     if (bad !== undefined) throw new UsageError(`"${bad}" is not a string field of collection "${name}"`);
   }
   // The schema is known only at run time here, so the field names cannot be checked by type.
   const options = { schema, ...(index !== undefined ? { index: { text: index } } : {}) } as CollectionOptions<Schema>;
-  return opened.store.collection(name, options);
+  try {
+    return opened.store.collection(name, options);
+  } catch (e) {
+    // Another schema than the stored one that cannot be its next version: the reason, as a usage error.
+    if (e instanceof RangeError) throw new UsageError(`${e.message} (stored: ${JSON.stringify(stored)})`);
+    throw e;
+  }
 }
 
 /**
@@ -194,9 +200,4 @@ export function splitList(text: string): string[] {
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s.length > 0);
-}
-
-function sameSchema(a: Schema, b: Schema): boolean {
-  const keys = Object.keys(a).sort();
-  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
 }

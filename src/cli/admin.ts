@@ -305,6 +305,43 @@ ${PIN_HELP}
   run: ({ positionals: [location], values, keys }) => statusOf(location, { json: values.json === true }, keys),
 };
 
+export const schemaVerb: Verb = {
+  name: 'schema',
+  synopsis: '<location> [collection] --unlock FILE [--json]',
+  summary: "the store's collections: schema, its version, records, suite and indexed fields",
+  help: `  Opens the store read-only and prints each collection (or the one named) with its current
+  schema and that schema's version (a collection reopened with optional fields added or types
+  widened moves to the next version: docs/api.md, "Schema evolution"), its live records, the suite
+  new records are sealed with and the fields its search index covers.
+${KEYS_HELP}
+${PIN_HELP}`,
+  positionals: { min: 1, max: 2 },
+  options: { unlock: KEY_OPTIONS.unlock, ...PIN_OPTIONS },
+  async run({ positionals: [location, name], values, keys }) {
+    requireUnlock(keys);
+    const opened = await openCliStore(location, keys, { write: false });
+    try {
+      const all = opened.store.collections();
+      const list = name === undefined ? all : all.filter((c) => c.name === name);
+      if (name !== undefined && list.length === 0)
+        throw new PqdbError('NOT_FOUND', `no collection "${name}" in the store at ${location}`);
+      if (values.json === true)
+        io.stdout.write(`${JSON.stringify(name === undefined ? { location, collections: list } : list[0], null, 2)}\n`);
+      else
+        for (const c of list) {
+          const fields = Object.entries(c.schema)
+            .map(([f, t]) => `${f}:${t}`)
+            .join(',');
+          const index = c.indexed.length > 0 ? `, search on ${c.indexed.join(',')}` : '';
+          io.stdout.write(`${c.name}  ${fields}  (version ${c.version}, ${c.records} record(s), ${c.suite}${index})\n`);
+        }
+      return 0;
+    } finally {
+      await opened.close();
+    }
+  },
+};
+
 export const posture: Verb = {
   name: 'posture',
   synopsis: '<location> --unlock FILE [--signer-public FILE] [--out FILE] [--json]',

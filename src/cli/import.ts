@@ -14,7 +14,7 @@
 /// <reference types="node" />
 import { io } from './_io';
 import { readFileSync } from 'node:fs';
-import { compileSchema, encodeValueInto, ValueWriter, type Schema, type Value } from '../engine/codec';
+import { encodeValueInto, ValueWriter, type Schema, type Value } from '../engine/codec';
 import { PqdbError } from '../errors';
 import { countProgress } from './_progress';
 import { UsageError } from './_report';
@@ -205,7 +205,7 @@ ${PIN_HELP}`,
       const c = collectionOf(opened, name, schemaText, index !== undefined ? splitList(index) : undefined);
       // Every row parsed and encoded once before anything is written: a bad row writes nothing.
       const all: Row[] = [];
-      const check = compileSchema(c.schema.source);
+      const check = c.schema; // its version: what the commit encodes under
       const w = new ValueWriter();
       const seen = new Set<string>();
       for (const row of rows) {

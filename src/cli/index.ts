@@ -33,7 +33,7 @@ import { UsageError, errorText } from './_report';
 import { KEY_OPTIONS, groupUsage, parseVerb, str, verbUsage, type Verb, type VerbGroup } from './_verb';
 import { PIN_OPTIONS, pinFrom } from './_pin';
 import { keygen } from './keygen';
-import { init, checkpoint, compactVerb, verify, migrate, status, posture } from './admin';
+import { init, checkpoint, compactVerb, verify, migrate, status, schemaVerb, posture } from './admin';
 import { put, get, del, scan, search } from './records';
 import { importVerb } from './import';
 import { policy } from './policy';
@@ -57,6 +57,7 @@ export const VERBS: readonly (Verb | VerbGroup)[] = [
   verify,
   migrate,
   status,
+  schemaVerb,
   posture,
   policy,
   backup,

@@ -8,6 +8,11 @@
 //     'number'  IEEE-754 float64 big-endian (−0 and NaN refused)
 //     'integer' zigzag varint of a safe integer     'boolean' 0 or 1
 // Optional fields are written in the schema as 'string?' etc. Unknown fields are refused.
+//
+// Schema versions (a collection's schema evolves, docs/api.md "Schema evolution"): a value sealed
+// under version 1 starts with the byte 1 as above; under a later version v, with the byte 2 and
+// varint(v), then the fields of that version's schema. A value is always decoded through the schema
+// it was written under; a version the reader does not know is FORMAT_VERSION, never a misread.
 
 import { PqdbError } from '../errors';
 import { utf8Length, writeUtf8 } from '../_utf8';
@@ -49,6 +54,8 @@ export type InferValue<S extends Schema> = {
 export type ValueShape<V> = { [K in keyof V]: string | number | boolean | Uint8Array | undefined };
 
 const CODEC_VERSION = 1;
+/** The first byte of a value written under a schema version after the first: then varint(version). */
+const VERSIONED_CODEC = 2;
 const TYPES: readonly FieldType[] = ['string', 'number', 'integer', 'boolean', 'bytes'];
 const dec = new TextDecoder('utf-8', { fatal: true });
 
@@ -58,17 +65,26 @@ interface Field {
   optional: boolean;
 }
 
-/** A checked, ordered schema. */
+/** A checked, ordered schema: version `version` of its collection's, with the ones before it. */
 export interface CompiledSchema {
   readonly fields: readonly Field[];
   readonly source: Schema;
+  /** The collection's schema version this is (1 for a schema that never evolved). */
+  readonly version: number;
+  /** The collection's earlier versions, oldest first (version i is earlier[i - 1]). */
+  readonly earlier: readonly CompiledSchema[];
 }
 
 /**
  * Checks and orders a schema.
  * @throws TypeError for a schema that is not an object of known field types.
  */
-export function compileSchema(schema: Schema): CompiledSchema {
+export function compileSchema(schema: Schema, earlier: readonly Schema[] = []): CompiledSchema {
+  const before = earlier.map((s, i) => compileOne(s, i + 1, []));
+  return compileOne(schema, before.length + 1, before);
+}
+
+function compileOne(schema: Schema, version: number, earlier: readonly CompiledSchema[]): CompiledSchema {
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema))
     throw new TypeError('"schema" expected an object of field types');
   const names = Object.keys(schema).sort();
@@ -84,7 +100,46 @@ export function compileSchema(schema: Schema): CompiledSchema {
       );
     return { name, type, optional };
   });
-  return Object.freeze({ fields: Object.freeze(fields), source: Object.freeze({ ...schema }) });
+  return Object.freeze({
+    fields: Object.freeze(fields),
+    source: Object.freeze({ ...schema }),
+    version,
+    earlier: Object.freeze([...earlier]),
+  });
+}
+
+/** The compiled schema history of a stored collection: its current version and the earlier ones. */
+export function storedSchema(meta: { readonly schema: Schema; readonly versions?: readonly Schema[] }): CompiledSchema {
+  return compileSchema(meta.schema, meta.versions ?? []);
+}
+
+/** Whether two compiled schemas have the same fields (key order aside). */
+export function sameFields(a: CompiledSchema, b: CompiledSchema): boolean {
+  return JSON.stringify(a.fields) === JSON.stringify(b.fields);
+}
+
+/** Whether two schemas have the same fields and types (key order aside). */
+export function sameSchema(a: Schema, b: Schema): boolean {
+  return JSON.stringify(compileSchema(a).fields) === JSON.stringify(compileSchema(b).fields);
+}
+
+/**
+ * Why `next` cannot follow `stored` as the collection's next schema version without rewriting its
+ * records, or undefined when it can: every field kept with its type (or an 'integer' widened to
+ * 'number', a required field made optional), and every new field optional. Records written under
+ * the older version then read through it as values the new one accepts.
+ */
+export function evolutionProblem(stored: CompiledSchema, next: CompiledSchema): string | undefined {
+  for (const f of stored.fields) {
+    const g = next.fields.find((x) => x.name === f.name);
+    if (g === undefined) return `field "${f.name}" is gone`;
+    const widened = g.type === f.type || (f.type === 'integer' && g.type === 'number');
+    if (!widened) return `field "${f.name}" changed from ${f.type} to ${g.type}`;
+    if (f.optional && !g.optional) return `optional field "${f.name}" became required`;
+  }
+  for (const g of next.fields)
+    if (!stored.fields.some((f) => f.name === g.name) && !g.optional) return `new field "${g.name}" is required`;
+  return undefined;
 }
 
 function mismatch(message: string): PqdbError {
@@ -174,7 +229,11 @@ export function encodeValueInto(schema: CompiledSchema, value: Value, w: ValueWr
 }
 
 function writeFields(schema: CompiledSchema, value: Value, w: ValueWriter): void {
-  w.byte(CODEC_VERSION);
+  if (schema.version === 1) w.byte(CODEC_VERSION);
+  else {
+    w.byte(VERSIONED_CODEC);
+    w.varint(schema.version);
+  }
   for (const f of schema.fields) {
     // Own properties only: a field named like an Object.prototype member ("toString") is absent
     // unless the value really has it.
@@ -220,10 +279,12 @@ function writeFields(schema: CompiledSchema, value: Value, w: ValueWriter): void
 }
 
 /**
- * Decodes bytes written by encodeValue under the same schema.
- * @throws PqdbError CORRUPTION for bytes that are not a canonical encoding under the schema.
+ * Decodes bytes written by encodeValue under `current` or one of its earlier versions (through the
+ * schema they were written under).
+ * @throws PqdbError CORRUPTION for bytes that are not a canonical encoding under that schema;
+ * FORMAT_VERSION for a codec or schema version this collection does not know
  */
-export function decodeValue(schema: CompiledSchema, bytes: Uint8Array): Value {
+export function decodeValue(current: CompiledSchema, bytes: Uint8Array): Value {
   let p = 0;
   const corrupt = (why: string) => new PqdbError('CORRUPTION', `record value does not decode: ${why}`);
   const need = (k: number) => {
@@ -250,8 +311,20 @@ export function decodeValue(schema: CompiledSchema, bytes: Uint8Array): Value {
     return Number(v);
   };
   need(1);
-  if (bytes[p++] !== CODEC_VERSION)
-    throw new PqdbError('FORMAT_VERSION', `record value codec version ${bytes[0]} is not supported`);
+  const codec = bytes[p++];
+  let schema = current;
+  if (codec === VERSIONED_CODEC) {
+    const version = varint();
+    const known = version === current.version ? current : current.earlier[version - 1];
+    if (version < 2 || known === undefined)
+      throw new PqdbError(
+        'FORMAT_VERSION',
+        `record value written under schema version ${version}; this collection knows versions 1 to ${current.version}`,
+      );
+    schema = known;
+  } else if (codec !== CODEC_VERSION)
+    throw new PqdbError('FORMAT_VERSION', `record value codec version ${codec} is not supported`);
+  else if (current.version !== 1) schema = current.earlier[0];
   const out: Value = {};
   for (const f of schema.fields) {
     need(1);

@@ -4,7 +4,17 @@
 // (writes.ts checks, encodes and stages them).
 
 import type { Governance } from '../crypto/record';
-import { compileSchema, type CompiledSchema, type InferValue, type Schema, type Value } from './codec';
+import {
+  compileSchema,
+  evolutionProblem,
+  storedSchema,
+  sameFields,
+  type CompiledSchema,
+  type InferValue,
+  type Schema,
+  type Value,
+} from './codec';
+import { PqdbError } from '../errors';
 import type { ValueShape } from './codec';
 import { suite as suiteOf, type SuiteName } from '../crypto/suites';
 import type { Manifest } from './manifest';
@@ -43,6 +53,21 @@ export type SearchHits<V> = { id: string; value: V }[] & { withheld: number };
 /** Fields of schema `S` a lexical index can cover: its string fields (optional or not). */
 export type TextField<S extends Schema> = { [K in keyof S]: S[K] extends 'string' | 'string?' ? K : never }[keyof S] &
   string;
+
+/** A collection as `store.collections()` lists it. */
+export interface CollectionInfo {
+  name: string;
+  /** Its current schema. */
+  schema: Schema;
+  /** The current schema's version (1 until the schema evolved). */
+  version: number;
+  /** Live records. */
+  records: number;
+  /** The suite new records are sealed with. */
+  suite: SuiteName;
+  /** The string fields its lexical index covers. */
+  indexed: string[];
+}
 
 /** Options of `store.collection`: the schema, the suite new records are sealed with, the indexed fields. */
 export interface CollectionOptions<S extends Schema = Schema> {
@@ -86,20 +111,44 @@ export type LiveQuery =
   { get: string } | { scan: Omit<ScanOptions, 'onWithheld'> } | { search: string; options?: SearchOptions };
 
 /**
- * @internal The checked options of `store.collection(name, options)` under manifest `m`.
- * @throws TypeError for a bad name, schema or index; RangeError when the schema differs from the stored one.
+ * @internal The checked options of `store.collection(name, options)` under manifest `m`. Without
+ * options, the stored collection as it is. A schema that only adds optional fields or widens types
+ * (codec.ts evolutionProblem) is the collection's next version: its first commit records it.
+ * @throws TypeError for a bad name, schema or index; RangeError when the schema differs from the
+ * stored one in another way; PqdbError NOT_FOUND without options for a collection the store lacks
  */
 export function collectionSpec(
   name: unknown,
-  options: { schema: Schema; suite?: SuiteName; index?: { text: readonly string[] } },
+  options: { schema: Schema; suite?: SuiteName; index?: { text: readonly string[] } } | undefined,
   m: Manifest,
 ): { schema: CompiledSchema; text: readonly string[]; suite: number | undefined } {
   if (typeof name !== 'string' || name.length === 0) throw new TypeError('"name" expected a non-empty string');
-  const schema = compileSchema(options?.schema);
   const existing = m.collections[name];
-  const stored = existing !== undefined ? JSON.stringify(compileSchema(existing.schema).source) : undefined;
-  if (stored !== undefined && stored !== JSON.stringify(schema.source))
-    throw new RangeError(`collection "${name}" exists with another schema`);
+  if (options === undefined) {
+    if (existing === undefined)
+      throw new PqdbError('NOT_FOUND', `no collection "${name}" in this store: give its schema to make it`);
+    return { schema: storedSchema(existing), text: existing.text ?? m.indexes?.[name]?.fields ?? [], suite: undefined };
+  }
+  if (typeof options !== 'object' || options === null) throw new TypeError('"options" expected { schema, … }');
+  let schema = compileSchema(options.schema);
+  if (existing !== undefined) {
+    const stored = storedSchema(existing);
+    const older = stored.earlier.findIndex((e) => sameFields(e, schema));
+    if (sameFields(stored, schema)) schema = stored;
+    else if (older >= 0)
+      throw new PqdbError(
+        'FORMAT_VERSION',
+        `collection "${name}" is at schema version ${stored.version}, newer than the version ${older + 1} it is opened with here: open it with its current schema (or none: store.collection("${name}"))`,
+      );
+    else {
+      const why = evolutionProblem(stored, schema);
+      if (why !== undefined)
+        throw new RangeError(
+          `collection "${name}" exists with another schema (version ${stored.version}): ${why}; a new version may only add optional fields or widen types (integer to number, required to optional)`,
+        );
+      schema = compileSchema(options.schema, [...stored.earlier.map((e) => e.source), stored.source]);
+    }
+  }
   const suite = options.suite !== undefined && existing === undefined ? suiteOf(options.suite).id : undefined;
   const text = options.index?.text ?? [];
   if (!Array.isArray(text) || text.some((f) => schema.fields.find((x) => x.name === f)?.type !== 'string'))

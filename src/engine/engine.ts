@@ -6,7 +6,7 @@
 
 import { PqdbError } from '../errors';
 import type { PageStore } from '../storage/page-store';
-import { decodeValue, compileSchema, type CompiledSchema, type Value } from './codec';
+import { decodeValue, storedSchema, type CompiledSchema, type Value } from './codec';
 import { leafBlind, type KeyRing } from './keys';
 import type { Registry } from './registry';
 import type { Manifest } from './manifest';
@@ -122,7 +122,13 @@ export class Engine {
     pipeline.on({ prepare: (draft) => migration.accountWrites(draft), applied: (c) => migration.noteCopies(c) });
     pipeline.on({
       prepare: (draft) => {
-        for (const w of draft.writes) if (w.copy !== true) declareCollection(draft, this.#declared.get(w.collection)!);
+        // Once per collection a commit writes to (a batch of thousands names a few).
+        const named = new Set<string>();
+        for (const w of draft.writes)
+          if (w.copy !== true && !named.has(w.collection)) {
+            named.add(w.collection);
+            declareCollection(draft, this.#declared.get(w.collection)!);
+          }
         noteDroppedPages(draft, directory);
       },
       sealed: (draft, page) => logHead(target, draft, page),
@@ -160,10 +166,14 @@ export class Engine {
     this.lexical.declare(c.name, c.indexed);
   }
 
+  /** The schema history records of `collection` are read through: the declared one, or the stored one when it knows more versions. */
   #schemaOf(collection: string): CompiledSchema {
-    let s = this.#declared.get(collection)?.schema ?? this.#schemas.get(collection);
-    if (s === undefined)
-      this.#schemas.set(collection, (s = compileSchema(this.pipeline.manifest.collections[collection].schema)));
+    const declared = this.#declared.get(collection)?.schema;
+    const meta = this.pipeline.manifest.collections[collection];
+    const version = meta === undefined ? 0 : (meta.versions?.length ?? 0) + 1;
+    if (declared !== undefined && declared.version >= version) return declared;
+    let s = this.#schemas.get(collection);
+    if (s === undefined || s.version !== version) this.#schemas.set(collection, (s = storedSchema(meta)));
     return s;
   }
 
@@ -176,7 +186,9 @@ export class Engine {
   /** The value of record `id` of `c` (WITHHELD with `withhold` when the policy keeps it from reading). */
   read(c: DeclaredCollection, id: string, withhold = false): Promise<Value | undefined | typeof WITHHELD> {
     const { directory, pipeline, records } = this;
-    return readRecord({ directory, pipeline, records }, c, id, withhold);
+    // Through the newest schema history known: a record another writer wrote under a later version reads too.
+    const schema = this.#schemaOf(c.name);
+    return readRecord({ directory, pipeline, records }, { name: c.name, schema, indexed: c.indexed }, id, withhold);
   }
 
   exportSealed(collection: string, id: string): Promise<Uint8Array> {

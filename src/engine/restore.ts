@@ -29,7 +29,7 @@ import { checkpointHash } from '../crypto/proofs';
 import { verifyPolicy } from '../crypto/policy';
 import { equalBytes } from '../_bytes';
 import type { PageStore } from '../storage/page-store';
-import { decodeValue, compileSchema } from './codec';
+import { decodeValue, sameSchema, storedSchema } from './codec';
 import { type CopyRecord, type Manifest } from './manifest';
 import { b64, hex, unb64 } from '../_encoding';
 import { authorityKeysOf, checkPinnedKeys, currentPolicy, policyGoverns } from './authority';
@@ -265,7 +265,7 @@ export async function restoreStoreWith(
     };
     for (const [name, entries] of [...src.directory.collections()].sort(([a], [b]) => (a < b ? -1 : 1))) {
       const meta = collectionOf(sm, lm, name);
-      const schema = compileSchema(meta.schema);
+      const schema = storedSchema(meta);
       const preferred = lm?.collections[name]?.suite ?? meta.suite;
       const state = registry.find((r) => r.suite === preferred)?.state;
       const suite = state === 'active' ? preferred : active;
@@ -411,8 +411,10 @@ function checkAgainstLive(
 }
 
 /**
- * The copy's entry of collection `name`. A collection's schema is fixed for the store's life, and
- * nothing signed names it: a copy whose schema is not the live store's is not of its history.
+ * The copy's entry of collection `name`, or the live store's when there is one. A collection's
+ * schema only gains versions (codec.ts evolutionProblem), and nothing signed names it: a copy whose
+ * schema versions are not the first of the live store's is not of its history. The live store's
+ * history reads every version the copy's records were written under.
  * @throws PqdbError CORRUPTION
  */
 function collectionOf(sm: Manifest, lm: Manifest | undefined, name: string): Manifest['collections'][string] {
@@ -423,13 +425,16 @@ function collectionOf(sm: Manifest, lm: Manifest | undefined, name: string): Man
       `the copy's key directory holds collection ${name}, which its manifest does not declare`,
     );
   const now = lm?.collections[name];
-  const text = (m: typeof meta) => JSON.stringify(compileSchema(m.schema).source);
-  if (now !== undefined && text(now) !== text(meta))
+  if (now === undefined) return meta;
+  const chain = (m: typeof meta) => [...(m.versions ?? []), m.schema];
+  const copy = chain(meta);
+  const live = chain(now);
+  if (copy.length > live.length || copy.some((s, i) => !sameSchema(s, live[i])))
     throw new PqdbError(
       'CORRUPTION',
       `the copy's schema of collection ${name} is not the live store's: not a copy of its history`,
     );
-  return meta;
+  return now;
 }
 
 /**

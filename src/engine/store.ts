@@ -11,14 +11,15 @@ import type { PageStore } from '../storage/page-store';
 import type { KeyedAead } from '../kernels/aead';
 import type { Checkpoint } from '../crypto/proofs';
 import type { Policy } from '../crypto/policy';
-import type { Schema, ValueShape } from './codec';
+import { sameFields, type Schema, type Value, type ValueShape } from './codec';
+import { suite as suiteOf } from '../crypto/suites';
 import type { CompactOptions, CompactResult } from './compact';
 import type { MigrateOptions, MigrationStatus } from './migration/run';
 import { currentPolicy, setPolicy } from './authority';
 import type { Cbom } from './posture';
 import { checkId, type PendingOp } from './writes';
 import { Collection, collectionSpec, collectOps, type CollectionEngine, type CollectionValue } from './collection';
-import type { CollectionOptions, Transaction } from './collection';
+import type { CollectionInfo, CollectionOptions, Transaction } from './collection';
 import type { Engine } from './engine';
 import { destinationOf, type BackupResult, type ManagedCopy } from './copies';
 import { EngineSlot } from './engine-slot';
@@ -128,23 +129,50 @@ export class Store {
   }
 
   /**
-   * A typed collection: its value type is inferred from the schema literal (or given as `V`). Its schema
-   * is stored with the store; reopening with another schema is an error.
-   * @throws TypeError for a bad name or schema; RangeError when the schema differs from the stored one.
+   * A typed collection: its value type is inferred from the schema literal (or given as `V`). Its
+   * schema is stored with the store. Reopened with a schema that only adds optional fields or widens
+   * types (integer to number, required to optional), the collection moves to that schema's next
+   * version with its next write, without rewriting a record: each record keeps the version it was
+   * written under and is read through it. Without options, the stored collection is opened with its
+   * stored schema and indexed fields.
+   * @throws TypeError for a bad name or schema; RangeError when the schema differs from the stored
+   * one in another way (or from the one this store opened the collection with); PqdbError NOT_FOUND
+   * without options for a collection the store does not have
    * @example const words = store.collection('words', { schema: { lemma: 'string', gloss: 'string?' } })
+   * @example const again = store.collection('words') // Collection<Value>, the stored schema
    */
+  collection(name: string): Collection<Value>;
   collection<V extends ValueShape<V> = never, S extends Schema = Schema>(
     name: string,
     options: CollectionOptions<S>,
-  ): Collection<CollectionValue<V, S>> {
+  ): Collection<CollectionValue<V, S>>;
+  collection(name: string, options?: CollectionOptions): Collection<Value> {
     this.#live();
     const { schema, text, suite } = collectionSpec(name, options, this.#engine.pipeline.manifest);
     let c = this.#collections.get(name);
+    if (c !== undefined && options !== undefined && !sameFields(c.schema, schema))
+      throw new RangeError(`collection "${name}" is open in this store with another schema`);
     if (c === undefined) {
       this.#collections.set(name, (c = new Collection(this, this.#api, name, schema, text, suite)));
       this.#engine.declare(c);
     }
-    return c as unknown as Collection<CollectionValue<V, S>>; // values are checked at run time
+    return c; // values are checked at run time
+  }
+
+  /** The store's collections: name, schema (and its version), records, suite and indexed fields. */
+  collections(): CollectionInfo[] {
+    this.#live();
+    const m = this.#engine.pipeline.manifest;
+    return Object.entries(m.collections)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([name, meta]) => ({
+        name,
+        schema: { ...meta.schema },
+        version: (meta.versions?.length ?? 0) + 1,
+        records: this.#engine.directory.count(name),
+        suite: suiteOf(meta.suite).name,
+        indexed: [...(meta.text ?? m.indexes?.[name]?.fields ?? [])],
+      }));
   }
 
   /**

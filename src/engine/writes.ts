@@ -5,7 +5,16 @@
 
 import { canonicalGovernanceText, type Governance } from '../crypto/record';
 import { utf8Length } from '../_utf8';
-import { decodeValue, encodeValueInto, ValueWriter, type CompiledSchema, type Schema, type Value } from './codec';
+import {
+  decodeValue,
+  encodeValueInto,
+  sameSchema,
+  ValueWriter,
+  type CompiledSchema,
+  type Schema,
+  type Value,
+} from './codec';
+import { PqdbError } from '../errors';
 import type { RecordIO } from './records';
 import { noteRequest, REQUEST_ID, type Manifest } from './manifest';
 import type { Registry } from './registry';
@@ -55,13 +64,41 @@ export function writeSuite(
   return { suite: m.defaultSuite, activate: false };
 }
 
-/** @internal A collection written for the first time enters the draft's manifest (and registry). */
+/**
+ * @internal A collection written for the first time enters the draft's manifest (and registry),
+ * with its schema's earlier versions and its indexed fields. One opened with its schema's next
+ * version (collectionSpec) records it with its first write: the stored schema joins the earlier
+ * versions, and no record is rewritten (each keeps the version it was written under).
+ */
 export function declareCollection(draft: Draft, c: DeclaredCollection): void {
   const m = draft.manifest;
-  if (m.collections[c.name] !== undefined) return;
+  const meta = m.collections[c.name];
+  const text = c.indexed.length > 0 ? { text: [...c.indexed] } : {};
+  if (meta !== undefined) {
+    // The versions this handle was opened with must be the store's: another writer may have
+    // recorded another next version since (a record written under this one would be misread).
+    const chain = [...(meta.versions ?? []), meta.schema];
+    const stored = chain.length;
+    const mine = [...c.schema.earlier.map((e) => e.source), c.schema.source];
+    const agrees = mine.every((s, i) => i >= stored || sameSchema(s, chain[i])) && mine.length <= stored + 1;
+    if (!agrees)
+      throw new PqdbError(
+        'CONFLICT',
+        `collection "${c.name}" is at schema version ${stored} as another writer recorded it, not the one it was opened with here: open it again`,
+      );
+    if (c.schema.version > stored)
+      m.collections[c.name] = {
+        ...meta,
+        schema: c.schema.source as Schema,
+        versions: c.schema.earlier.map((e) => e.source as Schema),
+        ...text,
+      };
+    return;
+  }
   const { suite, activate } = writeSuite(m, draft.currentRegistry, c);
   if (activate) draft.registry.setState(suite, 'active');
-  m.collections[c.name] = { schema: c.schema.source as Schema, suite };
+  const versions = c.schema.earlier.length > 0 ? { versions: c.schema.earlier.map((e) => e.source as Schema) } : {};
+  m.collections[c.name] = { schema: c.schema.source as Schema, suite, ...versions, ...text };
 }
 
 /** @internal Pending operations checked and encoded, their plaintexts in one shared buffer. */

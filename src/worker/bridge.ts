@@ -71,6 +71,7 @@ const READS = new Set([
   'migration',
   'registry.list',
   'collection',
+  'collections',
 ]);
 
 /**

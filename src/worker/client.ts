@@ -277,13 +277,17 @@ export class WorkerStore {
   /**
    * A typed collection (as Store's). Its options are checked here; a schema that differs from the
    * stored one rejects every call on the collection with the RangeError a Store throws at once.
+   * Without options, the stored collection (a store without it rejects every call with NOT_FOUND).
    */
+  collection(name: string): WorkerCollection<Value>;
   collection<V extends ValueShape<V> = never, S extends Schema = Schema>(
     name: string,
     options: CollectionOptions<S>,
-  ): WorkerCollection<CollectionValue<V, S>> {
+  ): WorkerCollection<CollectionValue<V, S>>;
+  collection(name: string, options?: CollectionOptions): WorkerCollection<Value> {
     if (!this.#open) throw new PqdbError('NOT_OPEN', 'the store is closed');
-    collectionSpec(name, options, NO_MANIFEST);
+    if (options !== undefined) collectionSpec(name, options, NO_MANIFEST);
+    else if (typeof name !== 'string' || name.length === 0) throw new TypeError('"name" expected a non-empty string');
     let c = this.#collections.get(name);
     if (c === undefined) {
       const h = this.#handles++;
@@ -291,7 +295,12 @@ export class WorkerStore {
       declared.catch(() => undefined);
       this.#collections.set(name, (c = new WorkerCollection<never>(this, this.#c, h, name, declared)));
     }
-    return c as unknown as WorkerCollection<CollectionValue<V, S>>;
+    return c as unknown as WorkerCollection<Value>;
+  }
+
+  /** The store's collections (as Store's). */
+  collections(): Promise<ReturnType<Store['collections']>> {
+    return this.#call('collections');
   }
 
   /** Collects operations with `fn`, then commits them in the worker in one page (all or nothing). */

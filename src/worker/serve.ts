@@ -188,6 +188,7 @@ export function servePort(
   };
   for (const name of [
     'info',
+    'collections',
     'checkpoint',
     'checkpoints',
     'compact',

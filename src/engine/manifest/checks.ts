@@ -107,7 +107,9 @@ export function checkManifest(h: ManifestHeader, b: unknown): Manifest {
     if (!isObject(c) || !isObject(c.schema)) corrupt('has a bad collection');
     suiteId(c.suite, 'collection suite');
     try {
-      compileSchema(c.schema as Schema);
+      compileSchema(c.schema as Schema, (c.versions ?? []) as Schema[]);
+      if (c.text !== undefined && (!Array.isArray(c.text) || c.text.some((f: unknown) => typeof f !== 'string')))
+        throw new TypeError('bad text fields');
     } catch {
       corrupt('has a bad collection schema');
     }

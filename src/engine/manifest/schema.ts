@@ -137,8 +137,13 @@ export interface IndexRef {
 }
 
 export interface CollectionMeta {
+  /** The current schema (version versions.length + 1). */
   schema: Schema;
   suite: number;
+  /** The earlier schema versions its records may still be written under, oldest first. */
+  versions?: Schema[];
+  /** The string fields its lexical index covers, as last declared (what `collection(name)` opens with). */
+  text?: string[];
 }
 
 /** A key generation as persisted: salt, envelopes and binding in base64 (the root never leaves memory). */
