@@ -17,6 +17,7 @@ export { Store } from './engine/store';
 export {
   Collection,
   type Transaction,
+  type ReadTransaction,
   type CollectionOptions,
   type CollectionInfo,
   type PutOptions,

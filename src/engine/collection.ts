@@ -19,7 +19,7 @@ import type { ValueShape } from './codec';
 import { suite as suiteOf, type SuiteName } from '../crypto/suites';
 import type { Manifest } from './manifest';
 import type { LexicalIndex, SearchOptions } from './lexical';
-import { WITHHELD, checkId, type PendingOp } from './writes';
+import { WITHHELD, checkId, checkVersion, type PendingOp } from './writes';
 import { rerunOnChange, type Change, type WatchOptions } from './changes';
 
 export { MAX_ID_BYTES } from './writes';
@@ -33,6 +33,11 @@ export interface CollectionStore {}
 
 export interface PutOptions {
   governance?: Governance;
+  /**
+   * Compare and set: the version the record must still have (`collection.version(id)`; 0: it must
+   * be absent) when the write commits, else CONFLICT and nothing is written.
+   */
+  ifVersion?: number;
   /**
    * An id for this write (16 random bytes, base64): given again with a write the store already
    * committed (among its last 64 with an id), it is not applied again: a retried call is safe.
@@ -82,6 +87,24 @@ export interface CollectionOptions<S extends Schema = Schema> {
  */
 export type CollectionValue<V, S extends Schema> = [V] extends [never] ? InferValue<S> : V;
 
+/**
+ * The transaction `store.transaction(fn)` gives `fn`: reads of the store as it stands (and of what
+ * `fn` staged), writes staged to commit together when `fn` returns. No other write lands meanwhile.
+ */
+export interface ReadTransaction {
+  get<V extends ValueShape<V>>(collection: Collection<V>, id: string): Promise<V | undefined>;
+  has<V extends ValueShape<V>>(collection: Collection<V>, id: string): boolean;
+  /** The record's version (its write sequence: a later write has a higher one), undefined when absent. */
+  version<V extends ValueShape<V>>(collection: Collection<V>, id: string): number | undefined;
+  put<V extends ValueShape<V>>(
+    collection: Collection<V>,
+    id: string,
+    value: V,
+    options?: { governance?: Governance },
+  ): void;
+  delete<V extends ValueShape<V>>(collection: Collection<V>, id: string): void;
+}
+
 /** Operations collected by `store.batch`; they commit together or not at all. */
 export interface Transaction {
   put<V extends ValueShape<V>>(collection: Collection<V>, id: string, value: V, options?: PutOptions): void;
@@ -97,6 +120,7 @@ export interface CollectionEngine {
    */
   read(c: Collection, id: string, withhold?: boolean): Promise<Value | undefined | typeof WITHHELD>;
   has(collection: string, id: string): boolean;
+  version(collection: string, id: string): number | undefined;
   count(collection: string): number;
   ids(collection: string, prefix: string): string[];
   index(collection: string): Promise<LexicalIndex>;
@@ -216,8 +240,18 @@ export class Collection<V extends ValueShape<V> = Value> {
       id,
       value: value as Value,
       governance: options?.governance,
+      ifVersion: checkVersion(options?.ifVersion),
     };
     return this.#engine.commit([op], options?.requestId);
+  }
+
+  /**
+   * The version of the record under `id` (its write sequence: every later write of it has a higher
+   * one), or undefined when there is none; what `put`'s and `delete`'s `ifVersion` compare with.
+   * Answered from the key directory: nothing is decrypted.
+   */
+  version(id: string): number | undefined {
+    return this.#engine.version(this.name, checkId(id));
   }
 
   /**
@@ -234,11 +268,15 @@ export class Collection<V extends ValueShape<V> = Value> {
     return this.#engine.has(this.name, checkId(id));
   }
 
-  /** Deletes `id`; true when it existed. */
-  async delete(id: string): Promise<boolean> {
+  /**
+   * Deletes `id`; true when it existed. With `ifVersion`, only if the record still has that version
+   * when the delete commits (else CONFLICT).
+   */
+  async delete(id: string, options: { ifVersion?: number } = {}): Promise<boolean> {
     checkId(id);
-    if (!this.#engine.has(this.name, id)) return false;
-    await this.#engine.commit([{ kind: 'delete', collection: this.#self, id }]);
+    const ifVersion = checkVersion(options?.ifVersion);
+    if (!this.#engine.has(this.name, id) && ifVersion === undefined) return false;
+    await this.#engine.commit([{ kind: 'delete', collection: this.#self, id, ifVersion }]);
     return true;
   }
 
@@ -350,7 +388,14 @@ export async function collectOps(fn: (tx: Transaction) => void | Promise<void>):
   const ops: PendingOp[] = [];
   await fn({
     put: (collection, id, value, options = {}) =>
-      ops.push({ kind: 'put', collection, id, value, governance: options.governance }),
+      ops.push({
+        kind: 'put',
+        collection,
+        id,
+        value,
+        governance: options.governance,
+        ifVersion: checkVersion(options.ifVersion),
+      }),
     delete: (collection, id) => ops.push({ kind: 'delete', collection, id }),
   });
   return ops;

@@ -27,7 +27,17 @@ import { Migration } from './migration/run';
 import { retireGenerations } from './retire';
 import { exportSealed } from './exports';
 import { storePosture, type Cbom } from './posture';
-import { commitOps, declareCollection, readRecord, type DeclaredCollection, type PendingOp } from './writes';
+import {
+  checkId,
+  commitOps,
+  declareCollection,
+  encodeOps,
+  readRecord,
+  stageOps,
+  type DeclaredCollection,
+  type PendingOp,
+  type ReadTransaction,
+} from './writes';
 import type { WITHHELD } from './writes';
 import { backup, listCopies, retireCopy, type BackupResult, type CopyDestination, type ManagedCopy } from './copies';
 import { prepareFollow, type FollowedCommits } from './follow';
@@ -180,7 +190,52 @@ export class Engine {
   /** Encodes checked operations, then seals and commits them as one page. */
   commit(pending: PendingOp[], requestId?: string): Promise<void> {
     this.live();
-    return commitOps({ pipeline: this.pipeline, keys: this.keys, records: this.records }, pending, requestId);
+    const { pipeline, keys, records, directory } = this;
+    return commitOps({ pipeline, keys, records, directory }, pending, requestId);
+  }
+
+  /**
+   * Runs `fn` in one commit task: its reads see the store as every earlier commit left it, no other
+   * write lands until it returns, and the operations it stages then commit together (none when it
+   * throws). Reads of an id it staged see the staged value.
+   */
+  transaction<T>(fn: (tx: ReadTransaction) => Promise<T> | T): Promise<T> {
+    this.live();
+    const { pipeline, keys, records, directory } = this;
+    return pipeline.run(async (draft) => {
+      const pending: PendingOp[] = [];
+      const staged = new Map<string, PendingOp>();
+      const key = (c: DeclaredCollection, id: string) => `${c.name}\u0000${id}`;
+      const stage = (op: PendingOp) => {
+        checkId(op.id);
+        pending.push(op);
+        staged.set(key(op.collection, op.id), op);
+      };
+      const tx: ReadTransaction = {
+        get: async (c, id) => {
+          const op = staged.get(key(c, checkId(id)));
+          if (op !== undefined) return op.kind === 'put' ? op.value : undefined;
+          return this.read(c, id) as Promise<Value | undefined>;
+        },
+        has: (c, id) => {
+          const op = staged.get(key(c, checkId(id)));
+          return op !== undefined ? op.kind === 'put' : directory.has(c.name, id);
+        },
+        version: (c, id) => directory.get(c.name, checkId(id))?.sequence,
+        put: (c, id, value, options = {}) =>
+          stage({ kind: 'put', collection: c, id, value, governance: options.governance }),
+        delete: (c, id) => stage({ kind: 'delete', collection: c, id }),
+      };
+      const result = await fn(tx);
+      this.live();
+      if (pending.length === 0) {
+        draft.discard();
+        return result;
+      }
+      const encoded = encodeOps(pending, pipeline.manifest, pipeline.registry);
+      stageOps(draft, records, keys.current(), encoded);
+      return result;
+    });
   }
 
   /** The value of record `id` of `c` (WITHHELD with `withhold` when the policy keeps it from reading). */

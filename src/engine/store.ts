@@ -19,7 +19,7 @@ import { currentPolicy, setPolicy } from './authority';
 import type { Cbom } from './posture';
 import { checkId, type PendingOp } from './writes';
 import { Collection, collectionSpec, collectOps, type CollectionEngine, type CollectionValue } from './collection';
-import type { CollectionInfo, CollectionOptions, Transaction } from './collection';
+import type { CollectionInfo, CollectionOptions, ReadTransaction, Transaction } from './collection';
 import type { Engine } from './engine';
 import { destinationOf, type BackupResult, type ManagedCopy } from './copies';
 import { EngineSlot } from './engine-slot';
@@ -70,6 +70,7 @@ export class Store {
       commit: (ops, requestId) => this.#commit(ops, requestId),
       read: (c, id, withhold) => (this.#live(), checkId(id), slot.pinned((e) => e.read(c, id, withhold))),
       has: (collection, id) => this.#engine.directory.has(collection, id),
+      version: (collection, id) => this.#engine.directory.get(collection, id)?.sequence,
       count: (collection) => this.#engine.directory.count(collection),
       ids: (collection, prefix) => this.#engine.directory.ids(collection, prefix),
       index: (collection) => slot.pinned((e) => e.lexical.indexOf(collection)),
@@ -183,6 +184,34 @@ export class Store {
     this.#live();
     const ops = await collectOps(fn);
     if (ops.length > 0) await this.#commit(ops, options?.requestId);
+  }
+
+  /**
+   * Runs `fn` with a transaction that reads: `tx.get`/`has`/`version` see the store as every earlier
+   * commit left it (and what `fn` staged), and `tx.put`/`delete` commit together when `fn` returns,
+   * in one page; when it throws, nothing is written. It is serialised with every other write: no
+   * commit lands while `fn` runs, so a read-modify-write in it loses nothing (write through `tx`
+   * inside it: a store write there would wait for the transaction, and so never end). Resolves with
+   * what `fn` returns once the commit is durable.
+   * @example await store.transaction(async (tx) => tx.put(c, 'n', { n: ((await tx.get(c, 'n'))?.n ?? 0) + 1 }))
+   */
+  transaction<T>(fn: (tx: ReadTransaction) => T | Promise<T>): Promise<T> {
+    this.#live();
+    if (typeof fn !== 'function') throw new TypeError('"fn" expected a function');
+    const own = (c: unknown): Collection => {
+      if (!(c instanceof Collection) || c.store !== this)
+        throw new TypeError('"collection" expected a collection of this store');
+      return c as unknown as Collection;
+    };
+    return this.#engine.transaction((inner) =>
+      fn({
+        get: (c, id) => inner.get(own(c), id) as never,
+        has: (c, id) => inner.has(own(c), id),
+        version: (c, id) => inner.version(own(c), id),
+        put: (c, id, value, options) => inner.put(own(c), id, value as Value, options),
+        delete: (c, id) => inner.delete(own(c), id),
+      }),
+    );
   }
 
   /** The crypto registry: list states, change them (durably). */

@@ -30,8 +30,50 @@ export const MAX_ID_BYTES = 1024;
 
 /** @internal A write a collection hands to its store. */
 export type PendingOp =
-  | { kind: 'put'; collection: DeclaredCollection; id: string; value: Value; governance?: Governance }
-  | { kind: 'delete'; collection: DeclaredCollection; id: string };
+  | {
+      kind: 'put';
+      collection: DeclaredCollection;
+      id: string;
+      value: Value;
+      governance?: Governance;
+      /** The version the record must have when the commit runs (0: absent), else CONFLICT. */
+      ifVersion?: number;
+    }
+  | { kind: 'delete'; collection: DeclaredCollection; id: string; ifVersion?: number };
+
+/** @internal A transaction that reads, as the engine runs it (Store.transaction checks its collections). */
+export interface ReadTransaction {
+  get(c: DeclaredCollection, id: string): Promise<Value | undefined>;
+  has(c: DeclaredCollection, id: string): boolean;
+  version(c: DeclaredCollection, id: string): number | undefined;
+  put(c: DeclaredCollection, id: string, value: Value, options?: { governance?: Governance }): void;
+  delete(c: DeclaredCollection, id: string): void;
+}
+
+/** @internal Checks an `ifVersion` option: a version (a write sequence) or 0 for "absent". @throws TypeError */
+export function checkVersion(v: unknown): number | undefined {
+  if (v === undefined) return undefined;
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)
+    throw new TypeError('"ifVersion" expected a version (collection.version(id)) or 0 for an absent record');
+  return v;
+}
+
+/**
+ * @internal In the commit task, before anything is staged: every operation with `ifVersion` finds
+ * its record at that version (0: absent).
+ * @throws PqdbError CONFLICT naming the first that does not
+ */
+export function checkVersions(directory: Pick<KeyDirectory, 'get'>, pending: readonly PendingOp[]): void {
+  for (const p of pending) {
+    if (p.ifVersion === undefined) continue;
+    const now = directory.get(p.collection.name, p.id)?.sequence ?? 0;
+    if (now !== p.ifVersion)
+      throw new PqdbError(
+        'CONFLICT',
+        `record ${p.collection.name}/${p.id} is at version ${now === 0 ? '0 (absent)' : now}, not ${p.ifVersion}: it changed since it was read`,
+      );
+  }
+}
 
 /** @internal What the engine knows of a collection a store opened: what its first commit declares. */
 export interface DeclaredCollection {
@@ -159,12 +201,8 @@ export interface RecordContext {
   readonly directory: Pick<KeyDirectory, 'get'>;
 }
 
-/** @internal Encodes checked operations, then seals and commits them as one page. */
-export function commitOps(
-  ctx: Omit<RecordContext, 'directory'>,
-  pending: readonly PendingOp[],
-  requestId?: string,
-): Promise<void> {
+/** @internal Encodes checked operations, then seals and commits them as one page (versions checked in the task). */
+export function commitOps(ctx: RecordContext, pending: readonly PendingOp[], requestId?: string): Promise<void> {
   const { pipeline, keys, records } = ctx;
   if (requestId !== undefined && (typeof requestId !== 'string' || !REQUEST_ID.test(requestId)))
     throw new TypeError('"requestId" expected 16 bytes in base64');
@@ -173,6 +211,7 @@ export function commitOps(
   return pipeline.run((draft) => {
     // A write given again with the id of one the store committed (a call retried after a handover): done already.
     if (requestId !== undefined && pipeline.manifest.requests?.includes(requestId) === true) return draft.discard();
+    checkVersions(ctx.directory, pending);
     stageOps(draft, records, keys.current(), encoded);
     if (requestId !== undefined) noteRequest(draft.manifest, requestId);
   });

@@ -58,6 +58,7 @@ function localPair(): [PortLike, PortLike] {
 const READS = new Set([
   'get',
   'has',
+  'version',
   'size',
   'search',
   'exportSealed',

@@ -468,8 +468,14 @@ export class WorkerCollection<V extends ValueShape<V> = Value> {
     checkId(id);
     return this.#call('has', id);
   }
-  delete(id: string): Promise<boolean> {
-    return this.#call('delete', id);
+  /** As Collection's: only if the record still has version `ifVersion` when it commits (else CONFLICT). */
+  delete(id: string, options: { ifVersion?: number } = {}): Promise<boolean> {
+    return this.#call('delete', id, options);
+  }
+  /** As Collection's: the record's version (what `ifVersion` compares with), undefined when absent. */
+  async version(id: string): Promise<number | undefined> {
+    checkId(id);
+    return this.#call('version', id);
   }
   /** Number of live records. */
   count(): Promise<number> {

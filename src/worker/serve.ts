@@ -212,7 +212,8 @@ export function servePort(
     put: (c, [id, value, o]: Parameters<Collection['put']>) => c.put(id, value, o),
     get: (c, [id]: [string]) => c.get(id),
     has: (c, [id]: [string]) => c.has(id),
-    delete: (c, [id]: [string]) => c.delete(id),
+    delete: (c, [id, o]: [string, { ifVersion?: number }?]) => c.delete(id, o),
+    version: (c, [id]: [string]) => c.version(id),
     size: (c) => c.size,
     exportSealed: (c, [id]: [string]) => c.exportSealed(id),
     search: async (c, [q, o]: Parameters<Collection['search']>) => {
