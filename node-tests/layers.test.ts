@@ -35,7 +35,7 @@ const LAYERS: [string, (file: string) => boolean][] = [
  */
 const ENGINE_ROWS: string[][] = [
   ['open.ts', 'restore.ts'],
-  ['store.ts', 'engine-slot.ts', 'collection.ts'],
+  ['store.ts', 'engine-slot.ts', 'collection.ts', 'query.ts'],
   ['open-engine.ts', 'engine.ts'],
   [
     'copies.ts',
@@ -53,12 +53,12 @@ const ENGINE_ROWS: string[][] = [
     'changes.ts',
   ],
   ['rewrite.ts', 'writes.ts'],
-  ['checkpoints.ts', 'lexical-store.ts', 'gates.ts', 'authority.ts', 'directory/persistence.ts'],
+  ['checkpoints.ts', 'lexical-store.ts', 'field-indexes.ts', 'gates.ts', 'authority.ts', 'directory/persistence.ts'],
   ['apply.ts', 'replay.ts'],
   ['commit.ts', 'pins.ts'],
   ['records.ts', 'verify/'],
   ['manifest/', 'directory/', 'merkle-log.ts', 'page-cache.ts'],
-  ['lexical/', 'keys.ts', 'registry.ts', 'codec.ts', 'page-format.ts', 'history-floor.ts'],
+  ['lexical/', 'keys.ts', 'registry.ts', 'codec.ts', 'page-format.ts', 'history-floor.ts', 'field-index.ts'],
 ];
 
 function files(dir: string): string[] {

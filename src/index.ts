@@ -110,3 +110,4 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
     );
   return openStoreWith({}, 'memory', options);
 }
+export { Query, Where, type BetweenOptions } from './engine/query';

@@ -20,6 +20,8 @@ import { suite as suiteOf, type SuiteName } from '../crypto/suites';
 import type { Manifest } from './manifest';
 import type { LexicalIndex, SearchOptions } from './lexical';
 import { WITHHELD, checkId, checkVersion, type PendingOp } from './writes';
+import { Query, Where, type QuerySource } from './query';
+import type { KeyRange } from './field-index';
 import { rerunOnChange, type Change, type WatchOptions } from './changes';
 
 export { MAX_ID_BYTES } from './writes';
@@ -78,7 +80,11 @@ export interface CollectionInfo {
 export interface CollectionOptions<S extends Schema = Schema> {
   schema: S;
   suite?: SuiteName;
-  index?: { text: readonly TextField<S>[] };
+  /**
+   * `text`: string fields kept in the lexical index (search); `by`: secondary indexes, each a field
+   * or a list of fields (a compound index), for `where` and `orderBy`.
+   */
+  index?: { text?: readonly TextField<S>[]; by?: readonly ((keyof S & string) | readonly (keyof S & string)[])[] };
 }
 
 /**
@@ -121,6 +127,13 @@ export interface CollectionEngine {
   read(c: Collection, id: string, withhold?: boolean): Promise<Value | undefined | typeof WITHHELD>;
   has(collection: string, id: string): boolean;
   version(collection: string, id: string): number | undefined;
+  /** The ids of a secondary index's ranges, in order (field-indexes.ts). */
+  query(
+    collection: string,
+    fields: readonly string[],
+    ranges: readonly KeyRange[],
+    reverse: boolean,
+  ): Promise<string[]>;
   count(collection: string): number;
   ids(collection: string, prefix: string): string[];
   index(collection: string): Promise<LexicalIndex>;
@@ -143,15 +156,22 @@ export type LiveQuery =
  */
 export function collectionSpec(
   name: unknown,
-  options: { schema: Schema; suite?: SuiteName; index?: { text: readonly string[] } } | undefined,
+  options:
+    | {
+        schema: Schema;
+        suite?: SuiteName;
+        index?: { text?: readonly string[]; by?: readonly (string | readonly string[])[] };
+      }
+    | undefined,
   m: Manifest,
-): { schema: CompiledSchema; text: readonly string[]; suite: number | undefined } {
+): { schema: CompiledSchema; text: readonly string[]; by: string[][]; suite: number | undefined } {
   if (typeof name !== 'string' || name.length === 0) throw new TypeError('"name" expected a non-empty string');
   const existing = m.collections[name];
   if (options === undefined) {
     if (existing === undefined)
       throw new PqdbError('NOT_FOUND', `no collection "${name}" in this store: give its schema to make it`);
-    return { schema: storedSchema(existing), text: existing.text ?? m.indexes?.[name]?.fields ?? [], suite: undefined };
+    const text = existing.text ?? m.indexes?.[name]?.fields ?? [];
+    return { schema: storedSchema(existing), text, by: existing.by ?? [], suite: undefined };
   }
   if (typeof options !== 'object' || options === null) throw new TypeError('"options" expected { schema, … }');
   let schema = compileSchema(options.schema);
@@ -177,7 +197,20 @@ export function collectionSpec(
   const text = options.index?.text ?? [];
   if (!Array.isArray(text) || text.some((f) => schema.fields.find((x) => x.name === f)?.type !== 'string'))
     throw new TypeError('"index.text" expected names of string fields of the schema');
-  return { schema, text, suite };
+  const byOption = options.index?.by ?? [];
+  if (!Array.isArray(byOption)) throw new TypeError('"index.by" expected an array of fields or lists of fields');
+  const by = byOption.map((spec) => {
+    const fields = typeof spec === 'string' ? [spec] : spec;
+    if (
+      !Array.isArray(fields) ||
+      fields.length === 0 ||
+      fields.some((f) => !schema.fields.some((x) => x.name === f)) ||
+      new Set(fields).size !== fields.length
+    )
+      throw new TypeError('"index.by" expected fields of the schema, or lists of distinct ones');
+    return [...fields] as string[];
+  });
+  return { schema, text, by, suite };
 }
 
 /** A typed collection; `V` is the record value type (see CollectionValue). */
@@ -194,8 +227,37 @@ export class Collection<V extends ValueShape<V> = Value> {
     readonly indexed: readonly string[] = [],
     /** @internal The suite named when the collection was first opened (written with its first commit). */
     readonly suite?: number,
+    /** Its secondary indexes: each a list of fields. */
+    readonly by: readonly (readonly string[])[] = [],
   ) {
     this.#engine = engine;
+  }
+
+  /**
+   * A query on the secondary index whose fields are (or begin with) `fields`: then `equals`,
+   * `between`, `startsWith`, `anyOf` or `all`, and `reverse`, `offset`, `limit`, `filter`.
+   * @throws TypeError when no declared index starts with those fields
+   * @example for await (const { id, value } of words.where('pos').equals('n').limit(100)) …
+   * @example await words.where(['pos', 'offset']).between(['n', 1000], ['n', 2000]).toArray()
+   */
+  where(fields: string | readonly string[]): Where<V> {
+    const list = typeof fields === 'string' ? [fields] : [...fields];
+    if (list.length === 0 || list.some((f) => typeof f !== 'string'))
+      throw new TypeError('"fields" expected a field name or a list of them');
+    return new Where<V>(this.#querySource(), list);
+  }
+
+  /** Every record with the field, in the order of the index on it (or beginning with it). */
+  orderBy(field: string): Query<V> {
+    return this.where(field).all();
+  }
+
+  #querySource(): QuerySource {
+    return {
+      ids: (fields, ranges, reverse) => this.#engine.query(this.name, fields, ranges, reverse),
+      read: (id) => this.#engine.read(this.#self, id, true),
+      indexes: () => this.by,
+    };
   }
 
   /** This collection as the engine sees it: values are checked against the schema at run time. */

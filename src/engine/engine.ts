@@ -23,6 +23,7 @@ import { RecordIO } from './records';
 import { CommitPipeline, type AppliedCommit } from './commit';
 import { Checkpoints } from './checkpoints';
 import { LexicalStore } from './lexical-store';
+import { FieldIndexes } from './field-indexes';
 import { Migration } from './migration/run';
 import { retireGenerations } from './retire';
 import { exportSealed } from './exports';
@@ -66,6 +67,7 @@ export class Engine {
   readonly records: RecordIO;
   readonly storeId: Uint8Array;
   readonly lexical: LexicalStore;
+  readonly fieldIndexes: FieldIndexes;
   readonly checkpoints: Checkpoints;
   readonly migration: Migration;
   readonly readOnly: boolean;
@@ -110,6 +112,7 @@ export class Engine {
       return loc && decodeValue(this.#schemaOf(collection), await records.open('index', collection, id, loc));
     };
     const lexical = (this.lexical = new LexicalStore({ pipeline, pages, keys, directory, value, live }));
+    this.fieldIndexes = new FieldIndexes({ directory, value, live });
     const storeId = (this.storeId = fromHex(manifest.storeId));
     const list = this.checkpointList;
     const checkpoints = (this.checkpoints = new Checkpoints({ pipeline, keys, logs, storeId, list }, options));
@@ -145,6 +148,7 @@ export class Engine {
       applied: (c) => applyCommit(target, c),
     });
     pipeline.on({ applied: (c) => lexical.applied(c) });
+    pipeline.on({ applied: (c) => this.fieldIndexes.applied(c) });
     // Checkpoints and compaction write: never for a foreign commit (a read-only store's).
     pipeline.on({
       applied: (c) => void (!c.foreign && c.writes.some((w) => !w.copy) && checkpoints.maybeCheckpoint()),
@@ -174,6 +178,7 @@ export class Engine {
   declare(c: DeclaredCollection): void {
     this.#declared.set(c.name, c);
     this.lexical.declare(c.name, c.indexed);
+    this.fieldIndexes.declare(c.name, c.by ?? []);
   }
 
   /** The schema history records of `collection` are read through: the declared one, or the stored one when it knows more versions. */

@@ -71,6 +71,10 @@ export class Store {
       read: (c, id, withhold) => (this.#live(), checkId(id), slot.pinned((e) => e.read(c, id, withhold))),
       has: (collection, id) => this.#engine.directory.has(collection, id),
       version: (collection, id) => this.#engine.directory.get(collection, id)?.sequence,
+      query: (collection, fields, ranges, reverse) => (
+        this.#live(),
+        slot.pinned((e) => e.fieldIndexes.ids(collection, fields, ranges, reverse))
+      ),
       count: (collection) => this.#engine.directory.count(collection),
       ids: (collection, prefix) => this.#engine.directory.ids(collection, prefix),
       index: (collection) => slot.pinned((e) => e.lexical.indexOf(collection)),
@@ -149,12 +153,12 @@ export class Store {
   ): Collection<CollectionValue<V, S>>;
   collection(name: string, options?: CollectionOptions): Collection<Value> {
     this.#live();
-    const { schema, text, suite } = collectionSpec(name, options, this.#engine.pipeline.manifest);
+    const { schema, text, by, suite } = collectionSpec(name, options, this.#engine.pipeline.manifest);
     let c = this.#collections.get(name);
     if (c !== undefined && options !== undefined && !sameFields(c.schema, schema))
       throw new RangeError(`collection "${name}" is open in this store with another schema`);
     if (c === undefined) {
-      this.#collections.set(name, (c = new Collection(this, this.#api, name, schema, text, suite)));
+      this.#collections.set(name, (c = new Collection(this, this.#api, name, schema, text, suite, by)));
       this.#engine.declare(c);
     }
     return c; // values are checked at run time

@@ -80,6 +80,8 @@ export interface DeclaredCollection {
   readonly name: string;
   readonly schema: CompiledSchema;
   readonly indexed: readonly string[];
+  /** Its secondary indexes' field lists (field-indexes.ts). */
+  readonly by?: readonly (readonly string[])[];
   readonly suite?: number;
 }
 
@@ -115,7 +117,10 @@ export function writeSuite(
 export function declareCollection(draft: Draft, c: DeclaredCollection): void {
   const m = draft.manifest;
   const meta = m.collections[c.name];
-  const text = c.indexed.length > 0 ? { text: [...c.indexed] } : {};
+  const text = {
+    ...(c.indexed.length > 0 ? { text: [...c.indexed] } : {}),
+    ...(c.by !== undefined && c.by.length > 0 ? { by: c.by.map((f) => [...f]) } : {}),
+  };
   if (meta !== undefined) {
     // The versions this handle was opened with must be the store's: another writer may have
     // recorded another next version since (a record written under this one would be misread).
@@ -135,6 +140,12 @@ export function declareCollection(draft: Draft, c: DeclaredCollection): void {
         versions: c.schema.earlier.map((e) => e.source as Schema),
         ...text,
       };
+    // Indexes declared anew are what a later `collection(name)` opens with (none declared: kept).
+    else if (
+      ('text' in text && JSON.stringify(text.text) !== JSON.stringify(meta.text)) ||
+      ('by' in text && JSON.stringify(text.by) !== JSON.stringify(meta.by))
+    )
+      m.collections[c.name] = { ...meta, ...text };
     return;
   }
   const { suite, activate } = writeSuite(m, draft.currentRegistry, c);

@@ -110,6 +110,12 @@ export function checkManifest(h: ManifestHeader, b: unknown): Manifest {
       compileSchema(c.schema as Schema, (c.versions ?? []) as Schema[]);
       if (c.text !== undefined && (!Array.isArray(c.text) || c.text.some((f: unknown) => typeof f !== 'string')))
         throw new TypeError('bad text fields');
+      if (
+        c.by !== undefined &&
+        (!Array.isArray(c.by) ||
+          c.by.some((f: unknown) => !Array.isArray(f) || f.length === 0 || f.some((x: unknown) => typeof x !== 'string')))
+      )
+        throw new TypeError('bad index fields');
     } catch {
       corrupt('has a bad collection schema');
     }

@@ -144,6 +144,8 @@ export interface CollectionMeta {
   versions?: Schema[];
   /** The string fields its lexical index covers, as last declared (what `collection(name)` opens with). */
   text?: string[];
+  /** Its secondary indexes' field lists, as last declared (held in memory only: no entry is stored). */
+  by?: string[][];
 }
 
 /** A key generation as persisted: salt, envelopes and binding in base64 (the root never leaves memory). */

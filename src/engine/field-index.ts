@@ -1,0 +1,209 @@
+// A secondary index over one or more fields of a collection (docs/api.md, "Secondary indexes"):
+// each record whose indexed fields are all present has one key, the tuple of those values, and the
+// index answers ranges of keys in order (equality, between, string prefix, any of, whole order),
+// forwards or in reverse. In memory only, like the lexical index's terms: values and their order
+// never reach the medium from here.
+//
+// Layout: a sorted run of (key, id) entries and a small run of entries added since, kept sorted on
+// first use after a change; a query merges the two. An entry is live while it is its id's current
+// key (identity of the key array), so an update or delete only marks the old entry dead; dead
+// entries are dropped, and the runs merged, when they pass a share of the index.
+
+import { compareCodePoints } from './lexical/code-point-order';
+
+/** One field value as an index holds it. */
+export type KeyPart = string | number | boolean | Uint8Array;
+/** An index key: the values of its fields, in the index's field order. */
+export type IndexKey = readonly KeyPart[];
+
+const rank = (v: KeyPart) => (typeof v === 'boolean' ? 0 : typeof v === 'number' ? 1 : typeof v === 'string' ? 2 : 3);
+
+/** Orders two key parts: booleans, then numbers, then strings (by code point), then bytes. */
+export function comparePart(a: KeyPart, b: KeyPart): number {
+  const ra = rank(a);
+  const rb = rank(b);
+  if (ra !== rb) return ra - rb;
+  if (typeof a === 'number') return a < (b as number) ? -1 : a > (b as number) ? 1 : 0;
+  if (typeof a === 'boolean') return a === b ? 0 : a ? 1 : -1;
+  if (typeof a === 'string') return compareCodePoints(a, b as string);
+  const x = a as Uint8Array;
+  const y = b as Uint8Array;
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i] - y[i];
+  return x.length - y.length;
+}
+
+/** Orders two keys element by element (a shorter key that is a prefix of the other first). */
+export function compareKeys(a: IndexKey, b: IndexKey): number {
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    const c = comparePart(a[i], b[i]);
+    if (c !== 0) return c;
+  }
+  return a.length - b.length;
+}
+
+/** `key` against `bound` on the bound's length only (a bound is a prefix of the fields). */
+function comparePrefix(key: IndexKey, bound: IndexKey): number {
+  for (let i = 0; i < bound.length; i++) {
+    const c = comparePart(key[i], bound[i]);
+    if (c !== 0) return c;
+  }
+  return 0;
+}
+
+/** A range of keys: bounds on a prefix of the fields, each inclusive unless open. */
+export interface KeyRange {
+  lower?: IndexKey;
+  upper?: IndexKey;
+  lowerOpen?: boolean;
+  upperOpen?: boolean;
+  /** Keys whose part at `lower.length - 1` starts with that part of `lower` (a string): startsWith. */
+  startsWith?: boolean;
+}
+
+interface Run {
+  keys: IndexKey[];
+  ids: string[];
+}
+
+const byKey = (a: [IndexKey, string], b: [IndexKey, string]) =>
+  compareKeys(a[0], b[0]) || compareCodePoints(a[1], b[1]);
+
+export class FieldIndex {
+  /** The indexed fields, in key order. */
+  readonly fields: readonly string[];
+  readonly #current = new Map<string, IndexKey>();
+  #main: Run = { keys: [], ids: [] };
+  #added: [IndexKey, string][] = [];
+  #addedSorted = true;
+  #dead = 0;
+
+  constructor(fields: readonly string[]) {
+    this.fields = Object.freeze([...fields]);
+  }
+
+  /** Number of ids indexed. */
+  get size(): number {
+    return this.#current.size;
+  }
+
+  /** Indexes `id` under the key its value gives (none when an indexed field is absent). */
+  update(id: string, value: Readonly<Record<string, unknown>> | undefined): void {
+    const key = value === undefined ? undefined : this.keyOf(value);
+    if (this.#current.has(id)) this.#dead++;
+    if (key === undefined) {
+      this.#current.delete(id);
+      return;
+    }
+    this.#current.set(id, key);
+    this.#added.push([key, id]);
+    this.#addedSorted = false;
+  }
+
+  /** The key `value` gives, or undefined when one of the fields is absent. */
+  keyOf(value: Readonly<Record<string, unknown>>): IndexKey | undefined {
+    const key: KeyPart[] = [];
+    for (const f of this.fields) {
+      const v = value[f];
+      if (v === undefined || v === null) return undefined;
+      key.push(v as KeyPart);
+    }
+    return key;
+  }
+
+  /** The ids whose keys lie in `range`, in key order (ties by id), or the reverse. */
+  *ids(range: KeyRange = {}, reverse = false): Generator<string> {
+    this.#settle();
+    const runs: Run[] = [this.#main, { keys: this.#added.map((e) => e[0]), ids: this.#added.map((e) => e[1]) }];
+    const spans = runs.map((run) => this.#span(run, range));
+    const at = spans.map(([lo, hi]) => (reverse ? hi - 1 : lo));
+    const done = (k: number) => (reverse ? at[k] < spans[k][0] : at[k] >= spans[k][1]);
+    for (;;) {
+      let pick = -1;
+      for (let k = 0; k < runs.length; k++) {
+        if (done(k)) continue;
+        if (pick < 0) {
+          pick = k;
+          continue;
+        }
+        const c =
+          compareKeys(runs[k].keys[at[k]], runs[pick].keys[at[pick]]) ||
+          compareCodePoints(runs[k].ids[at[k]], runs[pick].ids[at[pick]]);
+        if (reverse ? c > 0 : c < 0) pick = k;
+      }
+      if (pick < 0) return;
+      const run = runs[pick];
+      const i = at[pick];
+      at[pick] += reverse ? -1 : 1;
+      const id = run.ids[i];
+      if (this.#current.get(id) === run.keys[i]) yield id; // else a dead entry: a later key replaced it
+    }
+  }
+
+  /** [lo, hi) of `run`'s entries within `range` (binary searches on the bounds). */
+  #span(run: Run, range: KeyRange): [number, number] {
+    const { lower, upper } = range;
+    const first = (test: (key: IndexKey) => boolean) => {
+      let lo = 0;
+      let hi = run.keys.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (test(run.keys[mid])) hi = mid;
+        else lo = mid + 1;
+      }
+      return lo;
+    };
+    const lo =
+      lower === undefined
+        ? 0
+        : first((k) => (range.lowerOpen === true ? comparePrefix(k, lower) > 0 : comparePrefix(k, lower) >= 0));
+    let hi = run.keys.length;
+    if (range.startsWith === true && lower !== undefined) {
+      const m = lower.length - 1;
+      const s = lower[m] as string;
+      hi = Math.max(
+        lo,
+        first(
+          (k) =>
+            comparePrefix(k, lower.slice(0, m)) > 0 ||
+            (comparePrefix(k, lower.slice(0, m)) === 0 && !startsWith(k[m], s) && comparePart(k[m], s) > 0),
+        ),
+      );
+    } else if (upper !== undefined)
+      hi = Math.max(
+        lo,
+        first((k) => (range.upperOpen === true ? comparePrefix(k, upper) >= 0 : comparePrefix(k, upper) > 0)),
+      );
+    return [lo, hi];
+  }
+
+  /** Sorts the added run; merges it in (dropping dead entries) once it or the dead pass a share. */
+  #settle(): void {
+    if (!this.#addedSorted) {
+      this.#added.sort(byKey);
+      this.#addedSorted = true;
+    }
+    const total = this.#main.keys.length + this.#added.length;
+    if (this.#added.length <= 1024 + this.#main.keys.length / 8 && this.#dead <= total / 4) return;
+    const live: [IndexKey, string][] = [];
+    for (let i = 0; i < this.#main.keys.length; i++) {
+      const id = this.#main.ids[i];
+      if (this.#current.get(id) === this.#main.keys[i]) live.push([this.#main.keys[i], id]);
+    }
+    const added = this.#added.filter(([key, id]) => this.#current.get(id) === key);
+    // Both runs sorted: one merge.
+    const out: Run = { keys: new Array(live.length + added.length), ids: new Array(live.length + added.length) };
+    let i = 0;
+    let j = 0;
+    for (let n = 0; n < out.keys.length; n++) {
+      const fromMain = j >= added.length || (i < live.length && byKey(live[i], added[j]) <= 0);
+      const e = fromMain ? live[i++] : added[j++];
+      out.keys[n] = e[0];
+      out.ids[n] = e[1];
+    }
+    this.#main = out;
+    this.#added = [];
+    this.#dead = 0;
+  }
+}
+
+const startsWith = (part: KeyPart | undefined, s: string) => typeof part === 'string' && part.startsWith(s);
