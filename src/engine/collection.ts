@@ -127,12 +127,15 @@ export interface CollectionEngine {
   read(c: Collection, id: string, withhold?: boolean): Promise<Value | undefined | typeof WITHHELD>;
   has(collection: string, id: string): boolean;
   version(collection: string, id: string): number | undefined;
+  /** The values of `ids`, as `read` with `withhold` gives each (a query's results: pages read once). */
+  readMany(c: Collection, ids: readonly string[]): Promise<(Value | undefined | typeof WITHHELD)[]>;
   /** The ids of a secondary index's ranges, in order (field-indexes.ts). */
   query(
     collection: string,
     fields: readonly string[],
     ranges: readonly KeyRange[],
     reverse: boolean,
+    max: number,
   ): Promise<string[]>;
   count(collection: string): number;
   ids(collection: string, prefix: string): string[];
@@ -254,8 +257,8 @@ export class Collection<V extends ValueShape<V> = Value> {
 
   #querySource(): QuerySource {
     return {
-      ids: (fields, ranges, reverse) => this.#engine.query(this.name, fields, ranges, reverse),
-      read: (id) => this.#engine.read(this.#self, id, true),
+      ids: (fields, ranges, reverse, max) => this.#engine.query(this.name, fields, ranges, reverse, max),
+      read: (ids) => this.#engine.readMany(this.#self, ids),
       indexes: () => this.by,
     };
   }

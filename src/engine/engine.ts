@@ -34,6 +34,7 @@ import {
   declareCollection,
   encodeOps,
   readRecord,
+  readRecords,
   stageOps,
   type DeclaredCollection,
   type PendingOp,
@@ -249,6 +250,13 @@ export class Engine {
     // Through the newest schema history known: a record another writer wrote under a later version reads too.
     const schema = this.#schemaOf(c.name);
     return readRecord({ directory, pipeline, records }, { name: c.name, schema, indexed: c.indexed }, id, withhold);
+  }
+
+  /** The values of records `ids` of `c` (a query's results), as `read` with withholding gives each. */
+  readMany(c: DeclaredCollection, ids: readonly string[]): Promise<(Value | undefined | typeof WITHHELD)[]> {
+    const { directory, pipeline, records, cache } = this;
+    const schema = this.#schemaOf(c.name);
+    return readRecords({ directory, pipeline, records, cache }, { name: c.name, schema, indexed: c.indexed }, ids);
   }
 
   exportSealed(collection: string, id: string): Promise<Uint8Array> {

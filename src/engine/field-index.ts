@@ -97,6 +97,7 @@ export class FieldIndex {
     this.#current.set(id, key);
     this.#added.push([key, id]);
     this.#addedSorted = false;
+    this.#addedView = undefined;
   }
 
   /** The key `value` gives, or undefined when one of the fields is absent. */
@@ -113,7 +114,7 @@ export class FieldIndex {
   /** The ids whose keys lie in `range`, in key order (ties by id), or the reverse. */
   *ids(range: KeyRange = {}, reverse = false): Generator<string> {
     this.#settle();
-    const runs: Run[] = [this.#main, { keys: this.#added.map((e) => e[0]), ids: this.#added.map((e) => e[1]) }];
+    const runs: Run[] = this.#added.length === 0 ? [this.#main] : [this.#main, this.#addedRun()];
     const spans = runs.map((run) => this.#span(run, range));
     const at = spans.map(([lo, hi]) => (reverse ? hi - 1 : lo));
     const done = (k: number) => (reverse ? at[k] < spans[k][0] : at[k] >= spans[k][1]);
@@ -176,6 +177,13 @@ export class FieldIndex {
     return [lo, hi];
   }
 
+  #addedView?: Run;
+
+  /** The added entries as a run (kept until the next change). */
+  #addedRun(): Run {
+    return (this.#addedView ??= { keys: this.#added.map((e) => e[0]), ids: this.#added.map((e) => e[1]) });
+  }
+
   /** Sorts the added run; merges it in (dropping dead entries) once it or the dead pass a share. */
   #settle(): void {
     if (!this.#addedSorted) {
@@ -202,6 +210,7 @@ export class FieldIndex {
     }
     this.#main = out;
     this.#added = [];
+    this.#addedView = undefined;
     this.#dead = 0;
   }
 }

@@ -58,11 +58,21 @@ export class FieldIndexes {
    * The ids of collection `name` whose keys under the index on `fields` lie in any of `ranges`
    * (disjoint, in key order), in key order or its reverse; the index is built on first use.
    */
-  async ids(name: string, fields: readonly string[], ranges: readonly KeyRange[], reverse: boolean): Promise<string[]> {
+  async ids(
+    name: string,
+    fields: readonly string[],
+    ranges: readonly KeyRange[],
+    reverse: boolean,
+    max = Infinity,
+  ): Promise<string[]> {
     const index = await this.#index(name, fields);
     const out: string[] = [];
     const list = reverse ? [...ranges].reverse() : ranges;
-    for (const r of list) for (const id of index.ids(r, reverse)) out.push(id);
+    for (const r of list)
+      for (const id of index.ids(r, reverse)) {
+        if (out.length >= max) return out;
+        out.push(id);
+      }
     return out;
   }
 

@@ -9,12 +9,15 @@ import { compareKeys, type IndexKey, type KeyPart, type KeyRange } from './field
 import type { Value } from './codec';
 import { WITHHELD } from './writes';
 
+/** Ids whose values a query reads at a time (those landing in one page take it once). */
+const READ_STEP = 256;
+
 /** What a query reads of its collection (collection.ts builds it). */
 export interface QuerySource {
-  /** The ids in `ranges` (disjoint, in key order) under the index on `fields`, in order or reversed. */
-  ids(fields: readonly string[], ranges: readonly KeyRange[], reverse: boolean): Promise<string[]>;
-  /** A record's value through the read gate (WITHHELD when the policy keeps it from reading). */
-  read(id: string): Promise<Value | undefined | typeof WITHHELD>;
+  /** The first `max` ids in `ranges` (disjoint, in key order) under the index on `fields`, in order or reversed. */
+  ids(fields: readonly string[], ranges: readonly KeyRange[], reverse: boolean, max: number): Promise<string[]>;
+  /** Records' values through the read gate (WITHHELD where the policy keeps one from reading). */
+  read(ids: readonly string[]): Promise<(Value | undefined | typeof WITHHELD)[]>;
   /** The declared indexes' field lists. */
   indexes(): readonly (readonly string[])[];
 }
@@ -151,24 +154,40 @@ export class Query<V> implements AsyncIterable<{ id: string; value: V }> {
   async *[Symbol.asyncIterator](): AsyncGenerator<{ id: string; value: V }> {
     this.withheld = 0;
     if (this.#limit === 0) return;
-    const ids = await this.#src.ids(this.#fields, this.#ranges, this.#reverse);
     let skip = this.#offset;
     let left = this.#limit;
-    for (const id of ids) {
-      const value = await this.#src.read(id);
-      if (value === WITHHELD) {
-        this.withheld++;
-        continue;
+    // Without a filter, only as many ids as offset + limit are taken from the index (more, in
+    // larger steps, when withheld or deleted records leave the page short).
+    let max = this.#filters.length === 0 ? this.#offset + this.#limit + 8 : Infinity;
+    let taken = 0;
+    for (;;) {
+      const ids = await this.#src.ids(this.#fields, this.#ranges, this.#reverse, max);
+      for (let at = taken; at < ids.length;) {
+        // A step of ids, no more than the results still wanted (and a few for withheld ones).
+        const step = ids.slice(at, Math.min(ids.length, at + READ_STEP, at + left + skip + 8));
+        at += step.length;
+        const values = await this.#src.read(step);
+        for (let k = 0; k < step.length; k++) {
+          const id = step[k];
+          const value = values[k];
+          if (value === WITHHELD) {
+            this.withheld++;
+            continue;
+          }
+          if (value === undefined) continue; // deleted since the ids were taken
+          const v = value as V;
+          if (!this.#filters.every((f) => f(v, id))) continue;
+          if (skip > 0) {
+            skip--;
+            continue;
+          }
+          yield { id, value: v };
+          if (--left === 0) return;
+        }
       }
-      if (value === undefined) continue; // deleted since the ids were taken
-      const v = value as V;
-      if (!this.#filters.every((f) => f(v, id))) continue;
-      if (skip > 0) {
-        skip--;
-        continue;
-      }
-      yield { id, value: v };
-      if (--left === 0) return;
+      if (ids.length < max) return;
+      taken = ids.length;
+      max *= 4;
     }
   }
 

@@ -210,6 +210,36 @@ export class RecordIO {
     }
   }
 
+  /**
+   * A user's read (as `read`) of the record at `loc` out of `page`, the bytes of its commit page the
+   * caller holds: the many reads of a query that land in one page take it once.
+   * @throws as read; PqdbError CORRUPTION when the record lies past the page's end
+   */
+  readIn<T, W = never>(
+    page: Uint8Array,
+    collection: string,
+    id: string,
+    loc: Location,
+    decode: (plaintext: Uint8Array) => T,
+    withheld?: W,
+  ): T | W {
+    const refused = this.refusal('read', collection, id, loc);
+    if (refused !== undefined) {
+      if (withheld !== undefined) return withheld;
+      throw refused;
+    }
+    if (loc.offset + loc.length > page.length)
+      throw new PqdbError('CORRUPTION', `record ${collection}/${id} lies past the end of page ${loc.pageId}`);
+    const blob = page.subarray(loc.offset, loc.offset + loc.length);
+    const at = { collection, id, sequence: loc.sequence, governance: loc.governance, salt: pageSalt(page) };
+    const plaintext = openStored('read', blob, at, this.#keys, this.#registry(), this.#plain.get(loc.length));
+    try {
+      return decode(plaintext);
+    } finally {
+      plaintext.fill(0);
+    }
+  }
+
   /** The sealed bytes of the record at `loc` and its page's commit salt (see open). */
   async #sealed(purpose: Purpose, loc: Location): Promise<{ blob: Uint8Array; salt: Uint8Array }> {
     const known = this.#saltOf(loc.pageId);

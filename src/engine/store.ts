@@ -69,11 +69,12 @@ export class Store {
     this.#api = {
       commit: (ops, requestId) => this.#commit(ops, requestId),
       read: (c, id, withhold) => (this.#live(), checkId(id), slot.pinned((e) => e.read(c, id, withhold))),
+      readMany: (c, ids) => (this.#live(), slot.pinned((e) => e.readMany(c, ids))),
       has: (collection, id) => this.#engine.directory.has(collection, id),
       version: (collection, id) => this.#engine.directory.get(collection, id)?.sequence,
-      query: (collection, fields, ranges, reverse) => (
+      query: (collection, fields, ranges, reverse, max) => (
         this.#live(),
-        slot.pinned((e) => e.fieldIndexes.ids(collection, fields, ranges, reverse))
+        slot.pinned((e) => e.fieldIndexes.ids(collection, fields, ranges, reverse, max))
       ),
       count: (collection) => this.#engine.directory.count(collection),
       ids: (collection, prefix) => this.#engine.directory.ids(collection, prefix),

@@ -16,6 +16,7 @@ import {
 } from './codec';
 import { PqdbError } from '../errors';
 import type { RecordIO } from './records';
+import type { PageCache } from './page-cache';
 import { noteRequest, REQUEST_ID, type Manifest } from './manifest';
 import type { Registry } from './registry';
 import type { CommitPipeline, Draft } from './commit';
@@ -208,7 +209,7 @@ export function stageOps(draft: Draft, records: Pick<RecordIO, 'put'>, g: number
 export interface RecordContext {
   readonly pipeline: Pick<CommitPipeline, 'manifest' | 'registry' | 'run'>;
   readonly keys: Pick<KeyRing, 'current'>;
-  readonly records: Pick<RecordIO, 'put' | 'read'>;
+  readonly records: Pick<RecordIO, 'put' | 'read' | 'readIn'>;
   readonly directory: Pick<KeyDirectory, 'get'>;
 }
 
@@ -226,6 +227,56 @@ export function commitOps(ctx: RecordContext, pending: readonly PendingOp[], req
     stageOps(draft, records, keys.current(), encoded);
     if (requestId !== undefined) noteRequest(draft.manifest, requestId);
   });
+}
+
+/** Reads of one query that land in a commit page at least this many times take the page whole. */
+const READS_PER_PAGE = 4;
+
+/**
+ * @internal The values of records `ids` of `c`, in order, as readRecord gives each (undefined for
+ * an id gone, WITHHELD for one the read gate withholds): records sharing a commit page with enough
+ * others are opened out of the page, read once through the page cache; the rest one by one.
+ */
+export async function readRecords(
+  ctx: Omit<RecordContext, 'keys'> & { readonly cache: Pick<PageCache, 'get'> },
+  c: DeclaredCollection,
+  ids: readonly string[],
+): Promise<(Value | undefined | typeof WITHHELD)[]> {
+  const locs = ids.map((id) => ctx.directory.get(c.name, id));
+  const perPage = new Map<number, number>();
+  for (const loc of locs) if (loc !== undefined) perPage.set(loc.pageId, (perPage.get(loc.pageId) ?? 0) + 1);
+  const decode = (plaintext: Uint8Array) => decodeValue(c.schema, plaintext);
+  const pages = new Map<number, Uint8Array>();
+  const out: (Value | undefined | typeof WITHHELD)[] = [];
+  for (let i = 0; i < ids.length; i++) {
+    const loc = locs[i];
+    if (loc === undefined) {
+      out.push(undefined);
+      continue;
+    }
+    if ((perPage.get(loc.pageId) ?? 0) < READS_PER_PAGE) {
+      out.push(await ctx.records.read(c.name, ids[i], loc, decode, WITHHELD));
+      continue;
+    }
+    let page = pages.get(loc.pageId);
+    if (page === undefined && !perPage.has(-loc.pageId - 1))
+      page = await ctx.cache.get(loc.pageId).then(
+        (p) => (pages.set(loc.pageId, p), p),
+        () => (perPage.set(-loc.pageId - 1, 0), undefined), // gone meanwhile (a compaction): one by one
+      );
+    if (page === undefined) {
+      const now = ctx.directory.get(c.name, ids[i]);
+      out.push(now === undefined ? undefined : await ctx.records.read(c.name, ids[i], now, decode, WITHHELD));
+      continue;
+    }
+    // The directory may have moved on while the page was read (a write, a compaction): read the
+    // id again then, as one read.
+    const now = ctx.directory.get(c.name, ids[i]);
+    if (now === undefined || now.pageId !== loc.pageId || now.offset !== loc.offset)
+      out.push(now === undefined ? undefined : await ctx.records.read(c.name, ids[i], now, decode, WITHHELD));
+    else out.push(ctx.records.readIn(page, c.name, ids[i], loc, decode, WITHHELD));
+  }
+  return out;
 }
 
 /**
