@@ -17,8 +17,9 @@ const SHA384_ONLY_GZIP_MAX = 25_000;
 // load by dynamic import, as chunks of their own: not counted, a page on IndexedDB never loads them);
 // 150.3 kB with `backupFile` and restores from a file (the file format itself a dynamic import, in
 // a chunk of its own as every module loaded by import() is: scripts/build-wasm.mjs); 153.4 kB with
-// history floors (the floor page, its chain check in the verifier, trees built in slices).
-const FULL_STORE_GZIP_MAX = 154_000;
+// history floors (the floor page, its chain check in the verifier, trees built in slices); 158.3 kB
+// with schema versions, transactions that read, compare-and-set and secondary indexes with queries.
+const FULL_STORE_GZIP_MAX = 159_000;
 
 type Size = { minBytes: number; gzipBytes: number; inputs: string[]; sources: string[] };
 
