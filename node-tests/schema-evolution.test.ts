@@ -5,8 +5,9 @@
 // with the reason; code that opens the collection with an older version gets FORMAT_VERSION; a
 // collection opens from its stored schema alone, and `collections()` lists them.
 import { describe, it, expect } from 'vitest';
-import { generateRecipient, openMemoryPageStore, openStore, PqdbError, verifyStore } from '../src/index';
+import { generateRecipient, openMemoryPageStore, PqdbError, verifyStore } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
+import { storeOpener } from './support/memory-docs';
 import { compileSchema, decodeValue, encodeValue } from '../src/engine/codec';
 import { declareCollection } from '../src/engine/writes';
 import type { Draft } from '../src/engine/commit';
@@ -16,26 +17,9 @@ const V1 = { text: 'string', n: 'integer' } as const;
 const V2 = { text: 'string', n: 'integer', tags: 'string?' } as const;
 const V3 = { text: 'string?', n: 'number', tags: 'string?', pinned: 'boolean?' } as const;
 
-async function opener(medium = new MemoryMedium()) {
-  let first = true;
-  const open = async () => {
-    const pages = await openMemoryPageStore({ medium });
-    const store = await openStore({
-      storage: pages,
-      create: first,
-      recipients: [r.publicKey],
-      unlock: r.secretKey,
-      autoCheckpoint: false,
-    });
-    first = false;
-    return store;
-  };
-  return { medium, open };
-}
-
 describe('schema evolution', () => {
   it('adds optional fields and widens types in one commit each, with no record rewritten', async () => {
-    const { open } = await opener();
+    const open = storeOpener(r);
     let store = await open();
     const v1 = store.collection('notes', { schema: V1, index: { text: ['text'] } });
     await v1.put('a', { text: 'first note', n: 1 });
@@ -79,7 +63,7 @@ describe('schema evolution', () => {
   });
 
   it('refuses another change with its reason, and an older version with FORMAT_VERSION', async () => {
-    const { open } = await opener();
+    const open = storeOpener(r);
     const store = await open();
     const v1 = store.collection('notes', { schema: V1 });
     await v1.put('a', { text: 'x', n: 1 });
@@ -106,7 +90,7 @@ describe('schema evolution', () => {
   });
 
   it('opened with a newer schema but never written, the store keeps its version', async () => {
-    const { open } = await opener();
+    const open = storeOpener(r);
     const store = await open();
     await store.collection('notes', { schema: V1 }).put('a', { text: 'x', n: 1 });
     await store.close();
@@ -150,7 +134,8 @@ describe('schema evolution', () => {
   });
 
   it('verifyStore holds over a store whose collection evolved', async () => {
-    const { medium, open } = await opener();
+    const medium = new MemoryMedium();
+    const open = storeOpener(r, medium);
     const store = await open();
     await store.collection('notes', { schema: V1 }).put('a', { text: 'x', n: 1 });
     await store.collection('notes', { schema: V1 }).put('b', { text: 'y', n: 2 });

@@ -3,8 +3,9 @@
 // reversed, with offset, limit and filter — checked against brute force over random puts, updates
 // and deletes, across a reopen (built again from the records), and never on the medium.
 import { describe, it, expect } from 'vitest';
-import { generateRecipient, openMemoryPageStore, openStore } from '../src/index';
+import { generateRecipient } from '../src/index';
 import { MemoryMedium } from '../src/storage/memory';
+import { storeOpener } from './support/memory-docs';
 import { FieldIndex, compareKeys } from '../src/engine/field-index';
 import { Rng } from './cases/_util';
 
@@ -13,28 +14,12 @@ const schema = { lemma: 'string', pos: 'string', offset: 'integer', note: 'strin
 type Syn = { lemma: string; pos: string; offset: number; note?: string };
 const POS = ['n', 'v', 'a', 'r', 's'];
 
-async function opener(medium = new MemoryMedium()) {
-  let first = true;
-  return async () => {
-    const pages = await openMemoryPageStore({ medium });
-    const store = await openStore({
-      storage: pages,
-      create: first,
-      recipients: [r.publicKey],
-      unlock: r.secretKey,
-      autoCheckpoint: false,
-    });
-    first = false;
-    return store;
-  };
-}
-
 const cmp = (a: unknown[], b: unknown[]) => compareKeys(a as never, b as never);
 
 describe('secondary indexes', () => {
   it('answer equals, between, startsWith, anyOf and orderBy as brute force does, through updates and deletes', async () => {
     const medium = new MemoryMedium();
-    const open = await opener(medium);
+    const open = storeOpener(r, medium);
     const store = await open();
     const c = store.collection('syn', { schema, index: { by: ['pos', ['pos', 'offset'], 'lemma'] } });
     const rng = new Rng(32);

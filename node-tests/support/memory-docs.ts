@@ -1,7 +1,8 @@
 // A store on a memory medium with one collection `docs` (text-indexed on its `text` field), opened
 // again and again on the same medium: what the replay, directory and compaction tests reopen.
 import { openStore, openMemoryPageStore } from '../../src/index';
-import type { MemoryMedium } from '../../src/storage/memory';
+import { MemoryMedium } from '../../src/storage/memory';
+import type { Store } from '../../src/engine/store';
 import type { PageStore } from '../../src/storage/page-store';
 import type { StoreOptions } from '../../src/engine/store';
 
@@ -27,5 +28,25 @@ export function docsOpener<S extends { text: 'string' } & Record<string, 'string
       ...extra,
     });
     return { store, docs: store.collection('docs', { schema, index: { text: ['text'] } }) };
+  };
+}
+
+/**
+ * `open()` of a store on `medium` (a fresh one by default) under `recipient`, no automatic
+ * checkpoint: the first call creates it, the later ones open it again.
+ */
+export function storeOpener(recipient: KeyPair, medium = new MemoryMedium()): () => Promise<Store> {
+  let first = true;
+  return async () => {
+    const pages = await openMemoryPageStore({ medium });
+    const store = await openStore({
+      storage: pages,
+      create: first,
+      recipients: [recipient.publicKey],
+      unlock: recipient.secretKey,
+      autoCheckpoint: false,
+    });
+    first = false;
+    return store;
   };
 }

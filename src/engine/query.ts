@@ -12,7 +12,7 @@ import { WITHHELD } from './writes';
 /** Ids whose values a query reads at a time (those landing in one page take it once). */
 const READ_STEP = 256;
 
-/** What a query reads of its collection (collection.ts builds it). */
+/** @internal What a query reads of its collection (collection.ts builds it). */
 export interface QuerySource {
   /** The first `max` ids in `ranges` (disjoint, in key order) under the index on `fields`, in order or reversed. */
   ids(fields: readonly string[], ranges: readonly KeyRange[], reverse: boolean, max: number): Promise<string[]>;
@@ -22,7 +22,7 @@ export interface QuerySource {
   indexes(): readonly (readonly string[])[];
 }
 
-/** Inclusive bounds by default, as Dexie's `between` (lower inclusive, upper exclusive there: say so). */
+/** Which ends `between` includes: the lower by default, not the upper (as IDBKeyRange.bound and Dexie's between). */
 export interface BetweenOptions {
   /** Whether the lower bound is included (default true). */
   lower?: boolean;

@@ -113,7 +113,9 @@ export function checkManifest(h: ManifestHeader, b: unknown): Manifest {
       if (
         c.by !== undefined &&
         (!Array.isArray(c.by) ||
-          c.by.some((f: unknown) => !Array.isArray(f) || f.length === 0 || f.some((x: unknown) => typeof x !== 'string')))
+          c.by.some(
+            (f: unknown) => !Array.isArray(f) || f.length === 0 || f.some((x: unknown) => typeof x !== 'string'),
+          ))
       )
         throw new TypeError('bad index fields');
     } catch {
