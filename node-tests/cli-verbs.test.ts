@@ -580,6 +580,42 @@ describe('pqdb schema', () => {
   });
 });
 
+describe('pqdb query', () => {
+  it('equality, compound ranges and order through a secondary index, like the library', async () => {
+    await ok(['init', 'wn', '--recipient', 'alice.pub', ...U]);
+    const rows = [
+      ['n1', 'n', 1500],
+      ['n2', 'n', 1200],
+      ['n3', 'n', 2500],
+      ['v1', 'v', 1300],
+      ['v2', 'v', 900],
+    ] as const;
+    for (const [id, pos, offset] of rows)
+      await ok(['put', 'wn', 's', id, JSON.stringify({ pos, offset }), '--schema', 'pos:string,offset:integer', ...U]);
+    const ids = async (argv: string[]) =>
+      (await ok(['query', 'wn', 's', ...argv, ...U]))
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split('\t')[0]);
+    expect(await ids(['--where', 'pos=n'])).toEqual(['n1', 'n2', 'n3']);
+    expect(await ids(['--where', 'pos=n', '--between', 'offset=1000..2000'])).toEqual(['n2', 'n1']);
+    expect(await ids(['--order', 'offset', '--reverse', '--limit', '2'])).toEqual(['n3', 'n1']);
+    expect(await ids(['--between', 'offset=1000..1400', '--offset', '1'])).toEqual(['v1']);
+    expect(await json(['query', 'wn', 's', '--where', 'pos=v', '--json', ...U])).toEqual({
+      collection: 's',
+      withheld: 0,
+      count: 2,
+      records: [
+        { id: 'v1', value: { pos: 'v', offset: 1300 } },
+        { id: 'v2', value: { pos: 'v', offset: 900 } },
+      ],
+    });
+    await fails(['query', 'wn', 's', '--between', 'offset=a..b', ...U], 2, /"a" is not an integer \(field "offset"\)/);
+    await fails(['query', 'wn', 's', '--where', 'nope=1', ...U], 2, /"nope" is not a field/);
+    await fails(['query', 'wn', 's', ...U], 2, /give --where, --between or --order/);
+  });
+});
+
 describe('pqdb posture', () => {
   it("prints the store's CBOM: valid CycloneDX 1.6, the counts status reports, the signer by key id, no key bytes", async () => {
     const bom = JSON.parse(await ok(['posture', 'store', ...U, '--signer-public', 'signer.pub'])) as {

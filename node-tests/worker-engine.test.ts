@@ -126,6 +126,40 @@ describe('the worker engine over a MessageChannel', () => {
     expect(s.recovery.clean).toBe(true);
   });
 
+  it('serves queries on secondary indexes, versions and compare-and-set, and the stored collection without options', async () => {
+    const { worker } = fakeWorker();
+    const s = await openIn(worker);
+    const words = s.collection('words', { schema, index: { by: ['n', ['lemma', 'n']] } });
+    await s.batch((tx) => {
+      for (let i = 0; i < 300; i++) tx.put(words, `w${i}`, { lemma: `l${i % 3}`, n: i });
+    });
+    const got = await words.where('n').between(10, 20).reverse().toArray();
+    expect(got.map((r) => r.value.n)).toEqual([19, 18, 17, 16, 15, 14, 13, 12, 11, 10]);
+    const l1 = await words
+      .where(['lemma', 'n'])
+      .equals('l1')
+      .filter((v) => v.n % 2 === 0)
+      .limit(3)
+      .toArray();
+    expect(l1.map((r) => r.id)).toEqual(['w4', 'w10', 'w16']);
+    expect((await words.where('lemma').equals('l2').limit(2).toArray()).map((r) => r.id)).toEqual(['w2', 'w5']);
+    expect((await words.orderBy('n').offset(297).toArray()).map((r) => r.id)).toEqual(['w297', 'w298', 'w299']);
+    expect(() => words.where('nope')).toThrow(TypeError);
+    // Versions and compare-and-set cross too.
+    const v = (await words.version('w1'))!;
+    await words.put('w1', { lemma: 'l1', n: 1000 }, { ifVersion: v });
+    await expect(words.put('w1', { lemma: 'l1', n: 1 }, { ifVersion: v })).rejects.toMatchObject({ code: 'CONFLICT' });
+    expect((await words.where('n').between(1000, 1001, { upper: true }).toArray()).map((r) => r.id)).toEqual(['w1']);
+    expect((await s.collections()).map((c) => c.name)).toEqual(['words']);
+    await s.close();
+    // Opened again without options: the worker knows the stored indexes (and refuses an unknown one).
+    const t = await openIn(worker);
+    const again = t.collection('words');
+    expect((await again.where('n').equals(5).toArray()).map((r) => r.value)).toEqual([{ lemma: 'l2', n: 5 }]);
+    expect((await again.where('lemma').equals('l0').limit(2).toArray()).map((r) => r.id)).toEqual(['w0', 'w3']);
+    await expect(again.where('nope').all().toArray()).rejects.toThrow(TypeError);
+  });
+
   it('a scan left early ends on the worker side too, and other calls go on', async () => {
     const { worker } = fakeWorker();
     const s = await openIn(worker);

@@ -34,7 +34,7 @@ import { KEY_OPTIONS, groupUsage, parseVerb, str, verbUsage, type Verb, type Ver
 import { PIN_OPTIONS, pinFrom } from './_pin';
 import { keygen } from './keygen';
 import { init, checkpoint, compactVerb, verify, migrate, status, schemaVerb, posture } from './admin';
-import { put, get, del, scan, search } from './records';
+import { put, get, del, scan, search, query } from './records';
 import { importVerb } from './import';
 import { policy } from './policy';
 import { exportVerb } from './export';
@@ -50,6 +50,7 @@ export const VERBS: readonly (Verb | VerbGroup)[] = [
   del,
   scan,
   search,
+  query,
   importVerb,
   exportVerb,
   checkpoint,

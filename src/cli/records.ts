@@ -10,6 +10,7 @@
 /// <reference types="node" />
 import { io } from './_io';
 import type { Value } from '../engine/codec';
+import type { Collection } from '../engine/collection';
 import { PqdbError } from '../errors';
 import { UsageError } from './_report';
 import { collectionOf, openCliStore, requireUnlock, searchFields, splitList, type OpenedStore } from './_store';
@@ -153,6 +154,114 @@ ${PIN_HELP}`,
       const records: { id: string; value: Value }[] = [];
       for await (const r of collectionOf(opened, name, undefined).scan({ prefix, limit })) records.push(r);
       printRecords(args, { collection: name, prefix }, records);
+      return 0;
+    });
+  },
+};
+
+/** `text` as a value of `field` of `schema` (integer, number, boolean, bytes as base64, else the string). */
+function fieldValue(
+  schema: Record<string, string>,
+  field: string,
+  text: string,
+  flag: string,
+): string | number | boolean | Uint8Array {
+  const type = schema[field]?.replace(/\?$/, '');
+  if (type === undefined) throw new UsageError(`${flag}: "${field}" is not a field of the collection`);
+  if (type === 'integer' || type === 'number') {
+    const n = Number(text);
+    if (text.trim() === '' || !Number.isFinite(n) || (type === 'integer' && !Number.isSafeInteger(n)))
+      throw new UsageError(
+        `${flag}: "${text}" is not ${type === 'integer' ? 'an integer' : 'a number'} (field "${field}")`,
+      );
+    return n;
+  }
+  if (type === 'boolean') {
+    if (text !== 'true' && text !== 'false')
+      throw new UsageError(`${flag}: "${text}" is not true or false (field "${field}")`);
+    return text === 'true';
+  }
+  if (type === 'bytes') return Uint8Array.from(Buffer.from(text, 'base64'));
+  return text;
+}
+
+export const query: Verb = {
+  name: 'query',
+  synopsis:
+    "<location> <collection> --unlock FILE [--where 'F=V'…] [--between 'F=A..B'] [--order F] [--reverse] [--limit N] [--offset N] [--json]",
+  summary: 'records by the values of their fields, through a secondary index',
+  help: `  Answers from a secondary index over the fields named, built in memory from the records for
+  this run (nothing of it is stored), and prints the records like scan, in the index's order.
+  --where 'F=V'       field F equals V (repeat for a compound index: the fields in that order)
+  --between 'F=A..B'  then field F from A (included) to B (excluded)
+  --order F           every record with field F, in its order (without --where or --between)
+  --reverse           descending order
+  --limit N, --offset N
+  --json              print { collection, count, withheld, records: [{ id, value }] }
+${UNLOCK_HELP}
+${PIN_HELP}`,
+  positionals: { min: 2, max: 2 },
+  options: {
+    where: { type: 'string', multiple: true },
+    between: { type: 'string' },
+    order: { type: 'string' },
+    reverse: { type: 'boolean' },
+    limit: { type: 'string' },
+    offset: { type: 'string' },
+    unlock: KEY_OPTIONS.unlock,
+    ...PIN_OPTIONS,
+  },
+  async run(args) {
+    const [location, name] = args.positionals;
+    const wheres = (args.values.where as string[] | undefined) ?? [];
+    const between = str(args.values, 'between');
+    const order = str(args.values, 'order');
+    const limit = whole(args.values, 'limit', 0);
+    const offset = whole(args.values, 'offset', 0);
+    if (order !== undefined && (wheres.length > 0 || between !== undefined))
+      throw new UsageError('--order takes no --where or --between (they order by their own fields)');
+    if (order === undefined && wheres.length === 0 && between === undefined)
+      throw new UsageError('give --where, --between or --order');
+    return withStore(location, args.keys, false, async (opened) => {
+      const schema = opened.manifest.collections[name]?.schema as Record<string, string> | undefined;
+      if (schema === undefined) throw new UsageError(`no collection "${name}" in the store`);
+      const split = (text: string, flag: string) => {
+        const at = text.indexOf('=');
+        if (at <= 0) throw new UsageError(`${flag} expected FIELD=VALUE, got "${text}"`);
+        return [text.slice(0, at), text.slice(at + 1)] as const;
+      };
+      const eq = wheres.map((w) => split(w, '--where'));
+      const fields = eq.map(([f]) => f);
+      let range: [unknown[], unknown[]] | undefined;
+      if (between !== undefined) {
+        const [f, span] = split(between, '--between');
+        const dots = span.indexOf('..');
+        if (dots < 0) throw new UsageError(`--between expected FIELD=A..B, got "${between}"`);
+        const prefix = eq.map(([g, v]) => fieldValue(schema, g, v, '--where'));
+        range = [
+          [...prefix, fieldValue(schema, f, span.slice(0, dots), '--between')],
+          [...prefix, fieldValue(schema, f, span.slice(dots + 2), '--between')],
+        ];
+        fields.push(f);
+      }
+      const by = order !== undefined ? [order] : fields;
+      for (const f of by)
+        if (schema[f] === undefined) throw new UsageError(`"${f}" is not a field of collection "${name}"`);
+      const c = opened.store.collection(name, { schema, index: { by: [by] } } as never) as Collection;
+      const where = c.where(by);
+      // One field takes its value, several their list (a compound index's prefix).
+      const one = (parts: unknown[]) => (parts.length === 1 ? parts[0] : parts);
+      const q =
+        order !== undefined
+          ? where.all()
+          : range !== undefined
+            ? where.between(one(range[0]), one(range[1]))
+            : where.equals(one(eq.map(([g, v]) => fieldValue(schema, g, v, '--where'))));
+      if (args.values.reverse === true) q.reverse();
+      if (offset !== undefined && offset > 0) q.offset(offset);
+      if (limit !== undefined && limit > 0) q.limit(limit);
+      const records = await q.toArray();
+      printRecords(args, { collection: name, withheld: q.withheld }, records as { id: string; value: Value }[]);
       return 0;
     });
   },

@@ -255,6 +255,19 @@ export class Collection<V extends ValueShape<V> = Value> {
     return this.where(field).all();
   }
 
+  /** @internal The ids a query on `fields` takes (the worker engine serves its page's queries so). */
+  queryIds(fields: readonly string[], ranges: readonly KeyRange[], reverse: boolean, max: number): Promise<string[]> {
+    const begins = (ix: readonly string[]) => fields.every((f, i) => ix[i] === f);
+    const index = this.by.find((ix) => ix.length === fields.length && begins(ix)) ?? this.by.find((ix) => begins(ix));
+    if (index === undefined) throw new TypeError(`no index on ${fields.join(', ')}`);
+    return this.#engine.query(this.name, index, ranges, reverse, max);
+  }
+
+  /** @internal Records' values through the read gate (a query's results read in the worker). */
+  readMany(ids: readonly string[]): Promise<(Value | undefined | typeof WITHHELD)[]> {
+    return this.#engine.readMany(this.#self, ids);
+  }
+
   #querySource(): QuerySource {
     return {
       ids: (fields, ranges, reverse, max) => this.#engine.query(this.name, fields, ranges, reverse, max),

@@ -59,6 +59,8 @@ const READS = new Set([
   'get',
   'has',
   'version',
+  'queryIds',
+  'readMany',
   'size',
   'search',
   'exportSealed',

@@ -20,7 +20,8 @@ import type { Schema, ValueShape, Value } from '../engine/codec';
 import type { Manifest } from '../engine/manifest';
 import type { MigrateOptions } from '../engine/migration/run';
 import type { RestoreOptions, RestoreResult } from '../engine/restore';
-import { checkId } from '../engine/writes';
+import { checkId, WITHHELD } from '../engine/writes';
+import { Query, Where, type QuerySource } from '../engine/query';
 import type { SearchOptions } from '../engine/lexical';
 import { receivedError, type ConnectMessage, type PageMessage, type ScanChunk, type WorkerMessage } from './protocol';
 import type { StorageInfo } from './serve';
@@ -293,7 +294,8 @@ export class WorkerStore {
       const h = this.#handles++;
       const declared = this.#call<void>('collection', h, name, options);
       declared.catch(() => undefined);
-      this.#collections.set(name, (c = new WorkerCollection<never>(this, this.#c, h, name, declared)));
+      const by = options === undefined ? undefined : collectionSpec(name, options, NO_MANIFEST).by;
+      this.#collections.set(name, (c = new WorkerCollection<never>(this, this.#c, h, name, declared, by)));
     }
     return c as unknown as WorkerCollection<Value>;
   }
@@ -448,8 +450,35 @@ export class WorkerCollection<V extends ValueShape<V> = Value> {
     readonly name: string,
     /** @internal Settles when the worker declared the collection (rejects as Store.collection would throw). */
     readonly declared: Promise<void>,
+    /** Its secondary indexes as declared here (undefined: opened without options, the worker knows them). */
+    readonly by?: readonly (readonly string[])[],
   ) {
     this.#c = c;
+  }
+
+  /**
+   * As Collection's: a query on a secondary index, run in the worker (ids in key order, values read
+   * there through the read gate); a `filter` runs here, on the values that come back.
+   */
+  where(fields: string | readonly string[]): Where<V> {
+    const list = typeof fields === 'string' ? [fields] : [...fields];
+    if (list.length === 0 || list.some((f) => typeof f !== 'string'))
+      throw new TypeError('"fields" expected a field name or a list of them');
+    const source: QuerySource = {
+      ids: (f, ranges, reverse, max) => this.#call('queryIds', f, ranges, reverse, max),
+      read: async (ids) =>
+        ((await this.#call('readMany', ids)) as (Value | null | 0)[]).map((v) =>
+          v === 0 ? WITHHELD : v === null ? undefined : v,
+        ),
+      // Opened without options, the worker checks the index (a TypeError crosses back).
+      indexes: () => this.by ?? [list],
+    };
+    return new Where<V>(source, list);
+  }
+
+  /** As Collection's: every record with the field, in the order of its index. */
+  orderBy(field: string): Query<V> {
+    return this.where(field).all();
   }
 
   async #call<T>(op: string, ...args: unknown[]): Promise<T> {

@@ -7,6 +7,8 @@
 import { PqdbError } from '../errors';
 import type { Store } from '../engine/store';
 import type { Collection } from '../engine/collection';
+import type { KeyRange } from '../engine/field-index';
+import { WITHHELD } from '../engine/writes';
 import type { OpenStoreOptions } from '../engine/open';
 import type { MigrateOptions } from '../engine/migration/run';
 import type { RestoreOptions, RestoreResult } from '../engine/restore';
@@ -214,6 +216,11 @@ export function servePort(
     has: (c, [id]: [string]) => c.has(id),
     delete: (c, [id, o]: [string, { ifVersion?: number }?]) => c.delete(id, o),
     version: (c, [id]: [string]) => c.version(id),
+    queryIds: (c, [fields, ranges, reverse, max]: [string[], KeyRange[], boolean, number]) =>
+      c.queryIds(fields, ranges, reverse, max),
+    // Values cross by structured clone: an absent record as null, a withheld one as 0.
+    readMany: async (c, [ids]: [string[]]) =>
+      (await c.readMany(ids)).map((v) => (v === WITHHELD ? 0 : v === undefined ? null : v)),
     size: (c) => c.size,
     exportSealed: (c, [id]: [string]) => c.exportSealed(id),
     search: async (c, [q, o]: Parameters<Collection['search']>) => {
