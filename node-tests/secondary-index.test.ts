@@ -3,7 +3,9 @@
 // reversed, with offset, limit and filter — checked against brute force over random puts, updates
 // and deletes, across a reopen (built again from the records), and never on the medium.
 import { describe, it, expect } from 'vitest';
-import { generateRecipient } from '../src/index';
+import { generateRecipient, generateSigner, openMemoryPageStore, openStore, verifyStore } from '../src/index';
+import { pageKind } from '../src/engine/page-format';
+import { crc32c } from '../src/_crc32c';
 import { MemoryMedium } from '../src/storage/memory';
 import { storeOpener } from './support/memory-docs';
 import { FieldIndex, compareKeys } from '../src/engine/field-index';
@@ -147,5 +149,106 @@ describe('secondary indexes', () => {
         (id) => Number(id.slice(2)) % 4 !== 1 && Number(id.slice(2)) % 2 === 1,
       ),
     );
+  });
+});
+
+describe('secondary indexes persisted sealed at checkpoints', () => {
+  const signer = generateSigner();
+  const signedOpener = (medium: MemoryMedium) => {
+    let first = true;
+    return async () => {
+      const pages = await openMemoryPageStore({ medium });
+      const store = await openStore({
+        storage: pages,
+        create: first,
+        recipients: [r.publicKey],
+        unlock: r.secretKey,
+        signer: signer.secretKey,
+        signerPublicKey: signer.publicKey,
+        autoCheckpoint: false,
+      });
+      first = false;
+      return { store, c: store.collection('syn', { schema, index: { by: ['pos', ['pos', 'offset']] } }) };
+    };
+  };
+  const indexPages = (m: MemoryMedium) => [...m.pages].filter(([, p]) => pageKind(p.bytes) === 'index');
+  const byPos = (model: Map<string, Syn>, pos: string) =>
+    [...model]
+      .filter(([, v]) => v.pos === pos)
+      .map(([id]) => id)
+      .sort();
+
+  it('loads from its sealed page after a reopen, takes the writes since, verifies, and drops a stale page', async () => {
+    const medium = new MemoryMedium();
+    const open = signedOpener(medium);
+    const model = new Map<string, Syn>();
+    let { store, c } = await open();
+    await store.batch((tx) => {
+      for (let i = 0; i < 500; i++) {
+        const v = { lemma: `w${i}`, pos: POS[i % 5], offset: i };
+        tx.put(c, `s${i}`, v);
+        model.set(`s${i}`, v);
+      }
+    });
+    expect((await c.where('pos').equals('n').toArray()).length).toBe(100);
+    await store.checkpoint(); // seals the loaded indexes
+    expect(indexPages(medium)).toHaveLength(1);
+    await store.close();
+
+    ({ store, c } = await open());
+    await c.put('s1', { lemma: 'moved', pos: 'n', offset: 9999 }); // written before the index loads
+    model.set('s1', { lemma: 'moved', pos: 'n', offset: 9999 });
+    await c.delete('s0');
+    model.delete('s0');
+    expect((await c.where('pos').equals('n').toArray()).map((x) => x.id)).toEqual(byPos(model, 'n'));
+    expect((await c.where(['pos', 'offset']).between(['n', 9000], ['n', 10000]).toArray()).map((x) => x.id)).toEqual([
+      's1',
+    ]);
+    await store.checkpoint();
+    await store.close();
+    const pages = await openMemoryPageStore({ medium, readOnly: true });
+    const report = await verifyStore(pages, { unlock: r.secretKey, signerPublicKey: signer.publicKey });
+    await pages.close();
+    expect(report.problems).toEqual([]);
+    expect(report.counts.indexPages).toBe(1);
+
+    // Written while not loaded, then persisted: the page would miss those writes, so it is dropped.
+    ({ store, c } = await open());
+    await c.put('s2', { lemma: 'late', pos: 'v', offset: 1 });
+    model.set('s2', { lemma: 'late', pos: 'v', offset: 1 });
+    await store.checkpoint();
+    expect(indexPages(medium)).toHaveLength(0);
+    await store.close();
+    ({ store, c } = await open());
+    expect((await c.where('pos').equals('v').toArray()).map((x) => x.id)).toEqual(byPos(model, 'v'));
+    await store.checkpoint();
+    expect(indexPages(medium)).toHaveLength(1);
+    await store.close();
+    // Sealed: no value of an index is in the clear on the medium.
+    const needle = new TextEncoder().encode('moved');
+    for (const [, p] of medium.pages)
+      for (let i = 0; i + needle.length <= p.bytes.length; i++)
+        expect(needle.every((b, k) => p.bytes[i + k] === b)).toBe(false);
+  });
+
+  it('a sealed index page altered on the medium fails the query and the verifier', async () => {
+    const medium = new MemoryMedium();
+    const open = signedOpener(medium);
+    let { store, c } = await open();
+    await c.put('a', { lemma: 'x', pos: 'n', offset: 1 });
+    await c.where('pos').equals('n').toArray();
+    await store.checkpoint();
+    await store.close();
+    const [id, stored] = indexPages(medium)[0];
+    const bytes = stored.bytes.slice();
+    bytes[bytes.length - 3] ^= 1;
+    medium.pages.set(id, { bytes, crc: crc32c(bytes) });
+    const pages = await openMemoryPageStore({ medium, readOnly: true });
+    const report = await verifyStore(pages, { unlock: r.secretKey, signerPublicKey: signer.publicKey });
+    await pages.close();
+    expect(report.ok).toBe(false);
+    ({ store, c } = await open());
+    await expect(c.where('pos').equals('n').toArray()).rejects.toMatchObject({ code: 'AUTH_FAILED' });
+    await store.close();
   });
 });

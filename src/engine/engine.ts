@@ -113,16 +113,24 @@ export class Engine {
       return loc && decodeValue(this.#schemaOf(collection), await records.open('index', collection, id, loc));
     };
     const lexical = (this.lexical = new LexicalStore({ pipeline, pages, keys, directory, value, live }));
-    this.fieldIndexes = new FieldIndexes({ directory, value, live });
+    const fieldIndexes = (this.fieldIndexes = new FieldIndexes({ directory, value, live, pipeline, pages, keys }));
     const storeId = (this.storeId = fromHex(manifest.storeId));
     const list = this.checkpointList;
     const checkpoints = (this.checkpoints = new Checkpoints({ pipeline, keys, logs, storeId, list }, options));
     checkpoints.contribute((draft, g, afterPage) => lexical.persistDirty(draft, g, afterPage));
+    checkpoints.contribute((draft, _g, afterPage) => fieldIndexes.persistDirty(draft, afterPage));
     checkpoints.contribute((draft, _g, afterPage) =>
       persistDirectory(draft, { directory, logs, keys }, afterPage, lexical.pendingIds()),
     );
     const blind = (salt: Uint8Array) => leafBlind(keys, salt);
-    const target = (this.target = { directory, logs, cache, storeId, blind, onPage: (page) => lexical.notePage(page) });
+    const target = (this.target = {
+      directory,
+      logs,
+      cache,
+      storeId,
+      blind,
+      onPage: (page) => (lexical.notePage(page), fieldIndexes.notePage(page)),
+    });
     const migrationUses = { pipeline, keys, directory, records, cache, lexical, checkpoints, logs, live };
     const migration = (this.migration = new Migration({
       ...migrationUses,

@@ -9,7 +9,24 @@
 // key (identity of the key array), so an update or delete only marks the old entry dead; dead
 // entries are dropped, and the runs merged, when they pass a share of the index.
 
+import { PqdbError } from '../errors';
+import { readVarint } from '../_varint';
+import { ValueWriter } from './codec';
 import { compareCodePoints } from './lexical/code-point-order';
+
+/**
+ * The serialized form (sealed in a field index page: field-indexes.ts), entries in key order:
+ *   "PQFX" ‖ 1 ‖ varint(#fields) ‖ str(field)* ‖ varint(n) ‖ n × (part* ‖ str(id))
+ *   part = 0 false | 1 true | 2 ‖ float64 (big-endian) | 3 ‖ str | 4 ‖ varint(length) ‖ bytes
+ */
+const MAGIC = [0x50, 0x51, 0x46, 0x58]; // PQFX
+const FORMAT = 1;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** The label of the store key secondary index pages are sealed under (field-indexes.ts). */
+export const FIELD_INDEX_KEY_LABEL = 'pqdb field index key v1';
+/** What a secondary index page binds as its collection: the name, then 0x00 "by" (no lexical page passes). */
+export const fieldIndexBinding = (collection: string) => `${collection}\u0000by`;
 
 /** One field value as an index holds it. */
 export type KeyPart = string | number | boolean | Uint8Array;
@@ -184,14 +201,115 @@ export class FieldIndex {
     return (this.#addedView ??= { keys: this.#added.map((e) => e[0]), ids: this.#added.map((e) => e[1]) });
   }
 
+  /** The index's bytes (plaintext values and ids: the caller seals them). */
+  serialize(): Uint8Array {
+    this.#settle(true);
+    const w = new ValueWriter();
+    w.bytes(Uint8Array.from(MAGIC));
+    w.byte(FORMAT);
+    w.varint(this.fields.length);
+    for (const f of this.fields) w.str(f);
+    w.varint(this.#main.keys.length);
+    const f64 = new DataView(new ArrayBuffer(8));
+    for (let i = 0; i < this.#main.keys.length; i++) {
+      for (const v of this.#main.keys[i]) {
+        if (typeof v === 'boolean') w.byte(v ? 1 : 0);
+        else if (typeof v === 'number') {
+          w.byte(2);
+          f64.setFloat64(0, v);
+          w.bytes(new Uint8Array(f64.buffer.slice(0)));
+        } else if (typeof v === 'string') {
+          w.byte(3);
+          w.str(v);
+        } else {
+          w.byte(4);
+          w.varint(v.length);
+          w.bytes(v);
+        }
+      }
+      w.str(this.#main.ids[i]);
+    }
+    return w.done();
+  }
+
+  /**
+   * An index on `fields` from serialize()'s bytes, checked whole: its fields, every part, entries in
+   * strictly increasing order with distinct ids, nothing left over.
+   * @throws PqdbError CORRUPTION; FORMAT_VERSION for another format
+   */
+  static deserialize(bytes: Uint8Array, fields: readonly string[]): FieldIndex {
+    const bad = (why: string) => new PqdbError('CORRUPTION', `a secondary index does not decode: ${why}`);
+    let p = 0;
+    const need = (k: number) => {
+      if (p + k > bytes.length) throw bad('truncated');
+    };
+    const varint = () => {
+      const [v, next] = readVarint(bytes, p, bytes.length, bad);
+      p = next;
+      return v;
+    };
+    const str = () => {
+      const n = varint();
+      need(n);
+      try {
+        return utf8.decode(bytes.subarray(p, (p += n)));
+      } catch {
+        throw bad('not UTF-8');
+      }
+    };
+    need(5);
+    if (!MAGIC.every((m, i) => bytes[i] === m)) throw bad('not a secondary index');
+    if (bytes[4] !== FORMAT)
+      throw new PqdbError('FORMAT_VERSION', `secondary index format ${bytes[4]} is not supported`);
+    p = 5;
+    const n = varint();
+    const stored: string[] = [];
+    for (let i = 0; i < n; i++) stored.push(str());
+    if (stored.length !== fields.length || stored.some((f, i) => f !== fields[i])) throw bad('it indexes other fields');
+    const ix = new FieldIndex(fields);
+    const count = varint();
+    const keys: IndexKey[] = [];
+    const ids: string[] = [];
+    for (let e = 0; e < count; e++) {
+      const key: KeyPart[] = [];
+      for (let k = 0; k < fields.length; k++) {
+        need(1);
+        const tag = bytes[p++];
+        if (tag === 0 || tag === 1) key.push(tag === 1);
+        else if (tag === 2) {
+          need(8);
+          const v = new DataView(bytes.buffer, bytes.byteOffset + p, 8).getFloat64(0);
+          p += 8;
+          if (Number.isNaN(v)) throw bad('NaN');
+          key.push(v);
+        } else if (tag === 3) key.push(str());
+        else if (tag === 4) {
+          const len = varint();
+          need(len);
+          key.push(bytes.slice(p, (p += len)));
+        } else throw bad('unknown part');
+      }
+      const id = str();
+      if (e > 0 && (compareKeys(keys[e - 1], key) || compareCodePoints(ids[e - 1], id)) >= 0) throw bad('out of order');
+      if (ix.#current.has(id)) throw bad(`id ${id} twice`);
+      keys.push(key);
+      ids.push(id);
+      ix.#current.set(id, key);
+    }
+    if (p !== bytes.length) throw bad('trailing bytes');
+    ix.#main = { keys, ids };
+    return ix;
+  }
+
   /** Sorts the added run; merges it in (dropping dead entries) once it or the dead pass a share. */
-  #settle(): void {
+  #settle(force = false): void {
     if (!this.#addedSorted) {
       this.#added.sort(byKey);
       this.#addedSorted = true;
     }
     const total = this.#main.keys.length + this.#added.length;
-    if (this.#added.length <= 1024 + this.#main.keys.length / 8 && this.#dead <= total / 4) return;
+    const small = this.#added.length <= 1024 + this.#main.keys.length / 8 && this.#dead <= total / 4;
+    if (small && !(force && (this.#added.length > 0 || this.#dead > 0))) return;
     const live: [IndexKey, string][] = [];
     for (let i = 0; i < this.#main.keys.length; i++) {
       const id = this.#main.ids[i];

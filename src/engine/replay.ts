@@ -105,6 +105,7 @@ export async function replay(
   };
   if (!covered) for (const g of floors.keys()) restoreFloor(g);
   for (const { pageId } of Object.values(manifest.indexes ?? {})) named.add(pageId);
+  for (const { pageId } of Object.values(manifest.fieldIndexes ?? {})) named.add(pageId);
   // Deleted by a commit while a backup pinned them (pins.ts): not part of the store.
   const held = manifest.heldPages ?? [];
   for (const pageId of held) named.add(pageId);

@@ -28,6 +28,7 @@
 import { equalBytes } from '../_bytes';
 import { PqdbError } from '../errors';
 import { decodeFloorPage } from '../engine/history-floor';
+import { FIELD_INDEX_KEY_LABEL, fieldIndexBinding } from '../engine/field-index';
 import { sha384 } from '../kernels/sha2';
 import { unb64 } from '../_encoding';
 import type { PageStore } from '../storage/page-store';
@@ -73,7 +74,9 @@ export async function checkShipped(p: ShippedContext, pages: readonly Page[]): P
   for (const [g, refs] of Object.entries(m.logs ?? {}))
     for (const { pageId, from, to } of refs) logs.set(pageId, { g: Number(g), from, to });
   const indexes = new Map<number, string>();
+  const byIndexes = new Map<number, string>();
   for (const [name, { pageId }] of Object.entries(m.indexes ?? {})) indexes.set(pageId, name);
+  for (const [name, { pageId }] of Object.entries(m.fieldIndexes ?? {})) byIndexes.set(pageId, name);
   const floors = new Map<number, { g: number; size: number; hash: string }>();
   for (const [g, { pageId, size, hash }] of Object.entries(m.floors ?? {}))
     floors.set(pageId, { g: Number(g), size, hash });
@@ -90,9 +93,11 @@ export async function checkShipped(p: ShippedContext, pages: readonly Page[]): P
     const log = logs.get(id);
     const index = indexes.get(id);
     const floor = floors.get(id);
+    const by = byIndexes.get(id);
     const info = roles.covered.get(id);
     const part = roles.parts.has(id);
-    const named = log !== undefined || index !== undefined || floor !== undefined || opened.has(id) || part;
+    const named =
+      log !== undefined || index !== undefined || floor !== undefined || by !== undefined || opened.has(id) || part;
     if (!named && info === undefined && id <= after) continue; // no part of the store
     kept.push(page);
     try {
@@ -101,7 +106,9 @@ export async function checkShipped(p: ShippedContext, pages: readonly Page[]): P
         if (!equalBytes(sha384(bytes), unb64(floor.hash)))
           throw new PqdbError('CORRUPTION', 'it is not the history floor page the manifest names');
         decodeFloorPage(bytes, floor.g, floor.size);
-      } else if (index !== undefined)
+      } else if (by !== undefined)
+        decodeIndexPage(id, p.keys.storeKey(FIELD_INDEX_KEY_LABEL), fieldIndexBinding(by), bytes).fill(0);
+      else if (index !== undefined)
         decodeIndexPage(id, p.keys.generationKey(indexPageGeneration(bytes), 'lexical', lexicalKey), index, bytes).fill(
           0,
         );

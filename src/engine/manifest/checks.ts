@@ -138,6 +138,20 @@ export function checkManifest(h: ManifestHeader, b: unknown): Manifest {
       }
     }
   }
+  if (b.fieldIndexes !== undefined) {
+    if (!isObject(b.fieldIndexes)) corrupt('has a bad secondary index list');
+    for (const f of Object.values(b.fieldIndexes)) {
+      if (!isObject(f)) corrupt('has a bad secondary index entry');
+      pageId(f.pageId);
+      int(f.afterPage, 0, Number.MAX_SAFE_INTEGER, 'secondary index range');
+      if (
+        !Array.isArray(f.specs) ||
+        f.specs.length === 0 ||
+        f.specs.some((s: unknown) => !Array.isArray(s) || s.length === 0 || s.some((x: unknown) => typeof x !== 'string'))
+      )
+        corrupt('has a bad secondary index entry');
+    }
+  }
   if (b.floors !== undefined) {
     if (!isObject(b.floors)) corrupt('has a bad history floor list');
     for (const [g, f] of Object.entries(b.floors)) {

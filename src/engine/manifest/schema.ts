@@ -190,6 +190,11 @@ export interface Manifest {
    * links of older checkpoints. The generation's log pages start at `size`.
    */
   floors?: Record<string, FloorRef>;
+  /**
+   * Per collection, its secondary indexes sealed as of the last checkpoint or persist
+   * (src/engine/field-indexes.ts): the page, the last commit page it covers, the indexes' fields.
+   */
+  fieldIndexes?: Record<string, { pageId: number; afterPage: number; specs: string[][] }>;
   /** Per collection, the sealed lexical index as of the last checkpoint. */
   indexes?: Record<string, IndexRef>;
   /** The key directory as persisted at the last checkpoint (src/engine/directory/). */

@@ -27,6 +27,7 @@ import {
 } from '../page-format';
 import { directoryRoles } from './directory';
 import { decodeFloorPage, type HistoryFloor } from '../history-floor';
+import { FIELD_INDEX_KEY_LABEL, fieldIndexBinding } from '../field-index';
 import { sha384 } from '../../kernels/sha2';
 import { unb64 } from '../../_encoding';
 import type { OpenedStore, VerifyRun } from './run';
@@ -64,6 +65,8 @@ export async function readPages(run: VerifyRun, store: OpenedStore): Promise<Pag
   }
   for (const [name, { pageId }] of Object.entries(manifest.indexes ?? {})) special.set(pageId, `index:${name}`);
   for (const [g, { pageId }] of Object.entries(manifest.floors ?? {})) special.set(pageId, `floor:${g}`);
+  const byRefs = keys !== undefined ? (manifest as Manifest).fieldIndexes : undefined;
+  for (const [name, { pageId }] of Object.entries(byRefs ?? {})) special.set(pageId, `by:${name}`);
   const floors = new Map<number, HistoryFloor>();
   const checkpointPages = manifest.checkpointPages ?? [];
   checkpointPages.forEach((pageId, i) => special.set(pageId, `checkpoint:${i}`));
@@ -144,6 +147,10 @@ export async function readPages(run: VerifyRun, store: OpenedStore): Promise<Pag
         // A base's partition (checked below); without the key, found by its kind (unauthenticated).
         counts.directoryPages++;
         partPages.set(pageId, page);
+      } else if (role?.startsWith('by:')) {
+        counts.indexPages++;
+        if (keys !== undefined)
+          decodeIndexPage(pageId, keys.storeKey(FIELD_INDEX_KEY_LABEL), fieldIndexBinding(role.slice(3)), page).fill(0);
       } else if (role?.startsWith('index:')) {
         const name = role.slice(6);
         counts.indexPages++;
