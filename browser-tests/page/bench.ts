@@ -312,4 +312,115 @@ async function heapAfterOpen(o: { n: number; keys: Keys }) {
   return { n: o.n, ingestMs, openMs, found: value !== undefined, heap };
 }
 
-(globalThis as unknown as { pqdbBench: unknown }).pqdbBench = { run, heapAfterOpen };
+/** What the query bench (bench/query-browser.mjs) asks: fresh parameters for each run. */
+interface QueryOptions {
+  records: Rec[];
+  params: { pos: string; lo: number; hi: number }[];
+  keys: Keys;
+}
+
+/**
+ * Secondary-index queries, each timed end to end with its values (bench/query-browser.mjs): pqdb
+ * (on this thread on IndexedDB, or in a worker on OPFS; values sealed, indexes sealed at a
+ * checkpoint-free persist: in memory) against Dexie and raw IndexedDB with the same two indexes,
+ * their values in clear. Equality: 100 records of one part of speech; range: 1,000 consecutive
+ * offsets of one.
+ */
+async function query(o: QueryOptions) {
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+  const time = async (eq: (p: QueryOptions['params'][0]) => Promise<number>, range: typeof eq) => {
+    const e: number[] = [];
+    const r: number[] = [];
+    for (const p of o.params) {
+      let t = performance.now();
+      if ((await eq(p)) !== 100) throw new Error('equality');
+      e.push(performance.now() - t);
+      t = performance.now();
+      if ((await range(p)) !== 1000) throw new Error('range');
+      r.push(performance.now() - t);
+    }
+    return { equalityMs: median(e), rangeMs: median(r) };
+  };
+  const out: Record<string, { equalityMs: number; rangeMs: number; form: string }> = {};
+  for (const mode of ['pqdb-main-idb', 'pqdb-worker-opfs']) {
+    const name = `query-${mode}-${Date.now()}`;
+    const worker = mode === 'pqdb-main-idb' ? undefined : new Worker('/page/bench-worker.js', { type: 'module' });
+    const options = { location: name, create: true, recipients: [u8(o.keys.publicKey)], unlock: u8(o.keys.secretKey) };
+    const store = (
+      worker !== undefined
+        ? await pqdb.openStore({ ...options, worker, storage: 'opfs' })
+        : await pqdb.openStore({ ...options, storage: 'indexeddb' })
+    ) as pqdb.Store;
+    const c = store.collection('synsets', { schema, index: { by: ['pos', ['pos', 'offset']] } });
+    await c.where('pos').equals('n').toArray(); // built before the first write: every write keeps it current
+    for (let i = 0; i < o.records.length; i += 1000)
+      await store.batch((tx) => {
+        for (const r of o.records.slice(i, i + 1000)) tx.put(c, r[0], valueOf(r));
+      });
+    out[mode] = {
+      form: worker === undefined ? 'pqdb, IndexedDB, on the page' : 'pqdb, OPFS, in a worker',
+      ...(await time(
+        async ({ pos }) => (await c.where('pos').equals(pos).limit(100).toArray()).length,
+        async ({ pos, lo, hi }) => (await c.where(['pos', 'offset']).between([pos, lo], [pos, hi]).toArray()).length,
+      )),
+    };
+    await store.close();
+    worker?.terminate();
+  }
+  {
+    const name = `query-dexie-${Date.now()}`;
+    const db = new Dexie(name, { chromeTransactionDurability: 'strict' });
+    db.version(1).stores({ kv: 'id, pos, [pos+offset]' });
+    const table = db.table('kv');
+    for (let i = 0; i < o.records.length; i += 1000)
+      await table.bulkPut(o.records.slice(i, i + 1000).map((r) => ({ id: r[0], ...valueOf(r) })));
+    out.dexie = {
+      form: `Dexie ${Dexie.semVer}, IndexedDB, values in clear`,
+      ...(await time(
+        async ({ pos }) => (await table.where('pos').equals(pos).limit(100).toArray()).length,
+        async ({ pos, lo, hi }) => (await table.where('[pos+offset]').between([pos, lo], [pos, hi]).toArray()).length,
+      )),
+    };
+    db.close();
+    await Dexie.delete(name);
+  }
+  {
+    const name = `query-idb-${Date.now()}`;
+    const db = await new Promise<IDBDatabase>((ok, fail) => {
+      const rq = indexedDB.open(name, 1);
+      rq.onupgradeneeded = () => {
+        const s = rq.result.createObjectStore('kv', { keyPath: 'id' });
+        s.createIndex('pos', 'pos');
+        s.createIndex('pos_offset', ['pos', 'offset']);
+      };
+      rq.onsuccess = () => ok(rq.result);
+      rq.onerror = () => fail(rq.error);
+    });
+    const done = (t: IDBTransaction) =>
+      new Promise<void>((ok, fail) => ((t.oncomplete = () => ok()), (t.onerror = () => fail(t.error))));
+    for (let i = 0; i < o.records.length; i += 1000) {
+      const t = db.transaction('kv', 'readwrite', { durability: 'strict' });
+      for (const r of o.records.slice(i, i + 1000)) t.objectStore('kv').put({ id: r[0], ...valueOf(r) });
+      await done(t);
+    }
+    const getAll = (index: string, range: IDBKeyRange, count?: number) =>
+      new Promise<unknown[]>((ok, fail) => {
+        const rq = db.transaction('kv', 'readonly').objectStore('kv').index(index).getAll(range, count);
+        rq.onsuccess = () => ok(rq.result);
+        rq.onerror = () => fail(rq.error);
+      });
+    out.indexeddb = {
+      form: 'IndexedDB (IDBIndex.getAll with an IDBKeyRange), values in clear',
+      ...(await time(
+        async ({ pos }) => (await getAll('pos', IDBKeyRange.only(pos), 100)).length,
+        async ({ pos, lo, hi }) =>
+          (await getAll('pos_offset', IDBKeyRange.bound([pos, lo], [pos, hi], false, true))).length,
+      )),
+    };
+    db.close();
+    indexedDB.deleteDatabase(name);
+  }
+  return { results: out, userAgent: navigator.userAgent };
+}
+
+(globalThis as unknown as { pqdbBench: unknown }).pqdbBench = { run, heapAfterOpen, query };
