@@ -17,6 +17,7 @@ type Syn = { lemma: string; pos: string; offset: number; note?: string };
 const POS = ['n', 'v', 'a', 'r', 's'];
 
 const cmp = (a: unknown[], b: unknown[]) => compareKeys(a as never, b as never);
+const indexPages = (m: MemoryMedium) => [...m.pages].filter(([, p]) => pageKind(p.bytes) === 'index');
 
 describe('secondary indexes', () => {
   it('answer equals, between, startsWith, anyOf and orderBy as brute force does, through updates and deletes', async () => {
@@ -171,7 +172,6 @@ describe('secondary indexes persisted sealed at checkpoints', () => {
       return { store, c: store.collection('syn', { schema, index: { by: ['pos', ['pos', 'offset']] } }) };
     };
   };
-  const indexPages = (m: MemoryMedium) => [...m.pages].filter(([, p]) => pageKind(p.bytes) === 'index');
   const byPos = (model: Map<string, Syn>, pos: string) =>
     [...model]
       .filter(([, v]) => v.pos === pos)
@@ -250,5 +250,58 @@ describe('secondary indexes persisted sealed at checkpoints', () => {
     ({ store, c } = await open());
     await expect(c.where('pos').equals('n').toArray()).rejects.toMatchObject({ code: 'AUTH_FAILED' });
     await store.close();
+  });
+});
+
+describe('the raw bytes of a store with secondary indexes', () => {
+  it('hold no collection name, field name, id, value or index key in the clear', async () => {
+    const signer = generateSigner();
+    const medium = new MemoryMedium();
+    const pages = await openMemoryPageStore({ medium });
+    const store = await openStore({
+      storage: pages,
+      create: true,
+      recipients: [r.publicKey],
+      unlock: r.secretKey,
+      signer: signer.secretKey,
+      signerPublicKey: signer.publicKey,
+      autoCheckpoint: false,
+    });
+    const c = store.collection('zcollectionq', {
+      schema: { zfieldkind: 'string', zfieldrank: 'integer', zfieldnote: 'string' },
+      index: { text: ['zfieldnote'], by: ['zfieldkind', ['zfieldkind', 'zfieldrank']] },
+    });
+    const ranks = [987_654_321, 123_456_789, 555_000_111];
+    for (let i = 0; i < 3; i++)
+      await c.put(`zidentq${i}`, { zfieldkind: `zkindvalue${i}`, zfieldrank: ranks[i], zfieldnote: `zwordnote${i}` });
+    expect(
+      (await c.where(['zfieldkind', 'zfieldrank']).between(['zkindvalue1', 0], ['zkindvalue1', 2e9]).toArray()).length,
+    ).toBe(1);
+    expect((await c.search('zwordnote2')).length).toBe(1);
+    await store.checkpoint();
+    await store.close();
+    const enc = new TextEncoder();
+    const f64 = (n: number) => {
+      const b = new Uint8Array(8);
+      new DataView(b.buffer).setFloat64(0, n);
+      return b;
+    };
+    const needles: [string, Uint8Array][] = [
+      ['zcollectionq', 'zfieldkind', 'zfieldrank', 'zfieldnote', 'zidentq', 'zkindvalue', 'zwordnote'].map(
+        (s) => [s, enc.encode(s)] as [string, Uint8Array],
+      ),
+      ranks.map((n) => [`rank ${n} as float64`, f64(n)] as [string, Uint8Array]),
+    ].flat();
+    const blobs = [...[...medium.pages.values()].map((p) => p.bytes), medium.manifest!.bytes];
+    const hits: string[] = [];
+    for (const [what, needle] of needles)
+      for (const b of blobs)
+        for (let i = 0; i + needle.length <= b.length; i++)
+          if (needle.every((x, k) => b[i + k] === x)) {
+            hits.push(what);
+            break;
+          }
+    expect(indexPages(medium).length).toBeGreaterThanOrEqual(2); // the lexical index's and the secondary indexes'
+    expect(hits).toEqual([]);
   });
 });
