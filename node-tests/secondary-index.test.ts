@@ -253,6 +253,38 @@ describe('secondary indexes persisted sealed at checkpoints', () => {
   });
 });
 
+describe('an index added to a populated collection', () => {
+  it('is built in the background with progress, reads served meanwhile', async () => {
+    const medium = new MemoryMedium();
+    const open = storeOpener(r, medium);
+    const store = await open();
+    const plain = store.collection('syn', { schema });
+    for (let i = 0; i < 6000; i += 1000)
+      await store.batch((tx) => {
+        for (let k = i; k < i + 1000; k++) tx.put(plain, `s${k}`, { lemma: `w${k}`, pos: POS[k % 5], offset: k });
+      });
+    await store.close();
+    const again = await open();
+    const c = again.collection('syn', { schema, index: { by: ['offset'] } });
+    const progress: { done: number; total: number }[] = [];
+    const order: string[] = [];
+    const built = c.buildIndexes({ onProgress: (p) => progress.push(p) }).then(() => order.push('built'));
+    const read = c.get('s3').then(() => order.push('read'));
+    await Promise.all([built, read]);
+    expect(order).toEqual(['read', 'built']);
+    expect(progress.length).toBeGreaterThan(1);
+    expect(progress.at(-1)).toEqual({ done: 6000, total: 6000 });
+    expect((await c.where('offset').between(100, 105).toArray()).map((x) => x.id)).toEqual([
+      's100',
+      's101',
+      's102',
+      's103',
+      's104',
+    ]);
+    await again.close();
+  });
+});
+
 describe('the raw bytes of a store with secondary indexes', () => {
   it('hold no collection name, field name, id, value or index key in the clear', async () => {
     const signer = generateSigner();

@@ -127,6 +127,8 @@ export interface CollectionEngine {
   read(c: Collection, id: string, withhold?: boolean): Promise<Value | undefined | typeof WITHHELD>;
   has(collection: string, id: string): boolean;
   version(collection: string, id: string): number | undefined;
+  /** Loads or builds the collection's secondary indexes now (field-indexes.ts build). */
+  buildIndexes(collection: string, onProgress?: (p: { done: number; total: number }) => void): Promise<void>;
   /** The values of `ids`, as `read` with `withhold` gives each (a query's results: pages read once). */
   readMany(c: Collection, ids: readonly string[]): Promise<(Value | undefined | typeof WITHHELD)[]>;
   /** The ids of a secondary index's ranges, in order (field-indexes.ts). */
@@ -248,6 +250,17 @@ export class Collection<V extends ValueShape<V> = Value> {
     if (list.length === 0 || list.some((f) => typeof f !== 'string'))
       throw new TypeError('"fields" expected a field name or a list of them');
     return new Where<V>(this.#querySource(), list);
+  }
+
+  /**
+   * Loads the collection's secondary indexes, or builds them from the records, now instead of at
+   * the first query: in slices, beside reads and writes, with `onProgress` told of a build's
+   * records read. Resolves when they are current (an index added to a populated collection).
+   */
+  buildIndexes(options: { onProgress?: (p: { done: number; total: number }) => void } = {}): Promise<void> {
+    if (options.onProgress !== undefined && typeof options.onProgress !== 'function')
+      throw new TypeError('"onProgress" expected a function');
+    return this.#engine.buildIndexes(this.name, options.onProgress);
   }
 
   /** Every record with the field, in the order of the index on it (or beginning with it). */

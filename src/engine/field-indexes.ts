@@ -41,8 +41,16 @@ export interface FieldIndexContext {
 
 const specKey = (fields: readonly string[]) => fields.join('\u0000');
 
+/** A secondary index build's progress: records read of the collection's. */
+export interface IndexProgress {
+  done: number;
+  total: number;
+}
+
 interface Entry {
   specs: (readonly string[])[];
+  /** Told of a build's progress (buildIndexes), while one runs. */
+  onProgress?: (p: IndexProgress) => void;
   built?: Promise<Map<string, FieldIndex>>;
   /** Ids to read again before the next query (a followed commit's, or written while building). */
   pending: Set<string>;
@@ -101,6 +109,21 @@ export class FieldIndexes {
     return out;
   }
 
+  /**
+   * Loads or builds every declared index of `name` now (in slices, beside reads and writes),
+   * telling `onProgress` of a build's records read; resolves when they are current.
+   */
+  async build(name: string, onProgress?: (p: IndexProgress) => void): Promise<void> {
+    const e = this.#entries.get(name);
+    if (e === undefined) throw new TypeError(`collection "${name}" has no secondary index`);
+    e.onProgress = onProgress;
+    try {
+      await this.#index(name, e.specs[0]);
+    } finally {
+      e.onProgress = undefined;
+    }
+  }
+
   async #index(name: string, fields: readonly string[]): Promise<FieldIndex> {
     const e = this.#entries.get(name);
     if (e === undefined) throw new TypeError(`collection "${name}" has no secondary index`);
@@ -143,12 +166,19 @@ export class FieldIndexes {
       e.dirty = true;
       const out = new Map(e.specs.map((s) => [specKey(s), new FieldIndex(s)] as const));
       await this.#ctx.directory.loadAllInSteps(pauseIfSpent);
-      for (const id of this.#ctx.directory.unorderedIds(name)) {
-        if (sliceSpent()) await yieldToEventLoop();
+      const ids = this.#ctx.directory.unorderedIds(name);
+      let done = 0;
+      for (const id of ids) {
+        if (sliceSpent()) {
+          e.onProgress?.({ done, total: ids.length });
+          await yieldToEventLoop();
+        }
         this.#ctx.live();
         const value = await this.#ctx.value(name, id);
         for (const ix of out.values()) ix.update(id, value);
+        done++;
       }
+      e.onProgress?.({ done, total: ids.length });
       return out;
     } finally {
       e.building = false;

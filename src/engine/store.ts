@@ -70,6 +70,10 @@ export class Store {
       commit: (ops, requestId) => this.#commit(ops, requestId),
       read: (c, id, withhold) => (this.#live(), checkId(id), slot.pinned((e) => e.read(c, id, withhold))),
       readMany: (c, ids) => (this.#live(), slot.pinned((e) => e.readMany(c, ids))),
+      buildIndexes: (collection, onProgress) => (
+        this.#live(),
+        slot.pinned((e) => e.fieldIndexes.build(collection, onProgress))
+      ),
       has: (collection, id) => this.#engine.directory.has(collection, id),
       version: (collection, id) => this.#engine.directory.get(collection, id)?.sequence,
       query: (collection, fields, ranges, reverse, max) => (

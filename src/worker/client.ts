@@ -476,6 +476,11 @@ export class WorkerCollection<V extends ValueShape<V> = Value> {
     return new Where<V>(source, list);
   }
 
+  /** As Collection's: the secondary indexes loaded or built in the worker now (no progress events cross). */
+  buildIndexes(): Promise<void> {
+    return this.#call('buildIndexes');
+  }
+
   /** As Collection's: every record with the field, in the order of its index. */
   orderBy(field: string): Query<V> {
     return this.where(field).all();

@@ -216,6 +216,7 @@ export function servePort(
     has: (c, [id]: [string]) => c.has(id),
     delete: (c, [id, o]: [string, { ifVersion?: number }?]) => c.delete(id, o),
     version: (c, [id]: [string]) => c.version(id),
+    buildIndexes: (c) => c.buildIndexes(),
     queryIds: (c, [fields, ranges, reverse, max]: [string[], KeyRange[], boolean, number]) =>
       c.queryIds(fields, ranges, reverse, max),
     // Values cross by structured clone: an absent record as null, a withheld one as 0.
