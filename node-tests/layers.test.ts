@@ -45,6 +45,7 @@ const ENGINE_ROWS: string[][] = [
     'follow.ts',
     'retire.ts',
     'compact.ts',
+    'upgrade.ts',
     'posture.ts',
     'exports.ts',
     'migration/',

@@ -133,6 +133,63 @@ describe('schema evolution', () => {
     expect(manifest.collections.notes).toMatchObject({ schema: V3, versions: [V1, V2] });
   });
 
+  it('an upgrade function rewrites records in the background, resumes after a failure, and reads through it meanwhile', async () => {
+    const medium = new MemoryMedium();
+    const open = storeOpener(r, medium);
+    const OLD = { title: 'string', n: 'integer' } as const;
+    const NEW = { name: 'string', n: 'number', tags: 'string' } as const; // renamed, widened, a required field added
+    let store = await open();
+    const old = store.collection('notes', { schema: OLD });
+    for (let i = 0; i < 1000; i += 250)
+      await store.batch((tx) => {
+        for (let k = i; k < i + 250; k++) tx.put(old, `n${k}`, { title: `t${k}`, n: k });
+      });
+    await store.close();
+
+    // Without the function the change is refused, with its reason.
+    store = await open();
+    expect(() => store.collection('notes', { schema: NEW })).toThrow(/field "title" is gone/);
+    let failAt = 600;
+    const upgrade = (v: Record<string, unknown>, version: number) => {
+      if (v.title === `t${failAt}`) throw new Error('interrupted');
+      expect(version).toBe(1);
+      return { name: String(v.title).toUpperCase(), n: Number(v.n) + 0.5, tags: 'migrated' };
+    };
+    let c = store.collection('notes', { schema: NEW, upgrade });
+    // Before any write the store is still at version 1; reads already go through the function.
+    expect(await c.get('n5')).toEqual({ name: 'T5', n: 5.5, tags: 'migrated' });
+    await c.put('fresh', { name: 'new', n: 1, tags: 'x' }); // records version 2 and the upgrade mark
+    const progress: number[] = [];
+    await expect(c.upgradeRecords({ onProgress: (p) => progress.push(p.done) })).rejects.toThrow('interrupted');
+    await store.close();
+
+    // Reopened without the function: the collection says it is being upgraded.
+    store = await open();
+    expect(() => store.collection('notes', { schema: NEW })).toThrow(/being upgraded to schema version 2/);
+    await expect(store.collection('notes').get('n900')).rejects.toMatchObject({ code: 'FORMAT_VERSION' });
+    await store.close();
+    store = await open();
+    failAt = -1;
+    c = store.collection('notes', { schema: NEW, upgrade });
+    await c.put('n3', { name: 'written meanwhile', n: 3, tags: 'user' }); // not overwritten by the rewrite
+    const done = await c.upgradeRecords();
+    expect(done.version).toBe(2);
+    expect(done.rewritten + done.current).toBe(1001);
+    expect(done.current).toBeGreaterThan(2); // the first chunks of the failed run, the fresh and the user's record
+    await store.close();
+
+    // Done: opened without the function, every record reads at version 2.
+    store = await open();
+    const now = store.collection('notes', { schema: NEW });
+    expect(await now.get('n900')).toEqual({ name: 'T900', n: 900.5, tags: 'migrated' });
+    expect(await now.get('n3')).toEqual({ name: 'written meanwhile', n: 3, tags: 'user' });
+    expect(store.collections()[0]).toMatchObject({ version: 2, records: 1001 });
+    let count = 0;
+    for await (const { value } of now.scan()) if (value.tags === 'migrated') count++;
+    expect(count).toBe(999);
+    await store.close();
+  });
+
   it('verifyStore holds over a store whose collection evolved', async () => {
     const medium = new MemoryMedium();
     const open = storeOpener(r, medium);

@@ -85,6 +85,13 @@ export interface CollectionOptions<S extends Schema = Schema> {
    * or a list of fields (a compound index), for `where` and `orderBy`.
    */
   index?: { text?: readonly TextField<S>[]; by?: readonly ((keyof S & string) | readonly (keyof S & string)[])[] };
+  /**
+   * For a schema that cannot follow the stored one as is (a field renamed, retyped, removed or made
+   * required): the function that turns a record of an earlier version (its value, its version) into
+   * a value of this schema. The collection moves to the new version with its next write; records
+   * of earlier versions read through the function until `upgradeRecords()` has rewritten them.
+   */
+  upgrade?: (value: Value, version: number) => Value;
 }
 
 /**
@@ -127,6 +134,11 @@ export interface CollectionEngine {
   read(c: Collection, id: string, withhold?: boolean): Promise<Value | undefined | typeof WITHHELD>;
   has(collection: string, id: string): boolean;
   version(collection: string, id: string): number | undefined;
+  /** Rewrites the records of earlier schema versions through the collection's upgrade (upgrade.ts). */
+  upgradeRecords(
+    c: Collection,
+    onProgress?: (p: { done: number; total: number }) => void,
+  ): Promise<{ rewritten: number; current: number; version: number }>;
   /** Loads or builds the collection's secondary indexes now (field-indexes.ts build). */
   buildIndexes(collection: string, onProgress?: (p: { done: number; total: number }) => void): Promise<void>;
   /** The values of `ids`, as `read` with `withhold` gives each (a query's results: pages read once). */
@@ -166,10 +178,17 @@ export function collectionSpec(
         schema: Schema;
         suite?: SuiteName;
         index?: { text?: readonly string[]; by?: readonly (string | readonly string[])[] };
+        upgrade?: (value: Value, version: number) => Value;
       }
     | undefined,
   m: Manifest,
-): { schema: CompiledSchema; text: readonly string[]; by: string[][]; suite: number | undefined } {
+): {
+  schema: CompiledSchema;
+  text: readonly string[];
+  by: string[][];
+  suite: number | undefined;
+  upgrade?: (value: Value, version: number) => Value;
+} {
   if (typeof name !== 'string' || name.length === 0) throw new TypeError('"name" expected a non-empty string');
   const existing = m.collections[name];
   if (options === undefined) {
@@ -179,18 +198,29 @@ export function collectionSpec(
     return { schema: storedSchema(existing), text, by: existing.by ?? [], suite: undefined };
   }
   if (typeof options !== 'object' || options === null) throw new TypeError('"options" expected { schema, … }');
+  const upgrade = options.upgrade;
+  if (upgrade !== undefined && typeof upgrade !== 'function') throw new TypeError('"upgrade" expected a function');
   let schema = compileSchema(options.schema);
   if (existing !== undefined) {
     const stored = storedSchema(existing);
     const older = stored.earlier.findIndex((e) => sameFields(e, schema));
-    if (sameFields(stored, schema)) schema = stored;
-    else if (older >= 0)
+    if (sameFields(stored, schema)) {
+      schema = stored;
+      if (existing.upgrade !== undefined && upgrade === undefined)
+        throw new TypeError(
+          `collection "${name}" is being upgraded to schema version ${existing.upgrade.to}: open it with its upgrade function to read and finish it`,
+        );
+    } else if (older >= 0)
       throw new PqdbError(
         'FORMAT_VERSION',
         `collection "${name}" is at schema version ${stored.version}, newer than the version ${older + 1} it is opened with here: open it with its current schema (or none: store.collection("${name}"))`,
       );
     else {
-      const why = evolutionProblem(stored, schema);
+      const why = upgrade === undefined ? evolutionProblem(stored, schema) : undefined;
+      if (existing.upgrade !== undefined)
+        throw new RangeError(
+          `collection "${name}" is being upgraded to schema version ${existing.upgrade.to}: finish that upgrade (upgradeRecords) before another`,
+        );
       if (why !== undefined)
         throw new RangeError(
           `collection "${name}" exists with another schema (version ${stored.version}): ${why}; a new version may only add optional fields or widen types (integer to number, required to optional)`,
@@ -215,7 +245,7 @@ export function collectionSpec(
       throw new TypeError('"index.by" expected fields of the schema, or lists of distinct ones');
     return [...fields] as string[];
   });
-  return { schema, text, by, suite };
+  return { schema, text, by, suite, ...(upgrade !== undefined ? { upgrade } : {}) };
 }
 
 /** A typed collection; `V` is the record value type (see CollectionValue). */
@@ -234,6 +264,8 @@ export class Collection<V extends ValueShape<V> = Value> {
     readonly suite?: number,
     /** Its secondary indexes: each a list of fields. */
     readonly by: readonly (readonly string[])[] = [],
+    /** @internal Its upgrade function, when it was opened with one. */
+    readonly upgrade?: (value: Value, version: number) => Value,
   ) {
     this.#engine = engine;
   }
@@ -250,6 +282,19 @@ export class Collection<V extends ValueShape<V> = Value> {
     if (list.length === 0 || list.some((f) => typeof f !== 'string'))
       throw new TypeError('"fields" expected a field name or a list of them');
     return new Where<V>(this.#querySource(), list);
+  }
+
+  /**
+   * Rewrites every record written under an earlier schema version through the upgrade function the
+   * collection was opened with, a chunk per commit beside reads and writes; resumable (a run cut
+   * short leaves its chunks done: run it again). Resolves with what it rewrote once every record is
+   * at the current version and the store no longer needs the function.
+   * @throws TypeError when the collection was not opened with `upgrade`
+   */
+  upgradeRecords(
+    options: { onProgress?: (p: { done: number; total: number }) => void } = {},
+  ): Promise<{ rewritten: number; current: number; version: number }> {
+    return this.#engine.upgradeRecords(this.#self, options.onProgress);
   }
 
   /**

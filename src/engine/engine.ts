@@ -6,7 +6,8 @@
 
 import { PqdbError } from '../errors';
 import type { PageStore } from '../storage/page-store';
-import { decodeValue, storedSchema, type CompiledSchema, type Value } from './codec';
+import { decodeValue, storedSchema, valueVersion, type CompiledSchema, type Value } from './codec';
+import { upgradeRecords, type UpgradeResult } from './upgrade';
 import { leafBlind, type KeyRing } from './keys';
 import type { Registry } from './registry';
 import type { Manifest } from './manifest';
@@ -110,7 +111,7 @@ export class Engine {
     logs.setLoader((g, to) => logLeaves(pages, pipeline.manifest, g, to));
     const value = async (collection: string, id: string): Promise<Value | undefined> => {
       const loc = directory.get(collection, id);
-      return loc && decodeValue(this.#schemaOf(collection), await records.open('index', collection, id, loc));
+      return loc && this.#decoder(collection)(await records.open('index', collection, id, loc));
     };
     const lexical = (this.lexical = new LexicalStore({ pipeline, pages, keys, directory, value, live }));
     const fieldIndexes = (this.fieldIndexes = new FieldIndexes({ directory, value, live, pipeline, pages, keys }));
@@ -137,7 +138,7 @@ export class Engine {
       authority: options.authority,
       current: () => keys.current(),
       closing: () => this.#closing,
-      decode: (collection, plaintext) => decodeValue(this.#schemaOf(collection), plaintext),
+      decode: (collection, plaintext) => this.#decoder(collection)(plaintext),
     }));
     // Migration accounting first: it counts a commit's writes before anything else sees them.
     pipeline.on({ prepare: writeGate }); // the policy the commit runs under refuses a write before sealing
@@ -188,6 +189,39 @@ export class Engine {
     this.#declared.set(c.name, c);
     this.lexical.declare(c.name, c.indexed);
     this.fieldIndexes.declare(c.name, c.by ?? []);
+  }
+
+  /**
+   * How a record of `collection` is decoded: through the schema of its version, and, while an
+   * upgrade's rewrite is not finished, through the upgrade function for a record of an earlier
+   * version (without one: FORMAT_VERSION, never a value of another shape).
+   */
+  #decoder(collection: string): (plaintext: Uint8Array) => Value {
+    const schema = this.#schemaOf(collection);
+    const declared = this.#declared.get(collection);
+    const mark = this.pipeline.manifest.collections[collection]?.upgrade?.to;
+    const target = mark ?? (declared?.upgrade !== undefined ? declared.schema.version : 0);
+    if (target === 0) return (plaintext) => decodeValue(schema, plaintext);
+    return (plaintext) => {
+      const value = decodeValue(schema, plaintext);
+      const version = valueVersion(plaintext);
+      if (version >= target) return value;
+      if (declared?.upgrade === undefined)
+        throw new PqdbError(
+          'FORMAT_VERSION',
+          `a record of collection "${collection}" is at schema version ${version}, which an upgrade to version ${target} rewrites: open the collection with its upgrade function`,
+        );
+      return declared.upgrade(value, version);
+    };
+  }
+
+  /** Rewrites the records of `c` written under an earlier schema version through its upgrade (upgrade.ts). */
+  upgradeRecords(
+    c: DeclaredCollection,
+    onProgress?: (p: { done: number; total: number }) => void,
+  ): Promise<UpgradeResult> {
+    const { pipeline, keys, records, directory } = this;
+    return upgradeRecords({ pipeline, keys, records, directory, live: this.#live }, c, onProgress);
   }
 
   /** The schema history records of `collection` are read through: the declared one, or the stored one when it knows more versions. */
@@ -257,14 +291,27 @@ export class Engine {
     const { directory, pipeline, records } = this;
     // Through the newest schema history known: a record another writer wrote under a later version reads too.
     const schema = this.#schemaOf(c.name);
-    return readRecord({ directory, pipeline, records }, { name: c.name, schema, indexed: c.indexed }, id, withhold);
+    const decode = this.#decoder(c.name);
+    return readRecord(
+      { directory, pipeline, records },
+      { name: c.name, schema, indexed: c.indexed },
+      id,
+      withhold,
+      decode,
+    );
   }
 
   /** The values of records `ids` of `c` (a query's results), as `read` with withholding gives each. */
   readMany(c: DeclaredCollection, ids: readonly string[]): Promise<(Value | undefined | typeof WITHHELD)[]> {
     const { directory, pipeline, records, cache } = this;
     const schema = this.#schemaOf(c.name);
-    return readRecords({ directory, pipeline, records, cache }, { name: c.name, schema, indexed: c.indexed }, ids);
+    const decode = this.#decoder(c.name);
+    return readRecords(
+      { directory, pipeline, records, cache },
+      { name: c.name, schema, indexed: c.indexed },
+      ids,
+      decode,
+    );
   }
 
   exportSealed(collection: string, id: string): Promise<Uint8Array> {

@@ -70,6 +70,7 @@ export class Store {
       commit: (ops, requestId) => this.#commit(ops, requestId),
       read: (c, id, withhold) => (this.#live(), checkId(id), slot.pinned((e) => e.read(c, id, withhold))),
       readMany: (c, ids) => (this.#live(), slot.pinned((e) => e.readMany(c, ids))),
+      upgradeRecords: (c, onProgress) => (this.#live(), slot.pinned((e) => e.upgradeRecords(c, onProgress))),
       buildIndexes: (collection, onProgress) => (
         this.#live(),
         slot.pinned((e) => e.fieldIndexes.build(collection, onProgress))
@@ -158,12 +159,12 @@ export class Store {
   ): Collection<CollectionValue<V, S>>;
   collection(name: string, options?: CollectionOptions): Collection<Value> {
     this.#live();
-    const { schema, text, by, suite } = collectionSpec(name, options, this.#engine.pipeline.manifest);
+    const { schema, text, by, suite, upgrade } = collectionSpec(name, options, this.#engine.pipeline.manifest);
     let c = this.#collections.get(name);
     if (c !== undefined && options !== undefined && !sameFields(c.schema, schema))
       throw new RangeError(`collection "${name}" is open in this store with another schema`);
     if (c === undefined) {
-      this.#collections.set(name, (c = new Collection(this, this.#api, name, schema, text, suite, by)));
+      this.#collections.set(name, (c = new Collection(this, this.#api, name, schema, text, suite, by, upgrade)));
       this.#engine.declare(c);
     }
     return c; // values are checked at run time

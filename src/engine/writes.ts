@@ -83,6 +83,8 @@ export interface DeclaredCollection {
   readonly indexed: readonly string[];
   /** Its secondary indexes' field lists (field-indexes.ts). */
   readonly by?: readonly (readonly string[])[];
+  /** Opened with an upgrade (collection.ts): a record of an earlier schema version reads through it. */
+  readonly upgrade?: (value: Value, version: number) => Value;
   readonly suite?: number;
 }
 
@@ -140,6 +142,8 @@ export function declareCollection(draft: Draft, c: DeclaredCollection): void {
         schema: c.schema.source as Schema,
         versions: c.schema.earlier.map((e) => e.source as Schema),
         ...text,
+        // Until its rewrite ends, older records read only through the upgrade function.
+        ...(c.upgrade !== undefined ? { upgrade: { to: c.schema.version } } : {}),
       };
     // Indexes declared anew are what a later `collection(name)` opens with (none declared: kept).
     else if (
@@ -241,11 +245,11 @@ export async function readRecords(
   ctx: Omit<RecordContext, 'keys'> & { readonly cache: Pick<PageCache, 'get'> },
   c: DeclaredCollection,
   ids: readonly string[],
+  decode: (plaintext: Uint8Array) => Value = (plaintext) => decodeValue(c.schema, plaintext),
 ): Promise<(Value | undefined | typeof WITHHELD)[]> {
   const locs = ids.map((id) => ctx.directory.get(c.name, id));
   const perPage = new Map<number, number>();
   for (const loc of locs) if (loc !== undefined) perPage.set(loc.pageId, (perPage.get(loc.pageId) ?? 0) + 1);
-  const decode = (plaintext: Uint8Array) => decodeValue(c.schema, plaintext);
   const pages = new Map<number, Uint8Array>();
   const out: (Value | undefined | typeof WITHHELD)[] = [];
   for (let i = 0; i < ids.length; i++) {
@@ -288,11 +292,11 @@ export async function readRecord(
   c: DeclaredCollection,
   id: string,
   withhold: boolean,
+  decode: (plaintext: Uint8Array) => Value = (plaintext) => decodeValue(c.schema, plaintext),
 ): Promise<Value | undefined | typeof WITHHELD> {
   const loc = ctx.directory.get(c.name, id);
   if (loc === undefined) return undefined;
   // The read gate (gates.ts) refuses a scope the policy in force keeps from reading: WITHHELD for
   // scans and searches, AUTHORITY_DENIED for a get.
-  const decode = (plaintext: Uint8Array) => decodeValue(c.schema, plaintext);
   return ctx.records.read(c.name, id, loc, decode, withhold ? WITHHELD : undefined);
 }

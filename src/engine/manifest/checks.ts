@@ -118,6 +118,8 @@ export function checkManifest(h: ManifestHeader, b: unknown): Manifest {
           ))
       )
         throw new TypeError('bad index fields');
+      if (c.upgrade !== undefined && (!isObject(c.upgrade) || !Number.isSafeInteger(c.upgrade.to) || (c.upgrade.to as number) < 2))
+        throw new TypeError('bad upgrade');
     } catch {
       corrupt('has a bad collection schema');
     }

@@ -144,8 +144,13 @@ export interface CollectionMeta {
   versions?: Schema[];
   /** The string fields its lexical index covers, as last declared (what `collection(name)` opens with). */
   text?: string[];
-  /** Its secondary indexes' field lists, as last declared (held in memory only: no entry is stored). */
+  /** Its secondary indexes' field lists, as last declared. */
   by?: string[][];
+  /**
+   * An upgrade to schema version `to` whose rewrite of the records is not finished: a record
+   * written under an earlier version reads only through the collection's upgrade function.
+   */
+  upgrade?: { to: number };
 }
 
 /** A key generation as persisted: salt, envelopes and binding in base64 (the root never leaves memory). */
