@@ -19,8 +19,9 @@ const SHA384_ONLY_GZIP_MAX = 25_000;
 // a chunk of its own as every module loaded by import() is: scripts/build-wasm.mjs); 153.4 kB with
 // history floors (the floor page, its chain check in the verifier, trees built in slices); 158.3 kB
 // with schema versions, transactions that read, compare-and-set and secondary indexes with queries;
-// 159.9 kB with those indexes sealed at checkpoints.
-const FULL_STORE_GZIP_MAX = 160_000;
+// 159.9 kB with those indexes sealed at checkpoints; 160.4 kB with schema upgrades that rewrite
+// (their rewrite loop a chunk of its own).
+const FULL_STORE_GZIP_MAX = 161_000;
 
 type Size = { minBytes: number; gzipBytes: number; inputs: string[]; sources: string[] };
 

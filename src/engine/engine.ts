@@ -7,7 +7,7 @@
 import { PqdbError } from '../errors';
 import type { PageStore } from '../storage/page-store';
 import { decodeValue, storedSchema, valueVersion, type CompiledSchema, type Value } from './codec';
-import { upgradeRecords, type UpgradeResult } from './upgrade';
+import type { UpgradeResult } from './upgrade';
 import { leafBlind, type KeyRing } from './keys';
 import type { Registry } from './registry';
 import type { Manifest } from './manifest';
@@ -216,11 +216,13 @@ export class Engine {
   }
 
   /** Rewrites the records of `c` written under an earlier schema version through its upgrade (upgrade.ts). */
-  upgradeRecords(
+  async upgradeRecords(
     c: DeclaredCollection,
     onProgress?: (p: { done: number; total: number }) => void,
   ): Promise<UpgradeResult> {
     const { pipeline, keys, records, directory } = this;
+    // Loaded on first use (a chunk of its own in a browser bundle: upgrades are rare).
+    const { upgradeRecords } = await import('./upgrade');
     return upgradeRecords({ pipeline, keys, records, directory, live: this.#live }, c, onProgress);
   }
 
