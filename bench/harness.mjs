@@ -317,3 +317,21 @@ export function peerAead(key = randomBytes(32)) {
     },
   };
 }
+
+/**
+ * The query benches' parameters (bench/query.mjs, query-browser.mjs): `runs` windows of 1,000
+ * consecutive offsets of one part of speech (of those with more than 1,100 synsets), as
+ * { pos, lo, hi } with hi the offset 1,000 places past lo, drawn with `random`.
+ */
+export function rangeParams(values, runs, random) {
+  const byPos = new Map();
+  for (const { pos, offset } of values) (byPos.get(pos) ?? byPos.set(pos, []).get(pos)).push(offset);
+  for (const l of byPos.values()) l.sort((a, b) => a - b);
+  const big = [...byPos].filter(([, l]) => l.length > 1100).map(([p]) => p);
+  return Array.from({ length: runs }, () => {
+    const pos = big[Math.floor(random() * big.length)];
+    const l = byPos.get(pos);
+    const at = Math.floor(random() * (l.length - 1001));
+    return { pos, lo: l[at], hi: l[at + 1000] };
+  });
+}

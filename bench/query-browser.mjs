@@ -8,12 +8,9 @@
 //   node bench/query-browser.mjs [--records 100000] [--runs 51] [--out report.json]
 // Default report: bench/results/query-<arch>-chromium<major>-<date>[-n].json. Needs `npm run build`.
 
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { freePort } from './migration/common.mjs';
-import { launchChromiumProfile } from './chromium.mjs';
+import { startChromium } from './chromium.mjs';
 import { generateRecipient } from '../dist/node.js';
-import { hostInfo, saveReport, synsets, rng, reportPath, runtimeTag } from './harness.mjs';
+import { hostInfo, saveReport, synsets, rng, reportPath, runtimeTag, rangeParams } from './harness.mjs';
 
 const args = process.argv.slice(2);
 const arg = (n, d) => (args.includes(n) ? args[args.indexOf(n) + 1] : d);
@@ -21,40 +18,25 @@ const N = Number(arg('--records', 100_000));
 const RUNS = Number(arg('--runs', 51));
 
 const records = synsets(N).map(({ id, value: v }) => [id, v.lemma, v.pos, v.gloss, v.offset]);
-const byPos = new Map();
-for (const r of records) (byPos.get(r[2]) ?? byPos.set(r[2], []).get(r[2])).push(r[4]);
-for (const l of byPos.values()) l.sort((a, b) => a - b);
-const random = rng(11);
-const big = [...byPos].filter(([, l]) => l.length > 1100).map(([p]) => p);
-const params = Array.from({ length: RUNS }, () => {
-  const pos = big[Math.floor(random() * big.length)];
-  const l = byPos.get(pos);
-  const at = Math.floor(random() * (l.length - 1001));
-  return { pos, lo: l[at], hi: l[at + 1000] };
-});
+const params = rangeParams(
+  records.map((r) => ({ pos: r[2], offset: r[4] })),
+  RUNS,
+  rng(11),
+);
 const r = generateRecipient();
 const keys = { publicKey: Array.from(r.publicKey), secretKey: Array.from(r.secretKey) };
 
-const port = await freePort();
-const server = spawn(
-  process.execPath,
-  [fileURLToPath(new URL('../browser-tests/server.mjs', import.meta.url)), String(port)],
-  {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  },
-);
-await new Promise((resolve) => server.stdout.once('data', resolve));
-const chrome = await launchChromiumProfile([]);
+const { browser, base, close } = await startChromium();
 try {
-  const page = await chrome.context.newPage();
-  await page.goto(`http://127.0.0.1:${port}/bench`);
+  const page = await browser.newPage();
+  await page.goto(`${base}/bench`);
   await page.waitForFunction(() => 'pqdbBench' in globalThis);
   const { results, userAgent } = await page.evaluate((o) => globalThis.pqdbBench.query(o), { records, params, keys });
   const ratio = (peer, ours) => peer / ours;
   const report = {
     bench: 'query',
     host: hostInfo(),
-    runtime: `chromium ${chrome.browser.version()}`,
+    runtime: `chromium ${browser.version()}`,
     records: N,
     runs: RUNS,
     results,
@@ -80,6 +62,5 @@ try {
   saveReport('query', report, out);
   console.log(`report: ${out}`);
 } finally {
-  await chrome.close();
-  server.kill();
+  await close();
 }

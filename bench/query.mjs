@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { openStore, generateRecipient, generateSigner } from '../dist/node.js';
-import { hostInfo, synsets, saveReport, rng, peerAead } from './harness.mjs';
+import { hostInfo, synsets, saveReport, rng, peerAead, rangeParams } from './harness.mjs';
 
 const args = process.argv.slice(2);
 const arg = (n, d) => (args.includes(n) ? args[args.indexOf(n) + 1] : d);
@@ -37,16 +37,11 @@ const base = mkdtempSync(join(tmpdir(), 'pqdb-bench-query-'));
 const random = rng(11);
 
 // Query parameters from the data: for the range, a window of 1,000 consecutive offsets of a part of speech.
-const byPos = new Map();
-for (const r of records) (byPos.get(r.value.pos) ?? byPos.set(r.value.pos, []).get(r.value.pos)).push(r.value.offset);
-for (const l of byPos.values()) l.sort((a, b) => a - b);
-const big = [...byPos].filter(([, l]) => l.length > 1100).map(([p]) => p);
-const params = Array.from({ length: RUNS }, () => {
-  const pos = big[Math.floor(random() * big.length)];
-  const l = byPos.get(pos);
-  const at = Math.floor(random() * (l.length - 1001));
-  return { pos, lo: l[at], hi: l[at + 1000] };
-});
+const params = rangeParams(
+  records.map((r) => r.value),
+  RUNS,
+  random,
+);
 
 const { seal, open } = peerAead();
 const enc = new TextEncoder();

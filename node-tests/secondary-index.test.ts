@@ -156,19 +156,9 @@ describe('secondary indexes', () => {
 describe('secondary indexes persisted sealed at checkpoints', () => {
   const signer = generateSigner();
   const signedOpener = (medium: MemoryMedium) => {
-    let first = true;
+    const open = storeOpener(r, medium, { signer: signer.secretKey, signerPublicKey: signer.publicKey });
     return async () => {
-      const pages = await openMemoryPageStore({ medium });
-      const store = await openStore({
-        storage: pages,
-        create: first,
-        recipients: [r.publicKey],
-        unlock: r.secretKey,
-        signer: signer.secretKey,
-        signerPublicKey: signer.publicKey,
-        autoCheckpoint: false,
-      });
-      first = false;
+      const store = await open();
       return { store, c: store.collection('syn', { schema, index: { by: ['pos', ['pos', 'offset']] } }) };
     };
   };

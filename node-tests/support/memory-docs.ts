@@ -33,9 +33,13 @@ export function docsOpener<S extends { text: 'string' } & Record<string, 'string
 
 /**
  * `open()` of a store on `medium` (a fresh one by default) under `recipient`, no automatic
- * checkpoint: the first call creates it, the later ones open it again.
+ * checkpoint (and `extra`: signer keys, say): the first call creates it, the later ones open it again.
  */
-export function storeOpener(recipient: KeyPair, medium = new MemoryMedium()): () => Promise<Store> {
+export function storeOpener(
+  recipient: KeyPair,
+  medium = new MemoryMedium(),
+  extra: Partial<StoreOptions> = {},
+): () => Promise<Store> {
   let first = true;
   return async () => {
     const pages = await openMemoryPageStore({ medium });
@@ -45,6 +49,7 @@ export function storeOpener(recipient: KeyPair, medium = new MemoryMedium()): ()
       recipients: [recipient.publicKey],
       unlock: recipient.secretKey,
       autoCheckpoint: false,
+      ...extra,
     });
     first = false;
     return store;
