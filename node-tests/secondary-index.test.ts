@@ -3,7 +3,7 @@
 // reversed, with offset, limit and filter — checked against brute force over random puts, updates
 // and deletes, across a reopen (built again from the records), and never on the medium.
 import { describe, it, expect } from 'vitest';
-import { generateRecipient, generateSigner, openMemoryPageStore, openStore, verifyStore } from '../src/index';
+import { generateRecipient, generateSigner, openMemoryPageStore, verifyStore } from '../src/index';
 import { pageKind } from '../src/engine/page-format';
 import { crc32c } from '../src/_crc32c';
 import { MemoryMedium } from '../src/storage/memory';
@@ -279,16 +279,7 @@ describe('the raw bytes of a store with secondary indexes', () => {
   it('hold no collection name, field name, id, value or index key in the clear', async () => {
     const signer = generateSigner();
     const medium = new MemoryMedium();
-    const pages = await openMemoryPageStore({ medium });
-    const store = await openStore({
-      storage: pages,
-      create: true,
-      recipients: [r.publicKey],
-      unlock: r.secretKey,
-      signer: signer.secretKey,
-      signerPublicKey: signer.publicKey,
-      autoCheckpoint: false,
-    });
+    const store = await storeOpener(r, medium, { signer: signer.secretKey, signerPublicKey: signer.publicKey })();
     const c = store.collection('zcollectionq', {
       schema: { zfieldkind: 'string', zfieldrank: 'integer', zfieldnote: 'string' },
       index: { text: ['zfieldnote'], by: ['zfieldkind', ['zfieldkind', 'zfieldrank']] },

@@ -118,7 +118,10 @@ export function checkManifest(h: ManifestHeader, b: unknown): Manifest {
           ))
       )
         throw new TypeError('bad index fields');
-      if (c.upgrade !== undefined && (!isObject(c.upgrade) || !Number.isSafeInteger(c.upgrade.to) || (c.upgrade.to as number) < 2))
+      if (
+        c.upgrade !== undefined &&
+        (!isObject(c.upgrade) || !Number.isSafeInteger(c.upgrade.to) || (c.upgrade.to as number) < 2)
+      )
         throw new TypeError('bad upgrade');
     } catch {
       corrupt('has a bad collection schema');
@@ -149,7 +152,9 @@ export function checkManifest(h: ManifestHeader, b: unknown): Manifest {
       if (
         !Array.isArray(f.specs) ||
         f.specs.length === 0 ||
-        f.specs.some((s: unknown) => !Array.isArray(s) || s.length === 0 || s.some((x: unknown) => typeof x !== 'string'))
+        f.specs.some(
+          (s: unknown) => !Array.isArray(s) || s.length === 0 || s.some((x: unknown) => typeof x !== 'string'),
+        )
       )
         corrupt('has a bad secondary index entry');
     }
