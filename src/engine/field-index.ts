@@ -131,7 +131,16 @@ export class FieldIndex {
   /** The ids whose keys lie in `range`, in key order (ties by id), or the reverse. */
   *ids(range: KeyRange = {}, reverse = false): Generator<string> {
     this.#settle();
-    const runs: Run[] = this.#added.length === 0 ? [this.#main] : [this.#main, this.#addedRun()];
+    if (this.#added.length === 0) {
+      // One run (the common case once merged): its span in order, dead entries skipped.
+      const run = this.#main;
+      const [lo, hi] = this.#span(run, range);
+      if (reverse) {
+        for (let i = hi - 1; i >= lo; i--) if (this.#current.get(run.ids[i]) === run.keys[i]) yield run.ids[i];
+      } else for (let i = lo; i < hi; i++) if (this.#current.get(run.ids[i]) === run.keys[i]) yield run.ids[i];
+      return;
+    }
+    const runs: Run[] = [this.#main, this.#addedRun()];
     const spans = runs.map((run) => this.#span(run, range));
     const at = spans.map(([lo, hi]) => (reverse ? hi - 1 : lo));
     const done = (k: number) => (reverse ? at[k] < spans[k][0] : at[k] >= spans[k][1]);
