@@ -75,14 +75,14 @@ export class Store {
         this.#live(),
         slot.pinned((e) => e.fieldIndexes.build(collection, onProgress))
       ),
-      has: (collection, id) => this.#engine.directory.has(collection, id),
-      version: (collection, id) => this.#engine.directory.get(collection, id)?.sequence,
+      has: (collection, id) => (this.#live(), this.#engine.directory.has(collection, id)),
+      version: (collection, id) => (this.#live(), this.#engine.directory.get(collection, id)?.sequence),
       query: (collection, fields, ranges, reverse, max) => (
         this.#live(),
         slot.pinned((e) => e.fieldIndexes.ids(collection, fields, ranges, reverse, max))
       ),
-      count: (collection) => this.#engine.directory.count(collection),
-      ids: (collection, prefix) => this.#engine.directory.ids(collection, prefix),
+      count: (collection) => (this.#live(), this.#engine.directory.count(collection)),
+      ids: (collection, prefix) => (this.#live(), this.#engine.directory.ids(collection, prefix)),
       index: (collection) => slot.pinned((e) => e.lexical.indexOf(collection)),
       loadedIndex: (collection) => this.#engine.lexical.loaded(collection),
       exportSealed: (collection, id) => (this.#live(), slot.pinned((e) => e.exportSealed(collection, id))),

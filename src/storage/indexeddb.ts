@@ -12,9 +12,9 @@
 // a page that exists aborts the whole transaction rather than being overwritten.
 //
 // Single writer: a Web Lock `pqdb-page-store:<name>` requested with `ifAvailable` and held for the
-// store's life, so a second tab, worker or store in the same page gets LOCKED. Where
-// `navigator.locks` is missing (Node), an in-process registry stands in: it cannot see other
-// processes. Caveat: the page index is read once at open and kept in memory; that is sound only
+// store's life, so a second tab, worker or store in the same page gets LOCKED. Under Node (whose
+// `navigator.locks`, from Node 22 on, are its own process's) or where it is missing, an in-process
+// registry stands in: it cannot see other processes. Caveat: the page index is read once at open and kept in memory; that is sound only
 // because the lock keeps every other writer out.
 
 import { openDB, deleteDB, type IDBPDatabase } from 'idb';
@@ -159,12 +159,16 @@ export async function deleteIndexedDbStore(name: string, options: IndexedDbPageS
   }
 }
 
+/**
+ * The Web Locks to hold the store with: `options.locks`, else a browser's `navigator.locks`. Node
+ * has a `navigator.locks` too (from 22 on), but its locks are its own process's, not a browser's
+ * tabs': under Node the in-process registry stands in, as before Node had them.
+ */
 function lockManager(options: IndexedDbPageStoreOptions): LockManager | undefined {
-  const locks =
-    options.locks === undefined
-      ? (globalThis as { navigator?: { locks?: LockManager } }).navigator?.locks
-      : options.locks;
-  return locks ?? undefined;
+  if (options.locks !== undefined) return options.locks ?? undefined;
+  const g = globalThis as { navigator?: { locks?: LockManager }; process?: { versions?: { node?: string } } };
+  if (g.process?.versions?.node !== undefined) return undefined;
+  return g.navigator?.locks ?? undefined;
 }
 
 /** LOCKED, naming who holds the store: another tab or worker (Web Locks), or another store here. */
