@@ -112,12 +112,11 @@ function compileOne(schema: Schema, version: number, earlier: readonly CompiledS
 export function valueVersion(bytes: Uint8Array): number {
   if (bytes[0] === CODEC_VERSION) return 1;
   if (bytes[0] !== VERSIONED_CODEC) return 0;
-  let v = 0;
-  for (let i = 1, scale = 1; i < Math.min(bytes.length, 9); i++, scale *= 128) {
-    v += (bytes[i] & 0x7f) * scale;
-    if (bytes[i] < 0x80) return v;
+  try {
+    return readVarint(bytes, 1, bytes.length, () => new Error('not a version'))[0];
+  } catch {
+    return 0;
   }
-  return 0;
 }
 
 /** The compiled schema history of a stored collection: its current version and the earlier ones. */

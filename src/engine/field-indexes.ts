@@ -319,11 +319,5 @@ export class FieldIndexes {
         () => undefined,
       );
     }
-    if (commit.foreign)
-      for (const page of commit.commitPages)
-        for (const op of page.ops) {
-          const e = this.#entries.get(op.collection);
-          if (e?.built !== undefined) e.pending.add(op.id);
-        }
   }
 }

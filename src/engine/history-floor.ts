@@ -221,9 +221,9 @@ export function nextFloor(
   if (size <= from) throw new RangeError('a floor above the current one expected');
   const hops = [...(old?.hops ?? [])];
   if (old !== undefined) hops.push({ size: from, root: floorRoot(old), proof: tree.consistencyProof(from) });
+  // The old links are all below the old floor: the new ones take the sizes from it to the new.
   const links = [...(old?.links ?? [])];
   for (const s of [...new Set(signed)].sort((a, b) => a - b))
-    if (s > 0 && s >= from && s < size && !(old !== undefined && s === from && links.some((l) => l.size === s)))
-      links.push({ size: s, hop: hops.length, proof: tree.consistencyProof(s) });
+    if (s > 0 && s >= from && s < size) links.push({ size: s, hop: hops.length, proof: tree.consistencyProof(s) });
   return { generation, size, frontier, hops, links };
 }
